@@ -1,0 +1,231 @@
+"""reprokit bench harness: runs inside a stack.
+
+    python harness.py JOB.json [--cell CELL_ID]
+
+Reads a job file (docs/FORMATS.md), runs its cells (or only CELL_ID) and writes one JSON result
+per cell into the job's out_dir, atomically. A failing cell becomes data (status "failed" with its
+reason), never an exception that ends the job.
+
+Python 3.5 syntax (2.7-compatible), standard library plus the stack's framework. Never imports
+the host package `reprokit`.
+"""
+from __future__ import print_function
+
+import datetime
+import importlib
+import json
+import os
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import timing  # noqa: E402
+
+SCHEMA_VERSION = 1
+
+
+def utcnow():
+    return datetime.datetime.utcnow().replace(microsecond=0).isoformat() + "Z"
+
+
+def cell_filename(cell_id):
+    return cell_id.replace("/", "__") + ".json"
+
+
+def write_json_atomic(path, obj):
+    d = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=d)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class CellContext(object):
+    """What a workload sees: its parameters, the budget, and ways to record metrics."""
+
+    def __init__(self, cell, job):
+        self.cell = cell
+        self.params = cell.get("params", {})
+        self.variant = cell.get("variant")
+        self.device = job.get("device", "cpu")
+        self.protocol = cell.get("protocol", "budget")
+        self.budget_spec = cell.get("budget", {})
+        self.metrics = {}
+        self.implementation = {"notes": [], "substitutes": []}
+        self.extra = {}
+
+    # -- budget -----------------------------------------------------------------------------
+    def budget(self, metric):
+        """Budget for one metric. Under protocol 'published' the original iteration count for
+        this metric is taken from params['published_iterations'][metric]."""
+        count = None
+        if self.protocol == "published":
+            counts = self.params.get("published_iterations", {})
+            count = counts.get(metric, counts.get("default"))
+        return timing.Budget.from_dict(self.budget_spec, count)
+
+    # -- recording --------------------------------------------------------------------------
+    def measure(self, name, step, unit, kind, items, method, sync=None, sync_desc=None,
+                should_stop=None):
+        """Time step() under this cell's budget and record metric `name`."""
+        t = timing.sample(step, self.budget(name), sync=sync, should_stop=should_stop)
+        return self.record_timed(name, t, unit, kind, items, method, sync_desc)
+
+    def record_timed(self, name, t, unit, kind, items, method, sync_desc=None):
+        values, derivation = timing.derive(t["raw_seconds"], kind, items)
+        self.metrics[name] = {
+            "unit": unit,
+            "samples": values,
+            "raw_seconds": t["raw_seconds"],
+            "items_per_sample": items,
+            "derivation": derivation,
+            "warmup": len(t["warmup_seconds"]),
+            "warmup_seconds": t["warmup_seconds"],
+            "stop_reason": t["stop_reason"],
+            "method": method,
+            "sync": sync_desc or self.default_sync(),
+        }
+        return self.metrics[name]
+
+    def record_single(self, name, seconds, unit, method, sync_desc=None):
+        """A metric measured once by nature (compile time, first step)."""
+        value = seconds if unit == "s" else 1000.0 * seconds
+        self.metrics[name] = {
+            "unit": unit, "samples": [value], "raw_seconds": [seconds], "items_per_sample": 1,
+            "derivation": "seconds" if unit == "s" else "1000 * seconds", "warmup": 0,
+            "warmup_seconds": [], "stop_reason": "single", "method": method,
+            "sync": sync_desc or self.default_sync(),
+        }
+        return self.metrics[name]
+
+    def record_value(self, name, values, unit, method):
+        """A non-time metric (memory, counts): values are samples in `unit`."""
+        self.metrics[name] = {
+            "unit": unit, "samples": list(values), "raw_seconds": [], "items_per_sample": 1,
+            "derivation": "measured directly", "warmup": 0, "warmup_seconds": [],
+            "stop_reason": "single", "method": method, "sync": "n/a",
+        }
+        return self.metrics[name]
+
+    def default_sync(self):
+        if self.device == "cpu":
+            return "n/a: CPU execution is synchronous"
+        return "none"
+
+    def note(self, text):
+        self.implementation["notes"].append(text)
+
+    def substitute(self, original, used, why):
+        """Record that `used` ran in place of `original` (a historical API or version)."""
+        self.implementation["substitutes"].append(
+            {"original": original, "used": used, "why": why})
+
+    def describe(self, **fields):
+        self.implementation.update(fields)
+
+
+def _stack_fingerprint(framework):
+    try:
+        import stack_fingerprint
+        return stack_fingerprint.collect(framework)
+    except Exception as e:  # the fingerprint must never cost a measurement
+        return {"error": "%s: %s" % (type(e).__name__, e)}
+
+
+def classify_exception(exc):
+    if isinstance(exc, MemoryError):
+        return "oom"
+    text = str(exc).lower()
+    if "out of memory" in text or "oom" in text.split() or "resource exhausted" in text:
+        return "oom"
+    return "failed"
+
+
+def run_cell(cell, job):
+    ctx = CellContext(cell, job)
+    result = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "cell_result",
+        "run_id": job["run_id"],
+        "cell_id": cell["id"],
+        "source": cell.get("source"),
+        "stack": job["stack"],
+        "workload": cell["workload"],
+        "variant": cell.get("variant"),
+        "params": cell.get("params", {}),
+        "device": ctx.device,
+        "protocol": ctx.protocol,
+        "kit": job.get("kit", {}),
+        "started": utcnow(),
+    }
+    start = timing.clock()
+    framework = None
+    try:
+        module = importlib.import_module("workloads." + cell["workload"])
+        framework = getattr(module, "FRAMEWORK", None)
+        module.run(ctx)
+        missing = [m for m in cell.get("metrics", []) if m not in ctx.metrics]
+        if missing:
+            raise RuntimeError("workload did not produce metrics: %s" % ", ".join(missing))
+        result["status"] = "ok"
+        result["reason"] = None
+    except BaseException as e:  # KeyboardInterrupt included: record, then re-raise below
+        result["status"] = classify_exception(e)
+        line = ("%s: %s" % (type(e).__name__, e)).strip().splitlines()
+        result["reason"] = line[0][:500] if line else type(e).__name__
+        result["traceback"] = traceback.format_exc()[-4000:]
+        if isinstance(e, KeyboardInterrupt):
+            result["status"] = "failed"
+    result["wall_s"] = timing.clock() - start
+    result["finished"] = utcnow()
+    result["metrics"] = ctx.metrics
+    result["implementation"] = ctx.implementation
+    result["stack_fingerprint"] = _stack_fingerprint(framework)
+    if ctx.extra:
+        result["extra"] = ctx.extra
+    path = os.path.join(job["out_dir"], cell_filename(cell["id"]))
+    write_json_atomic(path, result)
+    return result
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 2
+    job_path = argv[0]
+    only = None
+    if "--cell" in argv:
+        only = argv[argv.index("--cell") + 1]
+    with open(job_path) as f:
+        job = json.load(f)
+    if not os.path.isdir(job["out_dir"]):
+        os.makedirs(job["out_dir"])
+    cells = [c for c in job["cells"] if only is None or c["id"] == only]
+    if not cells:
+        print("harness: no cell %r in %s" % (only, job_path), file=sys.stderr)
+        return 2
+    worst = 0
+    for cell in cells:
+        r = run_cell(cell, job)
+        print("harness: %s %s%s" % (cell["id"], r["status"],
+                                    "" if r["status"] == "ok" else " (%s)" % r["reason"]))
+        sys.stdout.flush()
+        if r["status"] != "ok":
+            worst = 1
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,402 @@
+"""Host fingerprint: what the machine that runs the stacks says about itself.
+
+`host_fingerprint()` returns a JSON-serialisable dict (OS, kernel, CPU, memory, Python, NVIDIA GPUs via
+NVML, allow-listed environment variables). Every probe is guarded: a missing file or a failing NVML call
+becomes a null value with a reason, never an exception.
+
+The NVML path (`nvml_gpus`) has never run against a real GPU: the development and CI machines have no
+NVIDIA driver. It was exercised only with NVML absent and with a fake binding in the tests.
+
+The environment allow-list below is duplicated in bench/stack_fingerprint.py (which cannot import this
+package); tests/test_fingerprint.py checks that both copies agree.
+"""
+from __future__ import annotations
+
+import datetime
+import glob
+import hashlib
+import os
+import platform
+import re
+import socket
+import sys
+from types import ModuleType
+from typing import Any, Callable
+
+FINGERPRINT_VERSION = 1
+
+# -- environment allow-list (keep identical to bench/stack_fingerprint.py) -------------------------------
+# Exact names that change how a framework, BLAS or the CUDA stack behaves.
+ENV_ALLOW_EXACT = (
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_FORCE_PTX_JIT",
+    "CUDA_DISABLE_PTX_JIT", "CUDA_MODULE_LOADING", "CUDA_HOME", "CUDA_PATH",
+    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_REQUIRE_CUDA",
+    "CUDA_VERSION", "CUDA_DRIVER_VERSION", "CUDNN_VERSION", "CUBLAS_VERSION", "NCCL_VERSION",
+    "CUBLAS_WORKSPACE_CONFIG", "GPUARRAY_CUDA_VERSION",
+    "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_DYNAMIC", "OMP_WAIT_POLICY",
+    "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_THREADING_LAYER", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE",
+    "MKL_ENABLE_INSTRUCTIONS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_HW_SUBSET",
+    "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_VERBOSE", "GOTO_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS",
+    "DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
+    "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MIN_VLOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS", "TF_DETERMINISTIC_OPS",
+    "TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR", "TF_XLA_FLAGS", "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS", "TF_ENABLE_AUTO_MIXED_PRECISION", "TF_GPU_THREAD_MODE",
+    "TF_USE_LEGACY_KERAS", "XLA_FLAGS",
+    "THEANO_FLAGS", "THEANORC", "KERAS_BACKEND",
+    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCH_CUDNN_V8_API_DISABLED",
+    "JAX_PLATFORMS", "JAX_ENABLE_X64", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "PYTHONHASHSEED", "PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD",
+)
+# Prefixes whose variables are framework configuration. TF_ as a whole is NOT allowed: other tools use it
+# (Terraform's TF_VAR_*, TF_TOKEN_*, TF_CLI_CONFIG_FILE).
+ENV_ALLOW_PREFIXES = ("TF_CUDNN_", "MXNET_", "CUDA_CACHE_")
+# Second fence, checked after the allow-list: a name containing any of these is never recorded.
+ENV_DENY_SUBSTRINGS = (
+    "TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH", "COOKIE",
+    "SESSION", "PRIVATE", "SIGNATURE", "CERT", "PWD",
+)
+ENV_DENY_PREFIXES = (
+    "AWS_", "AZURE_", "GCP_", "GOOGLE_", "GITHUB_", "GH_", "GITLAB_", "HF_", "HUGGING", "WANDB_",
+    "NPM_", "DOCKER_", "SLACK_", "OPENAI_", "ANTHROPIC_",
+)
+# Third fence, on values: an allowed variable whose value looks like it carries a credential is redacted.
+ENV_VALUE_DENY = re.compile(
+    r"(token|secret|passw(or)?d|api[_-]?key|access[_-]?key|bearer|authorization)\s*[=:]", re.IGNORECASE)
+ENV_VALUE_MAX = 2000
+
+CPU_ROOT = "/sys/devices/system/cpu"
+
+
+def env_name_allowed(name: str) -> bool:
+    """True when `name` is on the allow-list and passes the deny fence."""
+    upper = name.upper()
+    if any(s in upper for s in ENV_DENY_SUBSTRINGS) or upper.startswith(ENV_DENY_PREFIXES):
+        return False
+    return name in ENV_ALLOW_EXACT or name.startswith(ENV_ALLOW_PREFIXES)
+
+
+def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The allow-listed environment variables, credential-looking values redacted, long values cut."""
+    environ = dict(os.environ if environ is None else environ)
+    out = {}
+    for name in sorted(environ):
+        if not env_name_allowed(name):
+            continue
+        value = environ[name]
+        if ENV_VALUE_DENY.search(value):
+            value = "<redacted: value looks like a credential>"
+        elif len(value) > ENV_VALUE_MAX:
+            value = value[:ENV_VALUE_MAX] + "...<truncated>"
+        out[name] = value
+    return out
+
+
+# -- small helpers -----------------------------------------------------------------------------------
+def _err(e: BaseException) -> str:
+    return ("%s: %s" % (type(e).__name__, e)).strip()[:500]
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def _guard(fn: Callable[[], Any]) -> Any:
+    """Run one sub-collection; a failure becomes {"error": ...}."""
+    try:
+        return fn()
+    except Exception as e:  # a fingerprint never raises
+        return {"error": _err(e)}
+
+
+def _text(value: Any) -> Any:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+# -- OS --------------------------------------------------------------------------------------------
+def os_release(path: str = "/etc/os-release") -> dict[str, str]:
+    out = {}
+    for line in _read(path).splitlines():
+        if "=" in line and not line.startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip().strip('"').strip("'")
+    return out
+
+
+def _os_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "name": platform.system(),
+        "release": platform.release(),
+        "machine": platform.machine(),
+        "libc": " ".join(platform.libc_ver()).strip() or None,
+    }
+    try:
+        rel = os_release()
+        info["distro"] = {k: rel.get(k) for k in ("ID", "VERSION_ID", "PRETTY_NAME")}
+    except OSError as e:
+        info["distro"] = None
+        info["distro_error"] = _err(e)
+    return info
+
+
+def _kernel() -> dict[str, Any]:
+    return {"release": platform.release(), "version": platform.version()}
+
+
+def _host_id() -> str:
+    """A stable, non-reversible-at-a-glance id that tells runs on the same host apart (hostname hashed)."""
+    return hashlib.sha256(("reprokit-host:" + socket.gethostname()).encode()).hexdigest()[:16]
+
+
+# -- CPU -------------------------------------------------------------------------------------------
+def parse_cpuinfo(text: str) -> dict[str, Any]:
+    """Model, vendor, flags, MHz per logical CPU and physical core count from /proc/cpuinfo text."""
+    blocks = [b for b in text.strip().split("\n\n") if b.strip()]
+    procs = []
+    for block in blocks:
+        entry = {}
+        for line in block.splitlines():
+            if ":" in line:
+                k, v = line.split(":", 1)
+                entry[k.strip()] = v.strip()
+        procs.append(entry)
+    first = procs[0] if procs else {}
+    cores = {(p.get("physical id"), p.get("core id")) for p in procs if "core id" in p}
+    mhz = []
+    for p in procs:
+        try:
+            mhz.append(float(p["cpu MHz"]))
+        except (KeyError, ValueError):
+            pass
+    return {
+        "model_name": first.get("model name"),
+        "vendor": first.get("vendor_id"),
+        "family": first.get("cpu family"),
+        "model": first.get("model"),
+        "stepping": first.get("stepping"),
+        "microcode": first.get("microcode"),
+        "flags": sorted((first.get("flags") or first.get("Features") or "").split()),
+        "mhz": mhz or None,
+        "physical_cores": len(cores) if cores else None,
+        "physical_cores_reason": None if cores else "no 'core id' in /proc/cpuinfo",
+    }
+
+
+def scaling_governors(root: str = CPU_ROOT) -> dict[str, Any]:
+    """Scaling governor per CPU, or null with the reason."""
+    paths = sorted(glob.glob(os.path.join(root, "cpu[0-9]*", "cpufreq", "scaling_governor")),
+                   key=lambda p: int(re.search(r"cpu(\d+)", p).group(1)))  # type: ignore[union-attr]
+    if not paths:
+        return {"per_cpu": None,
+                "reason": "no cpufreq interface: %s/cpu*/cpufreq/scaling_governor absent "
+                          "(virtual machine, container without /sys, or no cpufreq driver)" % root}
+    per_cpu = {}
+    for p in paths:
+        name = os.path.basename(os.path.dirname(os.path.dirname(p)))
+        try:
+            per_cpu[name] = _read(p).strip()
+        except OSError as e:
+            per_cpu[name] = None
+            per_cpu[name + "_error"] = _err(e)
+    return {"per_cpu": per_cpu, "reason": None}
+
+
+def _turbo(root: str = CPU_ROOT) -> dict[str, Any]:
+    for path, meaning in ((os.path.join(root, "intel_pstate", "no_turbo"), "no_turbo"),
+                          (os.path.join(root, "cpufreq", "boost"), "boost")):
+        if os.path.exists(path):
+            value = _read(path).strip()
+            enabled = (value == "0") if meaning == "no_turbo" else (value == "1")
+            return {"enabled": enabled, "source": path, "reason": None}
+    return {"enabled": None, "source": None,
+            "reason": "neither intel_pstate/no_turbo nor cpufreq/boost exists under %s" % root}
+
+
+def _cgroup_cpu_quota() -> Any:
+    try:
+        quota, period = _read("/sys/fs/cgroup/cpu.max").split()
+    except (OSError, ValueError) as e:
+        return {"cpus": None, "reason": "no cgroup v2 cpu.max: " + _err(e)}
+    if quota == "max":
+        return {"cpus": None, "reason": "no CPU quota (cpu.max is 'max')"}
+    return {"cpus": int(quota) / int(period), "reason": None}
+
+
+def _cpu_info() -> dict[str, Any]:
+    try:
+        info = parse_cpuinfo(_read("/proc/cpuinfo"))
+    except OSError as e:
+        info = {"error": _err(e), "model_name": platform.processor() or None}
+    info["logical_cores"] = os.cpu_count()
+    try:
+        info["usable_cores"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        info["usable_cores"] = None
+    info["cgroup_quota"] = _guard(_cgroup_cpu_quota)
+    info["scaling_governor"] = _guard(scaling_governors)
+    info["turbo"] = _guard(_turbo)
+    return info
+
+
+# -- memory ----------------------------------------------------------------------------------------
+def _memory() -> dict[str, Any]:
+    names = {"MemTotal": "total_bytes", "MemAvailable": "available_bytes", "SwapTotal": "swap_total_bytes"}
+    out: dict[str, Any] = {}
+    for line in _read("/proc/meminfo").splitlines():
+        key, _, rest = line.partition(":")
+        if key in names:
+            out[names[key]] = int(rest.split()[0]) * 1024  # /proc/meminfo counts kB
+    try:
+        limit = _read("/sys/fs/cgroup/memory.max").strip()
+        out["cgroup_limit_bytes"] = None if limit == "max" else int(limit)
+        out["cgroup_limit_reason"] = "no limit (memory.max is 'max')" if limit == "max" else None
+    except (OSError, ValueError) as e:
+        out["cgroup_limit_bytes"] = None
+        out["cgroup_limit_reason"] = "no cgroup v2 memory.max: " + _err(e)
+    return out
+
+
+def _python() -> dict[str, Any]:
+    return {
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "compiler": platform.python_compiler(),
+    }
+
+
+# -- NVIDIA / NVML ---------------------------------------------------------------------------------
+_NO_DRIVER_ERRORS = ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded")
+_ARCH_NAMES = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
+               8: "Ada", 9: "Hopper", 10: "Blackwell"}
+
+
+def cuda_version_str(v: int | None) -> str | None:
+    """NVML/CUDA integer version (12080) as 'major.minor' ('12.8')."""
+    if v is None:
+        return None
+    return "%d.%d" % (v // 1000, (v % 1000) // 10)
+
+
+def _nvml_call(errors: dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception as e:  # NVMLError_NotSupported and friends: older drivers lack calls
+        errors[key] = _err(e)
+        return None
+
+
+def _gpu_record(nv: ModuleType, index: int, driver: Any, cuda_driver: Any) -> dict[str, Any]:
+    """Everything NVML reports about one GPU; each call guarded on its own. Never run on a real GPU."""
+    errors: dict[str, str] = {}
+    h = _nvml_call(errors, "handle", lambda: nv.nvmlDeviceGetHandleByIndex(index))
+    rec: dict[str, Any] = {"index": index, "driver_version": driver, "cuda_driver_version": cuda_driver}
+    if h is None:
+        rec["errors"] = errors
+        return rec
+
+    def call(key: str, fn: Callable[[], Any]) -> Any:
+        return _nvml_call(errors, key, fn)
+
+    rec["name"] = _text(call("name", lambda: nv.nvmlDeviceGetName(h)))
+    rec["uuid"] = _text(call("uuid", lambda: nv.nvmlDeviceGetUUID(h)))
+    pci = call("pci_bus_id", lambda: nv.nvmlDeviceGetPciInfo(h))
+    rec["pci_bus_id"] = _text(getattr(pci, "busId", None)) if pci is not None else None
+    mem = call("memory_total_bytes", lambda: nv.nvmlDeviceGetMemoryInfo(h))
+    rec["memory_total_bytes"] = int(mem.total) if mem is not None else None
+    cc = call("compute_capability", lambda: nv.nvmlDeviceGetCudaComputeCapability(h))
+    rec["compute_capability"] = "%d.%d" % tuple(cc) if cc is not None else None
+    arch = call("architecture", lambda: nv.nvmlDeviceGetArchitecture(h))
+    rec["architecture"] = _ARCH_NAMES.get(arch, "unknown(%s)" % arch) if arch is not None else None
+    clocks = {}
+    for label, ctype in (("sm", nv.NVML_CLOCK_SM), ("mem", nv.NVML_CLOCK_MEM)):
+        clocks[label + "_current_mhz"] = call("clock_%s_current" % label,
+                                              lambda c=ctype: nv.nvmlDeviceGetClockInfo(h, c))
+        clocks[label + "_max_mhz"] = call("clock_%s_max" % label,
+                                          lambda c=ctype: nv.nvmlDeviceGetMaxClockInfo(h, c))
+        clocks[label + "_applications_mhz"] = call(
+            "clock_%s_applications" % label, lambda c=ctype: nv.nvmlDeviceGetApplicationsClock(h, c))
+    rec["clocks"] = clocks
+    limit = call("power_limit_w", lambda: nv.nvmlDeviceGetPowerManagementLimit(h))
+    rec["power_limit_w"] = limit / 1000.0 if limit is not None else None
+    enforced = call("enforced_power_limit_w", lambda: nv.nvmlDeviceGetEnforcedPowerLimit(h))
+    rec["enforced_power_limit_w"] = enforced / 1000.0 if enforced is not None else None
+    pm = call("persistence_mode", lambda: nv.nvmlDeviceGetPersistenceMode(h))
+    rec["persistence_mode"] = bool(pm) if pm is not None else None
+    ecc = call("ecc_mode", lambda: nv.nvmlDeviceGetEccMode(h))
+    rec["ecc_mode"] = {"current": bool(ecc[0]), "pending": bool(ecc[1])} if ecc is not None else None
+    mig = call("mig_mode", lambda: nv.nvmlDeviceGetMigMode(h))
+    rec["mig_mode"] = {"current": bool(mig[0]), "pending": bool(mig[1])} if mig is not None else None
+    pstate = call("performance_state", lambda: nv.nvmlDeviceGetPerformanceState(h))
+    rec["performance_state"] = "P%d" % pstate if pstate is not None else None
+    rec["compute_mode"] = call("compute_mode", lambda: nv.nvmlDeviceGetComputeMode(h))
+    rec["temperature_c"] = call("temperature_c",
+                                lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
+    rec["vbios_version"] = _text(call("vbios_version", lambda: nv.nvmlDeviceGetVbiosVersion(h)))
+    rec["errors"] = errors
+    return rec
+
+
+def nvml_gpus(nvml: ModuleType | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(gpus, nvidia summary) from NVML. `nvml` replaces the pynvml module (tests only).
+
+    Without a driver: ([], {"available": False, "reason": "no NVIDIA driver: <NVML error>"}).
+    """
+    if nvml is None:
+        try:
+            import pynvml as nvml  # type: ignore[no-redef]
+        except ImportError as e:
+            return [], {"available": False,
+                        "reason": "NVML bindings not importable (pip install nvidia-ml-py): " + _err(e)}
+    nv = nvml
+    try:
+        nv.nvmlInit()
+    except Exception as e:
+        prefix = "no NVIDIA driver" if type(e).__name__ in _NO_DRIVER_ERRORS else "NVML failed to initialise"
+        return [], {"available": False, "reason": "%s: %s" % (prefix, _err(e))}
+    errors: dict[str, str] = {}
+    try:
+        driver = _text(_nvml_call(errors, "driver_version", nv.nvmlSystemGetDriverVersion))
+        cuda_int = _nvml_call(errors, "cuda_driver_version", nv.nvmlSystemGetCudaDriverVersion)
+        cuda_driver = cuda_version_str(cuda_int)
+        nvml_version = _text(_nvml_call(errors, "nvml_version", nv.nvmlSystemGetNVMLVersion))
+        count = _nvml_call(errors, "device_count", nv.nvmlDeviceGetCount) or 0
+        gpus = [_gpu_record(nv, i, driver, cuda_driver) for i in range(count)]
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception as e:
+            errors["shutdown"] = _err(e)
+    summary = {"available": True, "driver_version": driver, "cuda_driver_version": cuda_driver,
+               "cuda_driver_version_int": cuda_int, "nvml_version": nvml_version,
+               "device_count": count, "errors": errors}
+    return gpus, summary
+
+
+# -- the whole host --------------------------------------------------------------------------------
+def host_fingerprint() -> dict[str, Any]:
+    """The host fingerprint (JSON-serialisable). Never raises."""
+    gpus, nvidia = _nvml_guarded()
+    return {
+        "fingerprint_version": FINGERPRINT_VERSION,
+        "kind": "host_fingerprint",
+        "collected": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+        .isoformat().replace("+00:00", "Z"),
+        "host_id": _guard(_host_id),
+        "os": _guard(_os_info),
+        "kernel": _guard(_kernel),
+        "cpu": _guard(_cpu_info),
+        "memory": _guard(_memory),
+        "python": _guard(_python),
+        "nvidia": nvidia,
+        "gpus": gpus,
+        "env": _guard(allowed_env),
+    }
+
+
+def _nvml_guarded() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    try:
+        return nvml_gpus()
+    except Exception as e:
+        return [], {"available": False, "reason": "NVML probe failed: " + _err(e)}

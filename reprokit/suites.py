@@ -1,0 +1,166 @@
+"""Suites, published numbers, sources and stacks: the project's data, loaded and validated.
+
+All of it lives in reprokit/data/ as YAML with a JSON Schema each; this module only reads it,
+expands each suite's cell groups (a group with a `matrix` becomes one cell per combination) and
+links every published number to its cell and to the source defects that affect it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from reprokit import validate
+from reprokit.errors import UserError
+
+
+def _load_yaml(relpath: str) -> Any:
+    path = resources.files("reprokit.data").joinpath(relpath)
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise UserError(f"reprokit/data/{relpath} is not valid YAML ({e}); fix the file") from e
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: a workload at fixed parameters on one stack."""
+
+    id: str
+    source: str
+    stack: str
+    framework: str
+    workload: str
+    variant: str | None
+    params: dict
+    metrics: tuple[str, ...]
+    implemented: bool = True
+    reason: str | None = None
+    note: str | None = None
+    needs_gpus: int = 0
+    budget: dict | None = None
+    timeout_s: float | None = None
+
+
+@dataclass
+class Suite:
+    name: str
+    description: str
+    sources: list[str]
+    defaults: dict
+    cells: list[Cell] = field(default_factory=list)
+
+    def cell(self, cell_id: str) -> Cell:
+        for c in self.cells:
+            if c.id == cell_id:
+                return c
+        raise UserError(f"unknown cell '{cell_id}' in suite {self.name}; "
+                        f"see `reproduce.py list --suite {self.name}`")
+
+
+def suite_names() -> list[str]:
+    folder = resources.files("reprokit.data").joinpath("suites")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _expand(group: dict) -> list[Cell]:
+    matrix = group.get("matrix", {})
+    keys = list(matrix)
+    excludes = group.get("exclude", [])
+    cells = []
+    for combo in itertools.product(*(matrix[k] for k in keys)):
+        values = dict(zip(keys, combo))
+        if any(all(values.get(k) == v for k, v in ex.items()) for ex in excludes):
+            continue
+        params = {**group.get("params", {}), **{k: v for k, v in values.items() if k != "variant"}}
+        variant = values.get("variant", group.get("variant"))
+        fmt = {**params, "framework": group["framework"], "variant": variant}
+        try:
+            cell_id = group["id"].format(**fmt)
+        except KeyError as e:
+            raise UserError(f"cell id template {group['id']!r} names {e}, which the group does "
+                            "not define; fix the suite file") from e
+        gpus = int(params.get("gpus", 0) or 0)
+        cells.append(Cell(
+            id=cell_id, source=group["source"], stack=group["stack"], framework=group["framework"],
+            workload=group["workload"], variant=variant, params=params,
+            metrics=tuple(group["metrics"]),
+            implemented=group.get("status", "implemented") == "implemented",
+            reason=group.get("reason"), note=group.get("note"),
+            needs_gpus=int(group.get("needs_gpus", gpus)), budget=group.get("budget"),
+            timeout_s=group.get("timeout_s")))
+    return cells
+
+
+@cache
+def load_suite(name: str) -> Suite:
+    names = suite_names()
+    if name not in names:
+        raise UserError(f"unknown suite '{name}'; known suites: {', '.join(names)}")
+    doc = _load_yaml(f"suites/{name}.yaml")
+    validate.check("suite", doc, f"reprokit/data/suites/{name}.yaml")
+    cells = [c for g in doc["groups"] for c in _expand(g)]
+    seen: set[str] = set()
+    for c in cells:
+        if c.id in seen:
+            raise UserError(f"suite {name} defines cell {c.id} twice; fix the suite file")
+        seen.add(c.id)
+    stacks = load_stacks()
+    for c in cells:
+        if c.stack not in stacks:
+            raise UserError(f"suite {name} cell {c.id} names unknown stack '{c.stack}'")
+    return Suite(doc["name"], doc["description"], doc["sources"], doc["defaults"], cells)
+
+
+@cache
+def load_stacks() -> dict[str, dict]:
+    doc = _load_yaml("stacks.yaml")
+    validate.check("stacks", doc, "reprokit/data/stacks.yaml")
+    return doc["stacks"]
+
+
+@cache
+def load_sources() -> dict[str, dict]:
+    doc = _load_yaml("sources.yaml")
+    validate.check("sources", doc, "reprokit/data/sources.yaml")
+    return doc["sources"]
+
+
+def _matches(selector: dict[str, list[str]], number: dict) -> bool:
+    fields = {
+        "framework": number["workload"]["framework"], "variant": number["workload"]["variant"],
+        "dataset": number["workload"].get("dataset") or "", "metric": number["metric_as_published"],
+        "unit": number["unit"], "gpu": number["environment"]["gpu"],
+        "table": number["provenance"]["table"], "cell": number["cell"] or "",
+    }
+    return all(any(s in fields[k] for s in wanted) for k, wanted in selector.items())
+
+
+@cache
+def load_published(source: str) -> tuple[dict, ...]:
+    """Published numbers of one source, each with `defects`: the ids of the defects affecting it."""
+    try:
+        doc = _load_yaml(f"published/{source}.yaml")
+    except FileNotFoundError:
+        return ()
+    validate.check("published", doc, f"reprokit/data/published/{source}.yaml")
+    defects = load_sources().get(source, {}).get("defects", [])
+    out = []
+    for n in doc["numbers"]:
+        n = dict(n)
+        n["defects"] = [d["id"] for d in defects if _matches(d["applies_to"], n)]
+        out.append(n)
+    return tuple(out)
+
+
+def published_for_suite(suite: Suite) -> list[dict]:
+    return [n for s in suite.sources for n in load_published(s)]
+
+
+def all_sources_published() -> list[dict]:
+    return [n for s in sorted(load_sources()) for n in load_published(s)]

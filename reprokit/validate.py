@@ -1,0 +1,43 @@
+"""JSON Schema validation for every file format (schemas in reprokit/schemas/)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+from reprokit.errors import UserError
+
+
+@cache
+def schema(name: str) -> dict:
+    text = resources.files("reprokit.schemas").joinpath(f"{name}.schema.json").read_text()
+    return json.loads(text)
+
+
+@cache
+def _validator(name: str) -> jsonschema.protocols.Validator:
+    s = schema(name)
+    cls = jsonschema.validators.validator_for(s)
+    cls.check_schema(s)
+    return cls(s)
+
+
+def errors(name: str, doc: Any) -> list[str]:
+    """All schema violations of `doc` against schema `name`, as 'path: message' lines."""
+    out = []
+    for e in sorted(_validator(name).iter_errors(doc), key=lambda e: list(e.path)):
+        path = "/".join(str(p) for p in e.path) or "(top)"
+        out.append(f"{path}: {e.message}")
+    return out
+
+
+def check(name: str, doc: Any, where: str) -> None:
+    """Raise UserError naming the file and its first violation."""
+    errs = errors(name, doc)
+    if errs:
+        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        raise UserError(f"{where} does not match the {name} schema: {errs[0]}{more}")
