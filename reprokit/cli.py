@@ -1,0 +1,82 @@
+"""Command line: `reproduce.py [COMMAND] ...` (also installed as `reprokit`).
+
+Without a command, `--suite S` means `run --suite S`. Each command is one module in
+reprokit/commands/ with `add_arguments(parser)` and `run(args) -> int`.
+Exit status: 0 every cell measured, 1 some cells failed (results still written), 2 user error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from reprokit import __version__
+from reprokit.errors import UserError
+
+COMMANDS = {
+    "run": "run a suite and write its report (the default command)",
+    "list": "list suites, their cells and the published numbers they map to",
+    "report": "re-render the report of a run from its stored results",
+    "fingerprint": "print this host's fingerprint as JSON",
+}
+OPTIONAL_COMMANDS = {  # written by later issues; listed only when their module exists
+    "preflight": "say, per cell, whether it can run here and why not",
+    "build": "build the stack images and write the lock file",
+    "archive": "save a suite's images with their lock file into one file",
+    "restore": "load an archive on another machine and verify it",
+    "compare": "compare two runs: fingerprint diff and per-cell changes with p-values",
+    "data": "describe the data sets and check a data directory",
+}
+
+
+def _module(name: str):
+    return importlib.import_module(f"reprokit.commands.{name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="reproduce.py", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"reprokit {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in {**COMMANDS, **OPTIONAL_COMMANDS}.items():
+        try:
+            mod = _module(name)
+        except ModuleNotFoundError as e:
+            if name in COMMANDS or e.name != f"reprokit.commands.{name}":
+                raise
+            continue
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.add_argument("--debug", action="store_true", help="show tracebacks")
+        mod.add_arguments(sp)
+        sp.set_defaults(func=mod.run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        argv = ["run", *argv]
+    if not argv:
+        argv = ["--help"]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as e:
+        print(f"reproduce.py: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("reproduce.py: interrupted; finished cells are kept (resume with --resume RUN)",
+              file=sys.stderr)
+        return 130
+    except Exception as e:
+        if getattr(args, "debug", False):
+            raise
+        print(f"reproduce.py: internal error: {type(e).__name__}: {e} (re-run with --debug for "
+              "the traceback)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

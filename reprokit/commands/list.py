@@ -1,0 +1,69 @@
+"""`reproduce.py list [--suite S] [--json]`: suites, cells and the published numbers they map to."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from reprokit import suites
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--suite", help="one suite (default: all)")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON entry per published number, with the cell it maps to")
+
+
+def listing(names: list[str]) -> dict:
+    out = {"suites": [], "published": []}
+    for name in names:
+        s = suites.load_suite(name)
+        cells = {c.id: c for c in s.cells}
+        out["suites"].append({
+            "name": s.name, "description": s.description, "sources": s.sources,
+            "cells": [{"id": c.id, "stack": c.stack, "workload": c.workload,
+                       "variant": c.variant, "metrics": list(c.metrics),
+                       "implemented": c.implemented, "reason": c.reason,
+                       "needs_gpus": c.needs_gpus} for c in s.cells]})
+        for n in suites.published_for_suite(s):
+            c = cells.get(n["cell"])
+            out["published"].append({
+                "id": n["id"], "suite": s.name, "source": n["provenance"]["source"],
+                "table": n["provenance"]["table"], "row_label": n["provenance"]["row_label"],
+                "metric": n["metric"], "metric_as_published": n["metric_as_published"],
+                "value": n["value"], "unit": n["unit"], "gpu": n["environment"]["gpu"],
+                "cell": n["cell"], "cell_implemented": bool(c and c.implemented),
+                "cell_reason": None if c is None else c.reason, "defects": n["defects"]})
+    return out
+
+
+def run(args) -> int:
+    names = [args.suite] if args.suite else suites.suite_names()
+    data = listing(names)
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return 0
+    con = Console()
+    for s in data["suites"]:
+        t = Table(title=f"{s['name']}: {s['description'].strip()}", title_justify="left")
+        for col in ("cell", "stack", "metrics", "published", "status"):
+            t.add_column(col)
+        pub = [p for p in data["published"] if p["suite"] == s["name"]]
+        for c in s["cells"]:
+            n = sum(1 for p in pub if p["cell"] == c["id"])
+            status = "implemented" if c["implemented"] else f"not run: {c['reason']}"
+            if c["needs_gpus"]:
+                status += f" (needs {c['needs_gpus']} GPU)"
+            t.add_row(c["id"], c["stack"], ", ".join(c["metrics"]), str(n), status)
+        con.print(t)
+        if pub:
+            pt = Table(title=f"{s['name']}: published numbers", title_justify="left")
+            for col in ("id", "table", "row", "metric", "value", "unit", "GPU", "cell"):
+                pt.add_column(col)
+            for p in pub:
+                pt.add_row(p["id"], p["table"], p["row_label"], p["metric_as_published"],
+                           f"{p['value']:g}", p["unit"], p["gpu"], p["cell"])
+            con.print(pt)
+    return 0

@@ -1,0 +1,71 @@
+"""`reproduce.py run --suite S`: plan, run every cell, write results and the report."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from reprokit import results, suites
+from reprokit.errors import UserError
+from reprokit.execute import execute, exit_code
+from reprokit.plan import Options, make_plan
+from reprokit.runners.select import choose_runner
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--suite", required=True, help="suite name (see `reproduce.py list`)")
+    p.add_argument("--quick", action="store_true",
+                   help="short run: minimum samples only, no time budget beyond them")
+    p.add_argument("--protocol", choices=["budget", "published"], default="budget",
+                   help="budget: time-bounded sampling (default); published: the original "
+                        "iteration counts (hours on a CPU)")
+    p.add_argument("--runner", choices=["auto", "local", "docker"], default="auto",
+                   help="auto (default): docker when an engine answers, local otherwise")
+    p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    p.add_argument("--gpus", help="GPU count or comma-separated ids for the docker runner")
+    p.add_argument("--cells", nargs="+", default=[], metavar="GLOB",
+                   help="only cells whose id matches one of these glob patterns")
+    p.add_argument("--min-samples", type=int, help="override the suite's minimum timed samples")
+    p.add_argument("--time-budget", type=float, help="override the per-metric time budget (s)")
+    p.add_argument("--results", default="results", help="results root (default: results/)")
+    p.add_argument("--resume", metavar="RUN", help="continue RUN, skipping cells already ok")
+    p.add_argument("--no-report", action="store_true", help="do not render the report")
+
+
+def _check_space(root: Path, need_mb: int = 200) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(root).free // 2**20
+    if free < need_mb:
+        raise UserError(f"only {free} MB free under {root}; free at least {need_mb} MB or pass "
+                        "--results DIR on another disk")
+
+
+def run(args) -> int:
+    suite = suites.load_suite(args.suite)
+    if args.min_samples is not None and args.min_samples < 1:
+        raise UserError("--min-samples must be at least 1")
+    root = Path(args.results)
+    _check_space(root)
+    runner, device, why = choose_runner(args.runner, args.device, args.gpus)
+    print(f"runner: {runner.name} ({why}); device: {device}", file=sys.stderr)
+    options = Options(quick=args.quick, protocol=args.protocol, device=device, cells=args.cells,
+                      min_samples=args.min_samples, time_budget_s=args.time_budget)
+    plan = make_plan(suite, options)
+    if args.resume:
+        rundir = results.resolve_run(args.resume, root)
+    else:
+        rundir = results.RunDir(root / results.new_run_id(suite.name))
+    print(f"results: {rundir.path}", file=sys.stderr)
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    run_record = execute(plan, runner, rundir, sys.argv[:], resume=bool(args.resume), say=say)
+    if not args.no_report:
+        from reprokit import report
+        for p in report.render(rundir):
+            print(f"report: {p}", file=sys.stderr)
+    counts: dict[str, int] = {}
+    for c in run_record["cells"]:
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    print(f"done in {run_record['wall_s']:.0f} s: "
+          + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())), file=sys.stderr)
+    return exit_code(run_record)

@@ -1,0 +1,82 @@
+"""Plan a run: which cells go to which stack, with which budget, as job files for bench/harness.py."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+from reprokit.errors import UserError
+from reprokit.suites import Cell, Suite
+
+
+@dataclass
+class Options:
+    quick: bool = False
+    protocol: str = "budget"  # or "published"
+    device: str = "cpu"
+    cells: list[str] = field(default_factory=list)  # glob patterns; empty = all
+    min_samples: int | None = None
+    time_budget_s: float | None = None
+
+
+@dataclass
+class Plan:
+    suite: Suite
+    options: Options
+    runnable: list[Cell]
+    not_runnable: list[tuple[Cell, str, str]]  # (cell, status, reason)
+
+    def by_stack(self) -> dict[str, list[Cell]]:
+        out: dict[str, list[Cell]] = {}
+        for c in self.runnable:
+            out.setdefault(c.stack, []).append(c)
+        return out
+
+
+def select(suite: Suite, patterns: list[str]) -> list[Cell]:
+    if not patterns:
+        return list(suite.cells)
+    chosen = [c for c in suite.cells if any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
+    if not chosen:
+        raise UserError(f"no cell of suite {suite.name} matches {' '.join(patterns)}; "
+                        f"see `reproduce.py list --suite {suite.name}`")
+    return chosen
+
+
+def make_plan(suite: Suite, options: Options) -> Plan:
+    runnable, not_runnable = [], []
+    for c in select(suite, options.cells):
+        if not c.implemented:
+            not_runnable.append((c, "not_implemented", c.reason or "workload not implemented"))
+        else:
+            runnable.append(c)
+    return Plan(suite, options, runnable, not_runnable)
+
+
+def budget_for(cell: Cell, suite: Suite, options: Options) -> dict:
+    key = "quick_budget" if options.quick else "budget"
+    b = dict(suite.defaults[key])
+    if cell.budget:
+        b.update(cell.budget)
+    if options.min_samples is not None:
+        b["min_samples"] = options.min_samples
+    if options.time_budget_s is not None:
+        b["time_budget_s"] = options.time_budget_s
+    b["max_samples"] = max(b.get("max_samples", 1000), b["min_samples"])
+    return b
+
+
+def job_cell(cell: Cell, suite: Suite, options: Options) -> dict:
+    return {
+        "id": cell.id, "source": cell.source, "workload": cell.workload, "variant": cell.variant,
+        "params": cell.params, "metrics": list(cell.metrics),
+        "budget": budget_for(cell, suite, options), "protocol": options.protocol,
+        "timeout_s": cell.timeout_s or suite.defaults["timeout_s"],
+    }
+
+
+def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str) -> dict:
+    cells = plan.by_stack()[stack]
+    return {"schema_version": 1, "run_id": run_id, "stack": stack, "kit": kit,
+            "out_dir": out_dir, "device": plan.options.device,
+            "cells": [job_cell(c, plan.suite, plan.options) for c in cells]}

@@ -1,0 +1,184 @@
+"""Results on disk: results/<run-id>/{run.json, cells/*.json, jobs/*.json, logs/*}.
+
+Every write is atomic (temp file in the same directory, fsync, rename) and validated against its
+schema first; every load validates too. `cells_frame` / `samples_frame` give pandas tables in one call.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from reprokit import __version__, validate
+from reprokit.errors import UserError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def utcnow() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def new_run_id(suite: str) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{suite}"
+
+
+def kit_info() -> dict:
+    """Kit version and the git commit of the checkout (null outside a git checkout)."""
+    commit, dirty = None, None
+    try:
+        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10, check=True).stdout.strip() or None
+        status = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "reprokit",
+                                 "bench"], capture_output=True, text=True, timeout=10).stdout
+        dirty = bool(status.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"version": __version__, "git_commit": commit, "git_dirty": dirty}
+
+
+def write_json_atomic(path: Path, doc: Any, schema: str | None = None) -> None:
+    if schema:
+        errs = validate.errors(schema, doc)
+        if errs:
+            raise ValueError(f"refusing to write {path}: {schema} schema: {errs[0]}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cell_filename(cell_id: str) -> str:
+    """Same rule as bench/harness.py: '/' becomes '__'."""
+    return cell_id.replace("/", "__") + ".json"
+
+
+def read_json(path: Path, schema: str) -> dict:
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError as e:
+        raise UserError(f"{path} does not exist; give a run directory under results/") from e
+    except (OSError, json.JSONDecodeError) as e:
+        raise UserError(f"{path} is unreadable ({e}); re-run the cell or remove the file") from e
+    validate.check(schema, doc, str(path))
+    return doc
+
+
+class RunDir:
+    """One run's directory."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    @property
+    def run_file(self) -> Path:
+        return self.path / "run.json"
+
+    @property
+    def cells_dir(self) -> Path:
+        return self.path / "cells"
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.path / "jobs"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.path / "logs"
+
+    def cell_path(self, cell_id: str) -> Path:
+        return self.cells_dir / cell_filename(cell_id)
+
+    def log_path(self, cell_id: str) -> Path:
+        return self.logs_dir / (cell_filename(cell_id)[:-5] + ".log")
+
+    def write_run(self, run: dict) -> None:
+        write_json_atomic(self.run_file, run, "run")
+
+    def load_run(self) -> dict:
+        return read_json(self.run_file, "run")
+
+    def write_cell(self, result: dict) -> Path:
+        p = self.cell_path(result["cell_id"])
+        write_json_atomic(p, result, "cell_result")
+        return p
+
+    def load_cell(self, cell_id: str) -> dict | None:
+        p = self.cell_path(cell_id)
+        return read_json(p, "cell_result") if p.exists() else None
+
+    def load_cells(self) -> list[dict]:
+        if not self.cells_dir.is_dir():
+            return []
+        return [read_json(p, "cell_result") for p in sorted(self.cells_dir.glob("*.json"))]
+
+
+def resolve_run(arg: str, root: Path | None = None) -> RunDir:
+    """A run given as a path or as a run id under results/ ('latest' picks the newest)."""
+    root = root or Path("results")
+    p = Path(arg)
+    if arg == "latest":
+        runs = sorted((d for d in root.glob("*") if (d / "run.json").exists()),
+                      key=lambda d: d.stat().st_mtime)
+        if not runs:
+            raise UserError(f"no runs under {root}/; run a suite first")
+        p = runs[-1]
+    elif not (p / "run.json").exists() and (root / arg / "run.json").exists():
+        p = root / arg
+    if not (p / "run.json").exists():
+        raise UserError(f"'{arg}' is not a run: no run.json there; give results/<run-id> or a run id")
+    return RunDir(p)
+
+
+def cells_frame(run: RunDir) -> pd.DataFrame:
+    """One row per (cell, metric): median, sample count, unit, status."""
+    rows = []
+    for c in run.load_cells():
+        base = {"cell_id": c["cell_id"], "stack": c["stack"], "status": c["status"],
+                "reason": c["reason"], "wall_s": c.get("wall_s")}
+        if not c["metrics"]:
+            rows.append({**base, "metric": None})
+        for name, m in c["metrics"].items():
+            s = pd.Series(m["samples"], dtype=float)
+            rows.append({**base, "metric": name, "unit": m["unit"], "n": len(s),
+                         "median": s.median(), "mean": s.mean(), "min": s.min(), "max": s.max()})
+    return pd.DataFrame(rows)
+
+
+def samples_frame(run: RunDir) -> pd.DataFrame:
+    """One row per raw sample: cell, metric, index, value, raw seconds."""
+    rows = []
+    for c in run.load_cells():
+        for name, m in c["metrics"].items():
+            raw = m["raw_seconds"] or [None] * len(m["samples"])
+            for i, (v, r) in enumerate(zip(m["samples"], raw)):
+                rows.append({"cell_id": c["cell_id"], "metric": name, "i": i, "value": v,
+                             "raw_seconds": r, "unit": m["unit"]})
+    return pd.DataFrame(rows)

@@ -1,0 +1,43 @@
+"""The runner interface: prepare a stack, run one cell of a job, clean up.
+
+Everything above it (plan, results, report) is runner-agnostic, so a new runner (Docker, Slurm) is a
+new module, not a rewrite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+REPO = Path(__file__).resolve().parent.parent.parent
+BENCH = REPO / "bench"
+
+
+class StackUnavailable(Exception):
+    """The stack cannot be provided here; the message is the one-line reason."""
+
+
+@dataclass
+class CellOutcome:
+    """What the runner saw of one cell's process."""
+
+    status: str  # ok / failed / crashed / timeout / oom
+    reason: str | None
+    process_wall_s: float
+    log_file: str | None = None
+    runner_info: dict = field(default_factory=dict)
+
+
+class Runner(Protocol):
+    name: str
+
+    def prepare(self, stack: str, stack_spec: dict, say) -> dict:
+        """Make the stack ready; return what run_cell needs. Raise StackUnavailable."""
+
+    def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
+                 log_path: Path) -> CellOutcome:
+        """Run one cell in isolation (its own process or container) with a hard timeout."""
+
+    def cleanup(self) -> None:
+        """Release anything left (containers, temp files)."""
