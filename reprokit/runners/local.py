@@ -7,6 +7,7 @@ and the suite goes on.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -29,8 +30,14 @@ def describe_exit(code: int) -> tuple[str, str]:
 class LocalRunner:
     name = "local"
 
-    def __init__(self, say=print):
+    def __init__(self, say=print, memory_limit_mb: int | None = None):
         self.say = say
+        self.memory_limit_mb = memory_limit_mb
+
+    def _limits(self) -> None:  # runs in the child before exec
+        if self.memory_limit_mb:
+            limit = self.memory_limit_mb * 2**20
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     def prepare(self, stack: str, stack_spec: dict, say=None) -> dict:
         py = envs.python_for(stack, stack_spec, say or self.say)
@@ -49,7 +56,8 @@ class LocalRunner:
         start = time.monotonic()
         with open(log_path, "w") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=prepared["env"],
-                                    cwd=str(BENCH), start_new_session=True)
+                                    cwd=str(BENCH), start_new_session=True,
+                                    preexec_fn=self._limits if self.memory_limit_mb else None)
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:

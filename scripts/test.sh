@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install everything the tests need on a fresh Debian 12 machine (apt and pip), start the real
+# Docker engine, then run the whole test suite. Called by .ci/run; the README's test command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
+
+echo "== apt: docker engine, debootstrap, docker-compose, chromium"
+if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null \
+   || ! command -v docker-compose >/dev/null || ! command -v chromium >/dev/null; then
+  apt-get update -qq
+  apt-get install -y -qq docker.io debootstrap docker-compose chromium >/dev/null
+fi
+
+echo "== pip: the kit with its frameworks and test tools"
+python3 -m pip install -q -e '.[frameworks,test]'
+
+if [ -x .ci/docker-setup.sh ]; then
+  echo "== docker: start the engine and make the local base image"
+  bash .ci/docker-setup.sh
+fi
+
+echo "== ruff"
+ruff check reprokit reproduce.py tools tests
+
+echo "== pytest"
+python3 -m pytest -q -ra "$@"

@@ -1,0 +1,46 @@
+"""The command line as a user meets it: exit codes, one-line errors, list --json."""
+
+import json
+import subprocess
+import sys
+
+
+def cli(repo, *args, timeout=120):
+    return subprocess.run([sys.executable, str(repo / "reproduce.py"), *args], cwd=repo,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_unknown_suite_is_one_line_and_exit_2(repo):
+    p = cli(repo, "--suite", "nope")
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown suite 'nope'" in lines[0] and "legacy-2017" in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def test_unknown_cell_is_exit_2(repo):
+    p = cli(repo, "run", "--suite", "smoke", "--cells", "no/such/*", "--runner", "local")
+    assert p.returncode == 2 and "no cell of suite smoke matches" in p.stderr
+
+
+def test_unreadable_results_are_exit_2(repo, tmp_path):
+    (tmp_path / "run.json").write_text("{broken")
+    p = cli(repo, "report", str(tmp_path))
+    assert p.returncode == 2 and "unreadable" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+def test_list_json_has_one_entry_per_published_number(repo):
+    p = cli(repo, "list", "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert len(d["published"]) == 444
+    assert all(e["cell"] for e in d["published"])
+    legacy = [e for e in d["published"] if e["suite"] == "legacy-2017"]
+    assert len(legacy) == 54 and all(e["cell_implemented"] for e in legacy)
+
+
+def test_fingerprint_prints_json(repo):
+    p = cli(repo, "fingerprint")
+    assert p.returncode == 0, p.stderr
+    fp = json.loads(p.stdout)
+    assert "cpu" in fp and "gpus" in fp
