@@ -20,8 +20,9 @@ import platform
 import re
 import socket
 import sys
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 FINGERPRINT_VERSION = 1
 
@@ -381,7 +382,7 @@ def host_fingerprint() -> dict[str, Any]:
     return {
         "fingerprint_version": FINGERPRINT_VERSION,
         "kind": "host_fingerprint",
-        "collected": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+        "collected": datetime.datetime.now(datetime.UTC).replace(microsecond=0)
         .isoformat().replace("+00:00", "Z"),
         "host_id": _guard(_host_id),
         "os": _guard(_os_info),
