@@ -1,0 +1,346 @@
+"""FLOP arithmetic: FLOP models of the workloads (data/flops.yaml), device peaks (data/peaks.yaml),
+and the conversion of a measured or published time/throughput into achieved FLOP/s and efficiency.
+
+Everything here is a pure function of its arguments plus the two data files (loaded and validated
+once). Formulas in flops.yaml are evaluated by a tiny arithmetic evaluator (numbers, names,
++ - * / // ** and parentheses); nothing else is executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from functools import cache
+from importlib import resources
+
+import yaml
+
+from reprokit import validate
+from reprokit.errors import UserError
+
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "min": 60.0, "h": 3600.0}
+
+
+class NotApplicable(Exception):
+    """No FLOP figure can be given (no model, no peak, unknown unit...); the message says why."""
+
+
+# -- data ------------------------------------------------------------------------------------------
+def _load(name: str) -> dict:
+    path = resources.files("reprokit.data").joinpath(f"{name}.yaml")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise UserError(f"reprokit/data/{name}.yaml is not valid YAML ({e}); fix the file") from e
+    validate.check(name, doc, f"reprokit/data/{name}.yaml")
+    return doc
+
+
+@cache
+def load_models() -> dict:
+    """The whole flops.yaml document (validated)."""
+    return _load("flops")
+
+
+@cache
+def load_peaks() -> dict:
+    """The whole peaks.yaml document (validated)."""
+    return _load("peaks")
+
+
+# -- safe arithmetic -------------------------------------------------------------------------------
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def evaluate(expr: str, names: dict[str, float]) -> float:
+    """Value of an arithmetic expression over `names`; raises NotApplicable for a missing name."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool)
+        ):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in names or names[node.id] is None:
+                raise NotApplicable(f"parameter '{node.id}' of formula '{expr}' is unknown")
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return _UNARY[type(node.op)](ev(node.operand))
+        raise ValueError(f"formula '{expr}': {type(node).__name__} is not allowed")
+
+    return ev(ast.parse(expr, mode="eval"))
+
+
+# -- models ----------------------------------------------------------------------------------------
+def model_for(cell_id: str | None, models: dict | None = None) -> tuple[str, dict] | None:
+    """(model id, model) whose `cells` patterns match the cell id, or None."""
+    if not cell_id:
+        return None
+    doc = models or load_models()
+    for mid, m in doc["models"].items():
+        if any(re.search(p, cell_id) for p in m["cells"]):
+            return mid, m
+    return None
+
+
+def _numeric(params: dict) -> dict[str, float]:
+    return {
+        k: v for k, v in (params or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+
+
+def resolve_params(model: dict, params: dict) -> dict[str, float]:
+    """Numeric parameters of a model: given params, then defaults, dataset table, derived values."""
+    names = {**model.get("defaults", {}), **_numeric(params)}
+    dataset = str((params or {}).get("dataset") or "").lower()
+    table = model.get("by_dataset") or {}
+    if table:
+        hit = next((v for k, v in table.items() if k in dataset), None)
+        if hit is None:
+            raise NotApplicable(
+                f"data set '{dataset or '?'}' is not in the model's table ({', '.join(table)})"
+            )
+        names.update(hit)
+    for k, expr in (model.get("derived") or {}).items():
+        names[k] = evaluate(expr, names)
+    return names
+
+
+def phase_of(model: dict, cell_id: str, metric: str) -> tuple[str, str | None]:
+    """(phase 'forward'|'train', note) of a metric; raises NotApplicable when the model does not apply."""
+    note = None
+    phase = (model.get("phase_by_metric") or {}).get(metric)
+    if phase is None:
+        for pat, ph in (model.get("phase_from_cell") or {}).items():
+            if re.search(pat, cell_id):
+                phase = ph
+    for ov in model.get("overrides") or []:
+        if re.search(ov["cell"], cell_id):
+            if "invalid" in ov:
+                raise NotApplicable(ov["invalid"])
+            if "phase" in ov:
+                phase, note = ov["phase"], ov.get("why")
+    if phase is None:
+        raise NotApplicable(f"the FLOP model has no phase for metric '{metric}' of {cell_id}")
+    return phase, note
+
+
+def flops_per_item(cell_id: str, metric: str, params: dict, models: dict | None = None) -> dict:
+    """FLOPs per item of one metric of one cell.
+
+    Returns {"model", "item", "item_plural", "phase", "forward_flops_per_item", "flops_per_item",
+    "factor", "formula", "params", "reference", "note"}; raises NotApplicable with the reason.
+    """
+    doc = models or load_models()
+    found = model_for(cell_id, doc)
+    if found is None:
+        raise NotApplicable(f"no FLOP model covers cell {cell_id}")
+    mid, m = found
+    phase, note = phase_of(m, cell_id, metric)
+    names = resolve_params(m, params)
+    fwd = float(evaluate(m["forward_flops_per_item"], names))
+    factor = float(doc["train_factor"]) if phase == "train" else 1.0
+    used = {
+        k: names[k] for k in sorted(names) if re.search(rf"\b{re.escape(k)}\b", m["forward_flops_per_item"])
+    }
+    return {
+        "model": mid,
+        "item": m["item"],
+        "item_plural": m.get("item_plural", m["item"] + "s"),
+        "phase": phase,
+        "forward_flops_per_item": fwd,
+        "flops_per_item": fwd * factor,
+        "factor": factor,
+        "formula": m["forward_flops_per_item"],
+        "params": used,
+        "reference": m["reference"],
+        "note": note,
+        "_names": names,
+        "_model": m,
+    }
+
+
+def items_per_second(value: float, unit: str, metric: str, est: dict, models: dict | None = None) -> float:
+    """Items per second from one value of a metric (a time per item/batch/epoch, or a rate)."""
+    doc = models or load_models()
+    per = doc["metric_quantities"].get(metric)
+    if per is None:
+        raise NotApplicable(f"metric '{metric}' is not a time or throughput the FLOP models know")
+    if value is None or value <= 0:
+        raise NotApplicable(f"value {value!r} is not a positive time or rate")
+    m, names = est["_model"], est["_names"]
+    if unit.endswith("/s"):
+        if per != "item":
+            raise NotApplicable(f"rate unit {unit} for a per-{per} metric")
+        return float(value)
+    if unit not in TIME_UNITS:
+        raise NotApplicable(f"unit '{unit}' is neither a time nor a rate")
+    seconds = value * TIME_UNITS[unit]
+    if per == "item":
+        count = 1.0
+    elif per == "batch":
+        if "items_per_batch" not in m:
+            raise NotApplicable("the FLOP model does not say how many items a batch holds")
+        count = evaluate(m["items_per_batch"], names)
+    else:
+        if "items_per_epoch" not in m:
+            raise NotApplicable("the FLOP model does not say how many items an epoch holds")
+        count = evaluate(m["items_per_epoch"], names)
+    return float(count) / seconds
+
+
+def achieved(
+    value: float, unit: str, metric: str, cell_id: str, params: dict, models: dict | None = None
+) -> dict:
+    """Achieved FLOP/s of one value of a metric.
+
+    Returns {"flops_per_s", "tflops", "flops_per_item", "items_per_s", "item", "item_plural",
+    "phase", "model", "formula", "params", "reference", "note", "arithmetic"}; raises NotApplicable.
+    """
+    est = flops_per_item(cell_id, metric, params, models)
+    ips = items_per_second(value, unit, metric, est, models)
+    rate = est["flops_per_item"] * ips
+    factor = (
+        ""
+        if est["factor"] == 1
+        else f" ({est['factor']:g} x {fmt_flops(est['forward_flops_per_item'])} forward)"
+    )
+    arithmetic = (
+        f"{fmt_flops(est['flops_per_item'])} per {est['item']} ({est['phase']}){factor} x "
+        f"{ips:,.4g} {est['item_plural']}/s = {fmt_flops(rate)}/s"
+    )
+    out = {k: v for k, v in est.items() if not k.startswith("_")}
+    out.update(flops_per_s=rate, tflops=rate / 1e12, items_per_s=ips, arithmetic=arithmetic)
+    return out
+
+
+def fmt_flops(x: float) -> str:
+    for scale, name in ((1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1e3, "kFLOP")):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g} {name}"
+    return f"{x:.4g} FLOP"
+
+
+# -- device peaks ----------------------------------------------------------------------------------
+_COUNT = re.compile(r"^\s*(\d+)\s*x\s+", re.I)
+
+
+def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
+    """The peaks.yaml entry a GPU name maps to, with the count from an 'Nx ' prefix.
+
+    Returns {"entry", "name", "count", "fp32_tflops" (per GPU), "peak_tflops" (count x fp32),
+    "verified", "sources", "notes"} or None when no entry matches (CPU rows, unknown GPUs).
+    """
+    if not name:
+        return None
+    doc = peaks or load_peaks()
+    m = _COUNT.match(name)
+    count = int(m.group(1)) if m else 1
+    for eid, e in doc["gpus"].items():
+        if any(re.search(p, name, re.I) for p in e["match"]) and not any(
+            re.search(p, name, re.I) for p in e.get("exclude", [])
+        ):
+            return {
+                "entry": eid,
+                "name": e["name"],
+                "count": count,
+                "fp32_tflops": e["fp32_tflops"],
+                "peak_tflops": count * e["fp32_tflops"],
+                "verified": e["verified"],
+                "sources": e["sources"],
+                "notes": e.get("notes"),
+                "derivation": e.get("derivation"),
+            }
+    return None
+
+
+def cpu_peak_of(run: dict | None) -> dict | None:
+    """The measured CPU GEMM peak stored in a run record (top-level `cpu_peak` or
+    `host_fingerprint.cpu_peak`, as written by reprokit.cpu_peak.measure()), or None."""
+    if not run:
+        return None
+    for where in (run.get("cpu_peak"), (run.get("host_fingerprint") or {}).get("cpu_peak")):
+        if isinstance(where, dict) and where.get("gflops"):
+            return where
+    return None
+
+
+def measured_device(cell: dict, run: dict | None) -> dict:
+    """The device a cell ran on and its peak.
+
+    Returns {"kind": "cpu"|"gpu", "label", "entry" (peaks id or 'cpu'), "count", "peak_tflops"
+    (None when unknown), "peak_source", "reason" (why no peak)}.
+    """
+    device = cell.get("device") or "cpu"
+    host = (run or {}).get("host_fingerprint") or {}
+    if device == "gpu":
+        gpus = [g.get("name") for g in host.get("gpus") or [] if g.get("name")]
+        count = int((cell.get("params") or {}).get("gpus") or 1)
+        if not gpus:
+            return {
+                "kind": "gpu",
+                "label": "GPU (name not in the host fingerprint)",
+                "entry": None,
+                "count": count,
+                "peak_tflops": None,
+                "peak_source": None,
+                "reason": "the run's host fingerprint lists no GPU name",
+            }
+        hit = find_gpu(gpus[0])
+        if hit is None:
+            return {
+                "kind": "gpu",
+                "label": gpus[0],
+                "entry": None,
+                "count": count,
+                "peak_tflops": None,
+                "peak_source": None,
+                "reason": f"no peak for GPU '{gpus[0]}' in peaks.yaml",
+            }
+        return {
+            "kind": "gpu",
+            "label": gpus[0],
+            "entry": hit["entry"],
+            "count": count,
+            "peak_tflops": count * hit["fp32_tflops"],
+            "peak_source": "peaks.yaml " + hit["entry"],
+            "reason": None,
+            "verified": hit["verified"],
+        }
+    label = ((host.get("cpu") or {}).get("model_name")) or "CPU"
+    probe = cpu_peak_of(run)
+    if probe is None:
+        return {
+            "kind": "cpu",
+            "label": label,
+            "entry": "cpu",
+            "count": 1,
+            "peak_tflops": None,
+            "peak_source": None,
+            "reason": "the run stores no CPU peak probe (reprokit.cpu_peak)",
+        }
+    return {
+        "kind": "cpu",
+        "label": label,
+        "entry": "cpu",
+        "count": 1,
+        "peak_tflops": probe["gflops"] / 1000.0,
+        "peak_source": f"measured: {probe.get('method', 'GEMM probe')}",
+        "reason": None,
+        "verified": True,
+    }

@@ -1,0 +1,131 @@
+"""`reproduce.py compare RUN_A RUN_B [--json]`: what changed between two runs.
+
+Prints the fingerprint differences (host, and per stack) and, for every cell metric measured in
+both runs, the medians, their ratio B/A and a two-sided Mann-Whitney U p-value on the raw samples;
+a change is flagged when p < --alpha and |B/A - 1| > --threshold. Reads only results/<run>/.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+
+def add_arguments(p) -> None:
+    p.add_argument("run_a", metavar="RUN_A", help="baseline: results/<run-id>, a run id, or 'latest'")
+    p.add_argument("run_b", metavar="RUN_B", help="the run compared with it")
+    p.add_argument("--results", default="results", help="results root (default: results/)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.05,
+        help="smallest relative change of the median reported as a change (default 0.05)",
+    )
+    p.add_argument("--all", action="store_true", help="also list unchanged environment fields")
+
+
+def _fmt(x, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        return f"{x:.{digits}g}"
+    if isinstance(x, list):
+        return ", ".join(str(v) for v in x) or "-"
+    return str(x)
+
+
+def _print(result: dict, show_all: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    con.print(f"[bold]compare[/bold] A = {result['run_a']}  ->  B = {result['run_b']}")
+    rows = [r for r in result["host_diff"] if show_all or r["differs"]]
+    t = Table(title="host fingerprint" + ("" if show_all else " (differences only)"))
+    for col in ("field", "A", "B"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["field"], _fmt(r["a"]), _fmt(r["b"]), style="yellow" if r["differs"] else None)
+    if rows:
+        con.print(t)
+    else:
+        con.print("host fingerprint: no differences in the compared fields")
+    for stack, srows in result["stack_diff"].items():
+        srows = [r for r in srows if show_all or r["differs"]]
+        if not srows:
+            con.print(f"stack {stack}: no differences in the compared fields")
+            continue
+        t = Table(title=f"stack {stack}")
+        for col in ("field", "A", "B"):
+            t.add_column(col)
+        for r in srows:
+            t.add_row(r["field"], _fmt(r["a"]), _fmt(r["b"]), style="yellow" if r["differs"] else None)
+        con.print(t)
+    t = Table(
+        title=f"metric changes (significant: p < {result['alpha']:g} and |B/A - 1| > "
+        f"{result['threshold']:.0%})"
+    )
+    for col in ("cell", "metric", "unit", "median A", "median B", "B/A", "p", "n A/B", "change"):
+        t.add_column(
+            col, justify="right" if col in ("median A", "median B", "B/A", "p") else "left", overflow="fold"
+        )
+    for c in result["changes"]:
+        verdict = c["direction"] or ("-" if c["p_value"] is not None else "no test")
+        t.add_row(
+            c["cell_id"],
+            c["metric"],
+            c["unit"] or "",
+            _fmt(c["median_a"]),
+            _fmt(c["median_b"]),
+            _fmt(c["ratio"], 3),
+            _fmt(c["p_value"], 2),
+            f"{c['n_a']}/{c['n_b']}",
+            verdict,
+            style=(
+                "green"
+                if c["direction"] == "faster"
+                else "red"
+                if c["direction"] == "slower"
+                else "yellow"
+                if c["significant"]
+                else None
+            ),
+        )
+    con.print(t)
+    for key, label in (("only_in_a", "only in A"), ("only_in_b", "only in B")):
+        if result[key]:
+            con.print(f"{label}: {', '.join(result[key])}")
+    for n in result["not_ok"]:
+        con.print(f"not compared: {n['cell_id']} (A {n['status_a']}, B {n['status_b']})")
+    s = result["summary"]
+    con.print(
+        f"{s['compared']} metrics compared, {s['significant']} changed significantly "
+        f"({s['faster']} faster, {s['slower']} slower)"
+    )
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from reprokit import results
+    from reprokit.analysis.compare_runs import compare_runs
+
+    root = Path(args.results)
+    ra, rb = results.resolve_run(args.run_a, root), results.resolve_run(args.run_b, root)
+    result = compare_runs(
+        ra.load_run(),
+        ra.load_cells(),
+        rb.load_run(),
+        rb.load_cells(),
+        alpha=args.alpha,
+        threshold=args.threshold,
+    )
+    if args.json:
+        print(json.dumps(result, indent=1, default=str))
+    else:
+        _print(result, args.all)
+    return 0

@@ -1,0 +1,66 @@
+"""`reproduce.py compare`: fingerprint diff and significant changes between two stored runs."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reprokit import cli, results
+from reprokit.analysis import compare_runs
+
+RUNS = Path(__file__).resolve().parent / "data" / "runs"
+
+
+def compared():
+    a, b = results.RunDir(RUNS / "cpu-a"), results.RunDir(RUNS / "cpu-b")
+    return compare_runs.compare_runs(a.load_run(), a.load_cells(), b.load_run(), b.load_cells())
+
+
+def change(result, cell, metric):
+    return next(c for c in result["changes"] if c["cell_id"] == cell and c["metric"] == metric)
+
+
+def test_clear_change_is_significant():
+    r = compared()
+    c = change(r, "000/tensorflow/cudnn_lstm/b128-s30-h512", "train_time_per_example")
+    assert c["ratio"] == pytest.approx(1.25, rel=0.02)
+    assert c["p_value"] < 1e-6 and c["significant"] and c["direction"] == "slower"
+    same = change(r, "000/tensorflow/cudnn_lstm/b128-s30-h512", "forward_time_per_example")
+    assert same["p_value"] is not None and not same["significant"] and abs(same["change"]) < 0.05
+    single = change(r, "000/tensorflow/cudnn_lstm/b128-s30-h512", "compile_time")
+    assert single["p_value"] is None and not single["significant"]
+    assert r["summary"]["slower"] == 1
+
+
+def test_fingerprint_differences_are_listed():
+    r = compared()
+    host = {row["field"]: row for row in r["host_diff"]}
+    assert host["env.OMP_NUM_THREADS"]["differs"] and host["env.OMP_NUM_THREADS"]["a"] == "8"
+    assert host["cpu.model_name"]["differs"] is False
+    assert set(r["stack_diff"]) == {"tf-1.2", "torch-0.1"}
+
+
+def test_mann_whitney_edge_cases():
+    assert compare_runs.mann_whitney_p([1.0], [2.0, 3.0]) is None
+    assert compare_runs.mann_whitney_p([1.0, 1.0], [1.0, 1.0]) == 1.0
+    assert compare_runs.mann_whitney_p([1, 2, 3, 4, 5, 6], [11, 12, 13, 14, 15, 16]) < 0.01
+
+
+def test_cli_json_and_table(capsys):
+    assert cli.main(["compare", str(RUNS / "cpu-a"), str(RUNS / "cpu-b"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["run_a"] == "cpu-a" and doc["summary"]["significant"] == 1
+    assert cli.main(["compare", str(RUNS / "cpu-a"), str(RUNS / "cpu-b")]) == 0
+    out = capsys.readouterr().out
+    assert "slower" in out and "OMP_NUM_THREADS" in out
+
+
+def test_cli_user_error_is_one_line(capsys, tmp_path):
+    assert cli.main(["compare", str(tmp_path / "missing"), str(RUNS / "cpu-b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("reproduce.py: error:") and "\n" not in err
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "run.json").write_text("{not json")
+    assert cli.main(["compare", str(bad), str(RUNS / "cpu-b")]) == 2
+    assert "unreadable" in capsys.readouterr().err
