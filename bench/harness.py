@@ -77,9 +77,23 @@ class CellContext(object):
         return timing.Budget.from_dict(self.budget_spec, count)
 
     # -- recording --------------------------------------------------------------------------
+    def precision_stop(self):
+        """The adaptive stop rule of the budget (`rel_ci_half_width`), or None."""
+        target = self.budget_spec.get("rel_ci_half_width")
+        if not target or self.protocol == "published":
+            return None
+        import precision
+        return precision.median_precision_stop(rel_half_width=float(target))
+
     def measure(self, name, step, unit, kind, items, method, sync=None, sync_desc=None,
                 should_stop=None):
-        """Time step() under this cell's budget and record metric `name`."""
+        """Time step() under this cell's budget and record metric `name`.
+
+        Sampling stops at max_samples, or once min_samples are taken and either the time budget
+        is spent or the median's 95 % confidence interval is narrower than the budget's
+        `rel_ci_half_width` (adaptive sampling); the stop reason is recorded."""
+        if should_stop is None:
+            should_stop = self.precision_stop()
         t = timing.sample(step, self.budget(name), sync=sync, should_stop=should_stop)
         return self.record_timed(name, t, unit, kind, items, method, sync_desc)
 

@@ -11,7 +11,7 @@ import time
 import traceback
 from pathlib import Path
 
-from reprokit import fingerprint, results
+from reprokit import cpu_peak, fingerprint, results
 from reprokit.plan import Plan, make_job
 from reprokit.progress import Progress
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
@@ -57,6 +57,24 @@ def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: Cel
     return result
 
 
+def _cpu_peak(say) -> dict | None:
+    """Measure the CPU's GEMM peak once per run, so CPU results can be compared as efficiency."""
+    probes = {}
+    for backend in ("numpy", "torch"):  # the best GEMM library here sets the peak
+        try:
+            probes[backend] = cpu_peak.measure(backend=backend)
+        except Exception as e:  # the probe must never cost the run
+            probes[backend] = {"error": f"{type(e).__name__}: {e}"}
+    ok = [p for p in probes.values() if "gflops" in p]
+    if ok:
+        peak = dict(max(ok, key=lambda p: p["gflops"]))
+        peak["probes"] = {k: v.get("gflops", v.get("error")) for k, v in probes.items()}
+        say(f"cpu peak probe: {peak['gflops']:.1f} GFLOP/s ({peak['library']}; all: {peak['probes']})")
+        return peak
+    say(f"cpu peak probe failed: {probes}")
+    return {"error": str(probes)}
+
+
 def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
             resume: bool = False, say=print) -> dict:
     stacks = load_stacks()
@@ -72,6 +90,7 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
             "quick": plan.options.quick, "started": results.utcnow(), "finished": None,
             "wall_s": None, "host_fingerprint": fingerprint.host_fingerprint(),
             "kit": results.kit_info(), "stacks": {}, "cells": [],
+            "cpu_peak": _cpu_peak(say),
         }
     prior_wall = run.get("wall_s") or 0.0
     entries = {e["cell_id"]: e for e in run["cells"]}
