@@ -1,0 +1,375 @@
+"""The run report: results/<run>/report.md, report.html (self-contained) and report.json.
+
+`build_context(rundir)` gathers everything the report shows into one JSON-serialisable dict from the
+run directory and the project's data files only (suite, published numbers, sources); report.json is
+that dict. `render(rundir)` also draws one SVG plot per published table (inline in the HTML, files
+under plots/ for the Markdown) and writes the three files atomically.
+
+Verdicts are not made here: the context has a `verdicts` slot (None until an analysis module fills
+it; see `_verdicts`) that the templates render when present.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+import reprokit
+from reprokit import compare_published, plots, results, suites
+from reprokit.errors import UserError
+
+REPORT_VERSION = 1
+TEMPLATES = Path(reprokit.__file__).resolve().parent.parent / "report_templates"
+NOT_OK = ("not_implemented", "skipped", "failed", "crashed", "timeout", "oom", "pending")
+
+
+# -- formatting (used as Jinja filters) ---------------------------------------------------------
+def fmt_num(v: Any, sig: int = 4) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 10 ** sig:
+        return f"{v:,.0f}"
+    if a >= 1e-4:
+        text = f"{v:.{sig}g}"
+        return f"{v:,.0f}" if "e" in text else text
+    return f"{v:.{sig - 1}e}"
+
+
+def fmt_published(v: Any) -> str:
+    """A published value as written in the data (shortest round-trip form)."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return str(v)
+
+
+def fmt_ratio(v: Any) -> str:
+    return "—" if v is None else compare_published.factor_text(v)
+
+
+def fmt_seconds(v: Any) -> str:
+    if v is None:
+        return "—"
+    if v < 120:
+        return f"{v:.1f} s"
+    m, s = divmod(int(round(v)), 60)
+    h, m = divmod(m, 60)
+    return f"{v:.0f} s ({h:d}:{m:02d}:{s:02d})"
+
+
+def md_escape(value: Any) -> str:
+    """Text safe in a Markdown table cell: no pipes, no raw HTML, one line."""
+    if value is None:
+        return "—"
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(text.replace("|", "\\|").split("\n")).replace("\r", " ")
+
+
+def slug(text: str, limit: int = 40) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-") or "x"
+
+
+# -- pieces of the context ---------------------------------------------------------------------
+def _suite_info(name: str, cells: list[dict]) -> tuple[str | None, list[str], str | None]:
+    """Description and sources of the run's suite; falls back to the cells' sources."""
+    try:
+        suite = suites.load_suite(name)
+        return suite.description.strip(), list(suite.sources), None
+    except UserError as e:
+        known = suites.load_sources()
+        found = sorted({c.get("source") for c in cells if c.get("source") in known})
+        return None, found, f"suite not loadable now ({e}); sources taken from the cell results"
+
+
+def _device_label(device: str | None, host: dict, short: bool = False) -> str:
+    if device is None:
+        return "—"
+    if device == "cpu":
+        cpu = host.get("cpu") or {}
+        return "CPU" if short else f"CPU: {cpu.get('model_name') or 'model unknown'}"
+    names = [str(g.get("name")) for g in host.get("gpus") or [] if isinstance(g, dict)]
+    return "GPU: " + (", ".join(names) if names else "none listed in the host fingerprint")
+
+
+def _overhead(run: dict, cells: dict[str, dict]) -> dict:
+    per_cell = []
+    total = 0.0
+    for e in run["cells"]:
+        pw = e.get("process_wall_s")
+        w = (cells.get(e["cell_id"]) or {}).get("wall_s")
+        if pw is not None:
+            total += pw
+        per_cell.append({"cell_id": e["cell_id"], "process_wall_s": pw, "wall_s": w,
+                         "overhead_s": pw - w if pw is not None and w is not None else None})
+    wall = run.get("wall_s")
+    return {"run_wall_s": wall, "cells_process_wall_s": total,
+            "driver_overhead_s": wall - total if wall is not None else None, "cells": per_cell}
+
+
+def _defects_of(source: dict, ids: list[str]) -> list[dict]:
+    by_id = {d["id"]: d for d in source.get("defects", [])}
+    return [{"id": i, "summary": by_id.get(i, {}).get("summary", "(no summary in sources.yaml)"),
+             "reference": by_id.get(i, {}).get("reference")} for i in ids]
+
+
+def _source_section(sid: str, source: dict, numbers: list[dict], cells: list[dict],
+                    host: dict) -> dict:
+    rows = compare_published.compare(numbers, cells)
+    for r in rows:
+        r["device_label"] = _device_label(r["device"], host, short=True) if r["device"] else None
+    tables: dict[str, list[dict]] = {}
+    for r in rows:
+        tables.setdefault(r["table"], []).append(r)
+    rendered, uncovered = [], []
+    for title, trs in tables.items():
+        in_run = [r for r in trs if r["cell_status"] not in (None, "not in run")]
+        omitted = [r["id"] for r in trs if r["cell_status"] in (None, "not in run")]
+        if not in_run:
+            uncovered.append({"title": title, "numbers": len(trs)})
+            continue
+        anchor = f"s{slug(sid, 10)}-t{len(rendered) + 1}"
+        defect_ids: list[str] = []
+        for r in in_run:
+            for d in r["defects"]:
+                if d not in defect_ids:
+                    defect_ids.append(d)
+        rendered.append({
+            "anchor": anchor, "title": title, "rows": in_run,
+            "defects": _defects_of(source, defect_ids),
+            "omitted": omitted,
+            "plot": f"plots/{anchor}-{slug(title)}.svg",
+            "device_mismatch": any(r["published_on_gpu"] and r["device"] == "cpu" for r in in_run),
+        })
+    envs: dict[tuple, dict] = {}
+    for n in numbers:
+        e = n["environment"]
+        key = tuple(e.get(k) for k in ("gpu", "cuda", "cudnn", "framework", "framework_version"))
+        envs.setdefault(key, {**dict(zip(("gpu", "cuda", "cudnn", "framework", "framework_version"),
+                                         key)), "numbers": 0})["numbers"] += 1
+    return {
+        "id": sid, "title": source.get("title"), "repository": source.get("repository"),
+        "commit": source.get("commit"), "reference": source.get("reference"),
+        "tolerance": source.get("tolerance"), "environment": source.get("environment", {}),
+        "publication_environments": list(envs.values()),
+        "published_numbers": len(numbers), "tables": rendered, "tables_not_covered": uncovered,
+    }
+
+
+def _host_summary(host: dict) -> dict:
+    osi, cpu, mem = host.get("os") or {}, host.get("cpu") or {}, host.get("memory") or {}
+    nv = host.get("nvidia") or {}
+    gpus = [{k: g.get(k) for k in ("index", "name", "memory_total_bytes", "compute_capability",
+                                   "architecture", "driver_version", "cuda_driver_version")}
+            for g in host.get("gpus") or [] if isinstance(g, dict)]
+    total = mem.get("total_bytes")
+    return {
+        "os": (osi.get("distro") or {}).get("PRETTY_NAME") or osi.get("name"),
+        "kernel": osi.get("release"), "machine": osi.get("machine"), "libc": osi.get("libc"),
+        "cpu": cpu.get("model_name"), "logical_cores": cpu.get("logical_cores"),
+        "physical_cores": cpu.get("physical_cores"), "usable_cores": cpu.get("usable_cores"),
+        "governor": (cpu.get("scaling_governor") or {}).get("per_cpu")
+        or (cpu.get("scaling_governor") or {}).get("reason"),
+        "memory_gib": round(total / 2 ** 30, 1) if total else None,
+        "python": (host.get("python") or {}).get("version"),
+        "nvidia_available": nv.get("available"), "nvidia_reason": nv.get("reason"),
+        "nvidia_driver": nv.get("driver_version"), "gpus": gpus, "env": host.get("env") or {},
+        "host_id": host.get("host_id"),
+    }
+
+
+def _flat(value: Any, limit: int = 300) -> str:
+    if value is None:
+        return "—"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _stack_summary(stack: str, cells: list[dict], spec: dict) -> dict:
+    with_fp = [c for c in cells if c.get("stack_fingerprint")]
+    fp = with_fp[0]["stack_fingerprint"] if with_fp else {}
+    fw = fp.get("framework") or {}
+    libs = fp.get("cuda_libraries") or {}
+    numpy = fp.get("numpy") or {}
+    image = fp.get("image") or {}
+
+    def lib(name: str) -> str | None:
+        d = libs.get(name) or {}
+        return d.get("version_str") or (f"none ({d['reason']})" if d.get("reason") else None)
+
+    details = [{"key": k, "value": _flat(v)} for k, v in fw.items()
+               if k not in ("name", "version", "errors") and v not in (None, "", [], {})]
+    subs: list[dict] = []
+    notes: list[str] = []
+    apis: list[str] = []
+    for c in cells:
+        impl = c.get("implementation") or {}
+        for s in impl.get("substitutes") or []:
+            if s not in subs:
+                subs.append(s)
+        for n in impl.get("notes") or []:
+            if n not in notes:
+                notes.append(n)
+        label = " ".join(str(impl[k]) for k in ("framework", "framework_version", "api")
+                         if impl.get(k))
+        if label and label not in apis:
+            apis.append(label)
+    return {
+        "stack": stack, "original": spec.get("original"), "image": spec.get("image"),
+        "fingerprint_from": with_fp[0]["cell_id"] if with_fp else None,
+        "fingerprint_error": fp.get("error"),
+        "framework": fw.get("name"), "framework_version": fw.get("version"),
+        "framework_error": fw.get("error"),
+        "python": (fp.get("python") or {}).get("version"),
+        "numpy": " ".join(str(x) for x in (numpy.get("version"), numpy.get("blas")) if x) or None,
+        "cuda_runtime": lib("cuda_runtime"), "cudnn": lib("cudnn"), "cuda_driver": lib("cuda_driver"),
+        "image_id": image.get("id") or image.get("digest") or image.get("reason"),
+        "details": details, "implementations": apis, "substitutes": subs, "notes": notes,
+        "cells": [c["cell_id"] for c in cells],
+    }
+
+
+def _not_run(run: dict, cells: dict[str, dict]) -> list[dict]:
+    out = []
+    seen = set()
+    for e in run["cells"]:
+        c = cells.get(e["cell_id"])
+        status = c["status"] if c else e["status"]
+        seen.add(e["cell_id"])
+        if status != "ok":
+            out.append({"cell_id": e["cell_id"], "stack": e["stack"], "status": status,
+                        "reason": (c or e).get("reason") or ("no result file" if not c else None),
+                        "log_file": (c or {}).get("log_file")})
+    for cid, c in cells.items():
+        if cid not in seen and c["status"] != "ok":
+            out.append({"cell_id": cid, "stack": c["stack"], "status": c["status"],
+                        "reason": c.get("reason"), "log_file": c.get("log_file")})
+    return out
+
+
+def _verdicts(context: dict) -> list[dict] | None:
+    """PLACE FOR VERDICTS. Filled by reprokit.analysis.verdicts.for_report(context) -> list of dicts
+    once that module exists; None (nothing rendered) until then."""
+    try:
+        module = importlib.import_module("reprokit.analysis.verdicts")
+    except ModuleNotFoundError as e:
+        if e.name == "reprokit.analysis.verdicts":
+            return None
+        raise
+    hook = getattr(module, "for_report", None)
+    return hook(context) if hook else None
+
+
+def build_context(rundir: results.RunDir) -> dict:
+    run = rundir.load_run()
+    cell_list = rundir.load_cells()
+    cells = {c["cell_id"]: c for c in cell_list}
+    host = run.get("host_fingerprint") or {}
+    description, source_ids, suite_note = _suite_info(run["suite"], cell_list)
+    devices = sorted({c.get("device") for c in cell_list if c.get("device")})
+    device_labels = {d: _device_label(d, host) for d in devices}
+    all_sources = suites.load_sources()
+    published: list[dict] = []
+    sections = []
+    for sid in source_ids:
+        numbers = list(suites.load_published(sid))
+        published += numbers
+        sections.append(_source_section(sid, all_sources.get(sid, {}), numbers, cell_list, host))
+    by_stack: dict[str, list[dict]] = {}
+    for c in cell_list:
+        by_stack.setdefault(c["stack"], []).append(c)
+    stack_specs = run.get("stacks") or {}
+    counts: dict[str, int] = {}
+    for e in run["cells"]:
+        st = (cells.get(e["cell_id"]) or e)["status"]
+        counts[st] = counts.get(st, 0) + 1
+    gpu_rows = any(t["device_mismatch"] for s in sections for t in s["tables"])
+    context = {
+        "schema_version": REPORT_VERSION, "kind": "report",
+        "run": {k: run.get(k) for k in ("run_id", "suite", "argv", "runner", "protocol", "quick",
+                                         "started", "finished", "wall_s", "kit")},
+        "suite_description": description, "suite_note": suite_note,
+        "status_counts": dict(sorted(counts.items())),
+        "devices": devices, "device_labels": device_labels,
+        "cpu_note": "cpu" in devices and gpu_rows,
+        "overhead": _overhead(run, cells),
+        "verdicts": None,
+        "sources": sections,
+        "unmatched": compare_published.unmatched(published, cell_list),
+        "not_run": _not_run(run, cells),
+        "environments": {
+            "host": _host_summary(host),
+            "stacks": [_stack_summary(s, cs, stack_specs.get(s, {}))
+                       for s, cs in sorted(by_stack.items())],
+        },
+    }
+    context["verdicts"] = _verdicts(context)
+    return context
+
+
+def verdict_columns(verdicts: list[dict] | None) -> list[str]:
+    """Column names of the verdicts table: the keys of all verdicts, first-seen order."""
+    cols: list[str] = []
+    for v in verdicts or []:
+        cols += [k for k in v if k not in cols]
+    return cols
+
+
+# -- rendering ---------------------------------------------------------------------------------
+def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
+    if not (TEMPLATES / "report.html.j2").is_file() or not (TEMPLATES / "report.md.j2").is_file():
+        raise UserError(f"report templates missing: expected report.md.j2 and report.html.j2 in "
+                        f"{TEMPLATES}; restore report_templates/ from the repository")
+    filters = {"num": fmt_num, "pub": fmt_published, "ratio": fmt_ratio, "secs": fmt_seconds,
+               "flat": _flat}
+    loader = jinja2.FileSystemLoader(str(TEMPLATES))
+    html = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
+                              autoescape=jinja2.select_autoescape(("html", "html.j2"), default=True),
+                              finalize=lambda v: "—" if v is None else v,
+                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    md = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, autoescape=False,
+                            finalize=md_escape, keep_trailing_newline=True, trim_blocks=True,
+                            lstrip_blocks=True)
+    for env in (html, md):
+        env.filters.update(filters)
+    return html, md
+
+
+def render(rundir: results.RunDir) -> list[Path]:
+    """Write report.md, report.html and report.json (and plots/*.svg) into the run directory."""
+    html_env, md_env = _environments()
+    context = build_context(rundir)
+    svgs: dict[str, Markup] = {}
+    plot_dir = rundir.path / "plots"
+    written = set()
+    for section in context["sources"]:
+        for table in section["tables"]:
+            svg = plots.table_svg(table["rows"], table["anchor"])
+            path = rundir.path / table["plot"]
+            results.write_text_atomic(path, svg)
+            written.add(path.name)
+            # Safe to embed: made by matplotlib and re-serialised by ElementTree, which escapes
+            # every text node and attribute (labels come from data).
+            svgs[table["anchor"]] = Markup(svg)
+    if plot_dir.is_dir():
+        for old in plot_dir.glob("*.svg"):
+            if old.name not in written:
+                old.unlink()
+    out = [rundir.path / "report.md", rundir.path / "report.html", rundir.path / "report.json"]
+    vcols = verdict_columns(context["verdicts"])
+    results.write_text_atomic(out[0], md_env.get_template("report.md.j2")
+                              .render(r=context, vcols=vcols))
+    results.write_text_atomic(out[1], html_env.get_template("report.html.j2")
+                              .render(r=context, vcols=vcols, svgs=svgs))
+    results.write_text_atomic(out[2], json.dumps(context, indent=1, ensure_ascii=False) + "\n")
+    return out
