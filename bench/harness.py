@@ -158,6 +158,13 @@ def _stack_fingerprint(framework):
         return {"error": "%s: %s" % (type(e).__name__, e)}
 
 
+def _load_avg():
+    try:
+        return list(os.getloadavg())
+    except (OSError, AttributeError):
+        return None
+
+
 def classify_exception(exc):
     if isinstance(exc, MemoryError):
         return "oom"
@@ -184,6 +191,7 @@ def run_cell(cell, job):
         "kit": job.get("kit", {}),
         "started": utcnow(),
     }
+    load_before = _load_avg()
     start = timing.clock()
     framework = None
     try:
@@ -203,6 +211,8 @@ def run_cell(cell, job):
         if isinstance(e, KeyboardInterrupt):
             result["status"] = "failed"
     result["wall_s"] = timing.clock() - start
+    # other work on the machine slows a cell down: keep the 1/5/15-minute load averages
+    result["load_avg"] = {"before": load_before, "after": _load_avg()}
     result["finished"] = utcnow()
     result["metrics"] = ctx.metrics
     result["implementation"] = ctx.implementation

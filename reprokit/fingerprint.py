@@ -393,6 +393,7 @@ def host_fingerprint() -> dict[str, Any]:
         "nvidia": nvidia,
         "gpus": gpus,
         "env": _guard(allowed_env),
+        "load_avg": _guard(lambda: list(os.getloadavg())),
     }
 
 
