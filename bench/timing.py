@@ -29,30 +29,35 @@ class Budget(object):
                    d.get("time_budget_s", 20.0), d.get("warmup", 0), published_count)
 
 
-def _once(step, sync):
+def _once(step, sync, after):
     t0 = clock()
-    step()
+    out = step()
     if sync is not None:
         sync()
-    return clock() - t0
+    dt = clock() - t0
+    if after is not None:
+        after(out)
+    return dt
 
 
-def sample(step, budget, sync=None, should_stop=None):
-    """Time `step()` repeatedly. `sync` (optional) runs inside the timer after each step.
+def sample(step, budget, sync=None, should_stop=None, after=None):
+    """Time `step()` repeatedly. `sync` (optional) runs inside the timer after each step;
+    `after(step_result)` (optional) runs after the timer stops, e.g. to read a loss to the host
+    outside the timed region as an original benchmark did.
 
     `should_stop(raw_seconds)` lets a caller stop early once enough samples are taken (for
     example when a confidence interval is narrow enough); it is only asked after min_samples.
     Returns {"raw_seconds", "warmup_seconds", "stop_reason"}.
     """
-    warm = [_once(step, sync) for _ in range(budget.warmup)]
+    warm = [_once(step, sync, after) for _ in range(budget.warmup)]
     raw = []
     start = clock()
     if budget.published_count is not None:
         for _ in range(int(budget.published_count)):
-            raw.append(_once(step, sync))
+            raw.append(_once(step, sync, after))
         return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": "published_count"}
     while True:
-        raw.append(_once(step, sync))
+        raw.append(_once(step, sync, after))
         n = len(raw)
         if n >= budget.max_samples:
             reason = "max_samples"
