@@ -1,21 +1,16 @@
-"""Published numbers joined with the metrics measured in a run (pure: dicts in, dicts out, no I/O).
+"""Report rows: one published number beside its verdict, in the publication's own unit (pure, no I/O).
 
-A published number names its cell and its metric (`cell`, `metric`). The measured value is the
-median of that cell metric's samples, converted to the published unit (s/ms/us, B/kB/MB/GB and
-KiB/MiB/GiB) and multiplied by `transform.scale` when the publication reports a multiple of the
-metric (e.g. elapsed time over 50 batches = 50 x time per batch). Rate units (anything per second)
-are compared only when the unit strings are identical.
+The verdict (reprokit.analysis.verdicts) compares in the measured metric's unit; a reader compares
+with the paper, so the rows show the measured median and its 95 % CI converted back into the unit
+and multiple the publication used (`transform.scale`: e.g. elapsed time of 50 batches = 50 x time
+per batch). All unit conversion goes through `verdicts.convert`; this module has no unit table.
 """
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
-TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9,
-              "min": 60.0, "h": 3600.0}
-MEMORY_UNITS = {"B": 1.0, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9,
-                "KiB": 2.0 ** 10, "MiB": 2.0 ** 20, "GiB": 2.0 ** 30}
+from reprokit.analysis import stats, verdicts
 
 # What a ratio measured/published means, per kind of unit.
 DIRECTIONS = {
@@ -23,26 +18,16 @@ DIRECTIONS = {
     "memory": {"better": "lower", "above": "more memory", "below": "less memory"},
     "rate": {"better": "higher", "above": "faster", "below": "slower"},
 }
+DEVIATING = (verdicts.DEVIATES_FASTER, verdicts.DEVIATES_SLOWER, verdicts.DEVIATES_HIGHER,
+             verdicts.DEVIATES_LOWER, verdicts.EFFICIENCY_HIGHER, verdicts.EFFICIENCY_LOWER)
 
 
 def unit_kind(unit: str) -> str | None:
-    if unit in TIME_UNITS:
-        return "time"
-    if unit in MEMORY_UNITS:
-        return "memory"
-    if unit.endswith("/s"):
-        return "rate"
-    return None
-
-
-def unit_factor(from_unit: str, to_unit: str) -> float | None:
-    """Multiply a value in `from_unit` by this to get it in `to_unit`; None if not convertible."""
-    if from_unit == to_unit:
-        return 1.0
-    for table in (TIME_UNITS, MEMORY_UNITS):
-        if from_unit in table and to_unit in table:
-            return table[from_unit] / table[to_unit]
-    return None
+    """'time', 'memory' or 'rate' (anything per second), from verdicts' unit knowledge."""
+    better = verdicts.better_direction(unit)
+    if verdicts.is_speed(unit):
+        return "time" if better == "lower" else "rate"
+    return "memory" if better == "lower" else None
 
 
 def better(unit: str) -> str | None:
@@ -69,83 +54,82 @@ def factor_text(v: float) -> str:
     return f"{float(f'{v:.3g}'):,.0f}" if v >= 1000 else f"{v:.3g}"
 
 
-def metric_stats(metric: dict) -> dict:
-    """Median, count, min and max of one metric's samples, in the metric's own unit."""
-    samples = [float(v) for v in metric.get("samples") or []]
-    out: dict[str, Any] = {"unit": metric["unit"], "n": len(samples), "median": None,
-                           "min": None, "max": None,
-                           "stop_reason": metric.get("stop_reason"), "warmup": metric.get("warmup"),
-                           "method": metric.get("method"), "sync": metric.get("sync"),
-                           "derivation": metric.get("derivation")}
-    if samples:
-        out.update(median=statistics.median(samples), min=min(samples), max=max(samples))
-    return out
-
-
-def on_gpu(published_gpu: str) -> bool:
-    """Whether a publication environment's `gpu` field names a GPU ('none (...)' means CPU)."""
-    return not published_gpu.strip().lower().startswith("none")
-
-
-def compare_number(number: dict, cell: dict | None) -> dict:
-    """One published number against its cell result (None when the cell is not in the run)."""
-    prov, env = number["provenance"], number["environment"]
+def to_published_unit(value: float | None, measured_unit: str, number: dict) -> float | None:
+    """A measured value in the published number's unit and multiple (raises ValueError when the
+    units cannot be converted)."""
+    if value is None:
+        return None
     scale = float((number.get("transform") or {}).get("scale", 1.0))
-    row: dict[str, Any] = {
+    return verdicts.convert(value, measured_unit, number["unit"]) * scale
+
+
+def _cell_state(number: dict, cell: dict | None, run_entry: dict | None) -> tuple[str | None, str | None]:
+    if number["cell"] is None:
+        return None, None
+    if cell is not None:
+        return cell["status"], cell.get("reason")
+    if run_entry is not None:
+        return run_entry.get("status"), run_entry.get("reason") or "no result file"
+    return "not in run", None
+
+
+def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None = None) -> dict:
+    """One report row: the published number as written, the measurement in its unit (median, 95 %
+    CI, min-max, CV, noisy flag), the ratio in words and the verdict (label, reason, and the whole
+    verdict dict under `analysis`)."""
+    prov, env = number["provenance"], number["environment"]
+    status, cell_reason = _cell_state(number, cell, run_entry)
+    out: dict[str, Any] = {
         "id": number["id"], "source": prov["source"], "table": prov["table"],
         "row_label": prov["row_label"], "metric": number["metric"],
         "metric_as_published": number.get("metric_as_published", number["metric"]),
-        "published": number["value"], "unit": number["unit"], "scale": scale,
-        "cell": number["cell"], "cell_status": None, "cell_reason": None,
-        "measured": None, "measured_min": None, "measured_max": None, "n": 0,
-        "measured_unit": None, "ratio": None, "better": better(number["unit"]), "reading": None,
-        "published_gpu": env["gpu"], "published_on_gpu": on_gpu(env["gpu"]),
-        "published_environment": dict(env), "device": None, "defects": list(number.get("defects", [])),
-        "note": None,
+        "published": number["value"], "unit": number["unit"],
+        "scale": float((number.get("transform") or {}).get("scale", 1.0)),
+        "cell": number["cell"], "cell_status": status, "cell_reason": cell_reason,
+        "in_run": status not in (None, "not in run"),
+        "device": (cell or {}).get("device"),
+        "published_gpu": env["gpu"],
+        "published_on_gpu": verdicts.publication_device(number)["kind"] == "gpu",
+        "defects": list(number.get("defects", [])),
+        "measured": None, "ci_low": None, "ci_high": None, "measured_min": None, "measured_max": None,
+        "n": 0, "cv": None, "noisy": None, "ci_method": None, "ci_note": None, "stop_reason": None,
+        "measured_unit": None, "ratio": verdict.get("ratio"), "better": better(number["unit"]),
+        "reading": None, "note": None,
+        "verdict": verdict["verdict"], "labels": list(verdict["labels"]), "reason": verdict["reason"],
+        "comparison": verdict.get("comparison"),
+        "deviates": verdict["verdict"] in DEVIATING,
+        "implausible": verdicts.IMPLAUSIBLE in verdict["labels"],
+        "analysis": verdict,
     }
+    summ = verdict.get("measured")
     if number["cell"] is None:
-        row["note"] = "no cell reproduces this number"
-        return row
-    if cell is None:
-        row["cell_status"] = "not in run"
-        row["note"] = "cell not in this run"
-        return row
-    row["cell_status"], row["cell_reason"] = cell["status"], cell.get("reason")
-    row["device"] = cell.get("device")
-    if cell["status"] != "ok":
-        row["note"] = f"cell {cell['status']}"
-        return row
-    metric = (cell.get("metrics") or {}).get(number["metric"])
-    if metric is None:
-        row["note"] = f"metric {number['metric']} not recorded by the cell"
-        return row
-    st = metric_stats(metric)
-    row["measured_unit"], row["n"] = st["unit"], st["n"]
-    factor = unit_factor(st["unit"], number["unit"])
-    if factor is None:
-        row["note"] = f"unit mismatch: measured {st['unit']}, published {number['unit']}"
-        return row
-    if st["median"] is None:
-        row["note"] = "no samples"
-        return row
-    k = factor * scale
-    row.update(measured=st["median"] * k, measured_min=st["min"] * k, measured_max=st["max"] * k)
-    if number["value"]:
-        row["ratio"] = row["measured"] / number["value"]
-        row["reading"] = reading(row["ratio"], number["unit"])
-    if scale != 1.0:
-        row["note"] = f"measured {number['metric']} x {scale:g}"
-    return row
-
-
-def compare(published: list[dict], cells: list[dict]) -> list[dict]:
-    """Every published number with its measurement (in the order of `published`)."""
-    by_id = {c["cell_id"]: c for c in cells}
-    return [compare_number(n, by_id.get(n["cell"]) if n["cell"] else None) for n in published]
+        out["note"] = "no cell reproduces this number"
+    elif status == "not in run":
+        out["note"] = "cell not in this run"
+    elif status != "ok":
+        out["note"] = f"cell {status}"
+    elif summ is None:
+        out["note"] = f"metric {number['metric']} not measured by the cell"
+    if summ is None or summ.get("median") is None:
+        return out
+    out.update(measured_unit=summ["unit"], n=summ["n"], cv=summ["cv"], noisy=summ["noisy"],
+               ci_method=summ["ci_method"], ci_note=summ["ci_note"], stop_reason=summ["stop_reason"])
+    try:
+        conv = {k: to_published_unit(summ[k], summ["unit"], number)
+                for k in ("median", "ci_low", "ci_high", "min", "max")}
+    except ValueError as e:
+        out["note"] = f"measured in {summ['unit']}, published in {number['unit']}: {e}"
+        return out
+    out.update(measured=conv["median"], ci_low=conv["ci_low"], ci_high=conv["ci_high"],
+               measured_min=conv["min"], measured_max=conv["max"])
+    out["reading"] = reading(out["ratio"], number["unit"])
+    if out["scale"] != 1.0:
+        out["note"] = f"measured {number['metric']} x {out['scale']:g}"
+    return out
 
 
 def unmatched(published: list[dict], cells: list[dict]) -> list[dict]:
-    """Metrics of ok cells that no published number refers to."""
+    """Metrics of ok cells that no published number refers to, with their summaries."""
     wanted = {(n["cell"], n["metric"]) for n in published if n["cell"]}
     rows = []
     for c in cells:
@@ -154,7 +138,7 @@ def unmatched(published: list[dict], cells: list[dict]) -> list[dict]:
         for name, metric in (c.get("metrics") or {}).items():
             if (c["cell_id"], name) in wanted:
                 continue
-            st = metric_stats(metric)
             rows.append({"cell": c["cell_id"], "source": c.get("source"), "stack": c["stack"],
-                         "metric": name, "device": c.get("device"), **st})
+                         "variant": c.get("variant"), "metric": name, "device": c.get("device"),
+                         **stats.summarize_metric(metric)})
     return rows

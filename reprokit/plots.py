@@ -17,7 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import ticker  # noqa: E402
+from matplotlib import ticker, transforms  # noqa: E402
 
 SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"
@@ -28,6 +28,9 @@ LABEL_MAX = 50
 CHAR_IN = 0.068          # generous width of one 8 pt label character, inches
 PUBLISHED_COLOR = "#7f7f7f"
 MEASURED_COLOR = "#1f77b4"
+VERDICT_COLORS = {"REPRODUCED": "#1a7f37", "DEVIATES_FASTER": "#b35900", "DEVIATES_SLOWER": "#b00020",
+                  "DEVIATES_HIGHER": "#b00020", "DEVIATES_LOWER": "#b35900", "EFFICIENCY_SIMILAR": "#1f5fa8",
+                  "EFFICIENCY_HIGHER": "#1f5fa8", "EFFICIENCY_LOWER": "#1f5fa8"}
 RC = {"svg.fonttype": "none", "text.parse_math": False, "font.size": 8, "axes.titlesize": 9,
       "font.family": "DejaVu Sans"}
 
@@ -79,12 +82,15 @@ def _panel(ax, metric: str, unit: str, rows: list[dict]) -> None:
         if r["measured"] is not None and r["measured"] > 0:
             mys.append(y + h / 2)
             mvals.append(r["measured"])
-            lo.append(max(r["measured"] - (r["measured_min"] or r["measured"]), 0.0))
-            hi.append(max((r["measured_max"] or r["measured"]) - r["measured"], 0.0))
+            low = r["ci_low"] if r.get("ci_low") is not None else r["measured"]
+            high = r["ci_high"] if r.get("ci_high") is not None else r["measured"]
+            lo.append(max(r["measured"] - low, 0.0))
+            hi.append(max(high - r["measured"], 0.0))
     if mvals:
-        ax.barh(mys, mvals, height=h, color=MEASURED_COLOR, label="this run (median)",
+        ax.barh(mys, mvals, height=h, color=MEASURED_COLOR, label="this run (median, 95% CI)",
                 xerr=[lo, hi], error_kw={"ecolor": "#222222", "elinewidth": 0.8, "capsize": 2})
-    values = [v for v in pub + mvals if v == v and v > 0]
+    ends = [m - d for m, d in zip(mvals, lo)] + [m + d for m, d in zip(mvals, hi)]
+    values = [v for v in pub + mvals + ends if v == v and v > 0]     # the CI bars stay inside
     ax.set_xscale("log")
     if values:
         ax.set_xlim(min(values) / 3, max(v for v in values) * 3)
@@ -94,6 +100,15 @@ def _panel(ax, metric: str, unit: str, rows: list[dict]) -> None:
             why = r.get("note") or "not measured"
             ax.text(left, y + h / 2, " " + _short(why, 60), va="center", ha="left", fontsize=7,
                     color="#a00000")
+    # The verdict of each row, right of the axes (x in axes coordinates, y in data coordinates).
+    where = transforms.blended_transform_factory(ax.transAxes, ax.transData)
+    for y, r in zip(ys, rows):
+        label = r.get("verdict") or ""
+        if r.get("implausible"):
+            label += " / IMPLAUSIBLE" if label else "IMPLAUSIBLE"
+        if label:
+            ax.text(1.01, y, _short(label, 30), transform=where, va="center", ha="left", fontsize=6.5,
+                    color=VERDICT_COLORS.get(r.get("verdict"), "#444444"))
     # Plain tick labels (mathtext is off so that labels from data are never parsed as TeX).
     lo, hi = ax.get_xlim()
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: _tick(v)))
@@ -102,13 +117,13 @@ def _panel(ax, metric: str, unit: str, rows: list[dict]) -> None:
     ax.set_yticks(ys, _bar_labels(rows))
     ax.invert_yaxis()
     ax.set_title(_short(f"{metric} [{unit}]", 90), loc="left")
-    ax.set_xlabel(f"{unit} (log scale); error bar = min-max of samples")
+    ax.set_xlabel(f"{unit} (log scale); error bar = 95% CI of the median")
     ax.grid(axis="x", which="major", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
 
 
 def table_svg(rows: list[dict], prefix: str) -> str:
-    """Grouped bars (published vs this run's median with min-max) per metric of one table."""
+    """Grouped bars (published vs this run's median with its 95 % CI) per metric of one table."""
     groups = _groups(rows)
     heights = [0.35 + 0.3 * len(rs) for _, _, rs in groups]   # inches of axes per panel
     gap, top, bottom, width = 0.85, 0.35, 0.55, 10.0
@@ -118,7 +133,7 @@ def table_svg(rows: list[dict], prefix: str) -> str:
     with matplotlib.rc_context(RC | {"svg.hashsalt": prefix}):
         fig = plt.figure(figsize=(width, total))
         try:
-            grid = fig.add_gridspec(len(groups), 1, height_ratios=heights, left=left, right=0.98,
+            grid = fig.add_gridspec(len(groups), 1, height_ratios=heights, left=left, right=0.80,
                                     top=1 - top / total, bottom=bottom / total,
                                     hspace=gap / (sum(heights) / len(groups)))
             axes = [fig.add_subplot(grid[i, 0]) for i in range(len(groups))]

@@ -1,19 +1,20 @@
 """The run report: results/<run>/report.md, report.html (self-contained) and report.json.
 
 `build_context(rundir)` gathers everything the report shows into one JSON-serialisable dict from the
-run directory and the project's data files only (suite, published numbers, sources); report.json is
-that dict. `render(rundir)` also draws one SVG plot per published table (inline in the HTML, files
-under plots/ for the Markdown) and writes the three files atomically.
-
-Verdicts are not made here: the context has a `verdicts` slot (None until an analysis module fills
-it; see `_verdicts`) that the templates render when present.
+run directory and the project's data files only (suite, published numbers, sources, claims, peaks);
+report.json is that dict (reprokit/schemas/report.schema.json, validated before writing; see
+docs/FORMATS.md "Report"). The analysis is called explicitly: for every published number of the
+run's suite its verdict (analysis.verdicts.verdicts_for_run) and environment diff
+(analysis.diff.environment_diff); the claims of the suite's sources checked on the run's cells
+(analysis.claims). `render(rundir)` also draws one SVG plot per published table (inline in the
+HTML, files under plots/ for the Markdown) and writes the three files atomically.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,15 @@ import jinja2
 from markupsafe import Markup
 
 import reprokit
-from reprokit import compare_published, plots, results, suites
+from reprokit import compare_published, plots, results, suites, validate
+from reprokit.analysis import claims, diff, flops, verdicts
 from reprokit.errors import UserError
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 TEMPLATES = Path(reprokit.__file__).resolve().parent.parent / "report_templates"
-NOT_OK = ("not_implemented", "skipped", "failed", "crashed", "timeout", "oom", "pending")
+# Summary categories of the published numbers (every number is in exactly one).
+CATEGORIES = ("REPRODUCED", "DEVIATES", "INCONCLUSIVE", "EFFICIENCY", "NOT_COMPARABLE", "NOT_RUN")
+CLAIM_ORDER = (claims.REVERSED, claims.DIFFERS, claims.HOLDS, claims.INCONCLUSIVE, claims.NOT_RUN)
 
 
 # -- formatting (used as Jinja filters) ---------------------------------------------------------
@@ -122,50 +126,132 @@ def _defects_of(source: dict, ids: list[str]) -> list[dict]:
              "reference": by_id.get(i, {}).get("reference")} for i in ids]
 
 
-def _source_section(sid: str, source: dict, numbers: list[dict], cells: list[dict],
-                    host: dict) -> dict:
-    rows = compare_published.compare(numbers, cells)
-    for r in rows:
-        r["device_label"] = _device_label(r["device"], host, short=True) if r["device"] else None
+def number_anchor(number_id: str) -> str:
+    return "n-" + slug(number_id, 60)
+
+
+def _source_section(sid: str, source: dict, rows: list[dict]) -> dict:
+    """A source with its tables: the numbers (ids) of each table whose cell is part of the run."""
     tables: dict[str, list[dict]] = {}
     for r in rows:
         tables.setdefault(r["table"], []).append(r)
     rendered, uncovered = [], []
     for title, trs in tables.items():
-        in_run = [r for r in trs if r["cell_status"] not in (None, "not in run")]
-        omitted = [r["id"] for r in trs if r["cell_status"] in (None, "not in run")]
+        in_run = [r for r in trs if r["in_run"]]
+        omitted = [r["id"] for r in trs if not r["in_run"]]
         if not in_run:
             uncovered.append({"title": title, "numbers": len(trs)})
             continue
         anchor = f"s{slug(sid, 10)}-t{len(rendered) + 1}"
         defect_ids: list[str] = []
         for r in in_run:
-            for d in r["defects"]:
-                if d not in defect_ids:
-                    defect_ids.append(d)
+            defect_ids += [d for d in r["defects"] if d not in defect_ids]
         rendered.append({
-            "anchor": anchor, "title": title, "rows": in_run,
-            "defects": _defects_of(source, defect_ids),
-            "omitted": omitted,
+            "anchor": anchor, "title": title, "numbers": [r["id"] for r in in_run],
+            "defects": _defects_of(source, defect_ids), "omitted": omitted,
             "plot": f"plots/{anchor}-{slug(title)}.svg",
-            "device_mismatch": any(r["published_on_gpu"] and r["device"] == "cpu" for r in in_run),
+            "efficiency": any(r["comparison"] == "efficiency" for r in in_run),
+            "cpu_vs_gpu": any(r["published_on_gpu"] and r["device"] == "cpu" for r in in_run),
         })
     envs: dict[tuple, dict] = {}
-    for n in numbers:
-        e = n["environment"]
-        key = tuple(e.get(k) for k in ("gpu", "cuda", "cudnn", "framework", "framework_version"))
-        envs.setdefault(key, {**dict(zip(("gpu", "cuda", "cudnn", "framework", "framework_version"),
-                                         key)), "numbers": 0})["numbers"] += 1
+    keys = ("gpu", "cuda", "cudnn", "framework", "framework_version")
+    for r in rows:
+        e = r["analysis"]["published"]["environment"]
+        key = tuple(e.get(k) for k in keys)
+        envs.setdefault(key, {**dict(zip(keys, key)), "numbers": 0})["numbers"] += 1
     return {
         "id": sid, "title": source.get("title"), "repository": source.get("repository"),
         "commit": source.get("commit"), "reference": source.get("reference"),
-        "tolerance": source.get("tolerance"), "environment": source.get("environment", {}),
+        "tolerance": source.get("tolerance", verdicts.DEFAULT_TOLERANCE),
+        "environment": source.get("environment", {}),
         "publication_environments": list(envs.values()),
-        "published_numbers": len(numbers), "tables": rendered, "tables_not_covered": uncovered,
+        "published_numbers": len(rows), "tables": rendered, "tables_not_covered": uncovered,
     }
 
 
-def _host_summary(host: dict) -> dict:
+def _category(row: dict) -> str:
+    v = row["verdict"]
+    if v.startswith("DEVIATES_"):
+        return "DEVIATES"
+    if v.startswith("EFFICIENCY_") or (v == verdicts.INCONCLUSIVE and row["comparison"] == "efficiency"):
+        return "EFFICIENCY"
+    return v
+
+
+def _summary(rows: list[dict], claim_results: list[dict]) -> dict:
+    """Counts of the published numbers per verdict category and of the claims per status."""
+    cats = {c: [] for c in CATEGORIES}
+    by_verdict: dict[str, int] = {}
+    for r in rows:
+        cats[_category(r)].append(r["id"])
+        by_verdict[r["verdict"]] = by_verdict.get(r["verdict"], 0) + 1
+    not_run = [r for r in rows if r["verdict"] == verdicts.NOT_RUN]
+    claim_counts = {s: 0 for s in claims.PRECEDENCE}
+    for c in claim_results:
+        claim_counts[c["status"]] += 1
+    return {
+        "published_numbers": len(rows),
+        "counts": {c: len(ids) for c, ids in cats.items()},
+        "numbers": cats,
+        "by_verdict": dict(sorted(by_verdict.items())),
+        "efficiency": {v: by_verdict.get(v, 0) for v in (verdicts.EFFICIENCY_SIMILAR,
+                                                         verdicts.EFFICIENCY_HIGHER,
+                                                         verdicts.EFFICIENCY_LOWER)}
+        | {"INCONCLUSIVE": sum(1 for r in rows if _category(r) == "EFFICIENCY"
+                               and r["verdict"] == verdicts.INCONCLUSIVE)},
+        "not_run_in_run": sum(1 for r in not_run if r["in_run"]),
+        "not_run_not_in_run": sum(1 for r in not_run if not r["in_run"]),
+        "implausible": [r["id"] for r in rows if r["implausible"]],
+        "claims": claim_counts,
+        "claims_total": len(claim_results),
+    }
+
+
+def _load(run: dict, cells: list[dict]) -> dict:
+    """The 1-minute load average around every cell against the host's core count."""
+    host = run.get("host_fingerprint") or {}
+    cpu = host.get("cpu") or {}
+    cores = cpu.get("usable_cores") or cpu.get("logical_cores")
+    per_cell = []
+    for c in cells:
+        la = c.get("load_avg") or {}
+        before, after = ((la.get(k) or [None])[0] for k in ("before", "after"))
+        if before is None and after is None:
+            continue
+        worst = max(x for x in (before, after) if x is not None)
+        per_cell.append({"cell_id": c["cell_id"], "before_1min": before, "after_1min": after,
+                         "high": bool(cores) and worst > cores})
+    start = host.get("load_avg")
+    probe = (run.get("cpu_peak") or {}).get("load_avg_1min")
+    high = [c["cell_id"] for c in per_cell if c["high"]]
+    return {"cores": cores, "host_at_start": start if isinstance(start, list) else None,
+            "cpu_peak_probe_1min": probe,
+            "cpu_peak_probe_high": bool(cores) and probe is not None and probe > cores,
+            "cells": per_cell, "high_cells": high,
+            "max_1min": max((x for c in per_cell for x in (c["before_1min"], c["after_1min"])
+                             if x is not None), default=None),
+            "warning": bool(high)}
+
+
+def _rows_for(numbers: list[dict], run: dict, cells: dict[str, dict],
+              all_sources: dict, load: dict) -> list[dict]:
+    """Verdict, display row and environment diff of every published number."""
+    host = run.get("host_fingerprint") or {}
+    entries = {e["cell_id"]: e for e in run["cells"]}
+    high = set(load["high_cells"])
+    out = []
+    for n, v in zip(numbers, verdicts.verdicts_for_run(numbers, cells, run, all_sources)):
+        cell = cells.get(n["cell"]) if n["cell"] else None
+        r = compare_published.row(n, v, cell, entries.get(n["cell"]) if n["cell"] else None)
+        r["anchor"] = number_anchor(n["id"])
+        r["device_label"] = _device_label(r["device"], host, short=True) if r["device"] else None
+        r["load_high"] = n["cell"] in high
+        r["environment_diff"] = diff.environment_diff(n, all_sources.get(r["source"]), host, cell)
+        out.append(r)
+    return out
+
+
+def _host_summary(host: dict, cpu_peak: dict | None) -> dict:
     osi, cpu, mem = host.get("os") or {}, host.get("cpu") or {}, host.get("memory") or {}
     nv = host.get("nvidia") or {}
     gpus = [{k: g.get(k) for k in ("index", "name", "memory_total_bytes", "compute_capability",
@@ -184,6 +270,7 @@ def _host_summary(host: dict) -> dict:
         "nvidia_available": nv.get("available"), "nvidia_reason": nv.get("reason"),
         "nvidia_driver": nv.get("driver_version"), "gpus": gpus, "env": host.get("env") or {},
         "host_id": host.get("host_id"),
+        "cpu_peak_gflops": (cpu_peak or {}).get("gflops"), "cpu_peak_method": (cpu_peak or {}).get("method"),
     }
 
 
@@ -257,19 +344,6 @@ def _not_run(run: dict, cells: dict[str, dict]) -> list[dict]:
     return out
 
 
-def _verdicts(context: dict) -> list[dict] | None:
-    """PLACE FOR VERDICTS. Filled by reprokit.analysis.verdicts.for_report(context) -> list of dicts
-    once that module exists; None (nothing rendered) until then."""
-    try:
-        module = importlib.import_module("reprokit.analysis.verdicts")
-    except ModuleNotFoundError as e:
-        if e.name == "reprokit.analysis.verdicts":
-            return None
-        raise
-    hook = getattr(module, "for_report", None)
-    return hook(context) if hook else None
-
-
 def build_context(rundir: results.RunDir) -> dict:
     run = rundir.load_run()
     cell_list = rundir.load_cells()
@@ -277,14 +351,13 @@ def build_context(rundir: results.RunDir) -> dict:
     host = run.get("host_fingerprint") or {}
     description, source_ids, suite_note = _suite_info(run["suite"], cell_list)
     devices = sorted({c.get("device") for c in cell_list if c.get("device")})
-    device_labels = {d: _device_label(d, host) for d in devices}
     all_sources = suites.load_sources()
-    published: list[dict] = []
-    sections = []
-    for sid in source_ids:
-        numbers = list(suites.load_published(sid))
-        published += numbers
-        sections.append(_source_section(sid, all_sources.get(sid, {}), numbers, cell_list, host))
+    published = [n for sid in source_ids for n in suites.load_published(sid)]
+    load = _load(run, cell_list)
+    rows = _rows_for(published, run, cells, all_sources, load)
+    sections = [_source_section(sid, all_sources.get(sid, {}), [r for r in rows if r["source"] == sid])
+                for sid in source_ids]
+    claim_results = claims.check_claims(claims.observations_from_cells(cell_list, run), source_ids)
     by_stack: dict[str, list[dict]] = {}
     for c in cell_list:
         by_stack.setdefault(c["stack"], []).append(c)
@@ -293,36 +366,34 @@ def build_context(rundir: results.RunDir) -> dict:
     for e in run["cells"]:
         st = (cells.get(e["cell_id"]) or e)["status"]
         counts[st] = counts.get(st, 0) + 1
-    gpu_rows = any(t["device_mismatch"] for s in sections for t in s["tables"])
-    context = {
+    return {
         "schema_version": REPORT_VERSION, "kind": "report",
         "run": {k: run.get(k) for k in ("run_id", "suite", "argv", "runner", "protocol", "quick",
                                          "started", "finished", "wall_s", "kit")},
         "suite_description": description, "suite_note": suite_note,
         "status_counts": dict(sorted(counts.items())),
-        "devices": devices, "device_labels": device_labels,
-        "cpu_note": "cpu" in devices and gpu_rows,
-        "overhead": _overhead(run, cells),
-        "verdicts": None,
+        "devices": devices, "device_labels": {d: _device_label(d, host) for d in devices},
+        "cpu_note": any(r["in_run"] and r["published_on_gpu"] and r["device"] == "cpu" for r in rows),
+        "efficiency_note": any(r["comparison"] == "efficiency" for r in rows),
+        "load": load,
+        "summary": _summary(rows, claim_results),
+        "numbers": rows,
         "sources": sections,
+        "claims": sorted(claim_results, key=lambda c: CLAIM_ORDER.index(c["status"])),
+        "overhead": _overhead(run, cells),
         "unmatched": compare_published.unmatched(published, cell_list),
         "not_run": _not_run(run, cells),
         "environments": {
-            "host": _host_summary(host),
+            "host": _host_summary(host, flops.cpu_peak_of(run)),
             "stacks": [_stack_summary(s, cs, stack_specs.get(s, {}))
                        for s, cs in sorted(by_stack.items())],
         },
     }
-    context["verdicts"] = _verdicts(context)
-    return context
 
 
-def verdict_columns(verdicts: list[dict] | None) -> list[str]:
-    """Column names of the verdicts table: the keys of all verdicts, first-seen order."""
-    cols: list[str] = []
-    for v in verdicts or []:
-        cols += [k for k in v if k not in cols]
-    return cols
+def load_report(path: Path) -> dict:
+    """A report.json, validated against report.schema.json."""
+    return results.read_json(Path(path), "report")
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -330,9 +401,15 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     if not (TEMPLATES / "report.html.j2").is_file() or not (TEMPLATES / "report.md.j2").is_file():
         raise UserError(f"report templates missing: expected report.md.j2 and report.html.j2 in "
                         f"{TEMPLATES}; restore report_templates/ from the repository")
+    return _jinja(str(TEMPLATES))
+
+
+@cache
+def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
+    """The HTML and Markdown environments (cached: each keeps its compiled templates)."""
     filters = {"num": fmt_num, "pub": fmt_published, "ratio": fmt_ratio, "secs": fmt_seconds,
                "flat": _flat}
-    loader = jinja2.FileSystemLoader(str(TEMPLATES))
+    loader = jinja2.FileSystemLoader(templates)
     html = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
                               autoescape=jinja2.select_autoescape(("html", "html.j2"), default=True),
                               finalize=lambda v: "—" if v is None else v,
@@ -346,15 +423,21 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
 
 
 def render(rundir: results.RunDir) -> list[Path]:
-    """Write report.md, report.html and report.json (and plots/*.svg) into the run directory."""
+    """Write report.md, report.html and report.json (and plots/*.svg) into the run directory.
+
+    The context is validated against report.schema.json before anything is written."""
     html_env, md_env = _environments()
     context = build_context(rundir)
+    errs = validate.errors("report", context)
+    if errs:
+        raise ValueError(f"refusing to write the report of {rundir.path}: report schema: {errs[0]}")
+    nums = {r["id"]: r for r in context["numbers"]}
     svgs: dict[str, Markup] = {}
     plot_dir = rundir.path / "plots"
     written = set()
     for section in context["sources"]:
         for table in section["tables"]:
-            svg = plots.table_svg(table["rows"], table["anchor"])
+            svg = plots.table_svg([nums[i] for i in table["numbers"]], table["anchor"])
             path = rundir.path / table["plot"]
             results.write_text_atomic(path, svg)
             written.add(path.name)
@@ -366,10 +449,8 @@ def render(rundir: results.RunDir) -> list[Path]:
             if old.name not in written:
                 old.unlink()
     out = [rundir.path / "report.md", rundir.path / "report.html", rundir.path / "report.json"]
-    vcols = verdict_columns(context["verdicts"])
-    results.write_text_atomic(out[0], md_env.get_template("report.md.j2")
-                              .render(r=context, vcols=vcols))
+    results.write_text_atomic(out[0], md_env.get_template("report.md.j2").render(r=context, nums=nums))
     results.write_text_atomic(out[1], html_env.get_template("report.html.j2")
-                              .render(r=context, vcols=vcols, svgs=svgs))
+                              .render(r=context, nums=nums, svgs=svgs))
     results.write_text_atomic(out[2], json.dumps(context, indent=1, ensure_ascii=False) + "\n")
     return out

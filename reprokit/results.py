@@ -53,6 +53,7 @@ def write_json_atomic(path: Path, doc: Any, schema: str | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are meant to be shared
         with os.fdopen(fd, "w") as f:
             json.dump(doc, f, indent=1, sort_keys=False)
             f.flush()
@@ -67,6 +68,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)

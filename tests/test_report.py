@@ -1,15 +1,19 @@
-"""The report: rendered from a run directory alone, numbers joined and converted, everything escaped."""
+"""The report: rendered from a run directory alone, verdicts and claims wired in, everything escaped."""
 
 import json
 import re
+import shutil
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
 from reprokit import compare_published as cp
-from reprokit import plots, report, results
+from reprokit import plots, report, results, suites, validate
+from reprokit.analysis import verdicts
 from reprokit.errors import UserError
 
+STORED = Path(__file__).resolve().parent / "data" / "runs"
 HOSTILE = "<script>alert(1)</script>"
 RUN_ID = "20260101T000000Z-legacy-2017"
 OK_CELL = "000/tensorflow/basic_lstm/b128-s30-h512"      # published: 000-L005, L006, L007
@@ -25,9 +29,9 @@ def _metric(unit, samples, items=1):
             "sync": "n/a: CPU execution is synchronous"}
 
 
-def _cell(cell_id, stack, status, reason=None, metrics=None, wall=None):
+def _cell(cell_id, stack, status, reason=None, metrics=None, wall=None, load=None):
     source, framework, variant, _ = cell_id.split("/")
-    return {
+    c = {
         "schema_version": 1, "kind": "cell_result", "run_id": RUN_ID, "cell_id": cell_id,
         "source": source, "stack": stack, "workload": f"s{source}_{framework}", "variant": variant,
         "params": {"batch": 128}, "status": status, "reason": reason,
@@ -44,18 +48,22 @@ def _cell(cell_id, stack, status, reason=None, metrics=None, wall=None):
                               "python": {"version": "3.11.7"}},
         "kit": {"version": "0.1.0", "git_commit": "abc123"},
     }
+    if load:
+        c["load_avg"] = {"before": load[0], "after": load[1]}
+    return c
 
 
 def make_run(root):
     rd = results.RunDir(root / RUN_ID)
     cells = [
-        _cell(OK_CELL, "tf-1.2", "ok", wall=8.0, metrics={
+        _cell(OK_CELL, "tf-1.2", "ok", wall=8.0, load=([0.5, 0.4, 0.3], [1.5, 0.9, 0.5]), metrics={
             "compile_time": _metric("s", [2.5]),
             "train_time_per_example": _metric("ms", [1.0, 1.2, 1.1, 0.9, 1.3], 128),
             "forward_time_per_example": _metric("us", [500.0, 600.0, 700.0], 128)}),
-        _cell(EXTRA_CELL, "torch-0.1", "ok", wall=5.0, metrics={
-            "compile_time": _metric("s", [0.75]),
-            "train_time_per_example": _metric("ms", [3.0, 4.0, 5.0], 128)}),
+        # 1-minute load 5.5 after the cell on a 2-core host: the report must warn
+        _cell(EXTRA_CELL, "torch-0.1", "ok", wall=5.0, load=([1.0, 0.8, 0.5], [5.5, 2.0, 1.0]),
+              metrics={"compile_time": _metric("s", [0.75]),
+                       "train_time_per_example": _metric("ms", [3.0, 4.0, 5.0], 128)}),
         _cell(FAILED_CELL, "theano-0.9", "failed", reason=HOSTILE, wall=0.5),
         _cell(NOT_IMPL_CELL, "torch-0.1", "not_implemented", reason="workload not written yet"),
     ]
@@ -70,7 +78,7 @@ def make_run(root):
             "cpu": {"model_name": "Test CPU", "logical_cores": 2},
             "memory": {"total_bytes": 8 * 2 ** 30},
             "nvidia": {"available": False, "reason": "no NVIDIA driver"},
-            "gpus": [{"index": 0, "name": HOSTILE}], "env": {}},
+            "gpus": [{"index": 0, "name": HOSTILE}], "env": {}, "load_avg": [0.2, 0.1, 0.1]},
         "kit": {"version": "0.1.0", "git_commit": "abc123", "git_dirty": False},
         "stacks": {"tf-1.2": {"framework": "tensorflow",
                               "original": {"framework_version": "1.2.1"}, "image": "x"}},
@@ -84,9 +92,17 @@ def make_run(root):
     return rd
 
 
-@pytest.fixture
-def rendered(tmp_path):
-    rd = make_run(tmp_path)
+def stored(tmp_path, name):
+    """A copy of a stored run (tests/data/runs/<name>): rendering writes into the run directory."""
+    dst = tmp_path / name
+    shutil.copytree(STORED / name, dst)
+    return results.RunDir(dst)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """Rendered once for the tests that only read it (rendering draws plots: seconds)."""
+    rd = make_run(tmp_path_factory.mktemp("rendered"))
     paths = report.render(rd)
     return rd, paths
 
@@ -115,20 +131,62 @@ class TagBalance(HTMLParser):
         self.stack.pop()
 
 
-def _rows(ctx, source="000"):
-    sec = next(s for s in ctx["sources"] if s["id"] == source)
-    return {r["id"]: r for t in sec["tables"] for r in t["rows"]}
+class RowText(HTMLParser):
+    """Text of every <tr id=...> (the rows of the published-vs-measured tables), and of the rows
+    that follow them (the environment-diff rows) under '<id>+'."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self.cur, self.last = {}, None, None
+
+    def handle_starttag(self, tag, attrs):
+        if self.cur:
+            self.rows[self.cur] += " "
+        if tag == "tr":
+            rid = dict(attrs).get("id")
+            self.cur = rid if rid else (self.last + "+" if self.last else None)
+            if rid:
+                self.last = rid
+            if self.cur:
+                self.rows[self.cur] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "tr":
+            self.cur = None
+        if tag == "table":
+            self.last = None
+
+    def handle_data(self, data):
+        if self.cur:
+            self.rows[self.cur] += data
 
 
+def html_rows(html):
+    p = RowText()
+    p.feed(html)
+    return {k: " ".join(v.split()) for k, v in p.rows.items()}
+
+
+def _nums(ctx):
+    return {r["id"]: r for r in ctx["numbers"]}
+
+
+def _published(*sources):
+    return [n for s in sources for n in suites.load_published(s)]
+
+
+# -- the run made here ------------------------------------------------------------------------
 def test_render_writes_three_files_and_plots(rendered):
     rd, paths = rendered
     assert [p.name for p in paths] == ["report.md", "report.html", "report.json"]
     assert all(p.is_file() and p.stat().st_size > 1000 for p in paths)
     svgs = sorted((rd.path / "plots").glob("*.svg"))
-    assert svgs and all(s.stat().st_size < 200_000 for s in svgs)
+    assert svgs and all(s.stat().st_size < 100_000 for s in svgs)
     md = paths[0].read_text()
     for s in svgs:
         assert f"](plots/{s.name})" in md
+    ctx = report.load_report(paths[2])                   # validates against report.schema.json
+    assert ctx["schema_version"] == report.REPORT_VERSION == 2
 
 
 def test_html_escapes_hostile_text_and_is_self_contained(rendered):
@@ -137,7 +195,8 @@ def test_html_escapes_hostile_text_and_is_self_contained(rendered):
     assert "<script" not in html.lower()
     assert "built | with &lt;care&gt;" in html
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", html)
-    assert "<link" not in html and "@import" not in html
+    assert re.findall(r"<link[^>]*>", html) == ['<link rel="icon" href="data:,">']   # no favicon fetch
+    assert "@import" not in html
     p = TagBalance()
     p.feed(html)
     p.close()
@@ -147,15 +206,16 @@ def test_html_escapes_hostile_text_and_is_self_contained(rendered):
     assert html.count("<svg") >= 2                                # one plot per table
 
 
-def test_markdown_has_numbers_and_escapes(rendered):
+def test_markdown_has_numbers_verdicts_and_escapes(rendered):
     md = rendered[1][0].read_text()
     assert "<script" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
-    row = next(line for line in md.splitlines() if "| train_time_per_example | 0.2542 ms |" in line)
-    assert "| 1.1 ms | 5 | 0.9 – 1.3 |" in row and "4.33x slower" in row
-    fwd = next(line for line in md.splitlines() if "| forward_time_per_example | 0.1247 ms |" in line)
-    assert "| 0.6 ms | 3 |" in fwd                                # 600 us converted to ms
+    row = next(line for line in md.splitlines() if "| 000-L006 | 0.2542 ms |" in line)
+    assert "| 1.1 ms [" in row and "| 5 |" in row and "4.33x slower" in row
+    assert "NOT_COMPARABLE" in row and "the run stores no CPU peak probe" in row
+    fwd = next(line for line in md.splitlines() if "| 000-L007 | 0.1247 ms |" in line)
+    assert "| 0.6 ms [" in fwd and "| 3 |" in fwd                 # 600 us converted to ms
     assert "built \\| with &lt;care&gt;" in md                   # pipes escaped in table cells
-    assert "This run was on a CPU" in md
+    assert "This run was on a CPU" in md and "not of raw time" in md
     assert "Old 1.0 -> New 2.0: old has no wheel" in md
     for status in ("failed", "not_implemented"):
         assert re.search(rf"\| {re.escape(status)} \|", md)
@@ -166,16 +226,26 @@ def test_markdown_has_numbers_and_escapes(rendered):
 
 def test_json_has_the_same_numbers(rendered):
     ctx = json.loads(rendered[1][2].read_text())
-    rows = _rows(ctx)
+    rows = _nums(ctx)
+    assert len(rows) == len(_published("000", "001"))             # every published number
     train, fwd, comp = rows["000-L006"], rows["000-L007"], rows["000-L005"]
     assert train["published"] == 0.2542 and train["measured"] == pytest.approx(1.1)
     assert (train["n"], train["measured_min"], train["measured_max"]) == (5, 0.9, 1.3)
+    assert train["ci_low"] <= 1.1 <= train["ci_high"] and train["ci_method"] == "bootstrap_percentile"
+    assert train["cv"] == pytest.approx(0.1437, rel=1e-3) and train["noisy"] is True
     assert train["ratio"] == pytest.approx(1.1 / 0.2542) and train["better"] == "lower"
+    assert train["verdict"] == "NOT_COMPARABLE" and train["comparison"] == "efficiency"
     assert fwd["measured"] == pytest.approx(0.6) and fwd["measured_unit"] == "us"
-    assert comp["measured"] == 2.5 and comp["n"] == 1
-    assert rows["000-L002"]["cell_status"] == "failed" and rows["000-L002"]["measured"] is None
+    assert comp["measured"] == 2.5 and comp["n"] == 1 and comp["ci_low"] is None
+    failed = rows["000-L002"]
+    assert failed["cell_status"] == "failed" and failed["measured"] is None
+    assert failed["verdict"] == "NOT_RUN" and HOSTILE in failed["reason"]
     assert "d000-tf-transfers" in train["defects"]
-    assert ctx["cpu_note"] is True and ctx["verdicts"] is None
+    fields = {d["field"]: d for d in train["environment_diff"]}
+    assert fields["framework_version"] == {"field": "framework_version", "published": "1.2.1",
+                                           "measured": "9.9", "differs": True}
+    assert all(r["environment_diff"] for r in rows.values())      # for every number
+    assert ctx["cpu_note"] is True
     unmatched = {(u["cell"], u["metric"]) for u in ctx["unmatched"]}
     assert unmatched == {(EXTRA_CELL, "compile_time"), (EXTRA_CELL, "train_time_per_example")}
     not_run = {c["cell_id"]: c["status"] for c in ctx["not_run"]}
@@ -189,8 +259,20 @@ def test_json_has_the_same_numbers(rendered):
     assert ctx["environments"]["host"]["gpus"][0]["name"] == HOSTILE
 
 
-def test_rerender_from_stored_results_is_identical(rendered):
-    rd, paths = rendered
+def test_load_above_core_count_is_warned(rendered):
+    rd, (md, html, js) = rendered
+    ctx = json.loads(js.read_text())
+    assert ctx["load"]["cores"] == 2 and ctx["load"]["high_cells"] == [EXTRA_CELL]
+    assert ctx["load"]["max_1min"] == 5.5 and ctx["load"]["warning"] is True
+    page = html.read_text()
+    assert 'id="load-warning"' in page and "timings may be inflated" in page
+    assert "timings may be inflated" in md.read_text()
+    assert not _nums(ctx)["000-L006"]["load_high"]                 # OK_CELL's load stayed below 2
+
+
+def test_rerender_from_stored_results_is_identical(tmp_path):
+    rd = make_run(tmp_path)
+    paths = report.render(rd)
     before = {p.name: p.read_bytes() for p in paths}
     svg_before = {p.name: p.read_bytes() for p in (rd.path / "plots").glob("*.svg")}
     for p in paths:
@@ -202,15 +284,17 @@ def test_rerender_from_stored_results_is_identical(rendered):
     assert {p.name: p.read_bytes() for p in (rd.path / "plots").glob("*.svg")} == svg_before
 
 
-def test_verdicts_are_rendered_when_present(tmp_path, monkeypatch):
-    rd = make_run(tmp_path)
-    monkeypatch.setattr(report, "_verdicts",
-                        lambda ctx: [{"id": "000-L006", "verdict": "<b>not reproduced</b>"}])
-    md, html, js = report.render(rd)
-    html = html.read_text()
-    assert "&lt;b&gt;not reproduced&lt;/b&gt;" in html and "<b>not" not in html
-    assert "| 000-L006 | &lt;b&gt;not reproduced&lt;/b&gt; |" in md.read_text()
-    assert json.loads(js.read_text())["verdicts"][0]["id"] == "000-L006"
+def test_report_schema_rejects_a_broken_report(rendered, tmp_path):
+    doc = json.loads(rendered[1][2].read_text())
+    assert validate.errors("report", doc) == []
+    bad = dict(doc, summary={**doc["summary"], "counts": {"REPRODUCED": -1}})
+    assert validate.errors("report", bad)
+    wrong = dict(doc, numbers=[{**doc["numbers"][0], "verdict": "PROBABLY_FINE"}])
+    assert any("PROBABLY_FINE" in e for e in validate.errors("report", wrong))
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(dict(doc, schema_version=1)))
+    with pytest.raises(UserError, match="report schema"):
+        report.load_report(path)
 
 
 def test_missing_templates_is_a_clear_error(tmp_path, monkeypatch):
@@ -220,35 +304,135 @@ def test_missing_templates_is_a_clear_error(tmp_path, monkeypatch):
         report.render(rd)
 
 
+# -- stored runs (tests/data/runs, made by tests/data/make_runs.py) ----------------------------
+def test_summary_counts_of_a_same_gpu_stored_run(tmp_path):
+    rd = stored(tmp_path, "m40-same")
+    ctx = report.build_context(rd)
+    sm = ctx["summary"]
+    total = len(_published("000", "001"))
+    assert sm["published_numbers"] == total == len(ctx["numbers"])
+    expected = {"REPRODUCED": 6, "DEVIATES": 5, "INCONCLUSIVE": 1, "EFFICIENCY": 0,
+                "NOT_COMPARABLE": 0}
+    assert {k: sm["counts"][k] for k in expected} == expected
+    assert sm["counts"]["NOT_RUN"] == total - 12 == sm["not_run_in_run"] + sm["not_run_not_in_run"]
+    assert sm["not_run_in_run"] == 6                              # the failed cell's 3, the skipped one's 3
+    assert set(sm["numbers"]["DEVIATES"]) == {"000-L002", "000-L008", "000-L009", "000-L011", "000-L013"}
+    assert sm["numbers"]["INCONCLUSIVE"] == ["000-L010"]
+    assert sm["implausible"] == [f"001-L05{i}" for i in range(6)]
+    assert sm["claims"] == {"HOLDS": 1, "REVERSED": 1, "DIFFERS": 0, "INCONCLUSIVE": 1, "NOT_RUN": 12}
+    assert [c["status"] for c in ctx["claims"][:3]] == ["REVERSED", "HOLDS", "INCONCLUSIVE"]
+    assert ctx["cpu_note"] is False and ctx["efficiency_note"] is False
+    assert ctx["load"]["warning"] is False                       # stored runs carry no load_avg
+
+
+def test_summary_counts_agree_with_the_verdicts_module(tmp_path):
+    for name in ("m40-same", "cpu-a"):
+        rd = stored(tmp_path, name)
+        run, cells = rd.load_run(), {c["cell_id"]: c for c in rd.load_cells()}
+        vs = verdicts.verdicts_for_run(_published("000", "001"), cells, run, suites.load_sources())
+        sm = report.build_context(rd)["summary"]
+        by = {}
+        for v in vs:
+            by[v["verdict"]] = by.get(v["verdict"], 0) + 1
+        assert sm["by_verdict"] == dict(sorted(by.items()))
+        assert sum(sm["counts"].values()) == len(vs)
+        assert len(sm["implausible"]) == sum("IMPLAUSIBLE" in v["labels"] for v in vs)
+
+
+def test_same_gpu_stored_run_shows_reproduced_and_deviates(tmp_path):
+    rd = stored(tmp_path, "m40-same")
+    md, html, js = report.render(rd)
+    rows = html_rows(html.read_text())
+    l006, l009 = rows["n-000-l006"], rows["n-000-l009"]
+    assert "REPRODUCED" in l006 and "lies inside published 0.2542 ms" in l006
+    assert "0.2542 ms [0.2536, 0.2548]" in l006 and "CV 0.45 %" in l006
+    assert "DEVIATES_SLOWER" in l009 and "lies entirely above published 0.2052 ms" in l009
+    assert "0.3003 ms [0.2996, 0.3007]" in l009 and "1.46x slower" in l009
+    # the environment diff under the deviating number only
+    assert "n-000-l009+" in rows and "n-000-l006+" not in rows
+    assert "000-L009: environment, publication → this run" in rows["n-000-l009+"]
+    theano = rows["n-000-l002+"]                                  # Theano 1.0.5 instead of 0.9.0
+    assert "framework_version: 0.9.0 → 1.0.5" in theano
+    assert "Theano 1.0.5 instead of Theano 0.9.0" in theano
+    assert "INCONCLUSIVE" in rows["n-000-l010"] and "overlaps an edge" in rows["n-000-l010"]
+    claims = {k: v for k, v in rows.items() if k.startswith("claim-")}
+    assert "REVERSED" in claims["claim-c000-train-s30-h512"]
+    assert "HOLDS" in claims["claim-c000-compile-s30-h512"]
+    page = html.read_text()
+    assert "not of raw time" not in page and 'id="load-warning"' not in page
+    text = md.read_text()
+    assert "| REPRODUCED (same hardware; CI inside published ± tolerance) | 6 |" in text
+    assert "- 000-L009 (DEVIATES_SLOWER): " in text
+
+
+def test_cpu_stored_run_lists_001_words_per_second_as_implausible(tmp_path):
+    rd = stored(tmp_path, "cpu-a")
+    md, html, js = report.render(rd)
+    rows = html_rows(html.read_text())
+    l050 = rows["n-001-l050"]                                     # 001's train words/s on a P100
+    assert "EFFICIENCY_LOWER" in l050 and "IMPLAUSIBLE" in l050
+    assert "IMPLAUSIBLE: 254.8 MFLOP per word (train)" in l050
+    assert "= 139.4 TFLOP/s" in l050 and "10.6 TFLOP/s fp32" in l050 and "1,315% of peak" in l050
+    page = html.read_text()
+    assert 'id="implausible-n-001-l050"' in page
+    assert "This run was on a CPU; the publications were measured on GPUs." in page
+    assert "not of raw time" in page
+    # tables s30-h512 and 001's README; the s100-h512 table has only a skipped cell (no device)
+    assert page.count("the verdicts of this table compare efficiency, not raw time") == 2
+    text = md.read_text()
+    assert re.search(r"\*\*001-L050\*\* .*IMPLAUSIBLE: 254\.8 MFLOP per word .*139\.4 TFLOP/s", text)
+    ctx = report.load_report(js)
+    sm = ctx["summary"]
+    assert sm["counts"]["EFFICIENCY"] == 6 and sm["counts"]["NOT_COMPARABLE"] == 1
+    assert sm["efficiency"] == {"EFFICIENCY_SIMILAR": 1, "EFFICIENCY_HIGHER": 1, "EFFICIENCY_LOWER": 4,
+                                "INCONCLUSIVE": 0}
+    l050 = _nums(ctx)["001-L050"]
+    assert l050["analysis"]["plausibility"]["implausible"] is True
+    assert l050["analysis"]["plausibility"]["percent_of_peak"] > 100
+
+
+# -- pieces --------------------------------------------------------------------------------------
 def test_svg_escapes_labels_and_prefixes_ids():
     row = {"row_label": HOSTILE, "metric_as_published": "m & <n>", "unit": "ms", "published": 2.0,
-           "measured": 3.0, "measured_min": 2.5, "measured_max": 4.0, "published_gpu": "g",
-           "note": None}
+           "measured": 3.0, "ci_low": 2.5, "ci_high": 4.0, "published_gpu": "g", "note": None,
+           "verdict": "DEVIATES_SLOWER", "implausible": True}
     svg = plots.table_svg([row, {**row, "row_label": "b", "measured": None, "note": HOSTILE}], "t9")
     assert "<script" not in svg.lower() and "&lt;script&gt;alert(1)&lt;/script&gt;" in svg
-    assert "m &amp; &lt;n&gt;" in svg
+    assert "m &amp; &lt;n&gt;" in svg and "DEVIATES_SLOWER / IMPLAUSIBLE" in svg
     ids = re.findall(r'\bid="([^"]+)"', svg)
     assert ids and all(i.startswith("t9-") for i in ids)
     assert not svg.startswith("<?xml") and "DOCTYPE" not in svg
     assert plots.table_svg([row], "t9") == plots.table_svg([row], "t9")   # deterministic
 
 
-def test_units_scale_and_direction():
-    assert cp.unit_factor("us", "ms") == pytest.approx(1e-3)
-    assert cp.unit_factor("s", "ms") == pytest.approx(1e3)
-    assert cp.unit_factor("MiB", "MB") == pytest.approx(1.048576)
-    assert cp.unit_factor("ms", "words/s") is None
-    assert cp.better("words/s") == "higher" and cp.better("ms") == "lower"
+def test_one_unit_conversion_function():
+    # compare_published has no unit table of its own: it converts through verdicts.convert
+    assert not any(hasattr(cp, n) for n in ("TIME_UNITS", "MEMORY_UNITS", "unit_factor"))
+    assert cp.better("words/s") == "higher" and cp.better("ms") == "lower" and cp.better("MiB") == "lower"
     assert cp.reading(0.5, "words/s") == "2x slower" and cp.reading(0.5, "s") == "2x faster"
     assert cp.reading(2.0, "MiB") == "2x more memory"
+    number = {"id": "x", "value": 30.0, "unit": "s", "metric": "time_per_batch", "transform": {"scale": 50}}
+    assert cp.to_published_unit(600.0, "ms", number) == pytest.approx(30.0)
+    assert cp.to_published_unit(1.0, "MiB", {**number, "unit": "MB", "transform": None}) == \
+        pytest.approx(1.048576)
+    with pytest.raises(ValueError):
+        cp.to_published_unit(1.0, "ms", {**number, "unit": "words/s"})
+
+
+def test_row_in_the_published_unit_with_scale():
     number = {"id": "x", "value": 30.0, "unit": "s", "metric": "time_per_batch",
               "metric_as_published": "elapsed_50_batches", "cell": "c", "transform": {"scale": 50},
               "provenance": {"source": "003", "table": "T", "row_label": "r"},
-              "environment": {"gpu": "none (CPU)", "framework": "f", "framework_version": "1"}}
+              "environment": {"gpu": "none (CPU)", "framework": "f", "framework_version": "1"},
+              "workload": {}}
     cell = {"cell_id": "c", "status": "ok", "device": "cpu",
-            "metrics": {"time_per_batch": _metric("ms", [500.0, 700.0, 600.0])}}
-    row = cp.compare_number(number, cell)
+            "metrics": {"time_per_batch": _metric("ms", [500.0, 700.0, 600.0, 610.0, 590.0, 605.0, 595.0])}}
+    v = verdicts.verdict(number, cell)
+    row = cp.row(number, v, cell)
     assert row["measured"] == pytest.approx(30.0) and row["ratio"] == pytest.approx(1.0)
+    assert row["ci_low"] == pytest.approx(25.0) and row["ci_high"] == pytest.approx(35.0)
     assert row["published_on_gpu"] is False and row["reading"] == "about equal"
-    bad = cp.compare_number({**number, "unit": "words/s"}, cell)
-    assert bad["measured"] is None and "unit mismatch" in bad["note"]
+    assert row["verdict"] == v["verdict"] and row["analysis"] is v
+    bad = cp.row({**number, "unit": "words/s"}, verdicts.verdict({**number, "unit": "words/s"}, cell), cell)
+    assert bad["measured"] is None and bad["verdict"] == "NOT_COMPARABLE"
+    assert "measured in ms, published in words/s" in bad["note"]
