@@ -16,10 +16,8 @@ from importlib import resources
 
 import yaml
 
-from reprokit import validate
+from reprokit import units, validate
 from reprokit.errors import UserError
-
-TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "min": 60.0, "h": 3600.0}
 
 
 class NotApplicable(Exception):
@@ -188,9 +186,9 @@ def items_per_second(value: float, unit: str, metric: str, est: dict, models: di
         if per != "item":
             raise NotApplicable(f"rate unit {unit} for a per-{per} metric")
         return float(value)
-    if unit not in TIME_UNITS:
+    if not units.is_time(unit):
         raise NotApplicable(f"unit '{unit}' is neither a time nor a rate")
-    seconds = value * TIME_UNITS[unit]
+    seconds = units.seconds(value, unit)
     if per == "item":
         count = 1.0
     elif per == "batch":

@@ -21,7 +21,7 @@ Independently of the measurement, `plausibility` judges the published number alo
 implies on the publication GPU against that GPU's fp32 peak. Above 100 % it is IMPLAUSIBLE, which
 is added to `labels` (the measured verdict is kept: both are reported).
 
-Unit conversion for the whole report lives in `convert`; a published number is put into the
+Unit conversion for the whole report lives in `reprokit.units.convert`; a published number is put into the
 measured metric's unit by `published_value` (transform.scale first, then `convert`).
 """
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from reprokit import units
 from reprokit.analysis import flops, stats
 
 DEFAULT_TOLERANCE = 0.10
@@ -59,65 +60,10 @@ VERDICTS = (
     NOT_RUN,
 )
 
-# -- units -----------------------------------------------------------------------------------------
-_UNITS: dict[str, tuple[str, float]] = {
-    # time, in seconds
-    "s": ("time", 1.0),
-    "ms": ("time", 1e-3),
-    "us": ("time", 1e-6),
-    "µs": ("time", 1e-6),  # micro sign
-    "μs": ("time", 1e-6),  # Greek mu
-    "ns": ("time", 1e-9),
-    "min": ("time", 60.0),
-    "h": ("time", 3600.0),
-    # memory, in bytes (MB/GB are SI as labelled; nvidia-smi's "MiB" are binary)
-    "B": ("memory", 1.0),
-    "kB": ("memory", 1e3),
-    "KB": ("memory", 1e3),
-    "MB": ("memory", 1e6),
-    "GB": ("memory", 1e9),
-    "KiB": ("memory", 1024.0),
-    "MiB": ("memory", 1024.0**2),
-    "GiB": ("memory", 1024.0**3),
-    # floating-point throughput, in FLOP/s
-    "FLOP/s": ("flops", 1.0),
-    "GFLOP/s": ("flops", 1e9),
-    "TFLOP/s": ("flops", 1e12),
-}
-
-
-def convert(value: float, from_unit: str, to_unit: str) -> float:
-    """`value` in `from_unit` expressed in `to_unit`.
-
-    Times (s, ms, us, ns, min, h), memory (B, kB/KB, MB, GB as SI; KiB, MiB, GiB binary) and FLOP/s
-    convert within their kind; a rate (anything ending in '/s', e.g. 'words/s', 'seq/s') only to
-    itself. Raises ValueError for units of different kinds or unknown units.
-    """
-    if from_unit == to_unit:
-        return float(value)
-    a, b = _UNITS.get(from_unit), _UNITS.get(to_unit)
-    if a is None or b is None:
-        raise ValueError(
-            f"cannot convert {from_unit!r} to {to_unit!r}: "
-            f"unknown unit {from_unit if a is None else to_unit!r}"
-        )
-    if a[0] != b[0]:
-        raise ValueError(f"cannot convert {from_unit!r} ({a[0]}) to {to_unit!r} ({b[0]})")
-    return float(value) * a[1] / b[1]
-
-
-def better_direction(unit: str) -> str | None:
-    """'lower' for times and memory, 'higher' for rates (…/s), None when unknown."""
-    kind = _UNITS.get(unit, (None,))[0]
-    if kind in ("time", "memory"):
-        return "lower"
-    if kind == "flops" or unit.endswith("/s"):
-        return "higher"
-    return None
-
-
-def is_speed(unit: str) -> bool:
-    return _UNITS.get(unit, (None,))[0] == "time" or unit.endswith("/s")
+# -- units: one table for the whole code base (reprokit/units.py) ---------------------------------
+convert = units.convert
+better_direction = units.better_direction
+is_speed = units.is_speed
 
 
 def published_value(number: dict, to_unit: str | None = None) -> tuple[float, str, str]:
