@@ -1,0 +1,133 @@
+"""Source 000 (rnn-benchmarks) single-layer LSTM regression, PyTorch nn.LSTM (variant "nn_lstm").
+
+Workload (seed_workloads.md section 1): time-major input [seq, batch, hidden] of uniform random
+float32, one LSTM layer with input size = hidden size, target a uniform random [batch, hidden]
+matrix compared with the last time step's output; SUM of squared errors (as the TF script); plain
+SGD, lr 0.01. Source 000 published no PyTorch row: this cell is a same-workload comparison point.
+
+Timing: "compile" = building the model and optimiser plus one train step (the closest PyTorch
+analogue of the TF script's boundary); forward-only and train times are per example (seconds per
+batch / batch). The input already sits on the device (like the Theano script's shared variable).
+
+Subnormal floats: after the first SGD update (sum loss, lr 0.01) the gates saturate and the CPU
+backward pass meets subnormal values, ~10x slower on x86 (see _lstm000.py). By default this cell
+calls torch.set_flush_denormal(True) before any tensor work, as TensorFlow does by default on its
+CPU threads; params.flush_denormal=false turns that off. Either way it is recorded.
+
+Python 3.5 syntax; imports only torch and the standard library.
+"""
+import timing
+
+try:  # imported as workloads.s000_pytorch by the harness, or directly in tests
+    from workloads import _lstm000 as common
+except ImportError:  # pragma: no cover
+    import _lstm000 as common
+
+FRAMEWORK = "torch"
+VARIANTS = ("nn_lstm",)
+LEARNING_RATE = 0.01
+
+
+def run(ctx):
+    if ctx.variant not in (None,) + VARIANTS:
+        raise ValueError("s000_pytorch: unknown variant %r (known: %s)" % (ctx.variant,
+                                                                          ", ".join(VARIANTS)))
+    batch, seq, hidden = common.shape(ctx)
+    ftz_requested = common.flush_denormal_requested(ctx)
+    import torch
+
+    # before any tensor work, so that intra-op threads started later inherit it
+    ftz_on = bool(torch.set_flush_denormal(True)) if ftz_requested else False
+    try:
+        _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on)
+    finally:
+        if ftz_on:
+            torch.set_flush_denormal(False)
+
+
+def _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on):
+    torch.manual_seed(1234)
+    gpu = ctx.device == "gpu" and torch.cuda.is_available()
+    if ctx.device == "gpu" and not gpu:
+        raise RuntimeError("cell asks for a GPU but torch.cuda.is_available() is False")
+    dev = torch.device("cuda" if gpu else "cpu")
+
+    def sync():
+        if gpu:  # never run on a GPU here
+            torch.cuda.synchronize()
+
+    x = torch.rand(seq, batch, hidden, device=dev)
+    y = torch.rand(batch, hidden, device=dev)
+    sync()
+    # The first optimizer construction in a process imports torch._dynamo (PyTorch 2.x; seconds).
+    # Module imports are outside every timer in this kit, so trigger it on a throwaway first.
+    t_imp = timing.clock()
+    torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=LEARNING_RATE)
+    lazy_import_s = timing.clock() - t_imp
+
+    t0 = timing.clock()
+    lstm = torch.nn.LSTM(hidden, hidden, num_layers=1).to(dev)
+    opt = torch.optim.SGD(lstm.parameters(), lr=LEARNING_RATE)
+    t_built = timing.clock()
+    losses = []
+
+    def train_step():
+        opt.zero_grad()
+        out, _ = lstm(x)
+        loss = ((out[-1] - y) ** 2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def forward_step():
+        with torch.no_grad():
+            out, _ = lstm(x)
+        return out[-1]
+
+    losses.append(float(train_step()))
+    sync()
+    t_end = timing.clock()
+    ctx.record_single("compile_time", t_end - t0, "s",
+                      "model and optimiser construction plus one train step (device init "
+                      "excluded)", sync_desc="torch.cuda.synchronize()" if gpu else None)
+    mkldnn = bool(getattr(torch.backends, "mkldnn", None) and torch.backends.mkldnn.is_available())
+    ctx.describe(framework="torch", framework_version=torch.__version__,
+                 api="torch.nn.LSTM (cuDNN on GPU; on CPU PyTorch's native LSTM, which uses "
+                     "oneDNN's RNN primitive when mkldnn is available: %s)" % mkldnn)
+    ctx.note(common.WORKLOAD_SUMMARY + "; cost = SUM of squared errors of the last step (as the "
+             "original TF script); nn.LSTM default init uniform(+-1/sqrt(hidden)), two bias "
+             "vectors; torch.manual_seed(1234).")
+    if ftz_requested:
+        state = ("torch.set_flush_denormal(True) %s before any tensor was made (FTZ+DAZ); "
+                 "params.flush_denormal=false runs without it" % (
+                     "succeeded" if ftz_on else "returned False (unsupported CPU): NOT set"))
+    else:
+        state = "left at the process default (params.flush_denormal=false): NOT flushed"
+    ctx.note(common.denormal_note("PyTorch", state))
+    ctx.extra["compile_breakdown_s"] = {"model_and_optimiser": t_built - t0,
+                                        "first_train_step": t_end - t_built,
+                                        "excluded_lazy_imports": lazy_import_s}
+    ctx.note("compile_time excludes the one-time lazy imports done by the first optimizer "
+             "construction in the process (%.2f s here; PyTorch 2.x imports torch._dynamo then), "
+             "as module imports are excluded everywhere in the kit" % lazy_import_s)
+    ctx.extra["flush_denormal"] = {"requested": ftz_requested, "active": ftz_on,
+                                   "how": "torch.set_flush_denormal"}
+
+    sync_desc = "torch.cuda.synchronize() after each iteration" if gpu else None
+    ctx.measure("forward_time_per_example", forward_step, unit="ms", kind="ms_per_item",
+                items=batch, sync=sync, sync_desc=sync_desc,
+                method="one forward pass over the whole sequence (no_grad), last step kept; "
+                       "input already on the device")
+    last = forward_step()
+    ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
+                items=batch, sync=sync, sync_desc=sync_desc,
+                method="forward, sum-of-squares loss on the last step, backward, SGD update")
+    with torch.no_grad():
+        out, _ = lstm(x)
+        final_loss = float(((out[-1] - y) ** 2).sum())
+    ctx.extra["numerics"] = {
+        "loss_first_train_step": losses[0],
+        "loss_after_timed_train": final_loss,
+        "last_output_frac_abs_gt_0.999": float((last.abs() > 0.999).float().mean()),
+        "weight_abs_max_after": float(max(p.detach().abs().max() for p in lstm.parameters())),
+    }

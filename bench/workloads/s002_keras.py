@@ -1,0 +1,504 @@
+"""Source 002 (awslabs/keras-apache-mxnet RNN benchmark): LSTM(128) character model, two backends.
+
+Workload (seed_workloads.md section 3.1): Sequential([LSTM(128, input_shape=(40, D), unroll=True),
+Dense(D, softmax)]), categorical cross-entropy, RMSprop(lr=0.01), trained with Keras fit on host
+numpy arrays (sliced per batch, shuffled every epoch). Data sets:
+  synthetic        x = random bool (50000, 40, 60) as float32, y = random multi-hot (50000, 60)
+  nietzsche        windows of 40 one-hot characters, step 3, D = 57 -> 200,285 samples
+  wikitext2-char   the same windows over WikiText-2 raw as preprocessed by Keras-MXNet, D <= 37
+
+Variants:
+  tensorflow  tf.keras of the installed TensorFlow (Keras 3) standing in for Keras 2.1.6 on TF 1.8.
+  mxnet       MXNet Gluon standing in for keras-mxnet 2.1.6 on MXNet 1.2: a hybridized
+              gluon.rnn.LSTMCell unrolled over the 40 steps + Dense, the same loss and optimiser.
+              keras-mxnet itself installs on Python 3.11 (pure-Python wheel) but does not import
+              there (collections.Iterable), and with that patched it fails to build this model on
+              MXNet 1.9.1, so it is not used.
+
+Timing: the original timed whole fit epochs (50,000 to ~3.4 M samples), far too long for a small
+CPU. One sample here is one batch of the fit loop as Keras 2.1.6 ran it: the shuffled index slice,
+the host numpy gather (one-hot built from the window's characters), the transfer into the
+framework and one train step, with the loss read back to the host. time_per_epoch is EXTRAPOLATED
+from it (seconds per batch x samples per epoch / batch + the measured per-epoch shuffle), never a
+full epoch; time_per_sample is Keras's "us/step" (per sample). gpu_memory is the framework's peak
+device memory on a GPU, and on the CPU the process's peak RSS (host memory, not GPU memory).
+
+Multi-GPU cells (gpus > 1) use tf.distribute.MirroredStrategy / one MXNet context per GPU with the
+global batch split, like keras multi_gpu_model. THE GPU PATHS HAVE NEVER RUN ON A GPU.
+Python 3.5 syntax; imports the framework of the variant, numpy and the standard library.
+"""
+import io
+import os
+import re
+import resource
+import sys
+
+import corpora
+import timing
+
+
+def _installed(name):
+    try:
+        import importlib.util
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
+# The harness reads FRAMEWORK before run() knows the variant: each stack has one of the two.
+FRAMEWORK = "mxnet" if _installed("mxnet") and not _installed("tensorflow") else "keras"
+
+DEFAULTS = {
+    "dataset": "synthetic",
+    "batch": 128,
+    "seq_len": 40,
+    "hidden": 128,
+    "gpus": 0,
+    "unroll": "unroll",        # "unroll" or "nounroll" (the TF-only 'Unroll Type FALSE' rows)
+    "optimizer": "rmsprop",
+    "lr": 0.01,
+    "step": 3,                 # window stride of the text data sets
+    "vocab": None,             # D: overrides 60 (synthetic) or the stand-in's characters (tests)
+    "n_samples": None,         # synthetic samples (50,000) (tests)
+    "n_tokens": None,          # stand-in characters (tests)
+    "epoch_samples": None,     # samples per epoch for the extrapolation (default: the data's)
+    "data_dir": None,          # real nietzsche.txt / wiki.train.raw; None: stand-in
+    "sha256": None,
+    "seed": 1234,
+    "replicas_on_cpu": False,  # tests: run the gpus > 1 path on that many CPU devices instead
+}
+
+DATASETS = ("synthetic", "nietzsche", "wikitext2-char")
+SYNTHETIC_N, SYNTHETIC_D = 50000, 60
+PUBLISHED_WIKITEXT2_SAMPLES = 1562175  # the table's "No. of samples", inconsistent (section 3.4)
+
+
+def _params(ctx):
+    unknown = sorted(k for k in ctx.params if k not in DEFAULTS)
+    if unknown:
+        raise ValueError("unknown params for s002_keras: %s (known: %s)"
+                         % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
+    p = dict(DEFAULTS)
+    p.update(ctx.params)
+    if p["dataset"] not in DATASETS:
+        raise ValueError("dataset must be one of %s, got %r" % (", ".join(DATASETS), p["dataset"]))
+    if p["unroll"] not in ("unroll", "nounroll"):
+        raise ValueError("unroll must be 'unroll' or 'nounroll', got %r" % (p["unroll"],))
+    if p["optimizer"] != "rmsprop":
+        raise ValueError("source 002 trains with RMSprop only, got %r" % (p["optimizer"],))
+    if ctx.variant not in ("tensorflow", "mxnet"):
+        raise ValueError("variant must be 'tensorflow' or 'mxnet', got %r" % (ctx.variant,))
+    if ctx.variant == "mxnet" and p["unroll"] != "unroll":
+        raise ValueError("the MXNet backend of keras-mxnet always unrolled (section 3.1)")
+    return p
+
+
+def check_gpus(ctx, wanted, available):
+    """Refuse a cell that needs more GPUs than this process can see."""
+    if wanted > 0 and (ctx.device != "gpu" or available < wanted):
+        raise RuntimeError("cell needs %d GPUs, this host has %d%s"
+                           % (wanted, available if ctx.device == "gpu" else 0,
+                              "" if ctx.device == "gpu" else " (job device is cpu)"))
+
+
+# -----------------------------------------------------------------------------------------------
+# Data: host numpy arrays, one shuffled batch at a time, as Keras fit slices them
+# -----------------------------------------------------------------------------------------------
+def read_wikitext2_char(data_dir, sha256=None):
+    """wiki.train.raw as Keras-MXNet read it: per line the [a-zA-Z0-9]+ runs joined by one space,
+    lower-cased, lines concatenated with no separator. Returns (ids list, vocab, provenance)."""
+    path = os.path.join(data_dir, "wiki.train.raw")
+    if not os.path.isfile(path):
+        raise corpora.DataMissingError(
+            "wiki.train.raw not found in %s: unpack wikitext-2-raw-v1.zip and pass the directory "
+            "holding it; or give no data directory to use the deterministic stand-in" % data_dir)
+    digest = corpora.file_sha256(path)
+    expected = (sha256 or {}).get("wiki.train.raw")
+    if expected is not None and expected.lower() != digest:
+        raise corpora.ChecksumError("%s: sha256 %s, expected %s" % (path, digest, expected))
+    word = re.compile("[a-zA-Z0-9]+")
+    with io.open(path, encoding="utf-8") as f:
+        text = "".join(" ".join(word.findall(line)).lower() for line in f)
+    vocab = sorted(set(text))
+    index = dict((c, i) for i, c in enumerate(vocab))
+    info = {"file": "wiki.train.raw", "path": os.path.abspath(path), "sha256": digest,
+            "sha256_verified": None if expected is None else True,
+            "reading": "Keras-MXNet char preprocessing (section 3.1)", "n_tokens": len(text),
+            "vocab_size": len(vocab), "stand_in": False}
+    return [index[c] for c in text], vocab, info
+
+
+class Data(object):
+    """The training arrays of one cell and a shuffled full-batch iterator over them."""
+
+    def __init__(self, np, p):
+        self.np = np
+        self.batch = int(p["batch"])
+        self.seq = int(p["seq_len"])
+        self.rng = np.random.RandomState(int(p["seed"]))
+        name = p["dataset"]
+        if name == "synthetic":
+            self._synthetic(p)
+        else:
+            self._text(p)
+        if self.n < self.batch:
+            raise ValueError("%d samples are fewer than one batch of %d" % (self.n, self.batch))
+        self.epoch_samples = int(p["epoch_samples"] or self.n)
+        self.order = None
+        self.pos = 0
+        self.shuffles = []
+
+    def _synthetic(self, p):
+        np = self.np
+        n = int(p["n_samples"] or SYNTHETIC_N)
+        d = int(p["vocab"] or SYNTHETIC_D)
+        # np.random.choice([True, False], ...) in the original; the same uniform bits, faster
+        self.x = self.rng.randint(0, 2, size=(n, self.seq, d)).astype(np.bool_).astype(np.float32)
+        self.y = self.rng.randint(0, 2, size=(n, d)).astype(np.bool_).astype(np.float32)
+        self.n, self.d = n, d
+        self.ids = None
+        self.label = {"name": "synthetic", "n_samples": n, "features": d, "stand_in": False,
+                      "reading": "x random bool (N, %d, %d) cast to float32; y random multi-hot "
+                                 "(N, %d) float32 (section 3.1)" % (self.seq, d, d),
+                      "seed": int(p["seed"])}
+
+    def _text(self, p):
+        np = self.np
+        name, step = p["dataset"], int(p["step"])
+        if p["data_dir"]:
+            if p["vocab"] or p["n_tokens"]:
+                raise ValueError("vocab / n_tokens override the stand-in only, not data_dir")
+            if name == "nietzsche":
+                c = corpora.load_nietzsche(p["data_dir"], p["sha256"])
+                ids, d, label = c.tokens, c.vocab_size, c.label()
+            else:
+                ids, vocab, label = read_wikitext2_char(p["data_dir"], p["sha256"])
+                d = len(vocab)
+        else:
+            corpus = "nietzsche" if name == "nietzsche" else "wikitext-2-char-keras-mxnet"
+            c = corpora.stand_in(corpus, "train", vocab_size=p["vocab"], n_tokens=p["n_tokens"])
+            ids, d, label = c.tokens, c.vocab_size, c.label()
+        self.ids = np.asarray(ids, dtype=np.int32)
+        self.d = d
+        # the Keras example: for i in range(0, len(text) - maxlen, step)
+        self.starts = np.arange(0, len(self.ids) - self.seq, step, dtype=np.int64)
+        self.n = len(self.starts)
+        self.offsets = np.arange(self.seq, dtype=np.int64)
+        self.eye = np.eye(d, dtype=np.float32)
+        self.label = dict(label, windows=self.n, window=self.seq, stride=step)
+
+    def shuffle(self):
+        t0 = timing.clock()
+        order = self.np.arange(self.n)
+        self.rng.shuffle(order)  # Keras 2.1.6: np.random.shuffle(index_array) every epoch
+        self.shuffles.append(timing.clock() - t0)
+        self.order, self.pos = order, 0
+
+    def next_batch(self):
+        """Host arrays (x float32 [B, T, D], y float32 [B, D]) of the next full batch."""
+        if self.order is None or self.pos + self.batch > self.n:
+            self.shuffle()
+        idx = self.order[self.pos:self.pos + self.batch]
+        self.pos += self.batch
+        if self.ids is None:
+            return self.x[idx], self.y[idx]
+        s = self.starts[idx]
+        return self.eye[self.ids[s[:, None] + self.offsets]], self.eye[self.ids[s + self.seq]]
+
+
+def peak_rss_mb():
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024.0 if sys.platform != "darwin" else kb / 2.0 ** 20  # macOS reports bytes
+
+
+# -----------------------------------------------------------------------------------------------
+# Backends: each returns (train_step(x, y) -> loss, describe dict, gpu_memory() or None)
+# -----------------------------------------------------------------------------------------------
+def _tensorflow(ctx, p, data):
+    import keras
+    import tensorflow as tf
+
+    gpus = int(p["gpus"])
+    physical = tf.config.list_physical_devices("GPU")
+    if p["replicas_on_cpu"]:  # tests: the multi-replica path on logical CPU devices
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(max(gpus, 1))])
+        replicas = ["/cpu:%d" % i for i in range(gpus)]
+    else:
+        if gpus == 0 and physical:
+            tf.config.set_visible_devices([], "GPU")  # a CPU row of the published table
+        check_gpus(ctx, gpus, len(physical))
+        replicas = ["/gpu:%d" % i for i in range(gpus)]
+    keras.utils.set_random_seed(int(p["seed"]))
+
+    def hard_sigmoid(x):  # Keras 2.x: clip(0.2 x + 0.5, 0, 1); Keras 3's has slope 1/6
+        return keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)
+
+    def build():
+        model = keras.Sequential([
+            keras.Input(shape=(data.seq, data.d)),
+            keras.layers.LSTM(int(p["hidden"]), unroll=p["unroll"] == "unroll",
+                              recurrent_activation=hard_sigmoid, use_cudnn=False),
+            keras.layers.Dense(data.d, activation="softmax")])
+        model.compile(loss="categorical_crossentropy", jit_compile=False,
+                      optimizer=keras.optimizers.RMSprop(learning_rate=float(p["lr"])))
+        return model
+
+    if gpus <= 1:
+        model = build()
+
+        def train_step(x, y):
+            return float(model.train_on_batch(x, y))
+    else:  # never run on GPUs; tests run it on logical CPU devices (replicas_on_cpu)
+        strategy = tf.distribute.MirroredStrategy(devices=replicas)
+        with strategy.scope():
+            model = build()
+            model.optimizer.build(model.trainable_variables)
+        per = data.batch // gpus
+        if per * gpus != data.batch:
+            raise ValueError("batch %d does not split over %d GPUs" % (data.batch, gpus))
+
+        @tf.function
+        def distributed_step(batch):
+            logs = strategy.run(model.train_step, args=(batch,))
+            return strategy.reduce("MEAN", logs["loss"], axis=None)
+
+        def train_step(x, y):
+            def part(rctx):  # replica i gets rows [i * per, (i + 1) * per) of the global batch
+                i = rctx.replica_id_in_sync_group
+                return (tf.constant(x[i * per:(i + 1) * per]),
+                        tf.constant(y[i * per:(i + 1) * per]))
+            model.reset_metrics()
+            return float(distributed_step(
+                strategy.experimental_distribute_values_from_function(part)))
+
+    def gpu_memory():  # never run on a GPU
+        peaks = [tf.config.experimental.get_memory_info("GPU:%d" % i)["peak"] / 2.0 ** 20
+                 for i in range(gpus)]
+        return peaks, ("tf.config.experimental.get_memory_info('GPU:i')['peak'] in MiB (GPU 0 "
+                       "in samples, all GPUs in extra); the published TF figures are TF 1.8's "
+                       "default grab-almost-all allocation, not usage (section 3.2)")
+
+    ctx.substitute("Keras 2.1.6 on TensorFlow 1.8 (model.fit, session feeds)",
+                   "tf.keras %s on TensorFlow %s: Sequential model, train_on_batch in a "
+                   "Keras-2.1.6-style fit loop" % (keras.__version__, tf.__version__),
+                   "TensorFlow 1.8 and Keras 2.1.6 have no wheels for Python 3.11; Keras 3's "
+                   "fit() feeds arrays through tf.data with prefetch, unlike 2.1.6's per-batch "
+                   "numpy slicing, so that loop is restated around train_on_batch")
+    ctx.substitute("LSTM implementation=1 (four separate gate products), hard_sigmoid",
+                   "Keras 3 LSTMCell (one fused gate product), hard_sigmoid clip(0.2x+0.5, 0, "
+                   "1) passed explicitly, use_cudnn=False, jit_compile=False",
+                   "Keras 3 has no implementation=1; the 2.x hard_sigmoid keeps the original "
+                   "arithmetic and rules out the cuDNN kernel, which Keras 2.1.6's LSTM never "
+                   "used; no XLA, as TF 1.8 ran without it")
+    if gpus > 1:
+        ctx.substitute("keras.utils.multi_gpu_model(model, gpus=%d, cpu_merge=False)" % gpus,
+                       "tf.distribute.MirroredStrategy over %s: the global batch split on the "
+                       "host, model.train_step run per replica (as fit does), gradients "
+                       "all-reduced" % ", ".join(replicas),
+                       "multi_gpu_model was removed from Keras; train_on_batch under a strategy "
+                       "would give every replica the whole batch")
+    desc = {"framework": "keras", "framework_version": keras.__version__,
+            "backend": "tensorflow", "backend_version": tf.__version__,
+            "api": "keras.Sequential([LSTM(%d, unroll=%s), Dense(softmax)]).train_on_batch"
+                   % (int(p["hidden"]), p["unroll"] == "unroll")}
+    sync = ("implicit: train_on_batch returns the loss as a host float" if gpus <= 1 else
+            "implicit: the replica-averaged loss is read to the host as a float")
+    on_gpu = gpus > 0 and not p["replicas_on_cpu"]
+    return train_step, desc, (gpu_memory if on_gpu else None), sync
+
+
+def _mxnet(ctx, p, data):
+    import mxnet as mx
+    from mxnet import autograd, gluon
+
+    gpus = int(p["gpus"])
+    if p["replicas_on_cpu"]:  # tests: the multi-context path on CPU contexts
+        contexts = [mx.cpu(i) for i in range(max(gpus, 1))]
+    else:
+        check_gpus(ctx, gpus, mx.context.num_gpus() if ctx.device == "gpu" else 0)
+        contexts = [mx.gpu(i) for i in range(gpus)] if gpus > 0 else [mx.cpu()]
+    mx.random.seed(int(p["seed"]))
+    hidden, seq, d = int(p["hidden"]), data.seq, data.d
+
+    def hard_sigmoid(x, name=None):  # Keras 2.x hard_sigmoid, as keras-mxnet computed it
+        f = mx.sym if isinstance(x, mx.sym.Symbol) else mx.nd
+        return f.hard_sigmoid(x, alpha=0.2, beta=0.5, name=name)
+
+    class CharLSTM(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super(CharLSTM, self).__init__(**kwargs)
+            with self.name_scope():
+                self.cell = gluon.rnn.LSTMCell(
+                    hidden, input_size=d, recurrent_activation=hard_sigmoid,
+                    i2h_weight_initializer=mx.init.Xavier("uniform", "avg", 3),
+                    h2h_weight_initializer=mx.init.Orthogonal(),
+                    i2h_bias_initializer=mx.init.LSTMBias(forget_bias=1.0))
+                self.dense = gluon.nn.Dense(d, in_units=hidden,
+                                            weight_initializer=mx.init.Xavier("uniform", "avg", 3))
+
+        def hybrid_forward(self, F, x):
+            outputs, _ = self.cell.unroll(seq, x, layout="NTC", merge_outputs=False)
+            return self.dense(outputs[-1])
+
+    net = CharLSTM()
+    net.initialize(ctx=contexts)
+    net.hybridize(static_alloc=True, static_shape=True)
+    # softmax + categorical cross-entropy on the logits: -sum(y * log_softmax(z)) per sample
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=False)
+    trainer = gluon.Trainer(net.collect_params(), "rmsprop",
+                            {"learning_rate": float(p["lr"]), "gamma1": 0.9, "epsilon": 1e-7})
+    np = data.np
+    batch = data.batch
+    if batch % len(contexts):
+        raise ValueError("batch %d does not split over %d GPUs" % (batch, len(contexts)))
+
+    def train_step(x, y):
+        xs = [mx.nd.array(part, ctx=c) for part, c in zip(np.split(x, len(contexts)), contexts)]
+        ys = [mx.nd.array(part, ctx=c) for part, c in zip(np.split(y, len(contexts)), contexts)]
+        with autograd.record():
+            losses = [loss_fn(net(a), b) for a, b in zip(xs, ys)]
+        autograd.backward(losses)
+        trainer.step(batch)  # gradients summed over the batch, divided by it: mean loss
+        value = sum(float(v.sum().asscalar()) for v in losses) / batch  # Keras reads the loss
+        mx.nd.waitall()  # the update too, so each timed batch holds all of its own work
+        return value
+
+    def gpu_memory():  # never run on a GPU
+        used = []
+        for i in range(gpus):
+            free, total = mx.context.gpu_memory_info(i)
+            used.append((total - free) / 2.0 ** 20)
+        return used, ("MiB in use on GPU 0 after the timed batches (total - free from "
+                      "mx.context.gpu_memory_info, the nvidia-smi view: MXNet's pool included; "
+                      "all GPUs in extra); the published MXNet figures are presumably "
+                      "nvidia-smi (unverified, section 3.2)")
+
+    ctx.substitute("keras-mxnet 2.1.6 (Keras Sequential, LSTM unroll=True, Module executor)",
+                   "MXNet %s Gluon: hybridized gluon.rnn.LSTMCell unrolled over %d steps "
+                   "(LSTMCell.unroll, static graph) + Dense; RMSProp; gluon Trainer" % (
+                       mx.__version__, seq),
+                   "keras-mxnet installs on Python 3.11 (pure-Python wheel) but does not import "
+                   "(collections.Iterable); with that aliased, building this model fails on "
+                   "MXNet 1.9.1 (ValueError: Cannot apply softmax to a tensor that is 1D)")
+    ctx.substitute("Keras RMSprop(lr=0.01, rho=0.9, epsilon=1e-7): w -= lr g / (sqrt(n) + eps)",
+                   "MXNet RMSProp(learning_rate=0.01, gamma1=0.9, epsilon=1e-7): "
+                   "w -= lr g / sqrt(n + eps)",
+                   "MXNet's fused rmsprop_update places epsilon inside the root; same cost")
+    ctx.substitute("Keras softmax output + categorical_crossentropy (clipped log)",
+                   "gluon SoftmaxCrossEntropyLoss(sparse_label=False) on the logits",
+                   "the same loss per sample, computed as log_softmax")
+    if gpus > 1:
+        ctx.substitute("keras.utils.multi_gpu_model(model, gpus=%d, cpu_merge=False)" % gpus,
+                       "one MXNet context per device (%s), the batch split on the host, one "
+                       "Trainer (gradients reduced by the kvstore)"
+                       % ", ".join(str(c) for c in contexts), "no Keras on MXNet here")
+    desc = {"framework": "mxnet", "framework_version": mx.__version__,
+            "api": "mxnet.gluon.rnn.LSTMCell.unroll(%d) hybridized (unroll kind: LSTMCell "
+                   "unrolled, not the fused gluon.rnn.LSTM) + gluon.nn.Dense" % seq}
+    sync = ("loss read to the host (asscalar), then mx.nd.waitall() inside the timer: MXNet "
+            "runs asynchronously")
+    on_gpu = gpus > 0 and not p["replicas_on_cpu"]
+    return train_step, desc, (gpu_memory if on_gpu else None), sync
+
+
+# -----------------------------------------------------------------------------------------------
+def _record(ctx, name, t, unit, items, values, derivation, method, sync):
+    m = ctx.record_timed(name, t, "s", "s", items, method, sync)
+    m["unit"] = unit
+    m["samples"] = values
+    m["derivation"] = derivation
+    return m
+
+
+def run(ctx):
+    import numpy as np
+
+    p = _params(ctx)
+    np.random.seed(int(p["seed"]))
+    t0 = timing.clock()
+    data = Data(np, p)
+    data_s = timing.clock() - t0
+    backend = _tensorflow if ctx.variant == "tensorflow" else _mxnet
+    train_step, desc, gpu_memory, sync = backend(ctx, p, data)
+    ctx.describe(**desc)
+
+    losses = []
+
+    def step():
+        x, y = data.next_batch()
+        losses.append(train_step(x, y))
+
+    budget = ctx.budget("time_per_epoch")
+    if ctx.protocol == "published" and budget.published_count is None:
+        budget.published_count = -(-data.epoch_samples // data.batch)  # one whole epoch
+    t = timing.sample(step, budget)
+    losses = losses[len(t["warmup_seconds"]):]
+    batch, n = data.batch, data.epoch_samples
+    per_epoch_batches = float(n) / batch
+    shuffle_s = data.shuffles[0]
+    fit_method = ("one batch of the Keras fit loop: next slice of the epoch's shuffled index "
+                  "array, host numpy gather of x [%d, %d, %d] and y [%d, %d] (float32%s), "
+                  "transfer into the framework, forward, loss, backward, RMSprop update, loss "
+                  "read back" % (batch, data.seq, data.d, batch, data.d,
+                                 "" if data.ids is None else ", one-hot built from the window's "
+                                 "character ids"))
+    _record(ctx, "time_per_epoch", t, "s", batch,
+            [s * per_epoch_batches + shuffle_s for s in t["raw_seconds"]],
+            "seconds * %d / %d + %.6f (per-epoch shuffle)" % (n, batch, shuffle_s),
+            "EXTRAPOLATED, not a full epoch: each value is one timed batch scaled to an epoch of "
+            "%d samples (%d / %d batches; the last partial batch counted pro rata) plus the "
+            "per-epoch index shuffle measured once. Batch: %s" % (n, n, batch, fit_method), sync)
+    _record(ctx, "time_per_sample", t, "us", batch,
+            [1e6 * s / batch for s in t["raw_seconds"]], "1e6 * seconds / %d" % batch,
+            "Keras's 'us/step' (microseconds per sample) from one timed batch: %s" % fit_method,
+            sync)
+
+    if gpu_memory is not None:  # never run on a GPU
+        used, method = gpu_memory()
+        ctx.record_value("gpu_memory", [used[0]], "MB", method)
+        ctx.extra["gpu_memory_all_gpus_mib"] = used
+    else:
+        ctx.record_value("gpu_memory", [peak_rss_mb()], "MB",
+                         "HOST peak RSS of the process in MiB (resource.getrusage ru_maxrss), "
+                         "NOT GPU memory: this cell ran on the CPU; it includes the framework, "
+                         "the data arrays and the model")
+
+    published = {"synthetic": SYNTHETIC_N, "nietzsche": 200285,
+                 "wikitext2-char": PUBLISHED_WIKITEXT2_SAMPLES}[p["dataset"]]
+    mean_batch = sum(t["raw_seconds"]) / len(t["raw_seconds"])
+    ctx.extra["extrapolation"] = {
+        "time_per_epoch": "seconds per batch x epoch samples / batch + shuffle seconds; not a "
+                          "measured epoch",
+        "epoch_samples": n, "batch": batch, "batches_per_epoch": per_epoch_batches,
+        "shuffle_seconds": data.shuffles, "mean_seconds_per_batch": mean_batch,
+        "published_samples": published,
+        "mean_time_per_epoch_at_published_samples": mean_batch * published / batch + shuffle_s,
+        "timed_batches": len(t["raw_seconds"]), "first_batch_seconds": t["warmup_seconds"][:1],
+    }
+    if p["dataset"] == "wikitext2-char":
+        ctx.extra["extrapolation"]["note"] = (
+            "the published 'No. of samples 1562175' contradicts the published seconds and "
+            "us/step, which imply ~3.38 M samples (section 3.4 item 1); time_per_epoch uses "
+            "this run's %d windows%s; the figure at 1,562,175 is given beside it"
+            % (n, " (stand-in of 10.1 M characters, an inference)" if data.label.get("stand_in")
+               else ""))
+    ctx.extra["dataset"] = data.label
+    ctx.extra["data_build_seconds"] = data_s
+    ctx.extra["loss"] = losses
+    ctx.extra["model"] = {"hidden": int(p["hidden"]), "seq_len": data.seq, "features": data.d,
+                          "unroll": p["unroll"] == "unroll", "gpus": int(p["gpus"]),
+                          "replicas_on_cpu": bool(p["replicas_on_cpu"]),
+                          "parameters": 4 * int(p["hidden"]) * (data.d + int(p["hidden"]) + 1)
+                          + data.d * (int(p["hidden"]) + 1)}
+    if data.label.get("stand_in"):
+        ctx.substitute("%s text" % p["dataset"],
+                       "deterministic stand-in character ids (bench/corpora.py %s, %d characters, "
+                       "%d symbols)" % (corpora.GENERATOR, len(data.ids), data.d),
+                       "no params.data_dir given; speed depends on shapes only")
+    ctx.note("Samples are single batches of the fit loop after %d untimed warm-up batch(es); the "
+             "original timed whole epochs (the first epoch includes graph set-up; which epoch "
+             "was reported is unknown, section 3.4)." % len(t["warmup_seconds"]))
+    ctx.note("Only full batches are drawn; the index array is reshuffled when an epoch's full "
+             "batches are used up.")

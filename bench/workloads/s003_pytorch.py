@@ -1,0 +1,306 @@
+"""Source 003 (lcy-seso/Carrot benchmarks/rnnlm @ f76b92a): PyTorch stacked LSTM language model.
+
+Model (seed_workloads.md 4.1): Embedding(10001, 128) -> 3 stacked LSTM layers of 256 -> Linear(256,
+10001); zero initial state for every batch; cross_entropy (mean); Adam lr 1e-3; int64 [128, 50]
+batches of overlapping stride-3 PTB windows, unshuffled (bench/workloads/_lm003.py).
+
+Variants (params.phase is forward | train):
+  eager_fine_grained      StackedRNNNet-like: a cell of 8 mm per step (separate W and U per gate),
+                          depth-outer / time-inner Python loops.
+  eager_static            torch.nn.LSTMCell x 3 unrolled in Python (depth-outer / time-inner; the
+                          loop order of the static original is not recorded, the fine-grained one is
+                          used).
+  eager_cudnn             one nn.LSTM(128, 256, 3, batch_first=True) call (cuDNN on a GPU, native
+                          kernels on the CPU).
+  jit_fine_grained,       torch.jit.script of a time-outer / depth-inner stack, AS PUBLISHED, with
+  jit_static              its defect (4.3 item 2): the layer outputs are assigned to (x, c), h is never
+                          updated, so the stack returns zeros, the three layers share one c and the
+                          loss does not depend on any LSTM parameter.
+  jit_fine_grained_fixed, the same scripted stack with per-layer (h, c) updated properly: not a
+  jit_static_fixed        published configuration, a correction measured for comparison.
+The defect is rewritten here from its description in the reference, not copied.
+
+Timing (4.2): warm-up batches, torch.cuda.synchronize() (GPU), then the timed batches; the data loop
+restarts for the timed batches (batches 1..n timed). A real DataLoader(TensorDataset(x, y),
+batch_size, shuffle=False) over the device tensors, so per-sample indexing and torch.stack
+collation are inside the timer. Forward = model(x) in train() mode without no_grad (autograd graph
+built, no loss). Train = zero_grad, forward, loss, backward, Adam step, then the original's debug
+message is formatted, which reads the loss and so synchronises the device every step. No
+synchronisation ends a forward batch. On the CPU all of these syncs are no-ops.
+GPU PATHS HAVE NEVER RUN ON A GPU (none exists where this was written).
+
+Python 3.5 syntax; imports only torch (numpy if present) and the standard library.
+"""
+from workloads import _lm003
+
+FRAMEWORK = "torch"
+
+VARIANTS = ("eager_fine_grained", "eager_static", "eager_cudnn", "jit_fine_grained", "jit_static",
+            "jit_fine_grained_fixed", "jit_static_fixed")
+
+API = {
+    "eager_fine_grained": "8-mm fine-grained LSTM cell (torch.mm), Python loops depth-outer/time-inner",
+    "eager_static": "torch.nn.LSTMCell x layers, Python loops depth-outer/time-inner",
+    "eager_cudnn": "one torch.nn.LSTM(emb, hidden, layers, batch_first=True) call",
+    "jit_fine_grained": "torch.jit.script: 8-mm cell, time-outer/depth-inner, AS PUBLISHED "
+                        "(h never updated)",
+    "jit_static": "torch.jit.script: torch.nn.LSTMCell, time-outer/depth-inner, AS PUBLISHED "
+                  "(h never updated)",
+    "jit_fine_grained_fixed": "torch.jit.script: 8-mm cell, time-outer/depth-inner, per-layer "
+                              "(h, c) updated (corrected)",
+    "jit_static_fixed": "torch.jit.script: torch.nn.LSTMCell, time-outer/depth-inner, per-layer "
+                        "(h, c) updated (corrected)",
+}
+
+
+def _classes(torch):
+    """Module classes, defined once torch is imported (this file must import without torch)."""
+    nn = torch.nn
+    from typing import List, Tuple  # noqa: F401 (TorchScript resolves List, Tuple and Tensor)
+    Tensor = torch.Tensor
+
+    class FineGrainedCell(nn.Module):
+        """i, f, g, o gates, each x @ W + h @ U + b: 8 torch.mm per step."""
+
+        def __init__(self, inp, hidden):
+            super(FineGrainedCell, self).__init__()
+            k = 1.0 / float(hidden) ** 0.5
+
+            def param(*shape):
+                return nn.Parameter(torch.empty(*shape).uniform_(-k, k))
+            self.w_i, self.w_f, self.w_g, self.w_o = [param(inp, hidden) for _ in range(4)]
+            self.u_i, self.u_f, self.u_g, self.u_o = [param(hidden, hidden) for _ in range(4)]
+            self.b_i, self.b_f, self.b_g, self.b_o = [param(hidden) for _ in range(4)]
+
+        def forward(self, x, state):
+            # type: (Tensor, Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tensor]
+            h, c = state
+            i = torch.sigmoid(torch.mm(x, self.w_i) + torch.mm(h, self.u_i) + self.b_i)
+            f = torch.sigmoid(torch.mm(x, self.w_f) + torch.mm(h, self.u_f) + self.b_f)
+            g = torch.tanh(torch.mm(x, self.w_g) + torch.mm(h, self.u_g) + self.b_g)
+            o = torch.sigmoid(torch.mm(x, self.w_o) + torch.mm(h, self.u_o) + self.b_o)
+            c = f * c + i * g
+            h = o * torch.tanh(c)
+            return h, c
+
+    class EagerStack(nn.Module):
+        """Depth-outer / time-inner: each layer runs over the whole sequence, then the next."""
+
+        def __init__(self, cells, hidden):
+            super(EagerStack, self).__init__()
+            self.cells = nn.ModuleList(cells)
+            self.hidden = hidden
+
+        def forward(self, x):
+            b, t_len = x.size(0), x.size(1)
+            for cell in self.cells:
+                h = x.new_zeros(b, self.hidden)
+                c = x.new_zeros(b, self.hidden)
+                outs = []
+                for t in range(t_len):
+                    h, c = cell(x[:, t], (h, c))
+                    outs.append(h)
+                x = torch.stack(outs, 1)
+            return x
+
+    class JitStackAsPublished(nn.Module):
+        """Time-outer / depth-inner with the published defect: every layer's new hidden state goes
+        to x (the next layer's input) and its new cell state to one shared c, while h stays the
+        zero initial state; the zeros in h are what the stack outputs."""
+
+        def __init__(self, cells, hidden):
+            super(JitStackAsPublished, self).__init__()
+            self.cells = nn.ModuleList(cells)
+            self.hidden = hidden
+
+        def forward(self, x):
+            # type: (Tensor) -> Tensor
+            b = x.size(0)
+            h = torch.zeros(b, self.hidden, dtype=x.dtype, device=x.device)
+            c = torch.zeros(b, self.hidden, dtype=x.dtype, device=x.device)
+            hiddens = torch.jit.annotate(List[Tensor], [])
+            for t in range(x.size(1)):
+                inp = x.select(1, t)
+                for cell in self.cells:
+                    inp, c = cell(inp, (h, c))
+                hiddens.append(h)
+            return torch.stack(hiddens, 1)
+
+    class JitStackFixed(nn.Module):
+        """Time-outer / depth-inner, each layer with its own (h, c), updated every step."""
+
+        def __init__(self, cells, hidden):
+            super(JitStackFixed, self).__init__()
+            self.cells = nn.ModuleList(cells)
+            self.hidden = hidden
+            self.n_layers = len(cells)
+
+        def forward(self, x):
+            # type: (Tensor) -> Tensor
+            b = x.size(0)
+            hs = torch.jit.annotate(List[Tensor], [])
+            cs = torch.jit.annotate(List[Tensor], [])
+            for _ in range(self.n_layers):
+                hs.append(torch.zeros(b, self.hidden, dtype=x.dtype, device=x.device))
+                cs.append(torch.zeros(b, self.hidden, dtype=x.dtype, device=x.device))
+            hiddens = torch.jit.annotate(List[Tensor], [])
+            for t in range(x.size(1)):
+                inp = x.select(1, t)
+                k = 0
+                for cell in self.cells:
+                    h, c = cell(inp, (hs[k], cs[k]))
+                    hs[k] = h
+                    cs[k] = c
+                    inp = h
+                    k += 1
+                hiddens.append(inp)
+            return torch.stack(hiddens, 1)
+
+    class CudnnStack(nn.Module):
+        def __init__(self, emb, hidden, layers):
+            super(CudnnStack, self).__init__()
+            self.lstm = nn.LSTM(emb, hidden, layers, batch_first=True)
+
+        def forward(self, x):
+            out, _ = self.lstm(x)  # zero initial state
+            return out
+
+    class LM(nn.Module):
+        def __init__(self, vocab, emb, hidden, rnn):
+            super(LM, self).__init__()
+            self.embedding = nn.Embedding(vocab, emb)
+            self.rnn = rnn
+            self.head = nn.Linear(hidden, vocab)
+
+        def forward(self, x):
+            return self.head(self.rnn(self.embedding(x)))  # [batch, seq, vocab]
+
+    return {"FineGrainedCell": FineGrainedCell, "EagerStack": EagerStack,
+            "JitStackAsPublished": JitStackAsPublished, "JitStackFixed": JitStackFixed,
+            "CudnnStack": CudnnStack, "LM": LM}
+
+
+def build_model(torch, variant, vocab, emb, hidden, layers):
+    """The language model of `variant` (on the CPU; move it with .to(device))."""
+    if variant not in VARIANTS:
+        raise ValueError("unknown variant %r for s003_pytorch (known: %s)"
+                         % (variant, ", ".join(VARIANTS)))
+    k = _classes(torch)
+    sizes = [emb] + [hidden] * (layers - 1)
+    if variant.endswith("cudnn"):
+        rnn = k["CudnnStack"](emb, hidden, layers)
+    else:
+        if "fine_grained" in variant:
+            cells = [k["FineGrainedCell"](n, hidden) for n in sizes]
+        else:
+            cells = [torch.nn.LSTMCell(n, hidden) for n in sizes]
+        if variant.startswith("eager"):
+            rnn = k["EagerStack"](cells, hidden)
+        elif variant.endswith("_fixed"):
+            rnn = torch.jit.script(k["JitStackFixed"](cells, hidden))
+        else:
+            rnn = torch.jit.script(k["JitStackAsPublished"](cells, hidden))
+    return k["LM"](vocab, emb, hidden, rnn)
+
+
+def loss_fn(torch, logits, y):
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
+
+
+def _long_tensor(torch, ids, rows, cols):
+    try:
+        import numpy
+    except ImportError:
+        return torch.LongTensor(ids.tolist()).view(rows, cols)
+    return torch.from_numpy(numpy.frombuffer(ids, dtype=numpy.int32).astype(numpy.int64)
+                            .reshape(rows, cols))
+
+
+def run(ctx):
+    import torch
+
+    p = _lm003.params(ctx, "s003_pytorch")
+    variant, phase = ctx.variant, p["phase"]
+    batch = p["batch"]
+    gpu = ctx.device == "gpu"
+    if gpu and not torch.cuda.is_available():
+        raise RuntimeError("cell asks for a GPU but torch.cuda.is_available() is False")
+    dev = torch.device("cuda" if gpu else "cpu")
+    torch.manual_seed(p["seed"])
+
+    xs, ys, nb = _lm003.prepare(ctx, p)
+    rows = nb * batch
+    x = _long_tensor(torch, xs, rows, p["seq_len"]).to(dev)
+    y = _long_tensor(torch, ys, rows, p["seq_len"]).to(dev)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y),
+                                         batch_size=batch, shuffle=False)
+    feed = _lm003.Feed(lambda: loader)
+
+    model = build_model(torch, variant, p["vocab"], p["emb"], p["hidden"], p["layers"]).to(dev)
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    counter = [0]
+
+    def forward_step():
+        xb, _ = feed.next()
+        model(xb)  # train() mode, autograd graph built, no no_grad: as published
+
+    def train_step():
+        xb, yb = feed.next()
+        opt.zero_grad()
+        loss = loss_fn(torch, model(xb), yb)
+        loss.backward()
+        opt.step()
+        counter[0] += 1
+        # The original formats this debug message before logging drops it: reading the loss
+        # synchronises the device every step (seed_workloads.md 4.2).
+        msg = "batch %d, loss_value = %.4f" % (counter[0], loss.data)
+        return msg
+
+    def before_timed():
+        if gpu:
+            torch.cuda.synchronize()  # the original syncs before starting its timer
+        feed.restart()  # the timed loop starts the DataLoader again: batches 1..n timed
+
+    step = forward_step if phase == "forward" else train_step
+    t = _lm003.sample(ctx, step, before_timed=before_timed)
+
+    ctx.describe(framework="torch", framework_version=torch.__version__, api=API[variant])
+    if variant.startswith("jit"):
+        ctx.substitute("torch.jit.script in PyTorch 1.3",
+                       "torch.jit.script in PyTorch %s" % torch.__version__,
+                       "PyTorch 1.3 has no wheel for this Python; the TorchScript executor and its "
+                       "optimisation passes changed since 1.3 (effect on this model unverified)")
+        if not variant.endswith("_fixed"):
+            ctx.note("AS PUBLISHED with defect 4.3 item 2: h is never updated, the LM head sees "
+                     "zeros and the loss does not depend on any LSTM parameter (train does no "
+                     "backprop through the LSTM); see variant %s_fixed" % variant)
+        else:
+            ctx.note("corrected variant (not published): per-layer (h, c) updated every step")
+        ctx.note("the reference names torch.jit.script(StackedRNNNetJIT) without saying whether the "
+                 "embedding and head were inside the scripted module; here only the recurrent "
+                 "stack is scripted")
+    if variant == "eager_static":
+        ctx.note("loop order of the static original not recorded; depth-outer/time-inner used")
+    if variant == "eager_cudnn" and not gpu:
+        ctx.note("on the CPU nn.LSTM runs PyTorch's native kernels, not cuDNN")
+    if feed.wraps:
+        ctx.note("the data ran out %d time(s) and iteration restarted at batch 1" % feed.wraps)
+    ctx.extra["iteration"] = ("warm-up batches 1..%d, then the DataLoader restarts: timed batches "
+                              "1..n" % ctx.budget("time_per_batch").warmup)
+
+    if phase == "forward":
+        method = ("one batch: DataLoader next (per-sample indexing + torch.stack of device "
+                  "tensors), model(x) in train() mode without no_grad (autograd graph built); "
+                  "no loss")
+        sync_desc = ("none (as published): torch.cuda.synchronize() only before the timed loop; "
+                     "per-batch samples then sum to the original's elapsed time" if gpu else
+                     "n/a: CPU execution is synchronous (the original's syncs are no-ops here)")
+    else:
+        method = ("one batch: DataLoader next, zero_grad, forward, cross_entropy (mean), backward, "
+                  "Adam(lr=1e-3) step, then '%.4f' formatting of the loss as the original's "
+                  "debug message")
+        sync_desc = ("implicit every step: formatting the loss reads it to the host (as published)"
+                     if gpu else
+                     "n/a: CPU execution is synchronous (the per-step loss read is a no-op sync)")
+    _lm003.record(ctx, t, batch, method, sync_desc)

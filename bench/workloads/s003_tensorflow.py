@@ -1,0 +1,457 @@
+"""Source 003 (lcy-seso/Carrot benchmarks/rnnlm @ f76b92a): TensorFlow stacked LSTM language model.
+
+Model (seed_workloads.md 4.1): Embedding(10001, 128) -> 3 stacked LSTM layers of 256 -> Dense(256 ->
+10001) on [batch*seq, 256]; zero initial state for every batch; reduce_mean of
+sparse_softmax_cross_entropy_with_logits; Adam with lr 1.0; int64 [128, 50] batches of overlapping
+stride-3 PTB windows, unshuffled (bench/workloads/_lm003.py).
+
+Variants (eager_* run eagerly, graph_* in a tf.compat.v1 graph and Session; params.phase is
+forward | train):
+  *_fine_grained          per time step concat([x, h]) then 4 matmuls + bias (one per gate),
+                          sigmoid/tanh; depth-outer / time-inner Python loops, fully unrolled.
+  graph_whileop_fine_grained
+                          tf.while_loop over time with the depth loop inside the body; the same
+                          4-matmul cell; the output is stacked time-major and reshaped to
+                          [seq*batch, hidden] WITHOUT a transpose, as published; unused output
+                          variables are created, as published. AS PUBLISHED its "train" cell runs
+                          the forward step only (defect 4.3 item 1).
+  graph_whileop_fine_grained_fixed
+                          the same model really trained (train phase only): a correction, not a
+                          published configuration.
+  *_static                tf.keras.layers.LSTMCell(implementation=2, unit_forget_bias=True) per
+                          layer, unrolled in Python (depth-outer / time-inner).
+  *_cudnn                 three LSTM layers called in sequence (return_sequences, return_state);
+                          layers 2 and 3 get the previous layer's final (h, c) as initial state, as
+                          published. GPU: CuDNNLSTM where the TF version has it, else
+                          tf.keras.layers.LSTM on its cuDNN path. CPU: tf.keras.layers.LSTM
+                          (backend kernels, no cuDNN), recorded as a substitute.
+
+Timing (4.2): warm-up batches, then the timed batches; one sample = one batch.
+  graph: input from a tf.data initializable iterator inside the graph; the timed loop continues
+    the iterator (batches warmup+1..); forward fetches the FULL logits to the host (the
+    original's 256 MB copy per batch); train runs [loss, train_op]. Default Session() config.
+    session.run returning is the synchronisation.
+  eager: a fresh pass over the tf.data Dataset for the warm-up and again for the timed loop;
+    inter_op_parallelism_threads 56 and intra_op 0 as the original's config; forward has no
+    final sync; train (GradientTape, Adam(1.0)) ends with a GPU round-trip copy
+    (the original's force_gpu_sync) -- here after every batch, since a sample is one batch.
+  On the CPU every sync is a no-op.
+GPU PATHS HAVE NEVER RUN ON A GPU (none exists where this was written).
+
+Python 3.5 syntax; imports only tensorflow, numpy (a TensorFlow dependency) and the standard
+library.
+"""
+import timing
+
+from workloads import _lm003
+
+FRAMEWORK = "tensorflow"
+
+VARIANTS = ("eager_fine_grained", "graph_fine_grained", "graph_whileop_fine_grained",
+            "graph_whileop_fine_grained_fixed", "eager_static", "graph_static", "eager_cudnn",
+            "graph_cudnn")
+
+API = {
+    "fine_grained": "concat([x, h]) then 4 tf.matmul + bias per step, Python-unrolled "
+                    "depth-outer/time-inner",
+    "whileop": "tf.while_loop over time, depth loop inside the body, 4-matmul cell",
+    "static": "tf.keras.layers.LSTMCell(implementation=2, unit_forget_bias=True), Python-unrolled",
+    "cudnn": "3 LSTM layers called in sequence (CuDNNLSTM on a GPU where available)",
+}
+
+
+def split_variant(variant):
+    """-> (mode 'eager'|'graph', impl 'fine_grained'|'whileop'|'static'|'cudnn', fixed)."""
+    if variant not in VARIANTS:
+        raise ValueError("unknown variant %r for s003_tensorflow (known: %s)"
+                         % (variant, ", ".join(VARIANTS)))
+    mode, rest = variant.split("_", 1)
+    fixed = rest.endswith("_fixed")
+    impl = "whileop" if rest.startswith("whileop") else rest.replace("_fixed", "")
+    return mode, impl, fixed
+
+
+# ---------------------------------------------------------------------------------------------
+# Model pieces: work eagerly and inside a tf.compat.v1 graph alike.
+# ---------------------------------------------------------------------------------------------
+class FineGrainedLayer(object):
+    """One LSTM layer: per gate a kernel [in + hidden, hidden] and a bias, applied to concat([x, h])."""
+
+    def __init__(self, tf, inp, hidden, seed):
+        self.tf = tf
+        lim = (6.0 / (inp + 2 * hidden)) ** 0.5
+        self.kernels = [tf.Variable(tf.random.uniform([inp + hidden, hidden], -lim, lim,
+                                                      seed=seed + g)) for g in range(4)]
+        self.biases = [tf.Variable(tf.zeros([hidden])) for _ in range(4)]
+
+    def variables(self):
+        return self.kernels + self.biases
+
+    def step(self, x, h, c):
+        tf = self.tf
+        xh = tf.concat([x, h], 1)
+        i, f, g, o = [tf.matmul(xh, w) + b for w, b in zip(self.kernels, self.biases)]
+        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+        h = tf.sigmoid(o) * tf.tanh(c)
+        return h, c
+
+
+class LanguageModel(object):
+    """Embedding -> recurrent stack -> dense head; __call__(x [B, T] int) -> logits [B*T, V]."""
+
+    def __init__(self, tf, impl, p, gpu):
+        self.tf, self.impl, self.p, self.gpu = tf, impl, p, gpu
+        v, e, hdim, seed = p["vocab"], p["emb"], p["hidden"], p["seed"]
+        self.embedding = tf.Variable(tf.random.uniform([v, e], -0.05, 0.05, seed=seed))
+        lim = (6.0 / (hdim + v)) ** 0.5
+        self.w_out = tf.Variable(tf.random.uniform([hdim, v], -lim, lim, seed=seed + 1))
+        self.b_out = tf.Variable(tf.zeros([v]))
+        sizes = [e] + [hdim] * (p["layers"] - 1)
+        self.layers = []
+        self.extra_vars = []
+        self.cudnn_api = None
+        if impl in ("fine_grained", "whileop"):
+            self.layers = [FineGrainedLayer(tf, n, hdim, seed + 10 * (k + 1))
+                           for k, n in enumerate(sizes)]
+            if impl == "whileop":
+                # created and never used, as the published WhileOpLSTMNet does
+                self.extra_vars = [tf.Variable(tf.zeros([hdim, v])), tf.Variable(tf.zeros([v]))]
+        elif impl == "static":
+            self.layers = [tf.keras.layers.LSTMCell(hdim, implementation=2, unit_forget_bias=True)
+                           for _ in sizes]
+        else:
+            self.layers = [self._cudnn_layer(hdim) for _ in sizes]
+
+    def _cudnn_layer(self, hdim):
+        tf = self.tf
+        old = getattr(tf.compat.v1.keras.layers, "CuDNNLSTM", None)
+        if self.gpu and old is not None:
+            self.cudnn_api = "tf.compat.v1.keras.layers.CuDNNLSTM (as published)"
+            return old(hdim, return_sequences=True, return_state=True)
+        if self.gpu:
+            try:  # Keras 3 can be told to insist on cuDNN; never run on a GPU
+                layer = tf.keras.layers.LSTM(hdim, return_sequences=True, return_state=True,
+                                             use_cudnn=True)
+            except TypeError:  # Keras 2 chooses cuDNN by itself when the arguments allow it
+                layer = tf.keras.layers.LSTM(hdim, return_sequences=True, return_state=True)
+            self.cudnn_api = "tf.keras.layers.LSTM on its cuDNN path"
+            return layer
+        self.cudnn_api = "tf.keras.layers.LSTM (CPU: backend kernels, no cuDNN)"
+        return tf.keras.layers.LSTM(hdim, return_sequences=True, return_state=True)
+
+    def variables(self):
+        out = [self.embedding, self.w_out, self.b_out]
+        for layer in self.layers:
+            if isinstance(layer, FineGrainedLayer):
+                out.extend(layer.variables())
+            else:
+                out.extend(layer.trainable_weights)
+        return out + self.extra_vars
+
+    def __call__(self, x):
+        tf = self.tf
+        hdim = self.p["hidden"]
+        e = tf.nn.embedding_lookup(self.embedding, x)  # [B, T, E]
+        if self.impl == "whileop":
+            feats = self._while(e)
+        elif self.impl == "cudnn":
+            out, state = e, None
+            for layer in self.layers:
+                if state is None:
+                    out, h, c = layer(out)
+                else:
+                    out, h, c = layer(out, initial_state=state)
+                state = [h, c]
+            feats = tf.reshape(out, [-1, hdim])
+        else:
+            feats = tf.reshape(self._unrolled(e), [-1, hdim])
+        return tf.matmul(feats, self.w_out) + self.b_out
+
+    def _zeros(self, e):
+        return self.tf.zeros(self.tf.stack([self.tf.shape(e)[0], self.p["hidden"]]))
+
+    def _unrolled(self, e):
+        tf = self.tf
+        steps = tf.unstack(e, num=self.p["seq_len"], axis=1)
+        for layer in self.layers:
+            h = c = self._zeros(e)
+            outs = []
+            for x in steps:
+                if isinstance(layer, FineGrainedLayer):
+                    h, c = layer.step(x, h, c)
+                else:
+                    h, (h, c) = layer(x, [h, c])
+                outs.append(h)
+            steps = outs
+        return tf.stack(steps, 1)  # [B, T, H]
+
+    def _while(self, e):
+        tf = self.tf
+        seq = self.p["seq_len"]
+        inputs = tf.TensorArray(tf.float32, size=seq).unstack(tf.transpose(e, [1, 0, 2]))
+        zero = self._zeros(e)
+        states = tuple((zero, zero) for _ in self.layers)
+
+        def cond(t, states, outputs):
+            return t < seq
+
+        def body(t, states, outputs):
+            x = inputs.read(t)
+            new = []
+            for layer, (h, c) in zip(self.layers, states):
+                h, c = layer.step(x, h, c)
+                new.append((h, c))
+                x = h
+            return t + 1, tuple(new), outputs.write(t, x)
+
+        _, _, outputs = tf.while_loop(
+            cond, body, (tf.constant(0), states, tf.TensorArray(tf.float32, size=seq)))
+        # time-major [T, B, H] reshaped without a transpose, as published (rows then pair with
+        # the batch-major targets in the wrong order; the cost is the same)
+        return tf.reshape(outputs.stack(), [-1, self.p["hidden"]])
+
+
+def loss_fn(tf, logits, y):
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.reshape(y, [-1]), logits=logits))
+
+
+def _arrays(xs, ys, rows, cols):
+    import numpy
+    x = numpy.frombuffer(xs, dtype=numpy.int32).astype(numpy.int64).reshape(rows, cols)
+    y = numpy.frombuffer(ys, dtype=numpy.int32).astype(numpy.int64).reshape(rows, cols)
+    return x, y
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph mode
+# ---------------------------------------------------------------------------------------------
+def graph_variable(tf, v):
+    """The tf.Variable behind v: Keras 3 wraps its variables, which tf.compat.v1 optimisers
+    do not accept."""
+    if isinstance(v, tf.Variable):
+        return v
+    inner = getattr(v, "value", None)
+    if isinstance(inner, tf.Variable):
+        return inner
+    raise TypeError("cannot find the tf.Variable behind %r" % (v,))
+
+
+class GraphStep(object):
+    """A tf.compat.v1 graph fed by an initializable tf.data iterator; step() = one session.run.
+
+    trains: whether step() applies the optimiser (False for forward, and for the as-published
+    while-op "train" cell, which runs the forward fetch)."""
+
+    def __init__(self, tf, impl, trains, p, x, y, device, gpu, repeat=False):
+        self.tf = tf
+        self.trains = trains
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            tf.compat.v1.set_random_seed(p["seed"])
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(p["batch"], drop_remainder=True)
+            if repeat:
+                ds = ds.repeat()
+            self.iterator = tf.compat.v1.data.make_initializable_iterator(ds)
+            xb, yb = self.iterator.get_next()
+            with tf.device(device):
+                self.model = LanguageModel(tf, impl, p, gpu)
+                logits = self.model(xb)
+                if trains:
+                    loss = loss_fn(tf, logits, yb)
+                    opt = tf.compat.v1.train.AdamOptimizer(1.0)
+                    used = [graph_variable(tf, v) for v in self.model.variables()
+                            if not any(v is u for u in self.model.extra_vars)]
+                    self.fetch = [loss, opt.minimize(loss, var_list=used)]
+                else:
+                    self.fetch = logits  # the full [B*T, V] logits come back to the host
+            init = tf.compat.v1.global_variables_initializer()
+        self.graph.finalize()
+        self.session = tf.compat.v1.Session(graph=self.graph)  # default config, as published
+        self.session.run(init)
+        self.session.run(self.iterator.initializer)
+
+    def step(self):
+        return self.session.run(self.fetch)
+
+    def values(self):
+        """Current values of the model's variables (numpy), for checks."""
+        return self.session.run([graph_variable(self.tf, v) for v in self.model.variables()])
+
+    def close(self):
+        self.session.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Eager mode
+# ---------------------------------------------------------------------------------------------
+class EagerStep(object):
+    def __init__(self, tf, impl, trains, p, x, y, device, gpu):
+        self.tf, self.trains, self.device, self.gpu = tf, trains, device, gpu
+        ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(p["batch"], drop_remainder=True)
+        self.feed = _lm003.Feed(lambda: ds)
+        with tf.device(device):
+            self.model = LanguageModel(tf, impl, p, gpu)
+        self.opt = tf.keras.optimizers.Adam(1.0) if trains else None
+
+    def step(self):
+        tf = self.tf
+        xb, yb = self.feed.next()
+        with tf.device(self.device):
+            if not self.trains:
+                self.model(xb)  # no final sync, as published
+                return
+            with tf.GradientTape() as tape:
+                loss = loss_fn(tf, self.model(xb), yb)
+            variables = self.model.variables()
+            grads = tape.gradient(loss, variables)
+            self.opt.apply_gradients(zip(grads, variables))
+        if self.gpu:
+            self.force_gpu_sync()
+
+    def force_gpu_sync(self):
+        """The original's tf.constant(1).gpu().cpu(): a round trip through the GPU. Never run."""
+        tf = self.tf
+        with tf.device("/GPU:0"):
+            t = tf.identity(tf.constant(1))
+        with tf.device("/CPU:0"):
+            tf.identity(t).numpy()
+
+
+def _configure_eager(tf, ctx, gpu):
+    """The original eager config: inter_op 56, intra_op 0, GPU memory fraction 0.2 + growth."""
+    threading = getattr(getattr(tf, "config", None), "threading", None)
+    if threading is not None:
+        try:
+            threading.set_inter_op_parallelism_threads(56)
+            threading.set_intra_op_parallelism_threads(0)
+        except RuntimeError as e:  # the runtime was already initialised in this process
+            ctx.note("could not set eager thread pools (%s); TensorFlow defaults used" % e)
+        ctx.substitute("tf.compat.v1.enable_eager_execution(config) with "
+                       "inter_op_parallelism_threads=56, intra_op_parallelism_threads=0",
+                       "TF 2 default eager execution + tf.config.threading (56, 0)",
+                       "eager is already on in TF 2.x; the thread settings are applied the TF 2 way")
+    if gpu:  # never run on a GPU
+        for d in tf.config.experimental.list_physical_devices("GPU"):
+            tf.config.experimental.set_memory_growth(d, True)
+        ctx.substitute("per_process_gpu_memory_fraction=0.2, allow_growth=True",
+                       "tf.config.experimental.set_memory_growth(True), no 0.2 cap",
+                       "a memory fraction has no direct TF 2 eager equivalent; it does not "
+                       "change speed unless memory runs out")
+
+
+def build_step(tf, variant, phase, p, x, y, device="/CPU:0", gpu=False, repeat=False):
+    """The object whose step() is one timed batch of this cell (also used by the tests)."""
+    mode, impl, fixed = split_variant(variant)
+    if fixed and phase != "train":
+        raise ValueError("%s exists for phase 'train' only (its forward is the as-published one)"
+                         % variant)
+    # as published, the while-op "train" benchmark runs the forward step (defect 4.3 item 1)
+    trains = phase == "train" and not (impl == "whileop" and not fixed)
+    if mode == "graph":
+        return GraphStep(tf, impl, trains, p, x, y, device, gpu, repeat)
+    return EagerStep(tf, impl, trains, p, x, y, device, gpu)
+
+
+def run(ctx):
+    import tensorflow as tf
+
+    p = _lm003.params(ctx, "s003_tensorflow")
+    variant, phase = ctx.variant, p["phase"]
+    mode, impl, fixed = split_variant(variant)
+    gpu = ctx.device == "gpu"
+    if mode == "eager":
+        _configure_eager(tf, ctx, gpu)
+    if gpu and not tf.config.experimental.list_physical_devices("GPU"):
+        raise RuntimeError("cell asks for a GPU but TensorFlow sees none")
+    device = "/GPU:0" if gpu else "/CPU:0"
+    tf.random.set_seed(p["seed"])
+
+    xs, ys, nb = _lm003.prepare(ctx, p)
+    x, y = _arrays(xs, ys, nb * p["batch"], p["seq_len"])
+    needed = ctx.extra["windows"]["batches_needed"]
+    t0 = timing.clock()
+    runner = build_step(tf, variant, phase, p, x, y, device, gpu, repeat=needed > nb)
+    ctx.extra["setup_s"] = timing.clock() - t0
+
+    if mode == "graph":
+        t = _lm003.sample(ctx, runner.step)
+        ctx.extra["iteration"] = ("one initializable iterator: warm-up batches 1..w, timed "
+                                  "batches w+1.. (the timed loop continues the iterator)")
+    else:
+        t = _lm003.sample(ctx, runner.step, before_timed=runner.feed.restart)
+        ctx.extra["iteration"] = ("a fresh pass over the Dataset for the warm-up and again for "
+                                  "the timed loop: timed batches 1..n")
+        if runner.feed.wraps:
+            ctx.note("the data ran out %d time(s) and iteration restarted at batch 1"
+                     % runner.feed.wraps)
+
+    api = "%s %s: %s" % ("tf.compat.v1 graph + Session," if mode == "graph" else "eager,",
+                         "train" if runner.trains else "forward", API[impl])
+    if impl == "cudnn":
+        api += "; layer: " + runner.model.cudnn_api
+    ctx.describe(framework="tensorflow", framework_version=tf.__version__, api=api)
+    _substitutes(tf, ctx, mode, impl, gpu)
+    if impl == "whileop" and phase == "train" and not fixed:
+        ctx.note("AS PUBLISHED (defect 4.3 item 1): the original's while-op train benchmark calls "
+                 "_benchmark_apply, so this 'train' cell runs the forward step (full-logit fetch) "
+                 "and updates no parameter; see graph_whileop_fine_grained_fixed/train")
+    if impl == "whileop" and fixed:
+        ctx.note("corrected variant (not published): the while-op model trained with "
+                 "AdamOptimizer(1.0); the time-major reshape and unused variables are kept as "
+                 "published")
+    if impl == "static":
+        ctx.note("loop order of the static original not recorded; depth-outer/time-inner used")
+    if runner.trains and mode == "graph":
+        ctx.note("the unused while-op output variables get no gradient and are left out of "
+                 "minimize()" if impl == "whileop" else "minimize() over all model variables")
+
+    if mode == "graph":
+        if runner.trains:
+            method = ("one batch: session.run([loss, train_op]) (scalar fetch), input from the "
+                      "in-graph tf.data iterator; AdamOptimizer(1.0)")
+        else:
+            method = ("one batch: session.run(logits) fetching the FULL [batch*seq, vocab] "
+                      "float32 logits to the host (%.0f MB, as published), input from the "
+                      "in-graph tf.data iterator"
+                      % (4.0 * p["batch"] * p["seq_len"] * p["vocab"] / 2 ** 20))
+        sync_desc = "implicit: session.run returns host data"
+    else:
+        if runner.trains:
+            method = ("one batch: next() on the tf.data iterator, GradientTape forward + "
+                      "sparse softmax CE (mean), gradients, tf.keras.optimizers.Adam(1.0) step")
+            sync_desc = ("GPU round-trip copy (the original's force_gpu_sync) after every batch"
+                         if gpu else "n/a: CPU execution is synchronous (the original's "
+                                     "force_gpu_sync is a no-op here)")
+        else:
+            method = "one batch: next() on the tf.data iterator, model(x) eagerly; no loss"
+            sync_desc = ("none (as published): per-batch samples then sum to the original's "
+                         "elapsed time" if gpu else "n/a: CPU execution is synchronous")
+    _lm003.record(ctx, t, p["batch"], method, sync_desc)
+    if mode == "graph":
+        runner.close()
+
+
+def _substitutes(tf, ctx, mode, impl, gpu):
+    keras_version = getattr(tf.keras, "__version__", None)
+    if keras_version is None:
+        try:
+            import keras
+            keras_version = keras.__version__
+        except Exception:
+            keras_version = "unknown"
+    uses_keras = impl in ("static", "cudnn") or mode == "eager"
+    if uses_keras and str(keras_version).split(".")[0] == "3":
+        ctx.substitute("tf.keras bundled with TensorFlow 2.0.0-alpha0 (Keras 2 API)",
+                       "Keras %s (tf.keras of the installed TensorFlow)" % keras_version,
+                       "the installed TensorFlow ships Keras 3, whose layers and optimisers are "
+                       "separate implementations of the same API")
+    if impl == "cudnn" and not gpu:
+        ctx.substitute("tf.compat.v1.keras.layers.CuDNNLSTM x3 (GPU only)",
+                       "tf.keras.layers.LSTM x3 on the CPU",
+                       "CuDNNLSTM needs a GPU; the nearest CPU equivalent is the standard LSTM "
+                       "layer (no published CPU row exists for this variant)")
+    elif impl == "cudnn" and not hasattr(tf.compat.v1.keras.layers, "CuDNNLSTM"):
+        ctx.substitute("tf.compat.v1.keras.layers.CuDNNLSTM x3",
+                       "tf.keras.layers.LSTM x3 on its cuDNN path",
+                       "CuDNNLSTM is gone from this TensorFlow version")

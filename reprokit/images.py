@@ -1,0 +1,274 @@
+"""Stack images: recipes under images/<dir>/, tags by a hash of the build inputs, the lock file,
+and finding a built image on the engine. Building is reprokit/commands/build.py.
+
+Tags:   reprokit/<dir>:<flavour>-<hash12>  the exact build; hash12 = first 12 hex digits of the
+                                           sha256 over every context file (path + sha256), the
+                                           build args and the base image's ID
+        reprokit/<dir>:<flavour>           moving alias to the newest build (what compose files use)
+Recipes: images/<dir>/ (REPROKIT_IMAGES_DIR overrides the folder).
+Lock:   images/lock.json (REPROKIT_IMAGE_LOCK overrides), one entry per "<dir>:<flavour>": tags,
+        built image ID, base image name/ID, build args, sha256 of every context file (wheels
+        included; computed when the file is first hashed, never typed in), engine version, time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from reprokit.errors import UserError
+
+REPO = Path(__file__).resolve().parent.parent
+IMAGES = Path(os.environ.get("REPROKIT_IMAGES_DIR") or REPO / "images")  # recipes
+BASE_IMAGE = "reprokit/base:bookworm"
+REPOSITORY = "reprokit"
+FLAVOURS = ("cpu", "gpu")
+WHEELS = "wheels"  # wheelhouse directory inside the build context
+LOCK_VERSION = 1
+# Python and glibc of the Debian releases a local base image can be made from (platform.md).
+DEBIAN = {"bookworm": ("3.11", 36), "bullseye": ("3.9", 31), "trixie": ("3.13", 41)}
+
+
+# -- names ---------------------------------------------------------------------------------------
+def alias_tag(image_dir: str, flavour: str) -> str:
+    return f"{REPOSITORY}/{image_dir}:{flavour}"
+
+
+def exact_tag(image_dir: str, flavour: str, inputs_hash: str) -> str:
+    return f"{REPOSITORY}/{image_dir}:{flavour}-{inputs_hash[:12]}"
+
+
+def lock_key(image_dir: str, flavour: str) -> str:
+    return f"{image_dir}:{flavour}"
+
+
+def lock_path(path: Path | None = None) -> Path:
+    return Path(path or os.environ.get("REPROKIT_IMAGE_LOCK") or REPO / "images" / "lock.json")
+
+
+# -- hashing -------------------------------------------------------------------------------------
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def inputs_hash(files: dict[str, str], build_args: dict[str, str], base_id: str) -> str:
+    doc = {"files": dict(sorted(files.items())), "build_args": dict(sorted(build_args.items())),
+           "base_image_id": base_id}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def context_files(ctx: Path) -> dict[str, str]:
+    return {str(p.relative_to(ctx)): file_sha256(p) for p in sorted(ctx.rglob("*")) if p.is_file()}
+
+
+# -- recipes -------------------------------------------------------------------------------------
+_ARG = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?", re.MULTILINE)
+
+
+def dockerfile_args(text: str) -> dict[str, str | None]:
+    """ARG name -> default (None when it has none), first declaration wins."""
+    text = re.sub(r"\\\n", " ", text)
+    out: dict[str, str | None] = {}
+    for name, default in _ARG.findall(text):
+        out.setdefault(name, default.strip("\"'") if default else None)
+    return out
+
+
+@dataclass
+class Recipe:
+    """images/<dir>/: a Dockerfile and, normally, recipe.yaml with each flavour's exact build args,
+    requirement file, wheelhouse command and downloads. Without recipe.yaml only the cpu flavour
+    can be built (BASE_IMAGE and FLAVOUR passed when the Dockerfile declares them)."""
+
+    image_dir: str
+    path: Path
+
+    @property
+    def dockerfile(self) -> str:
+        return (self.path / "Dockerfile").read_text()
+
+    @property
+    def args(self) -> dict[str, str | None]:
+        return dockerfile_args(self.dockerfile)
+
+    @property
+    def params(self) -> dict | None:
+        p = self.path / "recipe.yaml"
+        if not p.is_file():
+            return None
+        try:
+            return yaml.safe_load(p.read_text())
+        except yaml.YAMLError as e:
+            raise UserError(f"images/{self.image_dir}/recipe.yaml is not valid YAML ({e})") from e
+
+    def flavour(self, flavour: str) -> dict | None:
+        params = self.params
+        if params is None:
+            return None
+        spec = params.get("flavours", {}).get(flavour)
+        if spec is None:
+            raise UserError(f"images/{self.image_dir}/recipe.yaml has no {flavour} flavour")
+        return spec
+
+    def requirements(self, flavour: str) -> list[Path]:
+        """The requirement file pip downloads for (recipe.yaml `requirements`; without recipe.yaml
+        requirements-<flavour>.txt when present); none for a recipe that installs no wheels."""
+        spec = self.flavour(flavour)
+        names = [spec["requirements"]] if spec and spec.get("requirements") else []
+        if spec is None:
+            names = [n for n in (f"requirements-{flavour}.txt",) if (self.path / n).is_file()]
+        for n in names:
+            if not (self.path / n).is_file():
+                raise UserError(f"images/{self.image_dir}: requirement file {n} is missing")
+        return [self.path / n for n in names]
+
+    def pip_flags(self, flavour: str) -> list[str]:
+        """Target-interpreter flags of recipe.yaml's wheelhouse command (gpu: e.g. Python 3.5)."""
+        spec = self.flavour(flavour) or {}
+        cmd = list((spec.get("wheelhouse") or {}).get("command") or [])
+        keep, out, i = ("--python-version", "--implementation", "--abi", "--platform"), [], 0
+        while i < len(cmd):
+            if cmd[i] in keep and i + 1 < len(cmd):
+                out += cmd[i:i + 2]
+                i += 2
+                continue
+            if cmd[i] in ("--no-deps", "--only-binary=:all:"):
+                out.append(cmd[i])
+            i += 1
+        return out
+
+    def build_args(self, flavour: str, base: str, recorded: dict[str, str] | None = None
+                   ) -> dict[str, str]:
+        """Build args: recipe.yaml's for the flavour (BASE_IMAGE replaced by `base` for cpu),
+        KIT_VERSION, and each download's sha256 arg: the recipe's, else the one recorded on the
+        first build (`recorded`: sha256 arg -> sum, from the lock)."""
+        declared = self.args
+        spec = self.flavour(flavour)
+        if spec is None:
+            out = {k: v for k, v in (("BASE_IMAGE", base), ("FLAVOUR", flavour)) if k in declared}
+        else:
+            out = {k: str(v) for k, v in (spec.get("build_args") or {}).items()}
+            if flavour == "cpu":
+                out["BASE_IMAGE"] = base
+            for d in spec.get("downloads") or []:
+                arg, want = d.get("sha256_arg"), d.get("sha256") or (recorded or {}).get(
+                    d.get("sha256_arg") or "")
+                if arg and want:
+                    out[arg] = want
+        if "KIT_VERSION" in declared:
+            from reprokit import __version__
+            out["KIT_VERSION"] = __version__
+        return out
+
+    def base_for(self, flavour: str, base: str) -> str:
+        """The image the flavour is built FROM."""
+        if flavour == "cpu":
+            return base
+        spec = self.flavour(flavour)
+        if spec is None:
+            raise UserError(f"images/{self.image_dir} has no recipe.yaml: only its cpu flavour can "
+                            "be built")
+        return str((spec.get("build_args") or {}).get("BASE_IMAGE") or self.args.get("BASE_IMAGE"))
+
+    def downloads(self, flavour: str) -> list[dict]:
+        return list((self.flavour(flavour) or {}).get("downloads") or [])
+
+
+def recipe(image_dir: str, root: Path | None = None) -> Recipe:
+    path = (root or IMAGES) / image_dir
+    if not (path / "Dockerfile").is_file():
+        raise UserError(f"no recipe images/{image_dir}/Dockerfile; see images/ for the recipes")
+    return Recipe(image_dir, path)
+
+
+def python_for_base(base: str) -> tuple[str, int]:
+    """(python version, glibc minor) of a Debian-based local base image, by its release name."""
+    for release, v in DEBIAN.items():
+        if release in base:
+            return v
+    return DEBIAN["bookworm"]
+
+
+# -- the lock file -------------------------------------------------------------------------------
+def load_lock(path: Path | None = None) -> dict:
+    p = lock_path(path)
+    if not p.exists():
+        return {"schema_version": LOCK_VERSION, "kind": "image_lock", "images": {}}
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise UserError(f"{p} is unreadable ({e}); remove it and rebuild") from e
+    if doc.get("kind") != "image_lock" or doc.get("schema_version") != LOCK_VERSION:
+        raise UserError(f"{p} is not an image lock of schema_version {LOCK_VERSION} (found "
+                        f"{doc.get('schema_version')!r}); remove it and rebuild")
+    return doc
+
+
+def update_lock(entries: dict[str, dict], path: Path | None = None) -> Path:
+    """Merge entries (key -> entry) into the lock file, atomically."""
+    p = lock_path(path)
+    doc = load_lock(p)
+    doc["images"].update(entries)
+    doc["images"] = dict(sorted(doc["images"].items()))
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=p.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, p)
+    return p
+
+
+# -- finding a built image -----------------------------------------------------------------------
+@dataclass
+class Found:
+    image_id: str
+    tag: str
+    digest: str | None
+    user: str | None
+    lock_status: str  # "matches lock" / "no lock entry" / ...
+
+
+def get_image(client, ref: str):
+    import docker
+
+    try:
+        return client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def find_image(client, image_dir: str, flavour: str, path: Path | None = None) -> Found | None:
+    """The built image of image_dir/flavour on the engine: the lock's exact tag when present and
+    its ID matches the lock; else the alias tag (lock status says so); else None."""
+    entry = load_lock(path)["images"].get(lock_key(image_dir, flavour))
+    img, tag, status = None, None, "no lock entry"
+    if entry:
+        img = get_image(client, entry["tag"])
+        tag = entry["tag"]
+        if img is not None and img.id != entry["image_id"]:
+            raise UserError(f"{entry['tag']} on the engine is {img.id[:19]} but the lock says "
+                            f"{entry['image_id'][:19]}; rebuild or restore the image")
+        status = "matches lock" if img is not None else "lock entry's tag not on the engine"
+    if img is None:
+        tag = alias_tag(image_dir, flavour)
+        img = get_image(client, tag)
+        if img is None:
+            return None
+        if entry and img.id == entry["image_id"]:
+            status = "matches lock"
+    digests = img.attrs.get("RepoDigests") or []
+    return Found(img.id, tag, digests[0] if digests else None,
+                 (img.attrs.get("Config") or {}).get("User"), status)

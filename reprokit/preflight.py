@@ -1,0 +1,505 @@
+"""Preflight: decide, per cell and before anything is launched, whether it can run on this host.
+
+Pure functions over data. The only I/O is `load_compat()`, which reads the compatibility tables
+(reprokit/data/compat.yaml, validated against reprokit/schemas/compat.schema.json). The host is
+described as data too, so every GPU rule is testable on a machine without a GPU; none of these
+rules has been exercised against a real GPU.
+
+A verdict is::
+
+    {"runnable": bool, "status": "ok" | "jit" | "blocked",
+     "reasons": ["one line", ...],            # every failed check and every warning
+     "checks": [{"name": str, "ok": bool, "detail": str}, ...],
+     "env": {"CUDA_CACHE_PATH": ..., ...}}      # variables the runner should set (JIT cache), or {}
+
+`ok` runs natively; `jit` runs, but some kernels exist only as PTX, so the first start JIT-compiles
+them (up to ~30 minutes), the CUDA cache must be persisted and the JIT is kept out of the timings;
+`blocked` must not be launched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+COMPAT_PATH = Path(__file__).resolve().parent / "data" / "compat.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "compat.schema.json"
+
+# How an image directory and flavour map to a local image tag (the build command's convention).
+IMAGE_TAG = "reprokit/{image}:{flavour}"
+
+RUNNERS = ("local", "docker", "slurm")
+_RANK = {"ok": 0, "jit": 1, "blocked": 2}
+
+
+class CompatError(ValueError):
+    """The compatibility data is inconsistent or names something unknown."""
+
+
+# ---------------------------------------------------------------------------------------- data
+
+
+def load_compat(path: Path | str = COMPAT_PATH, *, validate: bool = True) -> dict[str, Any]:
+    """Read compat.yaml; validate it against its schema and its internal references."""
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    if validate:
+        import json
+
+        import jsonschema
+
+        with open(SCHEMA_PATH, encoding="utf-8") as fh:
+            schema = json.load(fh)
+        jsonschema.validate(data, schema)
+        for name, stack in data["stacks"].items():
+            for binary in stack["binaries"]:
+                if binary not in data["binaries"]:
+                    raise CompatError(f"stack {name!r} names unknown binary {binary!r}")
+        for blocker in data["blockers"]:
+            for name in blocker["stacks"]:
+                if name not in data["stacks"]:
+                    raise CompatError(f"blocker {blocker['id']!r} names unknown stack {name!r}")
+    return data
+
+
+def stack_from_compat(name: str, compat: Mapping[str, Any], *, needs_gpu: bool = False) -> dict[str, Any]:
+    """The stack description preflight works on: name, image, GPU flavour, CUDA, coverage, blockers."""
+    try:
+        entry = compat["stacks"][name]
+    except KeyError:
+        known = ", ".join(sorted(compat["stacks"]))
+        raise CompatError(f"unknown stack {name!r}; compat.yaml knows: {known}") from None
+    return {
+        "name": name,
+        "image": entry["image"],
+        "needs_gpu": needs_gpu,
+        "gpu": entry["gpu"],
+        "cuda": entry["cuda"],
+        "binaries": [dict(compat["binaries"][b], id=b) for b in entry["binaries"]],
+        "blockers": [dict(b) for b in compat["blockers"] if name in b["stacks"]],
+    }
+
+
+# ---------------------------------------------------------------------------------------- host
+
+
+def parse_cc(value: Any) -> tuple[int, int] | None:
+    """Compute capability from "9.0", (9, 0), [9, 0] or 9.0; None if absent or unreadable."""
+    if value is None:
+        return None
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return int(value[0]), int(value[1])
+    text = str(value).strip()
+    major, _, minor = text.partition(".")
+    if not major.isdigit() or (minor and not minor.isdigit()):
+        return None
+    return int(major), int(minor or 0)
+
+
+def parse_cuda_driver_version(value: Any) -> tuple[int, int] | None:
+    """The driver's CUDA version from "12.4", 12040 (cuDriverGetVersion) or (12, 4)."""
+    if value is None:
+        return None
+    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+        number = int(value)
+        if number < 1000:
+            return number, 0
+        return number // 1000, (number % 1000) // 10
+    return parse_cc(value)
+
+
+def host_from_fingerprint(
+    fp: Mapping[str, Any],
+    *,
+    engine_present: bool | None = None,
+    images: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Turn a host fingerprint into the host description `check_cell` takes.
+
+    Reads fp["nvidia"]["available"] and fp["gpus"] (each with name, compute_capability,
+    driver_version, cuda_driver_version). Engine and image state are not part of the fingerprint:
+    the caller passes what it probed. `images` maps an image tag (IMAGE_TAG) or directory name to
+    "present" | "buildable" | "missing" or {"present": bool, "buildable": bool}.
+    """
+    nvidia = fp.get("nvidia") or {}
+    available = bool(nvidia.get("available"))
+    gpus = []
+    for index, gpu in enumerate((fp.get("gpus") or []) if available else []):
+        gpus.append(
+            {
+                "index": gpu.get("index", index),
+                "name": gpu.get("name") or "unknown GPU",
+                "compute_capability": gpu.get("compute_capability"),
+                "driver_version": gpu.get("driver_version") or nvidia.get("driver_version"),
+                "cuda_driver_version": gpu.get("cuda_driver_version") or nvidia.get("cuda_driver_version"),
+            }
+        )
+    return {
+        "engine_present": engine_present,
+        "images": dict(images or {}),
+        "nvidia_available": available,
+        "gpus": gpus,
+    }
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in str(text).split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def _prefix_match(table: Iterable[Mapping[str, Any]], cuda: str) -> Mapping[str, Any] | None:
+    """The table row whose `cuda` components are the longest prefix of `cuda`'s components."""
+    wanted = _version_tuple(cuda)
+    best = None
+    for row in table:
+        key = _version_tuple(row["cuda"])
+        if wanted[: len(key)] == key and (best is None or len(key) > len(_version_tuple(best["cuda"]))):
+            best = row
+    return best
+
+
+def _cc_text(cc: tuple[int, int]) -> str:
+    return f"{cc[0]}.{cc[1]}"
+
+
+def _sm(cc: tuple[int, int]) -> str:
+    return f"sm_{cc[0]}{cc[1]}"
+
+
+def coverage_mode(binary: Mapping[str, Any], cc: tuple[int, int]) -> str:
+    """ "native", "jit", "none" or "unknown" for one binary on a GPU of capability `cc`."""
+    sass, ptx = binary.get("sass"), binary.get("ptx")
+    if sass is not None:
+        for arch in sass:
+            major, minor = parse_cc(arch)
+            if major == cc[0] and minor <= cc[1]:
+                return "native"
+    if ptx is not None and any(parse_cc(arch) <= cc for arch in ptx):
+        return "jit"
+    if sass is None or ptx is None:
+        return "unknown"
+    return "none"
+
+
+def _image_state(host: Mapping[str, Any], image: str, flavour: str) -> str:
+    images = host.get("images") or {}
+    state = images.get(IMAGE_TAG.format(image=image, flavour=flavour), images.get(image))
+    if isinstance(state, Mapping):
+        if state.get("present"):
+            return "present"
+        return "buildable" if state.get("buildable") else "missing"
+    if state in ("present", "buildable", "missing"):
+        return state
+    return "unknown"
+
+
+# ---------------------------------------------------------------------------------- verdicts
+
+
+class _Verdict:
+    def __init__(self) -> None:
+        self.status = "ok"
+        self.reasons: list[str] = []
+        self.checks: list[dict[str, Any]] = []
+        self.env: dict[str, str] = {}
+
+    def check(
+        self, name: str, ok: bool, detail: str, *, status: str | None = None, reason: str | None = None
+    ) -> None:
+        self.checks.append({"name": name, "ok": ok, "detail": detail})
+        if status is None:
+            status = "ok" if ok else "blocked"
+        if _RANK[status] > _RANK[self.status]:
+            self.status = status
+        if reason is not None:
+            self.reasons.append(reason)
+        elif not ok:
+            self.reasons.append(detail)
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "runnable": self.status != "blocked",
+            "status": self.status,
+            "reasons": list(dict.fromkeys(self.reasons)),
+            "checks": self.checks,
+            "env": dict(self.env) if self.status == "jit" else {},
+        }
+
+
+def check_cell(
+    stack: Mapping[str, Any],
+    host: Mapping[str, Any],
+    gpus_needed: int = 0,
+    *,
+    runner: str = "docker",
+    compat: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Verdict for one cell of `stack` needing `gpus_needed` GPUs on `host` under `runner`."""
+    if runner not in RUNNERS:
+        raise ValueError(f"unknown runner {runner!r}; expected one of {', '.join(RUNNERS)}")
+    if compat is None:
+        compat = load_compat()
+    needed = max(int(gpus_needed), 1 if stack.get("needs_gpu") else 0)
+    flavour = "gpu" if needed else "cpu"
+    v = _Verdict()
+
+    if runner == "docker":
+        engine = host.get("engine_present")
+        v.check(
+            "engine",
+            engine is True,
+            "docker engine reachable"
+            if engine
+            else (
+                "docker engine not reachable: install and start dockerd"
+                if engine is False
+                else "docker engine state not probed"
+            ),
+        )
+        state = _image_state(host, stack["image"], flavour)
+        tag = IMAGE_TAG.format(image=stack["image"], flavour=flavour)
+        detail = {
+            "present": f"image {tag} present",
+            "buildable": f"image {tag} not present; buildable from images/{stack['image']}",
+            "missing": f"image {tag} neither present nor buildable",
+            "unknown": f"image {tag}: state not probed",
+        }[state]
+        v.check("image", state in ("present", "buildable"), detail)
+
+    if needed:
+        _check_gpus(v, stack, host, needed, compat)
+    return v.result()
+
+
+def _check_gpus(
+    v: _Verdict, stack: Mapping[str, Any], host: Mapping[str, Any], needed: int, compat: Mapping[str, Any]
+) -> None:
+    if not stack.get("gpu"):
+        v.check(
+            "gpu_flavour", False, f"stack {stack['name']} has no GPU flavour; the cell needs {needed} GPU(s)"
+        )
+        return
+    gpus = list(host.get("gpus") or []) if host.get("nvidia_available", True) else []
+    v.check(
+        "gpu_count",
+        len(gpus) >= needed,
+        f"cell needs {needed} GPU(s), host has {len(gpus)}"
+        + ("" if gpus or host.get("nvidia_available") else " (no NVIDIA driver/NVML)"),
+    )
+    if len(gpus) < needed:
+        return
+    used = gpus[:needed]
+    for gpu in used:
+        _check_driver(v, stack, gpu, compat)
+    for gpu in used:
+        _check_arch(v, stack, gpu, compat)
+    for gpu in used:
+        _check_blockers(v, stack, gpu)
+
+
+def _gpu_label(gpu: Mapping[str, Any]) -> str:
+    return f"GPU {gpu.get('index', '?')} ({gpu.get('name', 'unknown')})"
+
+
+def _check_driver(
+    v: _Verdict, stack: Mapping[str, Any], gpu: Mapping[str, Any], compat: Mapping[str, Any]
+) -> None:
+    cuda = stack.get("cuda")
+    if not cuda:
+        return
+    label = _gpu_label(gpu)
+    row = _prefix_match(compat["cuda_drivers"], cuda)
+    driver = gpu.get("driver_version")
+    if row is None:
+        v.check(
+            "driver",
+            True,
+            f"{label}: no minimum driver recorded for CUDA {cuda}",
+            status="ok",
+            reason=f"warning: no minimum driver recorded for CUDA {cuda}; driver not checked",
+        )
+    elif driver is None:
+        v.check(
+            "driver",
+            True,
+            f"{label}: driver version unknown; CUDA {cuda} needs >= {row['min_driver']}",
+            reason=f"warning: {label} driver version unknown; CUDA {cuda} needs >= {row['min_driver']}",
+        )
+    else:
+        ok = _version_tuple(driver) >= _version_tuple(row["min_driver"])
+        v.check(
+            "driver",
+            ok,
+            f"{label}: driver {driver} {'>=' if ok else '<'} {row['min_driver']} needed by CUDA {cuda}"
+            + ("" if ok else ": driver too old, upgrade it or use an older stack"),
+        )
+    driver_cuda = parse_cuda_driver_version(gpu.get("cuda_driver_version"))
+    wanted = _version_tuple(cuda)[:2]
+    if driver_cuda is not None and driver_cuda < wanted:
+        same_major_mvc = driver_cuda[0] == wanted[0] and wanted[0] >= 11
+        v.check(
+            "driver_cuda",
+            same_major_mvc,
+            f"{label}: driver supports CUDA {driver_cuda[0]}.{driver_cuda[1]} < {wanted[0]}.{wanted[1]}"
+            + (
+                " (minor-version compatibility: limited feature set, no JIT of newer PTX)"
+                if same_major_mvc
+                else ": driver too old for this stack"
+            ),
+            reason=None
+            if not same_major_mvc
+            else f"warning: {label} runs CUDA {cuda} under minor-version compatibility",
+        )
+
+
+def _check_arch(
+    v: _Verdict, stack: Mapping[str, Any], gpu: Mapping[str, Any], compat: Mapping[str, Any]
+) -> None:
+    label = _gpu_label(gpu)
+    cc = parse_cc(gpu.get("compute_capability"))
+    if cc is None:
+        v.check(
+            "arch",
+            True,
+            f"{label}: compute capability unknown; architecture coverage not checked",
+            reason=f"warning: {label} compute capability unknown; architecture coverage not checked",
+        )
+        return
+    toolkit = _prefix_match(compat["toolkit_max_sass"], stack["cuda"]) if stack.get("cuda") else None
+    native_possible = toolkit is None or parse_cc(toolkit["max_sass"]) >= cc
+    jit_binaries = []
+    for binary in stack["binaries"]:
+        mode = coverage_mode(binary, cc)
+        name = f"arch:{binary['id']}"
+        tag = f"[{binary['evidence']}]"
+        if mode == "native":
+            v.check(name, True, f"{label}: native SASS for {_sm(cc)} {tag}")
+        elif mode == "jit":
+            best = max(parse_cc(a) for a in binary["ptx"] if parse_cc(a) <= cc)
+            critical = binary.get("critical", True)
+            v.check(
+                name,
+                True,
+                f"{label}: no SASS for {_sm(cc)}, PTX compute_{best[0]}{best[1]} will be JIT-compiled {tag}",
+                status="jit" if critical else "ok",
+            )
+            if critical:
+                jit_binaries.append(binary["id"])
+        elif mode == "unknown":
+            if native_possible:
+                v.check(
+                    name,
+                    True,
+                    f"{label}: coverage of {binary['id']} unknown {tag}; not checked",
+                    reason=f"warning: architecture coverage of {binary['id']} is unverified {tag}",
+                )
+            else:
+                v.check(
+                    name,
+                    True,
+                    f"{label}: coverage of {binary['id']} unknown {tag}; CUDA {stack['cuda']} emits SASS "
+                    f"only up to sm_{toolkit['max_sass'].replace('.', '')}, so at best PTX JIT",
+                    status="jit",
+                    reason=f"warning: {binary['id']} has no possible SASS for {_sm(cc)} and its PTX is "
+                    f"unverified {tag}: it may fail with 'no kernel image is available'",
+                )
+                jit_binaries.append(binary["id"])
+        elif binary.get("critical", True):
+            v.check(
+                name,
+                False,
+                f"{label}: {binary['id']} has neither SASS nor PTX for {_sm(cc)} {tag}: "
+                "no kernel image for this GPU, do not launch",
+            )
+        else:
+            v.check(
+                name,
+                True,
+                f"{label}: part of {binary['id']} has no image for {_sm(cc)} {tag}",
+                reason=f"warning: {binary['description']} have no image for {_sm(cc)}; "
+                "algorithms that resolve to them fail",
+            )
+    if jit_binaries:
+        jit = compat["jit"]
+        v.env.update(jit["cache_env"])
+        v.reasons.append(
+            f"warning: expect PTX JIT on {label} ({_sm(cc)}) for {', '.join(jit_binaries)}: the first start "
+            f"can take ~{jit['first_start_minutes']:g} minutes; persist the CUDA cache "
+            f"(CUDA_CACHE_PATH={jit['cache_env']['CUDA_CACHE_PATH']}, "
+            f"CUDA_CACHE_MAXSIZE={jit['cache_env']['CUDA_CACHE_MAXSIZE']}); JIT time is excluded from timings"
+        )
+
+
+def _blocker_applies(when: Mapping[str, Any], gpu: Mapping[str, Any]) -> bool | None:
+    """True/False, or None when the GPU description lacks what the condition needs."""
+    results = []
+    if "cc_at_least" in when:
+        cc = parse_cc(gpu.get("compute_capability"))
+        results.append(None if cc is None else cc >= parse_cc(when["cc_at_least"]))
+    if "driver_cuda_major_above" in when:
+        driver_cuda = parse_cuda_driver_version(gpu.get("cuda_driver_version"))
+        results.append(None if driver_cuda is None else driver_cuda[0] > when["driver_cuda_major_above"])
+    if any(r is False for r in results):
+        return False
+    return None if any(r is None for r in results) else True
+
+
+def _check_blockers(v: _Verdict, stack: Mapping[str, Any], gpu: Mapping[str, Any]) -> None:
+    label = _gpu_label(gpu)
+    for blocker in stack.get("blockers", []):
+        name = f"blocker:{blocker['id']}"
+        applies = _blocker_applies(blocker["when"], gpu)
+        tag = f"[{blocker['evidence']}]"
+        if applies is False:
+            v.check(name, True, f"{label}: does not apply")
+        elif blocker["effect"] == "warn":
+            v.check(
+                name,
+                True,
+                f"{label}: {blocker['summary']} {tag}",
+                reason=f"warning: {blocker['summary']} {tag}; {blocker['workaround']}",
+            )
+        elif blocker.get("mitigated_in_image"):
+            v.check(
+                name,
+                True,
+                f"{label}: {blocker['summary']}; mitigated: {blocker.get('mitigation', '')}",
+                reason=f"warning: known blocker {blocker['id']} mitigated in the image (unverified on a GPU)",
+            )
+        elif applies is None:
+            v.check(
+                name,
+                True,
+                f"{label}: could not evaluate ({blocker['summary']})",
+                reason=f"warning: known blocker {blocker['id']} not evaluated: GPU description incomplete",
+            )
+        else:
+            v.check(
+                name,
+                False,
+                f"{label}: known blocker {blocker['id']}: {blocker['summary']} {tag}; "
+                f"workaround: {blocker['workaround']}",
+            )
+
+
+def check_stack_cell(
+    stack_name: str,
+    host: Mapping[str, Any],
+    gpus_needed: int = 0,
+    *,
+    runner: str = "docker",
+    compat: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`check_cell` for a stack named in compat.yaml."""
+    if compat is None:
+        compat = load_compat()
+    return check_cell(stack_from_compat(stack_name, compat), host, gpus_needed, runner=runner, compat=compat)

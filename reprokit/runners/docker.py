@@ -1,0 +1,233 @@
+"""Docker runner: each cell in a fresh, locked-down container of the stack's built image.
+
+Uses the docker SDK (never the CLI). A cell runs `python /opt/reprokit/bench/harness.py
+/results/jobs/<stack>.docker.json --cell ID` with:
+  - no network (network_mode "none"), not privileged, all capabilities dropped, no-new-privileges,
+    an unprivileged user, a read-only root filesystem with a tmpfs /tmp (HOME=/tmp);
+  - bench/ mounted read-only at /opt/reprokit/bench; the run directory mounted read-only at
+    /results and its cells/ directory read-write at /results/cells (the job's out_dir, the only
+    writable mount);
+  - memory and process-count limits; a per-cell timeout that kills the container (status
+    "timeout"); the kernel OOM killer seen through State.OOMKilled (status "oom").
+The container's output is saved as the cell's log and the container is removed afterwards.
+
+GPU paths (device "gpu": DeviceRequest, NVIDIA_* variables) have never run on a GPU: no machine
+this kit was developed on has one. They are built from the documented Engine API only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+from reprokit import images
+from reprokit.runners.base import BENCH, CellOutcome, StackUnavailable
+
+BENCH_IN_CONTAINER = "/opt/reprokit/bench"
+RESULTS_IN_CONTAINER = "/results"
+NOBODY = "65534:65534"
+MEM_LIMIT = "8g"  # default; REPROKIT_DOCKER_MEMORY overrides (no swap beyond it)
+PIDS_LIMIT = 4096  # default; REPROKIT_DOCKER_PIDS overrides (threads count as pids)
+TMPFS = {"/tmp": "rw,exec,nosuid,nodev,size=2g"}  # exec: Theano loads the modules it compiles
+
+
+def parse_gpus(gpus: str | None):
+    """`--gpus`: None/"all" -> every GPU; "N" -> N GPUs; "0,1" or "device=0" -> those ids."""
+    import docker
+
+    spec = (gpus or "all").strip()
+    if spec.startswith("device="):
+        spec = spec[len("device="):]
+        ids = [s for s in spec.split(",") if s]
+        return docker.types.DeviceRequest(device_ids=ids, capabilities=[["gpu"]])
+    if spec == "all":
+        return docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])
+    if spec.isdigit():
+        return docker.types.DeviceRequest(count=int(spec), capabilities=[["gpu"]])
+    ids = [s.strip() for s in spec.split(",") if s.strip()]
+    return docker.types.DeviceRequest(device_ids=ids, capabilities=[["gpu"]])
+
+
+def describe_exit(code: int, oom_killed: bool, mem_limit: str) -> tuple[str, str]:
+    if oom_killed:
+        return "oom", (f"container killed by the kernel OOM killer at its {mem_limit} memory "
+                       "limit; raise REPROKIT_DOCKER_MEMORY or use smaller cells")
+    if code > 128 and code - 128 in signal.Signals._value2member_map_:
+        sig = signal.Signals(code - 128).name
+        who = " from outside the kit (docker kill/stop or the host)" if sig == "SIGKILL" else ""
+        return "crashed", f"container killed by {sig} (exit {code}){who}"
+    return "crashed", f"container exited with status {code} without writing a result"
+
+
+def container_job(job_path: Path) -> Path:
+    """Write the container's copy of a job (out_dir=/results/cells) beside it; return its path."""
+    job = json.loads(Path(job_path).read_text())
+    job["out_dir"] = f"{RESULTS_IN_CONTAINER}/cells"
+    out = Path(job_path).with_name(Path(job_path).stem + ".docker.json")
+    from reprokit import results
+    results.write_json_atomic(out, job, "job")
+    out.chmod(0o644)  # readable by the container's unprivileged user
+    return out
+
+
+class DockerRunner:
+    name = "docker"
+
+    def __init__(self, device: str = "cpu", gpus: str | None = None, say=print,
+                 mem_limit: str | None = None, pids_limit: int | None = None,
+                 lock_path: Path | None = None, client=None):
+        import docker
+
+        self.device = device
+        self.flavour = "gpu" if device == "gpu" else "cpu"
+        self.gpus = gpus
+        self.say = say
+        self.mem_limit = mem_limit or os.environ.get("REPROKIT_DOCKER_MEMORY", MEM_LIMIT)
+        self.pids_limit = int(pids_limit or os.environ.get("REPROKIT_DOCKER_PIDS", PIDS_LIMIT))
+        self.lock_path = lock_path
+        self.client = client or docker.from_env(timeout=120)
+        self.containers: set[str] = set()
+        self._users: dict[str, str] = {}
+
+    # -- prepare ---------------------------------------------------------------------------
+    def prepare(self, stack: str, stack_spec: dict, say=None) -> dict:
+        found = images.find_image(self.client, stack_spec["image"], self.flavour, self.lock_path)
+        if found is None:
+            raise StackUnavailable(
+                f"image {images.alias_tag(stack_spec['image'], self.flavour)} not built; run "
+                f"`reproduce.py build --stack {stack}" +
+                (" --flavour gpu`" if self.flavour == "gpu" else "`"))
+        env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "HOME": "/tmp",
+               "TF_CPP_MIN_LOG_LEVEL": "2", "REPROKIT_IMAGE_ID": found.image_id}
+        if self.flavour == "cpu":
+            env.update(stack_spec.get("local", {}).get("env_vars", {}))
+        else:  # never run: no GPU here (see module doc)
+            env.update({"NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+                        "CUDA_CACHE_PATH": "/tmp/cuda-cache", "CUDA_CACHE_MAXSIZE": "4294967296"})
+        if found.digest:
+            env["REPROKIT_IMAGE_DIGEST"] = found.digest
+        return {"stack": stack, "image": found, "env": env, "user": self._user_for(found)}
+
+    def _user_for(self, found) -> str:
+        """Numeric uid:gid to run as: the host user when not root, else the image's non-root
+        USER, else nobody."""
+        if os.getuid() != 0:
+            return f"{os.getuid()}:{os.getgid()}"
+        if found.image_id in self._users:
+            return self._users[found.image_id]
+        user = (found.user or "").strip()
+        if not user or user.split(":")[0] in ("root", "0"):
+            resolved = NOBODY
+        elif all(p.isdigit() for p in user.split(":")):
+            resolved = user if ":" in user else f"{user}:{user}"
+        else:  # a name: ask the image itself
+            out = self.client.containers.run(found.image_id, ["sh", "-c", "id -u; id -g"],
+                                             user=user, network_mode="none", remove=True,
+                                             cap_drop=["ALL"], security_opt=["no-new-privileges"])
+            uid, gid = out.decode().split()[:2]
+            resolved = NOBODY if uid == "0" else f"{uid}:{gid}"
+        self._users[found.image_id] = resolved
+        return resolved
+
+    # -- run -------------------------------------------------------------------------------
+    def security(self, user: str) -> dict:
+        return {"network_mode": "none", "privileged": False, "cap_drop": ["ALL"],
+                "security_opt": ["no-new-privileges"], "read_only_rootfs": True,
+                "tmpfs": dict(TMPFS), "user": user, "mem_limit": self.mem_limit,
+                "memswap_limit": self.mem_limit, "pids_limit": self.pids_limit}
+
+    def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
+                 log_path: Path) -> CellOutcome:
+        import docker
+        import requests
+
+        found = prepared["image"]
+        run_dir = Path(job_path).resolve().parent.parent
+        cells_dir = Path(results_dir).resolve()
+        cells_dir.mkdir(parents=True, exist_ok=True)
+        cjob = container_job(Path(job_path))
+        user = prepared["user"]
+        if os.getuid() == 0 and user != "0:0":
+            uid, gid = (int(x) for x in user.split(":"))
+            os.chown(cells_dir, uid, gid)  # the container's only writable mount
+        mounts = [
+            docker.types.Mount(BENCH_IN_CONTAINER, str(BENCH), type="bind", read_only=True),
+            docker.types.Mount(RESULTS_IN_CONTAINER, str(run_dir), type="bind", read_only=True),
+            docker.types.Mount(f"{RESULTS_IN_CONTAINER}/cells", str(cells_dir), type="bind",
+                               read_only=False),
+        ]
+        sec = self.security(user)
+        kwargs = {}
+        if self.device == "gpu":  # never run: no GPU here
+            kwargs["device_requests"] = [parse_gpus(self.gpus)]
+        cmd = ["python3", f"{BENCH_IN_CONTAINER}/harness.py",
+               f"{RESULTS_IN_CONTAINER}/jobs/{cjob.name}", "--cell", cell["id"]]
+        name = f"reprokit-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
+        container = self.client.containers.create(
+            found.image_id, cmd, name=name, mounts=mounts, working_dir=BENCH_IN_CONTAINER,
+            environment=prepared["env"], user=user, network_mode="none", privileged=False,
+            cap_drop=sec["cap_drop"], security_opt=sec["security_opt"], read_only=True,
+            tmpfs=sec["tmpfs"], mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
+            pids_limit=self.pids_limit, init=True, detach=True,
+            labels={"reprokit.stack": prepared["stack"], "reprokit.cell": cell["id"],
+                    "reprokit.run": run_dir.name}, **kwargs)
+        self.containers.add(container.id)
+        info = {"image_id": found.image_id, "image_tag": found.tag, "image_digest": found.digest,
+                "image_lock": found.lock_status, "container_id": container.id,
+                "container_name": name, "security": sec,
+                "mounts": [{"target": m["Target"], "source": m["Source"],
+                            "read_only": m["ReadOnly"]} for m in mounts]}
+        if self.device == "gpu":
+            info["gpus"] = self.gpus or "all"
+            info["gpu_note"] = "GPU request path never run on a GPU during development"
+        timeout = float(cell.get("timeout_s") or 1200)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        start = time.monotonic()
+        try:
+            container.start()
+            try:
+                code = container.wait(timeout=timeout)["StatusCode"]
+                timed_out = False
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                timed_out = True
+                try:
+                    container.kill()
+                except docker.errors.APIError:  # it ended between the timeout and the kill
+                    pass
+                code = container.wait(timeout=60)["StatusCode"]
+            wall = time.monotonic() - start
+            container.reload()
+            state = container.attrs["State"]
+            log_path.write_bytes(container.logs(stdout=True, stderr=True))
+        finally:
+            self._remove(container.id)
+        info.update({"exit_code": code, "oom_killed": bool(state.get("OOMKilled"))})
+        if timed_out:
+            return CellOutcome("timeout", f"cell exceeded its {timeout:.0f} s timeout; its container "
+                               "was killed (raise timeout_s in the suite or use --quick)",
+                               wall, str(log_path), info)
+        if code == 0 and not state.get("OOMKilled"):  # the harness wrote the result
+            return CellOutcome("ok", None, wall, str(log_path), info)
+        status, reason = describe_exit(code, bool(state.get("OOMKilled")), self.mem_limit)
+        return CellOutcome(status, reason, wall, str(log_path), info)
+
+    # -- cleanup ---------------------------------------------------------------------------
+    def _remove(self, cid: str) -> None:
+        import docker
+
+        try:
+            self.client.containers.get(cid).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as e:
+            if "already in progress" not in str(e):
+                raise
+        self.containers.discard(cid)
+
+    def cleanup(self) -> None:
+        for cid in list(self.containers):
+            self._remove(cid)

@@ -1,0 +1,199 @@
+"""Source 002 workload (bench/workloads/s002_keras.py) through the real harness, tiny shapes.
+
+The tensorflow variant runs on this interpreter (tf.keras); the mxnet variant runs in the
+keras-mxnet-1.2 stack's venv, created by reprokit.envs.python_for as the local runner would (once,
+cached; the test is skipped only when that environment cannot be installed).
+"""
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprokit import envs, suites
+from reprokit.runners.base import StackUnavailable
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+METRICS = ["time_per_epoch", "time_per_sample", "gpu_memory"]
+TINY = {"hidden": 8, "seq_len": 5, "vocab": 20, "batch": 16, "gpus": 0, "unroll": "unroll",
+        "optimizer": "rmsprop", "lr": 0.01}
+SIZES = {"synthetic": {"n_samples": 200}, "nietzsche": {"n_tokens": 600},
+         "wikitext2-char": {"n_tokens": 600}}
+
+
+def _cell(variant, name, **params):
+    p = dict(TINY, **params)
+    return {"id": "002/%s/%s" % (variant, name), "source": "002", "workload": "s002_keras",
+            "variant": variant, "params": p, "metrics": METRICS,
+            "budget": {"min_samples": 3, "time_budget_s": 0, "warmup": 1}}
+
+
+def _run(python, tmp, variant, cells, only=None):
+    job = {"schema_version": 1, "run_id": "test-002", "stack": "test", "kit": {"version": "test"},
+           "out_dir": str(tmp / "cells"), "device": "cpu", "cells": cells}
+    path = tmp / ("job-%s.json" % variant)
+    path.write_text(json.dumps(job))
+    cmd = [python, str(BENCH / "harness.py"), str(path)] + (["--cell", only] if only else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=str(BENCH))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = {}
+    for c in cells:
+        f = tmp / "cells" / (c["id"].replace("/", "__") + ".json")
+        if f.exists():
+            out[c["id"].split("/", 2)[2]] = json.loads(f.read_text())
+    return out
+
+
+def _cells(variant):
+    # tensorflow: wikitext2-char only as the nounroll cell (each tf.keras cell costs seconds)
+    cells = [_cell(variant, ds, dataset=ds, **SIZES[ds]) for ds in SIZES
+             if not (variant == "tensorflow" and ds == "wikitext2-char")]
+    cells.append(_cell(variant, "needs-gpu", dataset="synthetic", gpus=1, n_samples=200))
+    cells.append(_cell(variant, "bad", dataset="synthetic", hiden=8))
+    # the gpus > 1 path (batch split over replicas) on two CPU devices
+    cells.append(_cell(variant, "two-replicas", dataset="nietzsche", gpus=2,
+                       replicas_on_cpu=True, n_tokens=600))
+    if variant == "tensorflow":
+        cells.append(_cell(variant, "nounroll", dataset="wikitext2-char", unroll="nounroll",
+                           n_tokens=600))
+    else:
+        cells.append(_cell(variant, "nounroll", dataset="synthetic", unroll="nounroll",
+                           n_samples=200))
+    return cells
+
+
+@pytest.fixture(scope="module")
+def tf_results(tmp_path_factory):
+    pytest.importorskip("tensorflow")
+    return _run(sys.executable, tmp_path_factory.mktemp("s002tf"), "tensorflow",
+                _cells("tensorflow"))
+
+
+@pytest.fixture(scope="module")
+def mx_python():
+    spec = suites.load_stacks()["keras-mxnet-1.2"]
+    try:
+        return envs.python_for("keras-mxnet-1.2", spec, say=lambda *_: None)
+    except StackUnavailable as e:
+        pytest.skip("MXNet environment cannot be installed here: %s" % e)
+
+
+@pytest.fixture(scope="module")
+def mx_results(tmp_path_factory, mx_python):
+    tmp = tmp_path_factory.mktemp("s002mx")
+    cells = _cells("mxnet")
+    # all but one cell in one process, then the GPU cell alone through --cell
+    out = _run(mx_python, tmp, "mxnet", [c for c in cells if not c["id"].endswith("needs-gpu")])
+    out.update(_run(mx_python, tmp, "mxnet", cells, only="002/mxnet/needs-gpu"))
+    return out
+
+
+def _check_ok(r, batch=16):
+    assert r["status"] == "ok", r.get("traceback")
+    m = r["metrics"]
+    ext = r["extra"]["extrapolation"]
+    n, shuffle = ext["epoch_samples"], ext["shuffle_seconds"][0]
+    for name in ("time_per_epoch", "time_per_sample"):
+        assert len(m[name]["samples"]) >= 3 and len(m[name]["raw_seconds"]) >= 3
+        assert m[name]["warmup"] == 1
+    raw = m["time_per_epoch"]["raw_seconds"]
+    assert m["time_per_epoch"]["unit"] == "s"
+    assert m["time_per_epoch"]["samples"] == pytest.approx([s * n / batch + shuffle for s in raw])
+    assert "EXTRAPOLATED" in m["time_per_epoch"]["method"]
+    assert m["time_per_sample"]["unit"] == "us"
+    assert m["time_per_sample"]["samples"] == pytest.approx([1e6 * s / batch for s in raw])
+    mem = m["gpu_memory"]
+    assert mem["unit"] == "MB" and len(mem["samples"]) == 1 and mem["samples"][0] > 50
+    assert "HOST peak RSS" in mem["method"] and "NOT GPU memory" in mem["method"]
+    losses = r["extra"]["loss"]
+    assert len(losses) == len(raw) and all(0 < x < 100 for x in losses)
+    return m
+
+
+@pytest.mark.parametrize("ds", ["synthetic", "nietzsche"])
+def test_tensorflow_cells(tf_results, ds):
+    r = tf_results[ds]
+    _check_ok(r)
+    assert r["implementation"]["framework"] == "keras"
+    assert r["implementation"]["backend"] == "tensorflow"
+    used = " ".join(s["used"] for s in r["implementation"]["substitutes"])
+    assert "tf.keras" in used and "hard_sigmoid" in used
+    assert r["stack_fingerprint"]["framework"]["name"] == "keras"
+
+
+def test_tensorflow_nounroll(tf_results):
+    r = tf_results["nounroll"]
+    _check_ok(r)
+    assert r["extra"]["model"]["unroll"] is False and "unroll=False" in r["implementation"]["api"]
+
+
+@pytest.mark.parametrize("ds", sorted(SIZES))
+def test_mxnet_cells(mx_results, ds):
+    r = mx_results[ds]
+    _check_ok(r)
+    assert r["implementation"]["framework"] == "mxnet"
+    assert "LSTMCell.unroll(5)" in r["implementation"]["api"]
+    used = " ".join(s["used"] for s in r["implementation"]["substitutes"])
+    assert "Gluon" in used and "unrolled over 5 steps" in used
+    assert r["stack_fingerprint"]["framework"]["name"] == "mxnet"
+    assert "waitall" in r["metrics"]["time_per_epoch"]["sync"]
+
+
+def test_text_datasets_are_windows(tf_results, mx_results):
+    d = tf_results["nietzsche"]["extra"]["dataset"]
+    # range(0, 600 - 5, 3) windows over 600 stand-in characters
+    assert d["windows"] == len(range(0, 600 - 5, 3)) and d["stride"] == 3
+    assert d["stand_in"] is True and d["overrides"] == {"n_tokens": 600, "vocab_size": 20}
+    w = mx_results["wikitext2-char"]["extra"]["extrapolation"]
+    assert w["published_samples"] == 1562175 and "3.38 M" in w["note"]
+
+
+@pytest.mark.parametrize("which", ["tf", "mx"])
+def test_gpu_cell_on_cpu_fails_clearly(tf_results, mx_results, which):
+    r = (tf_results if which == "tf" else mx_results)["needs-gpu"]
+    assert r["status"] == "failed"
+    assert "cell needs 1 GPUs, this host has 0" in r["reason"]
+
+
+@pytest.mark.parametrize("which", ["tf", "mx"])
+def test_multi_replica_path_on_cpu_devices(tf_results, mx_results, which):
+    r = (tf_results if which == "tf" else mx_results)["two-replicas"]
+    _check_ok(r)
+    assert r["extra"]["model"]["gpus"] == 2 and r["extra"]["model"]["replicas_on_cpu"] is True
+    sub = [s for s in r["implementation"]["substitutes"] if "multi_gpu_model" in s["original"]]
+    assert len(sub) == 1 and ("cpu:1" in sub[0]["used"] or "cpu(1)" in sub[0]["used"])
+
+
+def test_bad_params_fail_as_data(tf_results, mx_results):
+    for res in (tf_results, mx_results):
+        assert res["bad"]["status"] == "failed" and "hiden" in res["bad"]["reason"]
+    assert mx_results["nounroll"]["status"] == "failed"
+    assert "always unrolled" in mx_results["nounroll"]["reason"]
+
+
+def test_suite_marks_gpu_cells():
+    suite = suites.load_suite("keras-mxnet-2018")
+    assert all(c.implemented for c in suite.cells)
+    for c in suite.cells:
+        assert c.workload == "s002_keras"
+        assert c.needs_gpus == c.params["gpus"]
+    cpu = [c for c in suite.cells if c.needs_gpus == 0]
+    assert len(cpu) == 18  # mxnet 3 x 2, tensorflow 2 x 3 x 2
+
+
+@pytest.mark.parametrize("rel", ["workloads/s002_keras.py"])
+def test_bench_file_parses_as_python35(rel):
+    tree = ast.parse((BENCH / rel).read_text(), feature_version=(3, 5))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            assert node.returns is None and all(a.annotation is None for a in node.args.args)
+        if isinstance(node, ast.JoinedStr):
+            raise AssertionError("f-string in a bench file")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [node.module] if isinstance(node, ast.ImportFrom) else [
+                a.name for a in node.names]
+            assert not any(n and n.split(".")[0] == "reprokit" for n in names)
