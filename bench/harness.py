@@ -197,6 +197,8 @@ def run_cell(cell, job):
     try:
         module = importlib.import_module("workloads." + cell["workload"])
         framework = getattr(module, "FRAMEWORK", None)
+        if isinstance(framework, dict):  # one module serving several frameworks, by variant
+            framework = framework.get(cell.get("variant"))
         module.run(ctx)
         missing = [m for m in cell.get("metrics", []) if m not in ctx.metrics]
         if missing:

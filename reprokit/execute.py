@@ -107,8 +107,18 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
         rundir.write_cell(placeholder_result(run_id, cell, status, reason, plan.options.device))
         record(cell, status, reason, None)
 
-    todo = [c for c in plan.runnable
-            if not (resume and entries.get(c.id, {}).get("status") == "ok")]
+    gpus_here = len(run["host_fingerprint"].get("gpus") or [])
+    todo = []
+    for c in plan.runnable:
+        if resume and entries.get(c.id, {}).get("status") == "ok":
+            continue
+        if c.needs_gpus > gpus_here:
+            reason = (f"needs {c.needs_gpus} GPU{'s' if c.needs_gpus > 1 else ''}, this host has "
+                      f"{gpus_here}; run it on a machine with enough NVIDIA GPUs")
+            rundir.write_cell(placeholder_result(run_id, c, "skipped", reason, plan.options.device))
+            record(c, "skipped", reason, None)
+            continue
+        todo.append(c)
     for c in plan.runnable:
         if c not in todo:
             say(f"resume: {c.id} already measured, kept")

@@ -37,16 +37,8 @@ import corpora
 import timing
 
 
-def _installed(name):
-    try:
-        import importlib.util
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError, AttributeError):
-        return False
-
-
-# The harness reads FRAMEWORK before run() knows the variant: each stack has one of the two.
-FRAMEWORK = "mxnet" if _installed("mxnet") and not _installed("tensorflow") else "keras"
+# the framework whose build information the stack fingerprint records, per variant
+FRAMEWORK = {"mxnet": "mxnet", "tensorflow": "keras"}
 
 DEFAULTS = {
     "dataset": "synthetic",
@@ -206,7 +198,7 @@ class Data(object):
         return self.eye[self.ids[s[:, None] + self.offsets]], self.eye[self.ids[s + self.seq]]
 
 
-def peak_rss_mb():
+def peak_rss_mib():
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kb / 1024.0 if sys.platform != "darwin" else kb / 2.0 ** 20  # macOS reports bytes
 
@@ -221,6 +213,7 @@ def _tensorflow(ctx, p, data):
     gpus = int(p["gpus"])
     physical = tf.config.list_physical_devices("GPU")
     if p["replicas_on_cpu"]:  # tests: the multi-replica path on logical CPU devices
+        # possible only before TensorFlow initialises its devices: a cell's own process
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(max(gpus, 1))])
@@ -457,10 +450,10 @@ def run(ctx):
 
     if gpu_memory is not None:  # never run on a GPU
         used, method = gpu_memory()
-        ctx.record_value("gpu_memory", [used[0]], "MB", method)
+        ctx.record_value("gpu_memory", [used[0]], "MiB", method)
         ctx.extra["gpu_memory_all_gpus_mib"] = used
     else:
-        ctx.record_value("gpu_memory", [peak_rss_mb()], "MB",
+        ctx.record_value("gpu_memory", [peak_rss_mib()], "MiB",
                          "HOST peak RSS of the process in MiB (resource.getrusage ru_maxrss), "
                          "NOT GPU memory: this cell ran on the CPU; it includes the framework, "
                          "the data arrays and the model")

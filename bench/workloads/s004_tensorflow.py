@@ -36,7 +36,6 @@ FRAMEWORK = "tensorflow"
 
 DEFAULTS = {
     "dataset": "ptb",          # "ptb" or "repeat" (0..seq_len-1 repeated: tests only)
-    "variant": None,
     "batch": 20,
     "seq_len": 35,
     "hidden": 1500,
