@@ -414,7 +414,7 @@ def run(ctx):
             method = ("one batch: session.run(logits) fetching the FULL [batch*seq, vocab] "
                       "float32 logits to the host (%.0f MB, as published), input from the "
                       "in-graph tf.data iterator"
-                      % (4.0 * p["batch"] * p["seq_len"] * p["vocab"] / 2 ** 20))
+                      % (4.0 * p["batch"] * p["seq_len"] * p["vocab"] / 1e6))
         sync_desc = "implicit: session.run returns host data"
     else:
         if runner.trains:
