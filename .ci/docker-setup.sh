@@ -61,7 +61,7 @@ if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
     say "base image $BASE_IMAGE present: $(docker image inspect --format '{{.Id}}' "$BASE_IMAGE")"
     exit 0
 fi
-say "making base image $BASE_IMAGE (debootstrap bookworm, ~1 min)"
+say "making base image $BASE_IMAGE (debootstrap bookworm, 2-4 min here)"
 t0=$(now)
 root=$(mktemp -d /tmp/reprokit-base.XXXXXX)
 trap 'rm -rf "$root"' EXIT

@@ -259,8 +259,9 @@ def find_image(client, image_dir: str, flavour: str, path: Path | None = None) -
         img = get_image(client, entry["tag"])
         tag = entry["tag"]
         if img is not None and img.id != entry["image_id"]:
-            raise UserError(f"{entry['tag']} on the engine is {img.id[:19]} but the lock says "
-                            f"{entry['image_id'][:19]}; rebuild or restore the image")
+            raise UserError(f"{entry['tag']} on the engine is {img.id[:19]} but {lock_path(path)} "
+                            f"says {entry['image_id'][:19]}; rebuild (`reproduce.py build --image "
+                            f"{image_dir}`) or restore the image")
         status = "matches lock" if img is not None else "lock entry's tag not on the engine"
     if img is None:
         tag = alias_tag(image_dir, flavour)

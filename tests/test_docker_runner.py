@@ -123,6 +123,16 @@ def test_unbuilt_image_is_unavailable_with_the_build_command(client, lock):
 
 
 @pytest.mark.docker
+def test_an_image_that_is_not_the_locked_one_is_unavailable(client, smoke_image, tmp_path):
+    lock = tmp_path / "lock.json"
+    entry = dict(smoke_image, image_id="sha256:" + "0" * 64)
+    images.update_lock({"smoke-python:cpu": entry}, lock)
+    runner = DockerRunner(client=client, say=QUIET, lock_path=lock)
+    with pytest.raises(StackUnavailable, match="says sha256:0000"):
+        runner.prepare("smoke-python", load_stacks()["smoke-python"])
+
+
+@pytest.mark.docker
 @pytest.mark.slow
 def test_smoke_suite_runs_in_docker_end_to_end(repo, smoke_image, torch_image, lock, tmp_path):
     env = {**os.environ, "REPROKIT_IMAGE_LOCK": str(lock)}

@@ -158,6 +158,7 @@ def test_a_failing_step_is_named_in_one_line(lock, tmp_path):
         build_image(c, "broken", root=tmp_path, say=lines.append)
     msg = str(e.value)
     assert "\n" not in msg and "Step 3/" in msg and "non-zero code" in msg
+    assert "last output: the-recipe-broke" in msg
     assert any("the-recipe-broke" in line for line in lines)  # the error output was streamed
 
 
@@ -185,13 +186,18 @@ def test_gpu_flavour_is_refused_without_an_nvidia_base(lock, tmp_path, repo):
 
 
 @pytest.mark.docker
-def test_build_command_streams_progress(repo, lock):
-    engine()
-    out = cli(repo, "build", "--image", "smoke-python", "--force")
+def test_build_command_streams_progress(repo, lock, tmp_path):
+    c = engine()
+    root = tmp_path / "recipes"  # a copy with one more line: a real build, a tag of its own
+    shutil.copytree(images.recipe("smoke-python").path, root / "smoke-python")
+    with open(root / "smoke-python" / "Dockerfile", "a") as f:
+        f.write(f"\n# build {tmp_path.name}\n")
+    out = cli(repo, "build", "--image", "smoke-python", env={"REPROKIT_IMAGES_DIR": str(root)})
     assert out.returncode == 0, out.stderr
     assert "Step 1/" in out.stderr and "lock:" in out.stderr
     tag, image_id = out.stdout.split()[:2]
     assert json.loads(lock.read_text())["images"]["smoke-python:cpu"]["image_id"] == image_id
+    c.images.remove(tag)
 
 
 def _rewrite(src, dst, change):

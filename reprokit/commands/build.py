@@ -171,30 +171,44 @@ def _engine(client) -> dict:
     return {"version": v.get("Version"), "api": v.get("ApiVersion")}
 
 
+def _short(text: str, n: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else f"{text[:n // 2 - 2]} ... {text[-(n // 2 - 3):]}"
+
+
 def stream_build(client, ctx: Path, tag: str, build_args: dict, labels: dict, say) -> str:
-    """docker build through the SDK, streaming steps; returns the image ID or raises UserError."""
-    image_id = None
-    last_step = ""
-    tail: list[str] = []
+    """docker build through the SDK, streaming its output line by line; returns the image ID or
+    raises a one-line UserError naming the failing step."""
+    image_id, last_step, last_out, pending = None, "", "", ""
+
+    def emit(line: str) -> None:
+        nonlocal last_step, last_out
+        line = line.rstrip()
+        if line:
+            if line.startswith("Step "):
+                last_step, last_out = line, ""
+            elif not line.lstrip().startswith(("---> ", "Removing intermediate")) and \
+                    line.strip(" ^~"):
+                last_out = line
+            say(f"  {line}")
+
     for chunk in client.api.build(path=str(ctx), tag=tag, buildargs=build_args, labels=labels,
                                   rm=True, forcerm=True, pull=False, decode=True):
-        if "stream" in chunk:
-            for line in ANSI.sub("", chunk["stream"]).splitlines():
-                line = line.rstrip()
-                if not line:
-                    continue
-                tail = (tail + [line])[-30:]
-                if line.startswith("Step "):
-                    last_step = line
-                say(f"  {line}")
+        if "stream" in chunk:  # chunks may end mid-line: print whole lines only
+            *lines, pending = (pending + ANSI.sub("", chunk["stream"])).split("\n")
+            for line in lines:
+                emit(line)
         elif "status" in chunk:
             say(f"  {chunk['status']} {chunk.get('progress', '')}".rstrip())
         if "aux" in chunk and "ID" in chunk["aux"]:
             image_id = chunk["aux"]["ID"]
         if "error" in chunk:
+            emit(pending)
             msg = chunk["error"].strip().splitlines()
-            raise UserError(f"build of {tag} failed at {last_step or 'start'}: "
-                            f"{msg[-1] if msg else 'unknown error'}")
+            out = f" (last output: {_short(last_out, 160)})" if last_out else ""
+            raise UserError(f"build of {tag} failed at {_short(last_step) or 'start'}: "
+                            f"{_short(msg[-1] if msg else 'unknown error', 160)}{out}")
+    emit(pending)
     if image_id is None:
         image_id = client.images.get(tag).id
     return image_id

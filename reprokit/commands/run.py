@@ -47,11 +47,13 @@ def run(args) -> int:
         raise UserError("--min-samples must be at least 1")
     root = Path(args.results)
     _check_space(root)
-    runner, device, why = choose_runner(args.runner, args.device, args.gpus)
-    print(f"runner: {runner.name} ({why}); device: {device}", file=sys.stderr)
-    options = Options(quick=args.quick, protocol=args.protocol, device=device, cells=args.cells,
+    options = Options(quick=args.quick, protocol=args.protocol, device="cpu", cells=args.cells,
                       min_samples=args.min_samples, time_budget_s=args.time_budget)
     plan = make_plan(suite, options)
+    runner, device, why = choose_runner(args.runner, args.device, args.gpus,
+                                        sorted(plan.by_stack()))
+    plan.options.device = device
+    print(f"runner: {runner.name} ({why}); device: {device}", file=sys.stderr)
     if args.resume:
         rundir = results.resolve_run(args.resume, root)
     else:

@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 
 from reprokit import images
+from reprokit.errors import UserError
 from reprokit.runners.base import BENCH, CellOutcome, StackUnavailable
 
 BENCH_IN_CONTAINER = "/opt/reprokit/bench"
@@ -95,7 +96,11 @@ class DockerRunner:
 
     # -- prepare ---------------------------------------------------------------------------
     def prepare(self, stack: str, stack_spec: dict, say=None) -> dict:
-        found = images.find_image(self.client, stack_spec["image"], self.flavour, self.lock_path)
+        try:
+            found = images.find_image(self.client, stack_spec["image"], self.flavour,
+                                      self.lock_path)
+        except UserError as e:  # the engine's image is not the locked one
+            raise StackUnavailable(str(e)) from None
         if found is None:
             raise StackUnavailable(
                 f"image {images.alias_tag(stack_spec['image'], self.flavour)} not built; run "
