@@ -1,6 +1,5 @@
 """bench/corpora.py: stand-in sizes, determinism, and the real-file loaders on small files."""
 
-import ast
 import hashlib
 import os
 import sys
@@ -217,16 +216,3 @@ def test_open_corpus_dispatch(ptb_dir):
         corpora.open_corpus("wikitext-2-char-keras-mxnet", "train", data_dir=str(ptb_dir))
 
 
-def test_corpora_is_python35_stdlib_only():
-    allowed = set(sys.stdlib_module_names) | {"numpy"}  # numpy: optional fast path, tested above
-    src = (BENCH / "corpora.py").read_text()
-    tree = ast.parse(src, feature_version=(3, 5))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef):
-            assert node.returns is None
-            assert all(a.annotation is None for a in node.args.args)
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                assert alias.name.split(".")[0] in allowed
-        if isinstance(node, ast.ImportFrom):
-            assert node.module.split(".")[0] in allowed

@@ -1,6 +1,5 @@
 """Source 001 workload (bench/workloads/s001_pytorch.py) through the real harness, tiny shapes."""
 
-import ast
 import json
 import subprocess
 import sys
@@ -115,19 +114,6 @@ def test_layout_continues_streams():
     for b in range(nb - 1):
         for r in range(4):
             assert int(x[(b + 1) * 4 + r, 0]) == int(x[b * 4 + r, -1]) + 1
-
-
-@pytest.mark.parametrize("rel", ["workloads/s001_pytorch.py", "corpora.py", "harness.py",
-                                 "timing.py"])
-def test_bench_files_parse_as_python35(rel):
-    tree = ast.parse((BENCH / rel).read_text(), feature_version=(3, 5))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef):
-            assert node.returns is None and all(a.annotation is None for a in node.args.args)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [node.module] if isinstance(node, ast.ImportFrom) else [
-                a.name for a in node.names]
-            assert not any(n and n.split(".")[0] == "reprokit" for n in names)
 
 
 def _in_process_ctx(device, params):

@@ -5,7 +5,6 @@ keras-mxnet-1.2 stack's venv, created by reprokit.envs.python_for as the local r
 cached; the test is skipped only when that environment cannot be installed).
 """
 
-import ast
 import json
 import subprocess
 import sys
@@ -187,15 +186,3 @@ def test_suite_marks_gpu_cells():
     assert len(cpu) == 18  # mxnet 3 x 2, tensorflow 2 x 3 x 2
 
 
-@pytest.mark.parametrize("rel", ["workloads/s002_keras.py"])
-def test_bench_file_parses_as_python35(rel):
-    tree = ast.parse((BENCH / rel).read_text(), feature_version=(3, 5))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef):
-            assert node.returns is None and all(a.annotation is None for a in node.args.args)
-        if isinstance(node, ast.JoinedStr):
-            raise AssertionError("f-string in a bench file")
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [node.module] if isinstance(node, ast.ImportFrom) else [
-                a.name for a in node.names]
-            assert not any(n and n.split(".")[0] == "reprokit" for n in names)

@@ -1,7 +1,6 @@
 """Source 004 workloads (bench/workloads/s004_tensorflow.py, s004_pytorch.py) through the real
 harness with tiny shapes: the three TensorFlow cells build and train, the PyTorch cell runs."""
 
-import ast
 import json
 import subprocess
 import sys
@@ -148,15 +147,3 @@ def test_suite_gpu_needs_and_pytorch_cell():
     assert pt.params["vocab"] == 33278 and pt.needs_gpus == 0
 
 
-@pytest.mark.parametrize("rel", ["workloads/s004_tensorflow.py", "workloads/s004_pytorch.py"])
-def test_bench_files_parse_as_python35(rel):
-    tree = ast.parse((BENCH / rel).read_text(), feature_version=(3, 5))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef):
-            assert node.returns is None and all(a.annotation is None for a in node.args.args)
-        if isinstance(node, ast.JoinedStr):
-            raise AssertionError("f-string in a bench file")
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [node.module] if isinstance(node, ast.ImportFrom) else [
-                a.name for a in node.names]
-            assert not any(n and n.split(".")[0] == "reprokit" for n in names)
