@@ -54,11 +54,26 @@ def flush_denormal_requested(ctx):
 
 def denormal_note(framework, state):
     """One note for the result: what was done about subnormal floats, and why."""
-    return ("subnormal floats (%s): %s. Why it matters: with the original SUM-of-squares loss and "
-            "lr 0.01 the first SGD update saturates the LSTM gates and ~1%% of the backward-pass "
-            "values become subnormal; on x86 CPUs that makes a train step ~10x slower (microcode "
-            "assists), a cost the original GPU runs never had. The loss and lr themselves are kept as "
-            "published." % (framework, state))
+    return ("subnormal floats (%s): %s. Why it matters: with the TF script's SUM-of-squares loss "
+            "and lr 0.01 the first SGD update saturates the LSTM gates and ~1-2%% of the "
+            "backward-pass values become subnormal; without flush-to-zero that made a CPU train "
+            "step 5-12x slower on the kit's x86 machine (microcode assists), a cost the original "
+            "GPU runs never had. The loss and lr themselves are kept as published." % (
+                framework, state))
+
+
+def record_first_vs_later(ctx, first_step_seconds, batch):
+    """extra["train_first_vs_later"]: the train step inside compile_time (initial weights, plus
+    one-time setup) against the median timed train step (weights after >= 1 update). A large
+    ratio with flush-to-zero off is the subnormal slowdown described above."""
+    samples = sorted(ctx.metrics.get("train_time_per_example", {}).get("samples", []))
+    first = 1000.0 * first_step_seconds / batch
+    later = samples[len(samples) // 2] if samples else None
+    ctx.extra["train_first_vs_later"] = {
+        "first_step_ms_per_example": first,
+        "later_median_ms_per_example": later,
+        "later_over_first": (later / first) if later and first > 0 else None,
+    }
 
 
 # -- FTZ/DAZ for the calling thread through glibc (used where the framework has no switch) --------

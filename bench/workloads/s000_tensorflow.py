@@ -232,6 +232,10 @@ def _build_cudnn(tf, v1, x, batch, seq, hidden, gpu):
         sub = ("tf.contrib.cudnn_rnn.CudnnLSTM", "tf.raw_ops.CudnnRNN",
                "tf.contrib was removed in TF 2.0; the op the class wrapped is still in core")
         return output, api, [sub], [], None
+    if _has_contrib(tf) or _major(tf) < 2:  # TF 1.x on CPU (never run here)
+        raise RuntimeError("cudnn_lstm needs a GPU on TensorFlow %s: tf.contrib.cudnn_rnn runs "
+                           "only on cuDNN and this kit defines its CPU stand-in (the Keras LSTM "
+                           "layer) for TensorFlow 2 only" % tf.__version__)
     # CPU: no cuDNN. The CudnnRNN ops have no CPU kernel (checked on TF 2.21: "No OpKernel was
     # registered to support Op 'CudnnRNNParamsSize'"). Nearest equivalent: the Keras LSTM layer,
     # the API that runs cuDNN on a GPU and a generic loop elsewhere, initialised like the original's
@@ -253,7 +257,7 @@ def _build_cudnn(tf, v1, x, batch, seq, hidden, gpu):
         layout = "batch-major layer between two transposes (Keras 3 has no time_major)"
         notes.append("cudnn_lstm CPU substitute: the Keras 3 LSTM layer is batch-major, so the "
                      "time-major input and output are transposed inside the graph (two extra "
-                     "copies per step of the timed loop).")
+                     "transposes in every timed iteration).")
     api = "%s keras.layers.LSTM(%d, return_sequences=True, %s) in a tf.compat.v1 graph" % (
         label, hidden, layout)
     sub = (ORIGINAL_API["cudnn_lstm"],
@@ -320,7 +324,8 @@ def run(ctx):
 
         # ---- compile timer: starts after the RNN graph, as in the original TF script ----
         t_start = timing.clock()
-        cost = v1.reduce_sum((output[-1] - y) ** 2)
+        last_step = output[-1]
+        cost = v1.reduce_sum((last_step - y) ** 2)
         train_op = v1.train.GradientDescentOptimizer(LEARNING_RATE).minimize(cost,
                                                                              var_list=var_list)
         t_minimize = timing.clock()
@@ -388,15 +393,15 @@ def run(ctx):
                     items=batch, sync_desc=sync_desc,
                     method="session.run(output) with a randomly chosen pre-generated input fed; "
                            "fetches the FULL output sequence [seq, batch, hidden] to host")
-        last = session.run(output, feed_dict={x: inputs[0]})[-1]
         ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
                     items=batch, sync_desc=sync_desc,
                     method="session.run(train_op) with a randomly chosen pre-generated input and "
                            "the target fed; nothing fetched (forward, SUM-of-squares loss of "
                            "output[-1], gradients, SGD update)")
-        ctx.extra["numerics"] = {
-            "cost_after_timed_train": float(session.run(cost, feed_dict={x: inputs[0],
-                                                                         y: target})),
+        common.record_first_vs_later(ctx, t_end - t_init, batch)
+        last, final_cost = session.run([last_step, cost], feed_dict={x: inputs[0], y: target})
+        ctx.extra["numerics"] = {  # one untimed forward for the record
+            "cost_after_timed_train": float(final_cost),
             "last_output_frac_abs_gt_0.999": float(np.mean(np.abs(last) > 0.999)),
         }
     finally:
