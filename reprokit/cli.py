@@ -19,9 +19,9 @@ COMMANDS = {
     "list": "list suites, their cells and the published numbers they map to",
     "report": "re-render the report of a run from its stored results",
     "fingerprint": "print this host's fingerprint as JSON",
+    "preflight": "say, per cell, whether it can run here and why not",
 }
 OPTIONAL_COMMANDS = {  # written by later issues; listed only when their module exists
-    "preflight": "say, per cell, whether it can run here and why not",
     "build": "build the stack images and write the lock file",
     "archive": "save a suite's images with their lock file into one file",
     "restore": "load an archive on another machine and verify it",

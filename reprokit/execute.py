@@ -11,7 +11,7 @@ import time
 import traceback
 from pathlib import Path
 
-from reprokit import cpu_peak, fingerprint, results
+from reprokit import cpu_peak, fingerprint, preflight, results
 from reprokit.plan import Plan, make_job
 from reprokit.progress import Progress
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
@@ -107,17 +107,21 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
         rundir.write_cell(placeholder_result(run_id, cell, status, reason, plan.options.device))
         record(cell, status, reason, None)
 
-    gpus_here = len(run["host_fingerprint"].get("gpus") or [])
+    verdicts = preflight.suite_verdicts(plan.runnable, run["host_fingerprint"], runner.name,
+                                        plan.options.device)
+    run["preflight"] = verdicts
     todo = []
     for c in plan.runnable:
         if resume and entries.get(c.id, {}).get("status") == "ok":
             continue
-        if c.needs_gpus > gpus_here:
-            reason = (f"needs {c.needs_gpus} GPU{'s' if c.needs_gpus > 1 else ''}, this host has "
-                      f"{gpus_here}; run it on a machine with enough NVIDIA GPUs")
+        v = verdicts[c.id]
+        if not v["runnable"]:
+            reason = "preflight: " + "; ".join(v["reasons"])
             rundir.write_cell(placeholder_result(run_id, c, "skipped", reason, plan.options.device))
             record(c, "skipped", reason, None)
             continue
+        if v["status"] == "jit":
+            say(f"preflight: {c.id}: {'; '.join(v['reasons'])}")
         todo.append(c)
     for c in plan.runnable:
         if c not in todo:

@@ -503,3 +503,42 @@ def check_stack_cell(
     if compat is None:
         compat = load_compat()
     return check_cell(stack_from_compat(stack_name, compat), host, gpus_needed, runner=runner, compat=compat)
+
+
+def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner: str,
+                   device: str = "cpu") -> dict[str, dict[str, Any]]:
+    """Preflight verdict per cell id of a suite on this host, for `runner` ("local" or "docker").
+
+    Probes what a fingerprint cannot tell: whether a Docker engine answers and which stack images
+    are built (docker runner only). Cells not implemented get a verdict saying so.
+    """
+    from reprokit.suites import load_stacks
+
+    compat = load_compat()
+    stacks = load_stacks()
+    engine, images = None, {}
+    if runner == "docker":
+        from reprokit.runners.select import docker_engine_answers
+
+        engine, _ = docker_engine_answers()
+        if engine:
+            import docker
+
+            from reprokit import images as images_mod
+
+            client = docker.from_env(timeout=10)
+            flavour = "gpu" if device == "gpu" else "cpu"
+            for spec in stacks.values():
+                found = images_mod.find_image(client, spec["image"], flavour)
+                images[IMAGE_TAG.format(image=spec["image"], flavour=flavour)] = (
+                    "present" if found else "buildable")
+    host = host_from_fingerprint(fingerprint, engine_present=engine, images=images)
+    out: dict[str, dict[str, Any]] = {}
+    for cell in cells:
+        if not cell.implemented:
+            out[cell.id] = {"runnable": False, "status": "not_implemented",
+                            "reasons": [cell.reason or "workload not implemented"], "checks": []}
+            continue
+        out[cell.id] = check_stack_cell(cell.stack, host, cell.needs_gpus, runner=runner,
+                                        compat=compat)
+    return out

@@ -1,0 +1,34 @@
+"""`reproduce.py preflight --suite S`: per cell, whether it can run here and why not."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from reprokit import fingerprint, preflight, suites
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--suite", required=True)
+    p.add_argument("--runner", choices=["local", "docker"], default="local")
+    p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    p.add_argument("--json", action="store_true", help="verdicts as JSON")
+
+
+def run(args) -> int:
+    suite = suites.load_suite(args.suite)
+    verdicts = preflight.suite_verdicts(suite.cells, fingerprint.host_fingerprint(), args.runner,
+                                        args.device)
+    if args.json:
+        print(json.dumps(verdicts, indent=1))
+        return 0
+    t = Table(title=f"preflight: {suite.name} ({args.runner} runner, {args.device})",
+              title_justify="left")
+    for col in ("cell", "verdict", "why"):
+        t.add_column(col)
+    for cell_id, v in verdicts.items():
+        t.add_row(cell_id, v["status"], "; ".join(v["reasons"]) or "-")
+    Console().print(t)
+    return 0
