@@ -113,6 +113,7 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
     todo = []
     for c in plan.runnable:
         if resume and entries.get(c.id, {}).get("status") == "ok":
+            say(f"resume: {c.id} already measured, kept")
             continue
         v = verdicts[c.id]
         if not v["runnable"]:
@@ -123,9 +124,6 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
         if v["status"] == "jit":
             say(f"preflight: {c.id}: {'; '.join(v['reasons'])}")
         todo.append(c)
-    for c in plan.runnable:
-        if c not in todo:
-            say(f"resume: {c.id} already measured, kept")
     progress = Progress(todo, say=say)
     by_stack: dict[str, list[Cell]] = {}
     for c in todo:
