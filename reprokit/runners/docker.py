@@ -31,7 +31,7 @@ from reprokit.runners.base import BENCH, CellOutcome, StackUnavailable
 BENCH_IN_CONTAINER = "/opt/reprokit/bench"
 RESULTS_IN_CONTAINER = "/results"
 NOBODY = "65534:65534"
-MEM_LIMIT = "8g"  # default; REPROKIT_DOCKER_MEMORY overrides (no swap beyond it)
+MEM_LIMIT = "16g"  # REPROKIT_DOCKER_MEMORY overrides; source 001's word LM peaks at ~10 GB (OOM-killed at 8g)
 PIDS_LIMIT = 4096  # default; REPROKIT_DOCKER_PIDS overrides (threads count as pids)
 TMPFS = {"/tmp": "rw,exec,nosuid,nodev,size=2g"}  # exec: Theano loads the modules it compiles
 
