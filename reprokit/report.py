@@ -72,11 +72,15 @@ def fmt_seconds(v: Any) -> str:
 
 
 def md_escape(value: Any) -> str:
-    """Text safe in a Markdown table cell: no pipes, no raw HTML, one line."""
+    """Text safe in a Markdown table cell: no pipes, no raw HTML, one line.
+
+    `<` and `&` are escaped (no tag or entity can form); `>` is left as typed (arithmetic such as
+    "-> 1,315% of peak" stays readable) except at the start, where it would open a block quote."""
     if value is None:
         return "—"
-    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return " ".join(text.replace("|", "\\|").split("\n")).replace("\r", " ")
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;")
+    text = " ".join(text.replace("|", "\\|").split("\n")).replace("\r", " ")
+    return "\\" + text if text.startswith(">") else text
 
 
 def slug(text: str, limit: int = 40) -> str:
