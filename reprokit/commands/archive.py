@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reprokit import images, results
+from reprokit import images, results, validate
 from reprokit.commands.build import client, image_dirs
 from reprokit.errors import UserError
 
@@ -108,6 +108,7 @@ def write_archive(c, dirs: list[str], flavour: str, out: Path, lock: Path | None
                 "sha256": images.file_sha256(path), "size": path.stat().st_size, **sums})
             tar.add(path, arcname=name)
             path.unlink()
+        validate.check("image_archive", manifest, "the archive manifest being written")
         for arcname, data in ((LOCK, lock_bytes),
                               (MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())):
             info = tarfile.TarInfo(arcname)

@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from reprokit import images
-from reprokit.commands.archive import ARCHIVE_VERSION, LOCK, MANIFEST, image_tar_checksums
+from reprokit import images, validate
+from reprokit.commands.archive import LOCK, MANIFEST, image_tar_checksums
 from reprokit.commands.build import client
 from reprokit.errors import UserError
 
@@ -57,11 +57,12 @@ def verify_and_load(c, archive: Path, lock: Path | None, say) -> list[dict]:
         raise UserError(f"{archive} is not a tar archive ({e})") from None
     loaded = []
     with tar, tempfile.TemporaryDirectory(prefix="reprokit-restore-") as tmp:
-        manifest = json.loads(_member(tar, MANIFEST, archive))
-        if manifest.get("kind") != "image_archive" or \
-                manifest.get("schema_version") != ARCHIVE_VERSION:
-            raise UserError(f"{archive}: manifest is not an image archive of schema_version "
-                            f"{ARCHIVE_VERSION} (found {manifest.get('schema_version')!r})")
+        try:
+            manifest = json.loads(_member(tar, MANIFEST, archive))
+        except json.JSONDecodeError as e:
+            raise UserError(f"{archive}: {MANIFEST} is not JSON ({e}); the archive is damaged: "
+                            "make it again with `reproduce.py archive`") from None
+        validate.check("image_archive", manifest, f"{archive}: {MANIFEST}")
         lock_bytes = _member(tar, LOCK, archive)
         got = hashlib.sha256(lock_bytes).hexdigest()
         if got != manifest["lock_sha256"]:
