@@ -92,6 +92,8 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
             "kit": results.kit_info(), "stacks": {}, "cells": [],
             "cpu_peak": _cpu_peak(say),
         }
+    if plan.options.data:
+        run["data"] = plan.options.data
     prior_wall = run.get("wall_s") or 0.0
     entries = {e["cell_id"]: e for e in run["cells"]}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
+from reprokit import datasets
 from reprokit.errors import UserError
 from reprokit.suites import Cell, Suite
 
@@ -17,6 +18,7 @@ class Options:
     cells: list[str] = field(default_factory=list)  # glob patterns; empty = all
     min_samples: int | None = None
     time_budget_s: float | None = None
+    data: dict | None = None  # `run --data DIR`: datasets.prepare_run's record; None = stand-ins
 
 
 @dataclass
@@ -69,7 +71,8 @@ def budget_for(cell: Cell, suite: Suite, options: Options) -> dict:
 def job_cell(cell: Cell, suite: Suite, options: Options) -> dict:
     return {
         "id": cell.id, "source": cell.source, "workload": cell.workload, "variant": cell.variant,
-        "params": cell.params, "metrics": list(cell.metrics),
+        "params": {**cell.params, **datasets.cell_data_params(cell, options.data)},
+        "metrics": list(cell.metrics),
         "budget": budget_for(cell, suite, options), "protocol": options.protocol,
         "timeout_s": cell.timeout_s or suite.defaults["timeout_s"],
     }
@@ -77,6 +80,9 @@ def job_cell(cell: Cell, suite: Suite, options: Options) -> dict:
 
 def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str) -> dict:
     cells = plan.by_stack()[stack]
-    return {"schema_version": 1, "run_id": run_id, "stack": stack, "kit": kit,
-            "out_dir": out_dir, "device": plan.options.device,
-            "cells": [job_cell(c, plan.suite, plan.options) for c in cells]}
+    job = {"schema_version": 1, "run_id": run_id, "stack": stack, "kit": kit,
+           "out_dir": out_dir, "device": plan.options.device,
+           "cells": [job_cell(c, plan.suite, plan.options) for c in cells]}
+    if plan.options.data:  # the host directory the cells' data_dir params lie in (runners mount it)
+        job["data_root"] = plan.options.data["root"]
+    return job

@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from reprokit import results, suites
+from reprokit import datasets, results, suites
 from reprokit.errors import UserError
 from reprokit.execute import execute, exit_code
 from reprokit.plan import Options, make_plan
@@ -31,6 +31,12 @@ def add_arguments(p) -> None:
     p.add_argument("--results", default="results", help="results root (default: results/)")
     p.add_argument("--resume", metavar="RUN", help="continue RUN, skipping cells already ok")
     p.add_argument("--no-report", action="store_true", help="do not render the report")
+    p.add_argument("--data", metavar="DIR",
+                   help="real data files (see `reproduce.py data`): cells that read PTB, "
+                        "WikiText-2 or Nietzsche use them instead of the stand-ins")
+    p.add_argument("--data-lock", metavar="PATH",
+                   help="lock file of data digests (default: $REPROKIT_DATA_LOCK or "
+                        "~/.cache/reprokit/data-lock.json)")
 
 
 def _check_space(root: Path, need_mb: int = 200) -> None:
@@ -50,6 +56,11 @@ def run(args) -> int:
     options = Options(quick=args.quick, protocol=args.protocol, device="cpu", cells=args.cells,
                       min_samples=args.min_samples, time_budget_s=args.time_budget)
     plan = make_plan(suite, options)
+    if args.data:
+        options.data = datasets.prepare_run(plan.runnable, args.data, args.data_lock,
+                                            say=lambda m: print(m, file=sys.stderr))
+    elif args.data_lock:
+        raise UserError("--data-lock applies with --data DIR only")
     runner, device, why = choose_runner(args.runner, args.device, args.gpus,
                                         sorted(plan.by_stack()))
     plan.options.device = device

@@ -7,6 +7,8 @@ Uses the docker SDK (never the CLI). A cell runs `python /opt/reprokit/bench/har
   - bench/ mounted read-only at /opt/reprokit/bench; the run directory mounted read-only at
     /results and its cells/ directory read-write at /results/cells (the job's out_dir, the only
     writable mount);
+  - with `run --data DIR` (the job's data_root), DIR mounted read-only at /data and every cell's
+    params.data_dir rewritten from DIR/... to /data/...;
   - memory and process-count limits; a per-cell timeout that kills the container (status
     "timeout"); the kernel OOM killer seen through State.OOMKilled (status "oom").
 The container's output is saved as the cell's log and the container is removed afterwards.
@@ -30,6 +32,7 @@ from reprokit.runners.base import BENCH, CellOutcome, StackUnavailable
 
 BENCH_IN_CONTAINER = "/opt/reprokit/bench"
 RESULTS_IN_CONTAINER = "/results"
+DATA_IN_CONTAINER = "/data"
 NOBODY = "65534:65534"
 MEM_LIMIT = "16g"  # REPROKIT_DOCKER_MEMORY overrides; source 001's word LM peaks at ~10 GB (OOM-killed at 8g)
 PIDS_LIMIT = 4096  # default; REPROKIT_DOCKER_PIDS overrides (threads count as pids)
@@ -64,10 +67,28 @@ def describe_exit(code: int, oom_killed: bool, mem_limit: str) -> tuple[str, str
     return "crashed", f"container exited with status {code} without writing a result"
 
 
+def container_job_data_root(job_path: Path) -> str | None:
+    """The host data directory a job's cells read (`run --data DIR`), or None."""
+    return json.loads(Path(job_path).read_text()).get("data_root")
+
+
+def container_data_dir(host_dir: str, root: str) -> str:
+    """A cell's host data_dir (under root) as the container sees it (root mounted at /data)."""
+    rel = Path(host_dir).relative_to(Path(root))  # both as `run --data` resolved them
+    return DATA_IN_CONTAINER if rel == Path(".") else f"{DATA_IN_CONTAINER}/{rel.as_posix()}"
+
+
 def container_job(job_path: Path) -> Path:
     """Write the container's copy of a job (out_dir=/results/cells) beside it; return its path."""
     job = json.loads(Path(job_path).read_text())
     job["out_dir"] = f"{RESULTS_IN_CONTAINER}/cells"
+    root = job.get("data_root")
+    if root:
+        job["data_root"] = DATA_IN_CONTAINER
+        for c in job["cells"]:
+            d = c.get("params", {}).get("data_dir")
+            if d:
+                c["params"]["data_dir"] = container_data_dir(d, root)
     out = Path(job_path).with_name(Path(job_path).stem + ".docker.json")
     from reprokit import results
     results.write_json_atomic(out, job, "job")
@@ -165,6 +186,10 @@ class DockerRunner:
             docker.types.Mount(f"{RESULTS_IN_CONTAINER}/cells", str(cells_dir), type="bind",
                                read_only=False),
         ]
+        data_root = container_job_data_root(Path(job_path))
+        if data_root:
+            mounts.append(docker.types.Mount(DATA_IN_CONTAINER, str(data_root), type="bind",
+                                             read_only=True))
         sec = self.security(user)
         kwargs = {}
         if self.device == "gpu":  # never run: no GPU here
