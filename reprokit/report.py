@@ -22,7 +22,7 @@ import jinja2
 from markupsafe import Markup
 
 import reprokit
-from reprokit import compare_published, plots, results, suites, validate
+from reprokit import compare_published, datasets, plots, results, suites, validate
 from reprokit.analysis import claims, diff, flops, verdicts
 from reprokit.errors import UserError
 
@@ -250,6 +250,7 @@ def _rows_for(numbers: list[dict], run: dict, cells: dict[str, dict],
         r["anchor"] = number_anchor(n["id"])
         r["device_label"] = _device_label(r["device"], host, short=True) if r["device"] else None
         r["load_high"] = n["cell"] in high
+        r["data"] = datasets.provenance(cell)  # stand-in or real data files, None if neither
         r["environment_diff"] = diff.environment_diff(n, all_sources.get(r["source"]), host, cell)
         out.append(r)
     return out
