@@ -2,10 +2,13 @@
 and finding a built image on the engine. Building is reprokit/commands/build.py.
 
 Tags:   reprokit/<dir>:<flavour>-<hash12>  the exact build; hash12 = first 12 hex digits of the
-                                           sha256 over every context file (path + sha256), the
-                                           build args and the base image's ID
+                                           sha256 over every context file (path + sha256; the
+                                           shared files of images/_blocks/ the Dockerfile COPYs
+                                           are context files too), the build args and the base
+                                           image's ID
         reprokit/<dir>:<flavour>           moving alias to the newest build (what compose files use)
-Recipes: images/<dir>/ (REPROKIT_IMAGES_DIR overrides the folder).
+Recipes: images/<dir>/ (REPROKIT_IMAGES_DIR overrides the folder); each Dockerfile is generated
+        from its recipe.yaml and images/_blocks/ by reprokit/recipes.py.
 Lock:   images/lock.json (REPROKIT_IMAGE_LOCK overrides), one entry per "<dir>:<flavour>": tags,
         built image ID, base image name/ID, build args, sha256 of every context file (wheels
         included; computed when the file is first hashed, never typed in), engine version, time.
@@ -74,6 +77,21 @@ def context_files(ctx: Path) -> dict[str, str]:
 
 # -- recipes -------------------------------------------------------------------------------------
 _ARG = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?", re.MULTILINE)
+
+
+_COPY = re.compile(r"^\s*COPY\s+(.+)$", re.MULTILINE | re.IGNORECASE)
+
+
+def dockerfile_copies(text: str) -> list[str]:
+    """Sources of the Dockerfile's COPY instructions from the build context (not --from=stage)."""
+    text = re.sub(r"\\\n", " ", text)
+    out: list[str] = []
+    for rest in _COPY.findall(text):
+        tokens = rest.split()
+        if any(t.startswith("--from") for t in tokens):
+            continue
+        out += [t for t in tokens if not t.startswith("--")][:-1]
+    return list(dict.fromkeys(out))
 
 
 def dockerfile_args(text: str) -> dict[str, str | None]:
@@ -161,7 +179,7 @@ class Recipe:
             out = {k: str(v) for k, v in (spec.get("build_args") or {}).items()}
             if flavour == "cpu":
                 out["BASE_IMAGE"] = base
-            for d in spec.get("downloads") or []:
+            for d in self.downloads(flavour):
                 arg, want = d.get("sha256_arg"), d.get("sha256") or (recorded or {}).get(
                     d.get("sha256_arg") or "")
                 if arg and want:
@@ -182,7 +200,28 @@ class Recipe:
         return str((spec.get("build_args") or {}).get("BASE_IMAGE") or self.args.get("BASE_IMAGE"))
 
     def downloads(self, flavour: str) -> list[dict]:
-        return list((self.flavour(flavour) or {}).get("downloads") or [])
+        """recipe.yaml's downloads of the flavour and the keys of the NVIDIA apt repositories its
+        Dockerfile adds (reprokit/recipes.py); each with url_arg, sha256_arg, sha256 and source."""
+        params = self.params
+        if params is None or self.flavour(flavour) is None:
+            return []
+        from reprokit import recipes
+
+        return recipes.downloads(params, flavour, recipes.load_distros(self.path.parent))
+
+    def shared_files(self) -> list[Path]:
+        """Files the Dockerfile COPYs that are not in images/<dir>/ but in the shared building
+        blocks (images/_blocks/, e.g. fetch_sha256.sh): the build copies them into the context."""
+        from reprokit import recipes
+
+        shared = recipes.blocks(self.path.parent)
+        out = []
+        for src in dockerfile_copies(self.dockerfile):
+            if "$" in src or "*" in src or (self.path / src.rstrip("/")).exists():
+                continue
+            if (shared / src).is_file():
+                out.append(shared / src)
+        return out
 
 
 def recipe(image_dir: str, root: Path | None = None) -> Recipe:

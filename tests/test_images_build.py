@@ -15,7 +15,7 @@ import zipfile
 import pytest
 
 from reprokit import images
-from reprokit.commands.build import build_image, pip_download
+from reprokit.commands.build import build_image, make_context, pip_download
 from reprokit.errors import UserError
 
 QUIET = lambda *_: None  # noqa: E731
@@ -109,6 +109,33 @@ def test_every_recipe_builds_args_the_kit_passes(repo):
             for req in rec.requirements(flavour):
                 assert req.is_file()
             assert rec.base_for(flavour, images.BASE_IMAGE)
+
+
+def test_the_context_holds_the_shared_files_and_the_tag_hash_covers_them(tmp_path):
+    """A file the Dockerfile COPYs from images/_blocks/ (fetch_sha256.sh) is copied into the build
+    context and hashed like the recipe's own files: changing it gives another tag."""
+    root = tmp_path / "images"
+    (root / "_blocks").mkdir(parents=True)
+    shared = root / "_blocks" / "fetch_sha256.sh"
+    shared.write_text("#!/bin/sh\necho one\n")
+    (root / "fetcher").mkdir()
+    (root / "fetcher" / "extra.txt").write_text("own file\n")
+    (root / "fetcher" / "Dockerfile").write_text(
+        "ARG BASE_IMAGE=reprokit/base:bookworm\nFROM ${BASE_IMAGE} AS build\nFROM ${BASE_IMAGE}\n"
+        "COPY fetch_sha256.sh extra.txt /opt/reprokit/build/\nCOPY --from=build /etc/hostname /x\n")
+    rec = images.recipe("fetcher", root)
+    assert rec.shared_files() == [shared]
+    hashes = []
+    for text in ("#!/bin/sh\necho one\n", "#!/bin/sh\necho two\n"):
+        shared.write_text(text)
+        ctx = tmp_path / f"ctx{len(hashes)}"
+        ctx.mkdir()
+        files = make_context(rec, "cpu", images.BASE_IMAGE, None, ctx, QUIET)
+        assert (ctx / "fetch_sha256.sh").read_text() == text
+        assert files["fetch_sha256.sh"] == images.file_sha256(shared)
+        assert "extra.txt" in files and "Dockerfile" in files
+        hashes.append(images.inputs_hash(files, {"FLAVOUR": "cpu"}, "sha256:base"))
+    assert hashes[0] != hashes[1]
 
 
 # -- on the engine -------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """`reproduce.py build [--suite S | --stack NAME ... | --image DIR ...] [--flavour cpu|gpu]
 [--wheelhouse DIR]`: build stack images with the docker SDK and record them in the lock file.
 
-A build context is assembled in a temporary directory: every file of images/<dir>/ plus a wheelhouse
-(`wheels/`) that `pip download` fills on the host with exactly the wheels the flavour's requirement
-file needs (from PyPI and the pip configuration's find-links; with --wheelhouse DIR, offline from DIR
-only). Inside the build pip installs from that wheelhouse with --no-index: no package index is needed.
+A build context is assembled in a temporary directory: every file of images/<dir>/, the shared
+files of images/_blocks/ the Dockerfile COPYs (e.g. fetch_sha256.sh; hashed into the tag like every
+context file) and a wheelhouse (`wheels/`) that `pip download` fills on the host with exactly the
+wheels the flavour's requirement file needs (from PyPI and the pip configuration's find-links; with
+--wheelhouse DIR, offline from DIR only). Inside the build pip installs from that wheelhouse with
+--no-index: no package index is needed.
 Tags and the lock file: reprokit/images.py.
 """
 
@@ -22,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reprokit import images, suites
+from reprokit import images, recipes, suites
 from reprokit.errors import UserError
 from reprokit.images import (
     BASE_IMAGE,
@@ -99,7 +101,8 @@ def pip_download(reqs: list[Path], dest: Path, base: str, wheelhouse: Path | Non
 
 def make_context(rec: Recipe, flavour: str, base: str, wheelhouse: Path | None, ctx: Path,
                  say) -> dict[str, str]:
-    """Copy the recipe into ctx, download its wheels into ctx/wheels; return {file: sha256}."""
+    """Copy the recipe and the shared files it uses into ctx, download its wheels into ctx/wheels;
+    return {file: sha256}."""
     for p in rec.path.iterdir():
         if p.name in SKIP:
             continue
@@ -107,6 +110,8 @@ def make_context(rec: Recipe, flavour: str, base: str, wheelhouse: Path | None, 
             shutil.copytree(p, ctx / p.name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(p, ctx / p.name)
+    for p in rec.shared_files():
+        shutil.copy2(p, ctx / p.name)
     (ctx / WHEELS).mkdir()
     reqs = rec.requirements(flavour)
     if reqs:
@@ -238,6 +243,9 @@ def build_image(client, image_dir: str, flavour: str = "cpu", base: str = BASE_I
                 root: Path | None = None, say=print) -> dict:
     """Build one image (or find it already built from identical inputs); update the lock."""
     rec, from_image, base_img = check_base(client, image_dir, flavour, base, root)
+    if recipes.is_stale(rec.image_dir, rec.path.parent):
+        say(f"warning: images/{image_dir}/Dockerfile differs from what its recipe.yaml generates; "
+            "building it as it is (regenerate: python -m reprokit.recipes)")
     old = load_lock(lock)["images"].get(lock_key(image_dir, flavour)) or {}
     recorded = {d["sha256_arg"]: d["sha256"] for d in old.get("downloads", [])
                 if d.get("sha256_arg") and d.get("sha256")}

@@ -4,7 +4,8 @@
 # With SHA256 given, a different sum fails the build. With SHA256 empty the sum is "recorded on first
 # build": the build step (reproduce.py build) reads downloads.sha256 from the image, writes the sum to
 # the lock file and passes it back as a build arg on later builds, where it is then enforced.
-# Identical copies live in every image directory that downloads something (tests/test_images.py).
+# The one copy lives in images/_blocks/; reproduce.py build copies it into the build context of every
+# recipe whose Dockerfile COPYs it (reprokit/images.py shared_files).
 set -eu
 url=$1
 out=$2
