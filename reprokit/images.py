@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from reprokit import validate
 from reprokit.errors import UserError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -248,9 +249,10 @@ def load_lock(path: Path | None = None) -> dict:
         doc = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise UserError(f"{p} is unreadable ({e}); remove it and rebuild") from e
-    if doc.get("kind") != "image_lock" or doc.get("schema_version") != LOCK_VERSION:
-        raise UserError(f"{p} is not an image lock of schema_version {LOCK_VERSION} (found "
-                        f"{doc.get('schema_version')!r}); remove it and rebuild")
+    errs = validate.errors("image_lock", doc)
+    if errs:
+        raise UserError(f"{p} is not a valid image lock ({errs[0]}); remove it and run "
+                        "`reproduce.py build` again")
     return doc
 
 
@@ -260,6 +262,7 @@ def update_lock(entries: dict[str, dict], path: Path | None = None) -> Path:
     doc = load_lock(p)
     doc["images"].update(entries)
     doc["images"] = dict(sorted(doc["images"].items()))
+    validate.check("image_lock", doc, f"the image lock being written to {p}")
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=p.parent)
     with os.fdopen(fd, "w") as f:

@@ -550,3 +550,15 @@ def test_check_lists_a_stale_dockerfile_and_the_writer_fixes_it(tmp_images):
                                     "run `python -m reprokit.recipes`")
     assert tool().returncode == 0 and tool("--check").returncode == 0
     assert "hand-edited" not in (tmp_images / "2018-keras-tf" / "Dockerfile").read_text()
+
+
+def test_a_lock_file_that_breaks_its_schema_is_refused_with_the_fix(tmp_path):
+    from reprokit.errors import UserError
+    lock = tmp_path / "lock.json"
+    assert images.load_lock(lock)["images"] == {}                 # absent: empty lock
+    lock.write_text('{"schema_version": 1, "kind": "image_lock", "images": {"x:cpu": {"tag": 1}}}')
+    with pytest.raises(UserError, match="not a valid image lock.*reproduce.py build"):
+        images.load_lock(lock)
+    lock.write_text("{not json")
+    with pytest.raises(UserError, match="unreadable"):
+        images.load_lock(lock)
