@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 import time
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
+
+from reprokit.console import console
 
 
 def _fmt(seconds: float) -> str:
@@ -31,10 +32,10 @@ class Progress:
         self.stream = stream or sys.stderr
         self.live = None
         if self.cells and self.stream.isatty():
-            self.live = RichProgress(TextColumn("{task.description}"), BarColumn(),
+            self.live = RichProgress(TextColumn("{task.description}", markup=False), BarColumn(),
                                      MofNCompleteColumn(), TimeElapsedColumn(),
                                      TextColumn("ETA {task.fields[eta]}"),
-                                     console=Console(file=self.stream), transient=False)
+                                     console=console(file=self.stream), transient=False)
             self.task = self.live.add_task("starting", total=len(self.cells), eta="?")
             self.live.start()
 

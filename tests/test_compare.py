@@ -64,3 +64,18 @@ def test_cli_user_error_is_one_line(capsys, tmp_path):
     (bad / "run.json").write_text("{not json")
     assert cli.main(["compare", str(bad), str(RUNS / "cpu-b")]) == 2
     assert "unreadable" in capsys.readouterr().err
+
+
+def test_table_shows_data_as_typed_not_as_rich_markup(capsys, tmp_path, monkeypatch):
+    """A field read from a results file is printed literally: '[x, h]' is kept, and a '[red]'
+    tag from a file neither disappears nor restyles the terminal."""
+    import shutil
+
+    b = tmp_path / "cpu-b"
+    shutil.copytree(RUNS / "cpu-b", b)
+    run = json.loads((b / "run.json").read_text())
+    run["host_fingerprint"]["cpu"]["model_name"] = "cpu [x, h] [red]z[/red]"
+    (b / "run.json").write_text(json.dumps(run))
+    monkeypatch.setenv("COLUMNS", "250")
+    assert cli.main(["compare", str(RUNS / "cpu-a"), str(b)]) == 0
+    assert "cpu [x, h] [red]z[/red]" in capsys.readouterr().out

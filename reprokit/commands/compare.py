@@ -39,11 +39,12 @@ def _fmt(x, digits: int = 4) -> str:
 
 
 def _print(result: dict, show_all: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console()
-    con.print(f"[bold]compare[/bold] A = {result['run_a']}  ->  B = {result['run_b']}")
+    from reprokit.console import console
+
+    con = console()
+    con.print(f"compare A = {result['run_a']}  ->  B = {result['run_b']}", style="bold")
     rows = [r for r in result["host_diff"] if show_all or r["differs"]]
     t = Table(title="host fingerprint" + ("" if show_all else " (differences only)"))
     for col in ("field", "A", "B"):

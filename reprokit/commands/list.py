@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Console
 from rich.table import Table
 
 from reprokit import suites
+from reprokit.console import console
 
 
 def add_arguments(p) -> None:
@@ -45,7 +45,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(data, indent=1))
         return 0
-    con = Console()
+    con = console()
     for s in data["suites"]:
         t = Table(title=f"{s['name']}: {s['description'].strip()}", title_justify="left")
         for col in ("cell", "stack", "metrics", "published", "status"):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Console
 from rich.table import Table
 
 from reprokit import fingerprint, preflight, suites
+from reprokit.console import console
 
 
 def add_arguments(p) -> None:
@@ -30,5 +30,5 @@ def run(args) -> int:
         t.add_column(col)
     for cell_id, v in verdicts.items():
         t.add_row(cell_id, v["status"], "; ".join(v["reasons"]) or "-")
-    Console().print(t)
+    console().print(t)
     return 0
