@@ -20,6 +20,11 @@ from array import array
 import corpora
 import timing
 
+try:
+    from workloads import _params as params_
+except ImportError:  # pragma: no cover
+    import _params as params_
+
 PHASES = ("forward", "train")
 
 DEFAULTS = {
@@ -41,12 +46,7 @@ DEFAULTS = {
 
 
 def params(ctx, workload):
-    unknown = sorted(k for k in ctx.params if k not in DEFAULTS)
-    if unknown:
-        raise ValueError("unknown params for %s: %s (known: %s)"
-                         % (workload, ", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    p = dict(DEFAULTS)
-    p.update(ctx.params)
+    p = params_.resolve(ctx, workload, DEFAULTS)
     if p["phase"] not in PHASES:
         raise ValueError("params.phase must be one of %s, got %r" % (", ".join(PHASES), p["phase"]))
     if p["dataset"] != "ptb":

@@ -23,40 +23,20 @@ import timing
 
 try:
     from workloads import _jax_lstm as jl
+    from workloads import _params as params_
 except ImportError:  # pragma: no cover
     import _jax_lstm as jl
+    import _params as params_
 
 FRAMEWORK = "jax"
 VARIANTS = ("word_lm",)
 ITEMS_UNIT = "words/s"
 
-DEFAULTS = {
-    "dataset": "wikitext-2",
-    "data_dir": None,           # None: deterministic stand-in corpus (bench/corpora.py)
-    "sha256": None,
-    "vocab": None,              # expected model vocabulary (33279); checked when given
-    "vocab_override": None,     # stand-in corpus types instead of 33,278 (tests only)
-    "emb": 1024,
-    "hidden": 1024,
-    "layers": 1,
-    "batch": 128,
-    "seq_len": 128,
-    "lr": 0.002,
-    "tied": True,
-    "seed": 1234,
-    "published_iterations": None,
-}
+DEFAULTS = params_.WORD_LM_001
 
 
 def _params(ctx):
-    unknown = sorted(k for k in ctx.params if k not in DEFAULTS)
-    if unknown:
-        raise ValueError("unknown params for s001_jax: %s (known: %s)"
-                         % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    if ctx.variant not in (None,) + VARIANTS:
-        raise ValueError("s001_jax: unknown variant %r" % (ctx.variant,))
-    p = dict(DEFAULTS)
-    p.update(ctx.params)
+    p = params_.resolve(ctx, "s001_jax", DEFAULTS, VARIANTS)
     if p["dataset"] != "wikitext-2" or int(p["layers"]) != 1 or not p["tied"]:
         raise ValueError("s001_jax runs the published model only: wikitext-2, 1 layer, tied")
     if int(p["emb"]) != int(p["hidden"]):
@@ -68,7 +48,8 @@ def _split(p, name):
     extra = {"vocab_size": p["vocab_override"]} if p["vocab_override"] else {}
     if p.get("data_dir") and extra:
         raise ValueError("vocab_override applies to the stand-in only, not to data_dir")
-    return corpora.open_corpus("wikitext-2-kawakami", name, p.get("data_dir"), p["sha256"], **extra)
+    return corpora.open_corpus(params_.wikitext2_name(p), name, p.get("data_dir"), p["sha256"],
+                               **extra)
 
 
 def _batches(np, jax, tokens, batch, seq):

@@ -23,36 +23,20 @@ Python 3.5 syntax; imports only torch (numpy if present) and the standard librar
 import corpora
 import timing
 
+try:
+    from workloads import _params as params_
+except ImportError:  # pragma: no cover
+    import _params as params_
+
 FRAMEWORK = "torch"
 
-DEFAULTS = {
-    "dataset": "wikitext-2",
-    "reading": "kawakami",      # blank lines emit nothing, as the original loader
-    "data_dir": None,           # None: deterministic stand-in corpus (bench/corpora.py)
-    "sha256": None,             # {file name: expected sha256} for real data
-    "vocab": None,              # expected model vocabulary (33279); checked when given
-    "vocab_override": None,     # stand-in corpus types instead of 33,278 (tests only)
-    "emb": 1024,
-    "hidden": 1024,
-    "layers": 1,
-    "batch": 128,
-    "seq_len": 128,
-    "lr": 0.002,
-    "tied": True,
-    "seed": 1234,               # the original's default -seed
-    "published_iterations": None,
-}
+DEFAULTS = params_.WORD_LM_001
 
 ITEMS_UNIT = "words/s"
 
 
 def _params(ctx):
-    unknown = sorted(k for k in ctx.params if k not in DEFAULTS)
-    if unknown:
-        raise ValueError("unknown params for s001_pytorch: %s (known: %s)"
-                         % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    p = dict(DEFAULTS)
-    p.update(ctx.params)
+    p = params_.resolve(ctx, "s001_pytorch", DEFAULTS)
     if p["dataset"] != "wikitext-2":
         raise ValueError("s001_pytorch runs dataset 'wikitext-2' only, got %r" % (p["dataset"],))
     if int(p["layers"]) != 1:
@@ -63,7 +47,7 @@ def _params(ctx):
 
 
 def _corpora(p):
-    name = "wikitext-2-kawakami" if p["reading"] == "kawakami" else "wikitext-2"
+    name = params_.wikitext2_name(p)
     if p["data_dir"]:
         if p["vocab_override"]:
             raise ValueError("vocab_override applies to the stand-in only, not to data_dir")

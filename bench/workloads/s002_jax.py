@@ -25,14 +25,7 @@ VARIANTS = ("jax",)
 
 
 def _params(ctx):
-    unknown = sorted(k for k in ctx.params if k not in base.DEFAULTS)
-    if unknown:
-        raise ValueError("unknown params for s002_jax: %s (known: %s)"
-                         % (", ".join(unknown), ", ".join(sorted(base.DEFAULTS))))
-    if ctx.variant not in (None,) + VARIANTS:
-        raise ValueError("s002_jax: variant must be 'jax', got %r" % (ctx.variant,))
-    p = dict(base.DEFAULTS)
-    p.update(ctx.params)
+    p = base.params_.resolve(ctx, "s002_jax", base.DEFAULTS, VARIANTS)
     if p["dataset"] not in base.DATASETS or p["optimizer"] != "rmsprop":
         raise ValueError("dataset must be one of %s with optimizer rmsprop"
                          % ", ".join(base.DATASETS))

@@ -36,6 +36,11 @@ import sys
 import corpora
 import timing
 
+try:
+    from workloads import _params as params_
+except ImportError:  # pragma: no cover
+    import _params as params_
+
 
 # the framework whose build information the stack fingerprint records, per variant
 FRAMEWORK = {"mxnet": "mxnet", "tensorflow": "keras"}
@@ -66,12 +71,7 @@ PUBLISHED_WIKITEXT2_SAMPLES = 1562175  # the table's "No. of samples", inconsist
 
 
 def _params(ctx):
-    unknown = sorted(k for k in ctx.params if k not in DEFAULTS)
-    if unknown:
-        raise ValueError("unknown params for s002_keras: %s (known: %s)"
-                         % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    p = dict(DEFAULTS)
-    p.update(ctx.params)
+    p = params_.resolve(ctx, "s002_keras", DEFAULTS)
     if p["dataset"] not in DATASETS:
         raise ValueError("dataset must be one of %s, got %r" % (", ".join(DATASETS), p["dataset"]))
     if p["unroll"] not in ("unroll", "nounroll"):

@@ -19,41 +19,19 @@ import timing
 
 try:
     from workloads import _jax_lstm as jl
+    from workloads import _params as params_
 except ImportError:  # pragma: no cover
     import _jax_lstm as jl
+    import _params as params_
 
 FRAMEWORK = "jax"
 VARIANTS = ("scan",)
 
-DEFAULTS = {
-    "dataset": "ptb",
-    "batch": 20,
-    "seq_len": 35,
-    "hidden": 1500,
-    "layers": 2,
-    "vocab": 10000,
-    "keep_prob": 0.35,
-    "init_scale": 0.04,
-    "lr": 1.0,
-    "max_grad_norm": 10.0,
-    "gpus": 0,                 # 0: the job's device; one GPU at most (no multi-GPU path here)
-    "data_dir": None,          # ptb.train.txt; None: deterministic stand-in
-    "sha256": None,
-    "n_tokens": None,          # stand-in length (tests)
-    "seed": 1234,
-}
+DEFAULTS = params_.PTB_LARGE_004  # gpus: one GPU at most (no multi-GPU path here)
 
 
 def _params(ctx):
-    unknown = sorted(k for k in ctx.params if k not in DEFAULTS)
-    if unknown:
-        raise ValueError("unknown params for s004_jax: %s (known: %s)"
-                         % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    if ctx.variant not in (None,) + VARIANTS:
-        raise ValueError("s004_jax: unknown variant %r (known: %s)"
-                         % (ctx.variant, ", ".join(VARIANTS)))
-    p = dict(DEFAULTS)
-    p.update(ctx.params)
+    p = params_.resolve(ctx, "s004_jax", DEFAULTS, VARIANTS)
     if p["dataset"] != "ptb":
         raise ValueError("s004_jax runs dataset 'ptb' only, got %r" % (p["dataset"],))
     if int(p["gpus"]) > 1:

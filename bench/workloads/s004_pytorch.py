@@ -21,6 +21,11 @@ Python 3.5 syntax; imports torch, numpy (if present) and the standard library.
 import corpora
 import timing
 
+try:
+    from workloads import _params as params_
+except ImportError:  # pragma: no cover
+    import _params as params_
+
 FRAMEWORK = "torch"
 
 DEFAULTS = {
@@ -44,12 +49,7 @@ DEFAULTS = {
 
 
 def _params(ctx):
-    unknown = sorted(k for k in ctx.params if k not in DEFAULTS)
-    if unknown:
-        raise ValueError("unknown params for s004_pytorch: %s (known: %s)"
-                         % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    p = dict(DEFAULTS)
-    p.update(ctx.params)
+    p = params_.resolve(ctx, "s004_pytorch", DEFAULTS)
     if p["dataset"] != "wikitext-2":
         raise ValueError("s004_pytorch runs dataset 'wikitext-2' (the example's default) only, "
                          "got %r" % (p["dataset"],))

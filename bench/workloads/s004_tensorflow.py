@@ -32,36 +32,21 @@ Python 3.5 syntax; imports tensorflow, numpy (if present, via corpora) and the s
 import corpora
 import timing
 
+try:
+    from workloads import _params as params_
+except ImportError:  # pragma: no cover
+    import _params as params_
+
 FRAMEWORK = "tensorflow"
 
-DEFAULTS = {
-    "dataset": "ptb",          # "ptb" or "repeat" (0..seq_len-1 repeated: tests only)
-    "batch": 20,
-    "seq_len": 35,
-    "hidden": 1500,
-    "layers": 2,
-    "vocab": 10000,
-    "keep_prob": 0.35,
-    "init_scale": 0.04,
-    "lr": 1.0,
-    "max_grad_norm": 10.0,
-    "gpus": 0,
-    "tower_devices": None,     # overrides the towers' devices (tests run two towers on the CPU)
-    "data_dir": None,
-    "sha256": None,
-    "n_tokens": None,          # stand-in / repeat length (tests)
-    "seed": 1234,
-}
+# "dataset" may also be "repeat" (0..seq_len-1 repeated: tests only)
+DEFAULTS = dict(params_.PTB_LARGE_004,
+                tower_devices=None)  # overrides the towers' devices (tests: two towers on the CPU)
 VARIANTS = ("basic", "block", "cudnn")
 
 
 def _params(ctx):
-    unknown = sorted(k for k in ctx.params if k not in DEFAULTS)
-    if unknown:
-        raise ValueError("unknown params for s004_tensorflow: %s (known: %s)"
-                         % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    p = dict(DEFAULTS)
-    p.update(ctx.params)
+    p = params_.resolve(ctx, "s004_tensorflow", DEFAULTS)
     if ctx.variant not in VARIANTS:
         raise ValueError("variant must be one of %s, got %r" % (", ".join(VARIANTS), ctx.variant))
     if p["dataset"] not in ("ptb", "repeat"):

@@ -1,0 +1,67 @@
+"""Workload parameters shared between the implementations of one source: the published defaults of
+source 001 (word-level LM) and source 004 (PTB "large"), one copy each, and the one check every
+workload makes of the parameters a job gives it.
+
+A workload adds its own keys with `dict(WORD_LM_001, key=value)`; the published values are never
+repeated in a workload module. Standard library only, Python 3.5 syntax (2.7-compatible).
+"""
+
+# Source 001 (PyTorch word_language_model, seed_workloads.md section 2).
+WORD_LM_001 = {
+    "dataset": "wikitext-2",
+    "reading": "kawakami",      # blank lines emit nothing, as the original loader
+    "data_dir": None,           # None: deterministic stand-in corpus (bench/corpora.py)
+    "sha256": None,             # {file name: expected sha256} for real data
+    "vocab": None,              # expected model vocabulary (33279); checked when given
+    "vocab_override": None,     # stand-in corpus types instead of 33,278 (tests only)
+    "emb": 1024,
+    "hidden": 1024,
+    "layers": 1,
+    "batch": 128,
+    "seq_len": 128,
+    "lr": 0.002,
+    "tied": True,
+    "seed": 1234,               # the original's default -seed
+    "published_iterations": None,
+}
+
+# Source 004 (TF PTB tutorial, "large" configuration, seed_workloads.md section 5).
+PTB_LARGE_004 = {
+    "dataset": "ptb",
+    "batch": 20,
+    "seq_len": 35,
+    "hidden": 1500,
+    "layers": 2,
+    "vocab": 10000,
+    "keep_prob": 0.35,
+    "init_scale": 0.04,
+    "lr": 1.0,
+    "max_grad_norm": 10.0,
+    "gpus": 0,                  # 0: the job's device
+    "data_dir": None,           # ptb.train.txt; None: deterministic stand-in
+    "sha256": None,
+    "n_tokens": None,           # stand-in length (tests)
+    "seed": 1234,
+}
+
+
+def resolve(ctx, workload, defaults, variants=None):
+    """defaults updated by ctx.params; a key not in defaults, or a variant not in variants (when
+    given; None is always accepted), raises ValueError naming the known ones."""
+    unknown = sorted(k for k in ctx.params if k not in defaults)
+    if unknown:
+        raise ValueError("unknown params for %s: %s (known: %s)"
+                         % (workload, ", ".join(unknown), ", ".join(sorted(defaults))))
+    if variants is not None and ctx.variant not in (None,) + tuple(variants):
+        raise ValueError("%s: unknown variant %r (known: %s)"
+                         % (workload, ctx.variant, ", ".join(variants)))
+    p = dict(defaults)
+    p.update(ctx.params)
+    return p
+
+
+def wikitext2_name(p):
+    """The stand-in / loader name of source 001's reading of WikiText-2."""
+    if p["reading"] not in ("kawakami", "standard"):
+        raise ValueError("reading must be 'kawakami' or 'standard', got %r" % (p["reading"],))
+    return "wikitext-2-kawakami" if p["reading"] == "kawakami" else "wikitext-2"
