@@ -28,6 +28,7 @@ import hashlib
 import io
 import os
 import random
+import re
 import sys
 import zlib
 from array import array
@@ -465,6 +466,30 @@ def load_nietzsche(data_dir, sha256=None):
     info.update({"reading": STAND_INS["nietzsche"]["reading"], "vocab_rule": "sorted characters",
                  "ids_sha256": ids_sha256(ids)})
     return Corpus("nietzsche", "train", "char", ids, len(vocab), False, info, vocab)
+
+
+def load_wikitext2_char(data_dir, sha256=None):
+    """wiki.train.raw as Keras-MXNet read it: per line the [a-zA-Z0-9]+ runs joined by one space,
+    lower-cased, lines concatenated with no separator. Returns (ids list, vocab, provenance)."""
+    path = os.path.join(data_dir, "wiki.train.raw")
+    if not os.path.isfile(path):
+        raise DataMissingError(
+            "wiki.train.raw not found in %s: unpack wikitext-2-raw-v1.zip and pass the directory "
+            "holding it; or give no data directory to use the deterministic stand-in" % data_dir)
+    digest = file_sha256(path)
+    expected = (sha256 or {}).get("wiki.train.raw")
+    if expected is not None and expected.lower() != digest:
+        raise ChecksumError("%s: sha256 %s, expected %s" % (path, digest, expected))
+    word = re.compile("[a-zA-Z0-9]+")
+    with io.open(path, encoding="utf-8") as f:
+        text = "".join(" ".join(word.findall(line)).lower() for line in f)
+    vocab = sorted(set(text))
+    index = dict((c, i) for i, c in enumerate(vocab))
+    info = {"file": "wiki.train.raw", "path": os.path.abspath(path), "sha256": digest,
+            "sha256_verified": None if expected is None else True,
+            "reading": "Keras-MXNet char preprocessing (section 3.1)", "n_tokens": len(text),
+            "vocab_size": len(vocab), "stand_in": False}
+    return [index[c] for c in text], vocab, info
 
 
 def open_corpus(name, split, data_dir=None, sha256=None, **stand_in_args):

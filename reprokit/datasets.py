@@ -18,7 +18,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import sys
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -70,24 +69,6 @@ def bench_corpora():
     return _load_by_path("reprokit_bench_corpora", BENCH / "corpora.py")
 
 
-@cache
-def _bench_s002():
-    """bench/workloads/s002_keras.py (for read_wikitext2_char); its top-level imports `corpora` and
-    `timing` are served from private copies for the duration of the import only."""
-    names = ("corpora", "timing")
-    saved = {n: sys.modules.get(n) for n in names}
-    sys.modules["corpora"] = bench_corpora()
-    sys.modules["timing"] = _load_by_path("reprokit_bench_timing", BENCH / "timing.py")
-    try:
-        return _load_by_path("reprokit_bench_s002", BENCH / "workloads" / "s002_keras.py")
-    finally:
-        for n, m in saved.items():
-            if m is None:
-                sys.modules.pop(n, None)
-            else:
-                sys.modules[n] = m
-
-
 def read_corpus(corpus: str, data_dir: Path) -> dict[str, dict]:
     """{split: {"tokens": n, "vocab": v}} of a reading, parsed exactly as the workloads parse it."""
     c = bench_corpora()
@@ -99,7 +80,7 @@ def read_corpus(corpus: str, data_dir: Path) -> dict[str, dict]:
     elif corpus == "nietzsche":
         splits = {"train": c.load_nietzsche(d)}
     elif corpus == "wikitext-2-char-keras-mxnet":
-        ids, vocab, _ = _bench_s002().read_wikitext2_char(d)
+        ids, vocab, _ = c.load_wikitext2_char(d)
         return {"train": {"tokens": len(ids), "vocab": len(vocab)}}
     else:
         raise KeyError(f"no reader for corpus {corpus!r}")

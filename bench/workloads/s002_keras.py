@@ -27,9 +27,6 @@ Multi-GPU cells (gpus > 1) use tf.distribute.MirroredStrategy / one MXNet contex
 global batch split, like keras multi_gpu_model. THE GPU PATHS HAVE NEVER RUN ON A GPU.
 Python 3.5 syntax; imports the framework of the variant, numpy and the standard library.
 """
-import io
-import os
-import re
 import resource
 import sys
 
@@ -96,30 +93,6 @@ def check_gpus(ctx, wanted, available):
 # -----------------------------------------------------------------------------------------------
 # Data: host numpy arrays, one shuffled batch at a time, as Keras fit slices them
 # -----------------------------------------------------------------------------------------------
-def read_wikitext2_char(data_dir, sha256=None):
-    """wiki.train.raw as Keras-MXNet read it: per line the [a-zA-Z0-9]+ runs joined by one space,
-    lower-cased, lines concatenated with no separator. Returns (ids list, vocab, provenance)."""
-    path = os.path.join(data_dir, "wiki.train.raw")
-    if not os.path.isfile(path):
-        raise corpora.DataMissingError(
-            "wiki.train.raw not found in %s: unpack wikitext-2-raw-v1.zip and pass the directory "
-            "holding it; or give no data directory to use the deterministic stand-in" % data_dir)
-    digest = corpora.file_sha256(path)
-    expected = (sha256 or {}).get("wiki.train.raw")
-    if expected is not None and expected.lower() != digest:
-        raise corpora.ChecksumError("%s: sha256 %s, expected %s" % (path, digest, expected))
-    word = re.compile("[a-zA-Z0-9]+")
-    with io.open(path, encoding="utf-8") as f:
-        text = "".join(" ".join(word.findall(line)).lower() for line in f)
-    vocab = sorted(set(text))
-    index = dict((c, i) for i, c in enumerate(vocab))
-    info = {"file": "wiki.train.raw", "path": os.path.abspath(path), "sha256": digest,
-            "sha256_verified": None if expected is None else True,
-            "reading": "Keras-MXNet char preprocessing (section 3.1)", "n_tokens": len(text),
-            "vocab_size": len(vocab), "stand_in": False}
-    return [index[c] for c in text], vocab, info
-
-
 class Data(object):
     """The training arrays of one cell and a shuffled full-batch iterator over them."""
 
@@ -164,7 +137,7 @@ class Data(object):
                 c = corpora.load_nietzsche(p["data_dir"], p["sha256"])
                 ids, d, label = c.tokens, c.vocab_size, c.label()
             else:
-                ids, vocab, label = read_wikitext2_char(p["data_dir"], p["sha256"])
+                ids, vocab, label = corpora.load_wikitext2_char(p["data_dir"], p["sha256"])
                 d = len(vocab)
         else:
             corpus = "nietzsche" if name == "nietzsche" else "wikitext-2-char-keras-mxnet"
