@@ -23,7 +23,6 @@ BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
 import stack_fingerprint as sfp  # noqa: E402
 
-THEANO_PY = Path("/tmp/venv-theano/bin/python")
 # platform.md: Theano 1.0.5 with numpy 1.23.5 needs an empty blas.ldflags or its import fails.
 THEANO_FLAGS = "blas.ldflags=,floatX=float32,device=cpu"
 
@@ -340,20 +339,18 @@ def _run_collect(python: str, framework: str, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(not THEANO_PY.exists(), reason="no Theano venv at %s" % THEANO_PY)
-def test_collect_theano_in_its_venv():
+def test_collect_theano_in_its_venv(theano_python):
     env = dict(os.environ, THEANO_FLAGS=THEANO_FLAGS)
-    fw = _run_collect(str(THEANO_PY), "theano", env)["framework"]
+    fw = _run_collect(theano_python, "theano", env)["framework"]
     assert fw["version"] == "1.0.5", fw
     assert fw["device"] == "cpu" and fw["floatX"] == "float32" and fw["blas_ldflags"] == ""
     assert fw["errors"] == {}
 
 
-@pytest.mark.skipif(not THEANO_PY.exists(), reason="no Theano venv at %s" % THEANO_PY)
-def test_collect_theano_import_failure_becomes_an_error_string():
+def test_collect_theano_import_failure_becomes_an_error_string(theano_python):
     # Without the blas.ldflags flag Theano 1.0.5's import fails on numpy 1.23 (platform.md).
     env = {k: v for k, v in os.environ.items() if k != "THEANO_FLAGS"}
-    fpr = _run_collect(str(THEANO_PY), "theano", env)
+    fpr = _run_collect(theano_python, "theano", env)
     assert fpr["framework"]["version"] is None and "blas_opt_info" in fpr["framework"]["error"]
     assert fpr["numpy"]["version"] == "1.23.5"
 

@@ -215,24 +215,9 @@ def test_tensorflow_unknown_variant_fails_clearly(tf_results):
 
 # ---- Theano (its own venv: numpy < 2) -----------------------------------------------------------
 
-def _theano_python():
-    """The theano-0.9 stack's venv, created exactly as the local runner does (cached)."""
-    from reprokit import envs, suites
-    from reprokit.runners.base import StackUnavailable
-
-    explicit = os.environ.get("REPROKIT_THEANO_PYTHON")
-    if explicit:
-        return explicit
-    try:
-        return envs.python_for("theano-0.9", suites.load_stacks()["theano-0.9"],
-                               say=lambda *_: None)
-    except StackUnavailable as e:
-        pytest.skip("the Theano environment cannot be installed here: %s" % e)
-
-
 @pytest.fixture(scope="module")
-def theano_results(tmp_path_factory):
-    python = _theano_python()
+def theano_results(tmp_path_factory, theano_python):
+    python = theano_python
     tmp = tmp_path_factory.mktemp("s000-theano")
     cells = [_cell("000/theano/fastlstm/tiny", "s000_theano", "fastlstm")]
     return _run_cells(tmp, python, cells, env={"THEANO_FLAGS": THEANO_FLAGS}, timeout=1800)
