@@ -126,7 +126,9 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
         if v["status"] == "jit":
             say(f"preflight: {c.id}: {'; '.join(v['reasons'])}")
         todo.append(c)
-    progress = Progress(todo, say=say)
+    history = results.past_cell_times(rundir.path.parent, runner.name, plan.options.quick,
+                                      plan.options.protocol, exclude=rundir.path)
+    progress = Progress(todo, say=say, history=history)
     by_stack: dict[str, list[Cell]] = {}
     for c in todo:
         by_stack.setdefault(c.stack, []).append(c)

@@ -1,8 +1,13 @@
 """Progress with ETA while a suite runs: a live bar on a terminal, one line per cell otherwise.
 
-The ETA weights each remaining cell by a rough cost (its metric count times its budgeted samples,
-scaled by what cells of the same workload took so far), so one slow word-LM cell does not make
-every short cell look slow.
+The ETA of each remaining cell, best estimate first:
+1. its own time in the newest earlier run with the same runner, --quick and protocol
+   (results.past_cell_times), scaled by how this run's finished cells compare with their own
+   earlier times (a loaded machine makes every cell slower);
+2. the mean time of this run's finished cells of the same workload;
+3. the mean time of all of this run's finished cells.
+So one slow word-LM cell neither hides in the ETA of a first run's last step nor, once seen,
+makes every short cell look slow.
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ def _fmt(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, cells: list, say=print, stream=None):
+    def __init__(self, cells: list, say=print, stream=None, history: dict[str, float] | None = None):
         self.cells = list(cells)
+        self.history = dict(history or {})
+        self.pace: list[tuple[float, float]] = []  # (this run, earlier run) seconds per cell
         self.say = say
         self.t0 = time.monotonic()
         self.done_s: dict[str, list[float]] = {}
@@ -40,13 +47,21 @@ class Progress:
             self.live.start()
 
     def eta(self) -> float | None:
-        if not self.done_s:
-            return None
-        overall = sum(sum(v) for v in self.done_s.values()) / max(1, self.n_done)
+        scale = 1.0
+        if self.pace:
+            scale = sum(now for now, _ in self.pace) / sum(then for _, then in self.pace)
+        overall = (sum(sum(v) for v in self.done_s.values()) / self.n_done) if self.n_done else None
         total = 0.0
         for c in self.remaining.values():
             seen = self.done_s.get(c.workload)
-            total += (sum(seen) / len(seen)) if seen else overall
+            if c.id in self.history:
+                total += self.history[c.id] * scale
+            elif seen:
+                total += sum(seen) / len(seen)
+            elif overall is not None:
+                total += overall
+            else:
+                return None
         return total
 
     def start(self, cell) -> None:
@@ -62,6 +77,8 @@ class Progress:
         self.n_done += 1
         self.remaining.pop(cell.id, None)
         self.done_s.setdefault(cell.workload, []).append(seconds)
+        if status == "ok" and cell.id in self.history and seconds > 0:
+            self.pace.append((seconds, self.history[cell.id]))
         line = f"    {status} in {seconds:.1f} s" + (f": {reason}" if reason else "")
         if self.live:
             self.live.advance(self.task)

@@ -142,6 +142,30 @@ class RunDir:
         return [read_json(p, "cell_result") for p in sorted(self.cells_dir.glob("*.json"))]
 
 
+def past_cell_times(root: Path, runner: str, quick: bool, protocol: str,
+                    exclude: Path | None = None) -> dict[str, float]:
+    """{cell id: process seconds} of the newest earlier run under root that measured that cell
+    with the same runner, --quick and protocol (for the ETA only: unreadable runs are ignored)."""
+    found: dict[str, tuple[str, float]] = {}
+    for f in Path(root).glob("*/run.json"):
+        if exclude is not None and f.parent.resolve() == Path(exclude).resolve():
+            continue
+        try:
+            run = json.loads(f.read_text())
+            if (run.get("runner"), bool(run.get("quick")), run.get("protocol")) != \
+                    (runner, quick, protocol):
+                continue
+            started = str(run.get("started") or "")
+            for e in run.get("cells") or []:
+                wall = e.get("process_wall_s")
+                if e.get("status") == "ok" and isinstance(wall, (int, float)) and wall > 0:
+                    if e["cell_id"] not in found or found[e["cell_id"]][0] < started:
+                        found[e["cell_id"]] = (started, float(wall))
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            continue
+    return {cid: wall for cid, (_, wall) in found.items()}
+
+
 def resolve_run(arg: str, root: Path | None = None) -> RunDir:
     """A run given as a path or as a run id under results/ ('latest' picks the newest)."""
     root = root or Path("results")

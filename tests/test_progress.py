@@ -1,0 +1,80 @@
+"""The ETA shown while a suite runs (pure logic) and the earlier-run times it is built from."""
+
+import io
+import json
+from types import SimpleNamespace
+
+from reprokit.progress import Progress
+from reprokit.results import past_cell_times
+
+
+def cells(*spec):
+    return [SimpleNamespace(id=cid, workload=w) for cid, w in spec]
+
+
+def progress(cs, history=None):
+    lines = []
+    return Progress(cs, say=lines.append, stream=io.StringIO(), history=history), lines
+
+
+def test_without_history_the_eta_is_unknown_until_a_cell_finishes_then_per_workload():
+    cs = cells(("a1", "short"), ("a2", "short"), ("b1", "long"))
+    p, lines = progress(cs)
+    assert p.eta() is None
+    p.start(cs[0])
+    assert "ETA unknown" in lines[-1]
+    p.done(cs[0], "ok", 10.0)
+    # a2: same workload (10 s); b1: no cell of its workload yet, mean of all finished (10 s)
+    assert p.eta() == 20.0
+
+
+def test_a_slow_last_cell_known_from_an_earlier_run_is_in_the_eta_from_the_start():
+    cs = cells(*[(f"c{i}", "regression") for i in range(20)], ("lm", "word_lm"))
+    history = {f"c{i}": 10.0 for i in range(20)} | {"lm": 330.0}
+    p, _ = progress(cs, history)
+    assert p.eta() == 20 * 10.0 + 330.0
+    for c in cs[:20]:
+        p.done(c, "ok", 10.0)
+    assert p.eta() == 330.0  # the per-workload mean alone would have said 10 s
+
+
+def test_the_earlier_times_scale_with_this_runs_pace():
+    cs = cells(("a", "w"), ("b", "w"), ("c", "v"))
+    p, _ = progress(cs, {"a": 10.0, "b": 10.0, "c": 100.0})
+    p.done(cs[0], "ok", 20.0)  # this machine is twice as slow as last time
+    assert p.eta() == 2 * 10.0 + 2 * 100.0
+
+
+def test_cells_without_history_fall_back_to_this_runs_times():
+    cs = cells(("a", "w"), ("new", "w"), ("other", "v"))
+    p, _ = progress(cs, {"a": 10.0})
+    assert p.eta() is None  # two cells have no estimate at all yet
+    p.done(cs[0], "ok", 30.0)
+    assert p.eta() == 30.0 + 30.0
+
+
+def write_run(root, name, runner="local", quick=True, started="2026-01-01T00:00:00Z", cells_=()):
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({
+        "runner": runner, "quick": quick, "protocol": "budget", "started": started,
+        "cells": [{"cell_id": c, "status": s, "process_wall_s": w} for c, s, w in cells_]}))
+    return d
+
+
+def test_past_cell_times_takes_the_newest_matching_ok_run_of_each_cell(tmp_path):
+    write_run(tmp_path, "old", started="2026-01-01T00:00:00Z", cells_=[("a", "ok", 5.0),
+                                                                       ("b", "ok", 7.0)])
+    write_run(tmp_path, "new", started="2026-02-01T00:00:00Z", cells_=[("a", "ok", 6.0),
+                                                                       ("b", "crashed", 1.0)])
+    write_run(tmp_path, "docker", runner="docker", started="2026-03-01T00:00:00Z",
+              cells_=[("a", "ok", 99.0)])
+    write_run(tmp_path, "full", quick=False, started="2026-03-01T00:00:00Z",
+              cells_=[("a", "ok", 99.0)])
+    current = write_run(tmp_path, "current", started="2026-04-01T00:00:00Z",
+                        cells_=[("a", "ok", 1.0)])
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "run.json").write_text("{not json")
+    got = past_cell_times(tmp_path, "local", True, "budget", exclude=current)
+    assert got == {"a": 6.0, "b": 7.0}
+    assert past_cell_times(tmp_path / "missing", "local", True, "budget") == {}
