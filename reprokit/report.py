@@ -212,10 +212,15 @@ def _summary(rows: list[dict], claim_results: list[dict]) -> dict:
 
 
 def _load(run: dict, cells: list[dict]) -> dict:
-    """The 1-minute load average around every cell against the host's core count."""
+    """The 1-minute load average around every cell against the host's core count. A cell can keep
+    every usable core busy itself, and its own threads are in the average read just after it (and,
+    decaying, before the next one), so a cell counts as loaded only above cores + 1: at least one
+    runnable thread more than the benchmark can account for. The CPU peak probe, which runs before
+    any cell, counts as loaded above the core count."""
     host = run.get("host_fingerprint") or {}
     cpu = host.get("cpu") or {}
     cores = cpu.get("usable_cores") or cpu.get("logical_cores")
+    limit = cores + 1 if cores else None
     per_cell = []
     for c in cells:
         la = c.get("load_avg") or {}
@@ -224,11 +229,11 @@ def _load(run: dict, cells: list[dict]) -> dict:
             continue
         worst = max(x for x in (before, after) if x is not None)
         per_cell.append({"cell_id": c["cell_id"], "before_1min": before, "after_1min": after,
-                         "high": bool(cores) and worst > cores})
+                         "high": limit is not None and worst > limit})
     start = host.get("load_avg")
     probe = (run.get("cpu_peak") or {}).get("load_avg_1min")
     high = [c["cell_id"] for c in per_cell if c["high"]]
-    return {"cores": cores, "host_at_start": start if isinstance(start, list) else None,
+    return {"cores": cores, "limit_1min": limit, "host_at_start": start if isinstance(start, list) else None,
             "cpu_peak_probe_1min": probe,
             "cpu_peak_probe_high": bool(cores) and probe is not None and probe > cores,
             "cells": per_cell, "high_cells": high,

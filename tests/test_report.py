@@ -259,7 +259,7 @@ def test_json_has_the_same_numbers(rendered):
     assert ctx["environments"]["host"]["gpus"][0]["name"] == HOSTILE
 
 
-def test_load_above_core_count_is_warned(rendered):
+def test_load_above_core_count_plus_one_is_warned(rendered):
     rd, (md, html, js) = rendered
     ctx = json.loads(js.read_text())
     assert ctx["load"]["cores"] == 2 and ctx["load"]["high_cells"] == [EXTRA_CELL]
@@ -268,6 +268,16 @@ def test_load_above_core_count_is_warned(rendered):
     assert 'id="load-warning"' in page and "timings may be inflated" in page
     assert "timings may be inflated" in md.read_text()
     assert not _nums(ctx)["000-L006"]["load_high"]                 # OK_CELL's load stayed below 2
+    assert ctx["load"]["limit_1min"] == 3
+
+
+def test_a_cell_keeping_all_cores_busy_itself_is_not_called_loaded():
+    # 2 usable cores: a cell's own 2 threads put the 1-minute average just above 2 after it
+    run = {"host_fingerprint": {"cpu": {"usable_cores": 2}}, "cells": []}
+    own = {"cell_id": "a", "load_avg": {"before": [0.3], "after": [2.1]}}
+    other = {"cell_id": "b", "load_avg": {"before": [2.0], "after": [3.2]}}
+    load = report._load(run, [own, other])
+    assert load["high_cells"] == ["b"] and load["limit_1min"] == 3 and load["warning"] is True
 
 
 def test_rerender_from_stored_results_is_identical(tmp_path):

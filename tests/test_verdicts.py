@@ -205,3 +205,13 @@ def test_environment_diff_fields():
 def test_cpu_peak_is_measured():
     r = cpu_peak.measure(sizes=(64, 128), repeats=2)
     assert r["gflops"] > 0 and r["method"].startswith("measured") and set(r["per_size"]) == {64, 128}
+
+
+def test_cpu_peak_source_quotes_the_probe_method_once():
+    from reprokit.analysis.flops import measured_device
+    probe = cpu_peak.measure(sizes=(64,), repeats=1)
+    dev = measured_device({"device": "cpu"}, {"cpu_peak": probe, "host_fingerprint": {}})
+    assert dev["peak_source"] == probe["method"] and dev["peak_source"].count("measured") == 1
+    old = measured_device({"device": "cpu"},
+                          {"cpu_peak": {"gflops": 1.0, "method": "numpy matmul"}, "host_fingerprint": {}})
+    assert old["peak_source"] == "measured: numpy matmul"

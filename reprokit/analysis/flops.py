@@ -267,6 +267,11 @@ def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
     return None
 
 
+def _measured(method: str) -> str:
+    """The probe's method as a peak source; the probe's text already says "measured: ..."."""
+    return method if method.startswith("measured") else f"measured: {method}"
+
+
 def cpu_peak_of(run: dict | None) -> dict | None:
     """The measured CPU GEMM peak stored in a run record (top-level `cpu_peak` or
     `host_fingerprint.cpu_peak`, as written by reprokit.cpu_peak.measure()), or None."""
@@ -338,7 +343,7 @@ def measured_device(cell: dict, run: dict | None) -> dict:
         "entry": "cpu",
         "count": 1,
         "peak_tflops": probe["gflops"] / 1000.0,
-        "peak_source": f"measured: {probe.get('method', 'GEMM probe')}",
+        "peak_source": _measured(probe.get("method") or "GEMM probe"),
         "reason": None,
         "verified": True,
     }
