@@ -79,3 +79,17 @@ def test_table_shows_data_as_typed_not_as_rich_markup(capsys, tmp_path, monkeypa
     monkeypatch.setenv("COLUMNS", "250")
     assert cli.main(["compare", str(RUNS / "cpu-a"), str(b)]) == 0
     assert "cpu [x, h] [red]z[/red]" in capsys.readouterr().out
+
+
+def test_piped_tables_keep_each_cell_id_on_one_line(tmp_path, repo):
+    """Written to a pipe, rich would wrap the table at 80 columns and split every cell id."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    p = subprocess.run([sys.executable, str(repo / "reproduce.py"), "compare", str(RUNS / "cpu-a"),
+                        str(RUNS / "cpu-b")], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    ids = [json.loads(f.read_text())["cell_id"] for f in (RUNS / "cpu-a" / "cells").glob("*.json")]
+    assert ids and all(any(i in line for line in p.stdout.splitlines()) for i in ids), p.stdout
