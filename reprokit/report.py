@@ -191,8 +191,11 @@ def _summary(rows: list[dict], claim_results: list[dict]) -> dict:
         by_verdict[r["verdict"]] = by_verdict.get(r["verdict"], 0) + 1
     not_run = [r for r in rows if r["verdict"] == verdicts.NOT_RUN]
     claim_counts = {s: 0 for s in claims.PRECEDENCE}
+    pair_counts = {s: 0 for s in claims.PRECEDENCE}
     for c in claim_results:
         claim_counts[c["status"]] += 1
+        for pair in c.get("pairs") or []:
+            pair_counts[pair["status"]] += 1
     return {
         "published_numbers": len(rows),
         "counts": {c: len(ids) for c, ids in cats.items()},
@@ -207,6 +210,7 @@ def _summary(rows: list[dict], claim_results: list[dict]) -> dict:
         "not_run_not_in_run": sum(1 for r in not_run if not r["in_run"]),
         "implausible": [r["id"] for r in rows if r["implausible"]],
         "claims": claim_counts,
+        "claim_pairs": pair_counts,
         "claims_total": len(claim_results),
     }
 

@@ -331,6 +331,9 @@ def test_summary_counts_of_a_same_gpu_stored_run(tmp_path):
     assert sm["implausible"] == [f"001-L05{i}" for i in range(6)]
     assert sm["claims"] == {"HOLDS": 1, "REVERSED": 1, "DIFFERS": 0, "INCONCLUSIVE": 1, "NOT_RUN": 12}
     assert [c["status"] for c in ctx["claims"][:3]] == ["REVERSED", "HOLDS", "INCONCLUSIVE"]
+    pairs = [p["status"] for c in ctx["claims"] for p in c["pairs"]]
+    assert sm["claim_pairs"] == {s: pairs.count(s) for s in sm["claims"]}
+    assert sm["claim_pairs"]["HOLDS"] >= 1 and sm["claim_pairs"]["REVERSED"] >= 1
     assert ctx["cpu_note"] is False and ctx["efficiency_note"] is False
     assert ctx["load"]["warning"] is False                       # stored runs carry no load_avg
 
