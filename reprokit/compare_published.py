@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reprokit.analysis import stats, verdicts
+from reprokit.analysis import devices, stats, verdicts
 
 # What a ratio measured/published means, per kind of unit.
 DIRECTIONS = {
@@ -89,16 +89,21 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
         "in_run": status not in (None, "not in run"),
         "device": (cell or {}).get("device"),
         "published_gpu": env["gpu"],
-        "published_on_gpu": verdicts.publication_device(number)["kind"] == "gpu",
+        "published_on_gpu": devices.publication_device(number)["kind"] == "gpu",
+        "published_device": (verdict.get("hardware") or {}).get("published", {}).get("label"),
         "defects": list(number.get("defects", [])),
         "measured": None, "ci_low": None, "ci_high": None, "measured_min": None, "measured_max": None,
         "n": 0, "cv": None, "noisy": None, "ci_method": None, "ci_note": None, "stop_reason": None,
+        "ci_label": None, "ci_coverage": None,
         "measured_unit": None, "ratio": verdict.get("ratio"), "better": better(number["unit"]),
         "reading": None, "note": None,
         "verdict": verdict["verdict"], "labels": list(verdict["labels"]), "reason": verdict["reason"],
         "comparison": verdict.get("comparison"),
         "deviates": verdict["verdict"] in DEVIATING,
-        "implausible": verdicts.IMPLAUSIBLE in verdict["labels"],
+        "implausible": verdict["verdict"] == verdicts.IMPLAUSIBLE,
+        "tier": verdict.get("tier"),
+        "bound": _bound_text(verdict),
+        "standin": _standin_text(verdict),
         "analysis": verdict,
     }
     summ = verdict.get("measured")
@@ -113,7 +118,8 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
     if summ is None or summ.get("median") is None:
         return out
     out.update(measured_unit=summ["unit"], n=summ["n"], cv=summ["cv"], noisy=summ["noisy"],
-               ci_method=summ["ci_method"], ci_note=summ["ci_note"], stop_reason=summ["stop_reason"])
+               ci_method=summ["ci_method"], ci_note=summ["ci_note"], stop_reason=summ["stop_reason"],
+               ci_label=summ.get("ci_label"), ci_coverage=summ.get("ci_coverage"))
     try:
         conv = {k: to_published_unit(summ[k], summ["unit"], number)
                 for k in ("median", "ci_low", "ci_high", "min", "max")}
@@ -126,6 +132,21 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
     if out["scale"] != 1.0:
         out["note"] = f"measured {number['metric']} x {out['scale']:g}"
     return out
+
+
+def _bound_text(verdict: dict) -> str | None:
+    """The roofline bound in the published unit, e.g. 'at most 41,600 words/s (compute)'."""
+    rf = verdict.get("roofline")
+    if not rf or rf.get("bound_value") is None:
+        return None
+    word = "at most" if verdicts.better_direction(rf["bound_unit"]) != "lower" else "at least"
+    return f"{word} {factor_text(rf['bound_value'])} {rf['bound_unit']} ({rf['binding']}-bound)"
+
+
+def _standin_text(verdict: dict) -> str | None:
+    """The stand-ins that matter for a reader: mechanisms replaced, then another framework release."""
+    shown = [s["short"] for s in verdict.get("standins") or [] if s["kind"] in ("mechanism", "version")]
+    return "; ".join(dict.fromkeys(shown)) or None
 
 
 def unmatched(published: list[dict], cells: list[dict]) -> list[dict]:

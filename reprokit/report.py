@@ -23,14 +23,29 @@ from markupsafe import Markup
 
 import reprokit
 from reprokit import compare_published, datasets, plots, results, suites, validate
-from reprokit.analysis import claims, diff, flops, verdicts
+from reprokit.analysis import claims, cpus, diff, flops, overview, roofline, stats, verdicts
 from reprokit.errors import UserError
 
 REPORT_VERSION = 2
 TEMPLATES = Path(reprokit.__file__).resolve().parent.parent / "report_templates"
-# Summary categories of the published numbers (every number is in exactly one).
-CATEGORIES = ("REPRODUCED", "DEVIATES", "INCONCLUSIVE", "EFFICIENCY", "NOT_COMPARABLE", "NOT_RUN")
-CLAIM_ORDER = (claims.REVERSED, claims.DIFFERS, claims.HOLDS, claims.INCONCLUSIVE, claims.NOT_RUN)
+# Summary categories of the published numbers (every number is in exactly one), in report order.
+CATEGORIES = ("IMPLAUSIBLE", "REPRODUCED", "DEVIATES", "INCONCLUSIVE", "EFFICIENCY", "NOT_TESTABLE_HERE",
+              "NOT_TESTABLE_STANDIN", "NOT_COMPARABLE", "NOT_RUN")
+CATEGORY_MEANINGS = {
+    "IMPLAUSIBLE": verdicts.MEANINGS[verdicts.IMPLAUSIBLE] + " (roofline bound below); no other verdict",
+    "REPRODUCED": verdicts.MEANINGS[verdicts.REPRODUCED],
+    "DEVIATES": "same device model: the measured interval lies entirely outside published ± tolerance "
+    "(faster/slower for speeds, higher/lower otherwise)",
+    "INCONCLUSIVE": "same device model: the measured interval overlaps an edge of published ± tolerance",
+    "EFFICIENCY": "same device class, other model: achieved FLOP/s as a fraction of each device's theoretical "
+    "fp32 peak, compared within ± the policy tolerance; 'higher' = this run used a larger fraction of its "
+    "device than the publication did of its device",
+    "NOT_TESTABLE_HERE": verdicts.MEANINGS[verdicts.NOT_TESTABLE_HERE],
+    "NOT_TESTABLE_STANDIN": verdicts.MEANINGS[verdicts.NOT_TESTABLE_STANDIN],
+    "NOT_COMPARABLE": verdicts.MEANINGS[verdicts.NOT_COMPARABLE],
+    "NOT_RUN": verdicts.MEANINGS[verdicts.NOT_RUN],
+}
+CLAIM_ORDER = claims.PRECEDENCE
 
 
 # -- formatting (used as Jinja filters) ---------------------------------------------------------
@@ -103,8 +118,7 @@ def _device_label(device: str | None, host: dict, short: bool = False) -> str:
     if device is None:
         return "—"
     if device == "cpu":
-        cpu = host.get("cpu") or {}
-        return "CPU" if short else f"CPU: {cpu.get('model_name') or 'model unknown'}"
+        return "CPU" if short else f"CPU: {cpus.short_label(host.get('cpu') or {})}"
     names = [str(g.get("name")) for g in host.get("gpus") or [] if isinstance(g, dict)]
     return "GPU: " + (", ".join(names) if names else "none listed in the host fingerprint")
 
@@ -150,12 +164,20 @@ def _source_section(sid: str, source: dict, rows: list[dict]) -> dict:
         defect_ids: list[str] = []
         for r in in_run:
             defect_ids += [d for d in r["defects"] if d not in defect_ids]
+        reasons = [r["reason"] for r in in_run]
+        common = max(set(reasons), key=reasons.count) if reasons else None
+        if common is not None and reasons.count(common) < 2:
+            common = None
+        for r in in_run:
+            r["reason_shown"] = None if r["reason"] == common else r["reason"]
         rendered.append({
             "anchor": anchor, "title": title, "numbers": [r["id"] for r in in_run],
+            "common_reason": common,
             "defects": _defects_of(source, defect_ids), "omitted": omitted,
             "plot": f"plots/{anchor}-{slug(title)}.svg",
             "efficiency": any(r["comparison"] == "efficiency" for r in in_run),
             "cpu_vs_gpu": any(r["published_on_gpu"] and r["device"] == "cpu" for r in in_run),
+            "standins": sorted({r["standin"] for r in in_run if r["standin"]}),
         })
     envs: dict[tuple, dict] = {}
     keys = ("gpu", "cuda", "cudnn", "framework", "framework_version")
@@ -173,21 +195,12 @@ def _source_section(sid: str, source: dict, rows: list[dict]) -> dict:
     }
 
 
-def _category(row: dict) -> str:
-    v = row["verdict"]
-    if v.startswith("DEVIATES_"):
-        return "DEVIATES"
-    if v.startswith("EFFICIENCY_") or (v == verdicts.INCONCLUSIVE and row["comparison"] == "efficiency"):
-        return "EFFICIENCY"
-    return v
-
-
 def _summary(rows: list[dict], claim_results: list[dict]) -> dict:
     """Counts of the published numbers per verdict category and of the claims per status."""
-    cats = {c: [] for c in CATEGORIES}
+    cats: dict[str, list[str]] = {c: [] for c in CATEGORIES}
     by_verdict: dict[str, int] = {}
     for r in rows:
-        cats[_category(r)].append(r["id"])
+        cats[overview.category(r)].append(r["id"])
         by_verdict[r["verdict"]] = by_verdict.get(r["verdict"], 0) + 1
     not_run = [r for r in rows if r["verdict"] == verdicts.NOT_RUN]
     claim_counts = {s: 0 for s in claims.PRECEDENCE}
@@ -200,19 +213,54 @@ def _summary(rows: list[dict], claim_results: list[dict]) -> dict:
         "published_numbers": len(rows),
         "counts": {c: len(ids) for c, ids in cats.items()},
         "numbers": cats,
+        "meanings": CATEGORY_MEANINGS,
         "by_verdict": dict(sorted(by_verdict.items())),
-        "efficiency": {v: by_verdict.get(v, 0) for v in (verdicts.EFFICIENCY_SIMILAR,
-                                                         verdicts.EFFICIENCY_HIGHER,
-                                                         verdicts.EFFICIENCY_LOWER)}
-        | {"INCONCLUSIVE": sum(1 for r in rows if _category(r) == "EFFICIENCY"
+        "efficiency": {v: by_verdict.get(v, 0) for v in overview.EFFICIENCY}
+        | {"INCONCLUSIVE": sum(1 for r in rows if overview.category(r) == "EFFICIENCY"
                                and r["verdict"] == verdicts.INCONCLUSIVE)},
+        "deviates": {v: by_verdict.get(v, 0) for v in overview.SAME_MODEL if v != verdicts.REPRODUCED},
         "not_run_in_run": sum(1 for r in not_run if r["in_run"]),
         "not_run_not_in_run": sum(1 for r in not_run if not r["in_run"]),
         "implausible": [r["id"] for r in rows if r["implausible"]],
+        "suspicious": [r["id"] for r in rows if r.get("tier") == verdicts.SUSPICIOUS],
+        "tiers": {t: sum(1 for r in rows if r.get("tier") == t)
+                  for t in ("PLAUSIBLE", verdicts.SUSPICIOUS, verdicts.IMPLAUSIBLE)}
+        | {"no FLOP model": sum(1 for r in rows if r.get("tier") is None)},
         "claims": claim_counts,
+        "claim_meanings": claims.MEANINGS,
         "claim_pairs": pair_counts,
         "claims_total": len(claim_results),
     }
+
+
+def _intervals(cells: list[dict], run: dict) -> dict:
+    """How the run's intervals were made: per method and coverage, how many timed metrics; and whether
+    they include the spread between processes (run.json `repeat` > 1)."""
+    kinds: dict[str, dict] = {}
+    cvs = []
+    for c in cells:
+        if c.get("status") != "ok":
+            continue
+        for m in (c.get("metrics") or {}).values():
+            if not m.get("samples"):
+                continue
+            summ = stats.summarize_metric(m)
+            if summ.get("cv") is not None:
+                cvs.append(summ["cv"])
+            label = summ.get("ci_label") or summ.get("ci_method") or "none"
+            k = kinds.setdefault(label, {"label": label, "method": summ.get("ci_method"),
+                                         "coverage": summ.get("ci_coverage"), "metrics": 0})
+            k["metrics"] += 1
+    repeat = int(run.get("repeat") or 1)
+    cvs.sort()
+    return {"kinds": sorted(kinds.values(), key=lambda k: -k["metrics"]), "repeat": repeat,
+            "median_cv": cvs[len(cvs) // 2] if cvs else None, "metrics": sum(k["metrics"] for k in kinds.values())}
+
+
+def _run_device(devices_: list[str], host: dict) -> str:
+    if "gpu" in devices_:
+        return _device_label("gpu", host)
+    return f"CPU ({cpus.short_label(host.get('cpu') or {})})" if devices_ or host else "machine"
 
 
 def _load(run: dict, cells: list[dict]) -> dict:
@@ -371,7 +419,14 @@ def build_context(rundir: results.RunDir) -> dict:
     rows = _rows_for(published, run, cells, all_sources, load)
     sections = [_source_section(sid, all_sources.get(sid, {}), [r for r in rows if r["source"] == sid])
                 for sid in source_ids]
-    claim_results = claims.check_claims(claims.observations_from_cells(cell_list, run), source_ids)
+    claim_results = claims.check_claims(claims.observations_from_cells(cell_list, run), source_ids,
+                                        published=published, run=run)
+    run_device = _run_device(devices, host)
+    first_screen = [
+        overview.source_line(sid, all_sources.get(sid, {}).get("title"), [r for r in rows if r["source"] == sid],
+                             [c for c in claim_results if c["source"] == sid], run_device)
+        for sid in source_ids
+    ]
     by_stack: dict[str, list[dict]] = {}
     for c in cell_list:
         by_stack.setdefault(c["stack"], []).append(c)
@@ -387,6 +442,11 @@ def build_context(rundir: results.RunDir) -> dict:
         "suite_description": description, "suite_note": suite_note,
         "status_counts": dict(sorted(counts.items())),
         "devices": devices, "device_labels": {d: _device_label(d, host) for d in devices},
+        "run_device": run_device,
+        "first_screen": first_screen,
+        "intervals": _intervals(cell_list, run),
+        "conventions": roofline.CONVENTIONS,
+        "efficiency_tolerance": verdicts.load_policy()["efficiency"]["tolerance"],
         "cpu_note": any(r["in_run"] and r["published_on_gpu"] and r["device"] == "cpu" for r in rows),
         "efficiency_note": any(r["comparison"] == "efficiency" for r in rows),
         "load": load,
@@ -394,6 +454,7 @@ def build_context(rundir: results.RunDir) -> dict:
         "numbers": rows,
         "sources": sections,
         "claims": sorted(claim_results, key=lambda c: CLAIM_ORDER.index(c["status"])),
+        "claims_without_claim": [c["id"] for c in claim_results if c["status"] == claims.NO_CLAIM],
         "overhead": _overhead(run, cells),
         "unmatched": compare_published.unmatched(published, cell_list),
         "not_run": _not_run(run, cells),

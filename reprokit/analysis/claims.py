@@ -3,36 +3,64 @@
 An observation is one (cell, metric, device) with a summary (reprokit.analysis.stats). They come
 from a run's cell results (`observations_from_cells`) or from the published numbers themselves
 (`observations_from_published`, exact points: checking a prose claim against its own source's
-tables). `check_claims` gives each claim one status:
+tables). A claim is a set of pairs (A better than B); each pair gets one status, decided in this order:
 
-  HOLDS         every pair is decided in the claimed direction (non-overlapping intervals), and for
-                ratio claims the speed-up interval lies inside the claimed range
-  REVERSED      some pair is decided in the opposite direction
-  DIFFERS       (ratio claims) the direction is not reversed but the speed-up interval lies entirely
-                outside the claimed range
-  INCONCLUSIVE  some pair's intervals overlap (or overlap the range edge)
-  NOT_RUN       some cell of the claim has no observation (the reason names it)
+  NO_CLAIM              (table orderings) the source's own two numbers differ by no more than the
+                        source's tolerance: the table never claimed a difference; listed, not checked
+  NOT_TESTABLE_HERE     a side was published on another device class than the one it was (or could
+                        be) measured on here (GPU vs CPU, another GPU count); the publication hardware
+                        comes from the published numbers of the side's cell, else the claim's text
+  NOT_RUN               a side has no observation in this run (the reason names it)
+  NOT_TESTABLE_STANDIN  a side was measured through a stand-in for the mechanism under test
+  NOT_TESTABLE_SAMPLES  a compile-time side has fewer samples than the policy asks
+                        (data/verdict_policy.yaml: compile_min_samples, with the cache state recorded)
+  HOLDS                 the intervals are separated in the claimed direction and the median speed-up
+                        is at least 1 + min_effect (policy); for ratio claims, the speed-up interval
+                        lies inside the claimed range
+  REVERSED              the same in the opposite direction
+  DIFFERS               (ratio claims) not reversed, but the speed-up interval lies entirely outside
+                        the claimed range
+  INCONCLUSIVE          otherwise (intervals overlap, or the effect is smaller than min_effect)
 
-Precedence when pairs disagree: REVERSED, DIFFERS, NOT_RUN, INCONCLUSIVE, HOLDS.
-Intervals: the CI of the median; a single measured sample x becomes x * (1 +- point_margin);
-published values are exact points. The speed-up interval of A over B is the outer bound
-[A_lo / B_hi, A_hi / B_lo] for rates (times and memory: B over A), so its coverage is at least
-that of the two CIs together.
+A claim reports how many of its pairs got each status (`counts`), and one status: NO_CLAIM when no
+pair claims anything, else the first of PRECEDENCE among its pairs, so a claim HOLDS only when every
+pair that claims something holds.
+Intervals: the interval of the median (reprokit.analysis.stats: its method and coverage are kept with
+each side); a single measured sample x becomes x * (1 +- point_margin); published values are exact
+points. The speed-up interval of A over B is the outer bound [A_lo / B_hi, A_hi / B_lo] for rates
+(times and memory: B over A), so its coverage is at least that of the two intervals together.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 import yaml
 
-from reprokit import validate
-from reprokit.analysis import flops, stats, verdicts
+from reprokit import suites, validate
+from reprokit.analysis import devices, flops, standins, stats, verdicts
 from reprokit.errors import UserError
 
 HOLDS, REVERSED, DIFFERS, INCONCLUSIVE, NOT_RUN = "HOLDS", "REVERSED", "DIFFERS", "INCONCLUSIVE", "NOT_RUN"
-PRECEDENCE = (REVERSED, DIFFERS, NOT_RUN, INCONCLUSIVE, HOLDS)
+NOT_TESTABLE_HERE, NOT_TESTABLE_STANDIN = "NOT_TESTABLE_HERE", "NOT_TESTABLE_STANDIN"
+NOT_TESTABLE_SAMPLES, NO_CLAIM = "NOT_TESTABLE_SAMPLES", "NO_CLAIM"
+PRECEDENCE = (REVERSED, DIFFERS, INCONCLUSIVE, NOT_TESTABLE_HERE, NOT_TESTABLE_STANDIN,
+              NOT_TESTABLE_SAMPLES, NOT_RUN, HOLDS, NO_CLAIM)
+DECIDED = (HOLDS, REVERSED, DIFFERS)
+UNTESTABLE = (NOT_TESTABLE_HERE, NOT_TESTABLE_STANDIN, NOT_TESTABLE_SAMPLES)
+MEANINGS = {
+    HOLDS: "every pair that claims something is decided in the claimed direction",
+    REVERSED: "some pair is decided in the opposite direction",
+    DIFFERS: "the direction holds but the speed-up lies outside the claimed range",
+    INCONCLUSIVE: "some pair's intervals overlap, or its effect is below the minimum effect size",
+    NOT_TESTABLE_HERE: "some pair was published on another device class than this run's",
+    NOT_TESTABLE_STANDIN: "some pair was measured through a stand-in for the mechanism under test",
+    NOT_TESTABLE_SAMPLES: "some compile-time pair has too few samples per side",
+    NOT_RUN: "some pair has no measurement in this run",
+    NO_CLAIM: "the source's own numbers differ by no more than its tolerance: no difference was claimed",
+}
 
 
 @cache
@@ -54,7 +82,8 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
     for c in cells:
         if c.get("status") != "ok":
             continue
-        dev = flops.measured_device(c, run)
+        dev = devices.measured_device(c, run)
+        mech = [x["short"] for x in standins.mechanisms(c)]
         for name, m in (c.get("metrics") or {}).items():
             if not m.get("samples"):
                 continue
@@ -66,6 +95,8 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
                     "device": dev["kind"],
                     "hw": dev["entry"],
                     "label": dev["label"],
+                    "count": dev["count"],
+                    "standins": mech,
                     "exact": False,
                     "summary": stats.summarize_metric(m),
                     "origin": "measured",
@@ -79,7 +110,7 @@ def observations_from_published(numbers: list[dict]) -> list[dict]:
     out = []
     for n in numbers:
         value, unit, _ = verdicts.published_value(n)
-        dev = verdicts.publication_device(n)
+        dev = devices.publication_device(n)
         summary = stats.summarize([value])
         out.append(
             {
@@ -89,6 +120,9 @@ def observations_from_published(numbers: list[dict]) -> list[dict]:
                 "device": dev["kind"],
                 "hw": dev["entry"],
                 "label": dev["label"],
+                "count": dev["count"],
+                "device_info": dev,
+                "standins": [],
                 "exact": True,
                 "summary": summary,
                 "origin": f"published {n['id']}",
@@ -154,47 +188,121 @@ def _describe(o: dict, lo: float, hi: float, unit: str) -> dict:
 
 
 # -- pairs -----------------------------------------------------------------------------------------
-def _pair(
-    claim: dict,
-    better: dict,
-    worse: dict,
-    observations: list[dict],
-    point_margin: float,
-    claimed: tuple[float, float] | None,
-) -> dict:
-    res = {"better": _side_label(better), "worse": _side_label(worse)}
-    ob, why_b = _find(better, observations)
-    ow, why_w = _find(worse, observations)
+@dataclass
+class _Ctx:
+    """What every pair of one claim is checked against."""
+
+    observations: list[dict]
+    published: list[dict]  # observations_from_published of the claim's source
+    point_margin: float
+    tolerance: float  # the source's: a table gap within it is no claim
+    policy: dict
+    run: dict | None
+
+
+def _speedup(direction: str, b: tuple[float, float], w: tuple[float, float]) -> tuple[float, float]:
+    """Speed-up interval of `better` over `worse` (> 1 means the claimed direction)."""
+    if direction == "higher":
+        return b[0] / w[1], b[1] / w[0]
+    return w[0] / b[1], w[1] / b[0]
+
+
+def _publication_side(s: dict, claim: dict, ctx: _Ctx) -> tuple[dict | None, dict]:
+    """(published observation of a side or None, the device the side was published on)."""
+    pub, _ = _find(s, ctx.published)
+    if pub is not None:
+        return pub, pub["device_info"]
+    label = s.get("gpu") or (claim.get("hardware") or "") if s.get("device") != "cpu" else "none (CPU)"
+    if s.get("device") == "cpu" or not label:
+        return None, {"kind": "cpu", "label": "a CPU (unnamed)", "count": 1}
+    number = {"environment": {"gpu": label.split(";")[0].strip()}}
+    return None, devices.publication_device(number)
+
+
+def _published_gap(claim: dict, pb: dict | None, pw: dict | None) -> float | None:
+    """Published speed-up of better over worse (None without both numbers or a common unit)."""
+    if pb is None or pw is None:
+        return None
+    try:
+        b = verdicts.convert(pb["summary"]["median"], pb["unit"], pb["unit"])
+        w = verdicts.convert(pw["summary"]["median"], pw["unit"], pb["unit"])
+    except ValueError:
+        return None
+    direction = verdicts.better_direction(pb["unit"])
+    if direction is None or min(b, w) <= 0:
+        return None
+    return _speedup(direction, (b, b), (w, w))[0]
+
+
+def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[float, float] | None) -> dict:
+    res: dict = {"better": _side_label(better), "worse": _side_label(worse)}
+    pb, dev_b = _publication_side(better, claim, ctx)
+    pw, dev_w = _publication_side(worse, claim, ctx)
+    gap = _published_gap(claim, pb, pw)
+    res["published_speedup"] = gap
+    if claimed is None and gap is not None and abs(gap - 1) <= ctx.tolerance:
+        res.update(status=NO_CLAIM, reason=f"the source's own numbers differ by {abs(gap - 1):.1%} "
+                   f"(speed-up {gap:.3g}), within its ± {ctx.tolerance:.0%} tolerance: no difference claimed")
+        return res
+    ob, why_b = _find(better, ctx.observations)
+    ow, why_w = _find(worse, ctx.observations)
+    for side_obs, dev in ((ob, dev_b), (ow, dev_w)):
+        if side_obs is None:
+            why = devices.host_mismatch(dev, ctx.run) if dev["kind"] == "gpu" else None
+        else:
+            why = devices.class_mismatch(dev, {"kind": side_obs["device"], "label": side_obs["label"],
+                                               "count": side_obs["count"]})
+        if why:
+            res.update(status=NOT_TESTABLE_HERE, reason=why)
+            return res
     if ob is None or ow is None:
         res.update(status=NOT_RUN, reason="; ".join(w for w in (why_b, why_w) if w))
+        return res
+    mech = ob["standins"] + ow["standins"]
+    if mech:
+        res.update(status=NOT_TESTABLE_STANDIN, reason="measured through a stand-in: " + "; ".join(mech))
         return res
     unit = ob["unit"]
     direction = verdicts.better_direction(unit)
     try:
-        b_lo, b_hi = _values(ob, unit, point_margin)
-        w_lo, w_hi = _values(ow, unit, point_margin)
+        b_lo, b_hi = _values(ob, unit, ctx.point_margin)
+        w_lo, w_hi = _values(ow, unit, ctx.point_margin)
     except ValueError as e:
         res.update(status=INCONCLUSIVE, reason=f"the two sides cannot be compared: {e}")
         return res
     res.update(better_value=_describe(ob, b_lo, b_hi, unit), worse_value=_describe(ow, w_lo, w_hi, unit))
+    pol = ctx.policy["claims"]
+    if ob["metric"] in pol["compile_metrics"] or ow["metric"] in pol["compile_metrics"]:
+        need = int(pol["compile_min_samples"])
+        have = min(ob["summary"]["n"], ow["summary"]["n"])
+        if have < need:
+            res.update(status=NOT_TESTABLE_SAMPLES,
+                       reason=f"{have} compile-time sample(s) on a side; a compile-time pair needs {need} "
+                       "per side with the compile cache state controlled")
+            return res
     if direction is None:
         res.update(status=INCONCLUSIVE, reason=f"unit '{unit}' has no known better direction")
         return res
     if min(b_lo, w_lo) <= 0:
         res.update(status=INCONCLUSIVE, reason="a non-positive value cannot be compared")
         return res
-    # speed-up of `better` over `worse`: >1 means the claim's direction
-    if direction == "higher":
-        s_lo, s_hi = b_lo / w_hi, b_hi / w_lo
-    else:
-        s_lo, s_hi = w_lo / b_hi, w_hi / b_lo
+    s_lo, s_hi = _speedup(direction, (b_lo, b_hi), (w_lo, w_hi))
+    b_med = verdicts.convert(ob["summary"]["median"], ob["unit"], unit)
+    w_med = verdicts.convert(ow["summary"]["median"], ow["unit"], unit)
+    s_med = _speedup(direction, (b_med, b_med), (w_med, w_med))[0]
     res["speedup"] = [s_lo, s_hi]
-    txt = f"speed-up of {res['better']} over {res['worse']} in [{s_lo:.3g}, {s_hi:.3g}]"
+    res["speedup_median"] = s_med
+    txt = f"speed-up of {res['better']} over {res['worse']} {s_med:.3g} in [{s_lo:.3g}, {s_hi:.3g}]"
     if claimed is None:
-        if s_lo > 1:
-            res.update(status=HOLDS, reason=txt + " (> 1: intervals do not overlap)")
-        elif s_hi < 1:
-            res.update(status=REVERSED, reason=txt + " (< 1: the opposite order)")
+        effect = 1 + float(pol["min_effect"])
+        if s_lo > 1 and s_med >= effect:
+            res.update(status=HOLDS, reason=txt + f" (> 1, separated, and at least {effect:.3g})")
+        elif s_hi < 1 and s_med <= 1 / effect:
+            res.update(status=REVERSED, reason=txt + f" (< 1, separated, and at most {1 / effect:.3g}: "
+                       "the opposite order)")
+        elif s_lo > 1 or s_hi < 1:
+            res.update(status=INCONCLUSIVE, reason=txt + f" (separated, but the effect is below the minimum "
+                       f"{pol['min_effect']:.0%})")
         else:
             res.update(status=INCONCLUSIVE, reason=txt + " (contains 1: intervals overlap)")
         return res
@@ -234,17 +342,35 @@ def _claimed_range(claim: dict, default_tol: float) -> tuple[float, float] | Non
     return claim["ratio"] * (1 - tol), claim["ratio"] * (1 + tol)
 
 
+def _words(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {s.lower().replace('_', ' ')}" for s, n in counts.items())
+
+
 def check_claim(
-    claim: dict, observations: list[dict], default_tolerance: float = 0.10, point_margin: float = 0.10
+    claim: dict,
+    observations: list[dict],
+    default_tolerance: float = 0.10,
+    point_margin: float = 0.10,
+    published: list[dict] | None = None,
+    run: dict | None = None,
+    source_tolerance: float | None = None,
 ) -> dict:
     """Status of one claim against the observations (see the module docstring).
 
-    Returns {"id", "source", "kind", "origin", "text", "reference", "hardware", "interpretation",
-    "defects", "metric", "claimed_range", "status", "reason", "pairs": [{"better", "worse",
-    "status", "reason", "speedup", "better_value", "worse_value"}], "checked_on"}.
+    `published` are the published numbers of the claim's source (default: loaded from the data), used
+    for each side's publication hardware and for the no-claim rule; `run` is the run record (which
+    GPUs the host has). Returns {"id", "source", "kind", "origin", "text", "reference", "hardware",
+    "interpretation", "defects", "metric", "claimed_range", "status", "reason", "counts", "pairs":
+    [{"better", "worse", "status", "reason", "speedup", "speedup_median", "published_speedup",
+    "better_value", "worse_value"}], "checked_on"}.
     """
+    if published is None:
+        published = suites.load_published(claim["source"])
+    pub_obs = observations_from_published([n for n in published if n["provenance"]["source"] == claim["source"]])
+    tol = default_tolerance if source_tolerance is None else source_tolerance
+    ctx = _Ctx(observations, pub_obs, point_margin, tol, verdicts.load_policy(), run)
     claimed = _claimed_range(claim, default_tolerance)
-    pairs = [_pair(claim, b, w, observations, point_margin, claimed) for b, w in _pairs_of(claim)]
+    pairs = [_pair(claim, b, w, ctx, claimed) for b, w in _pairs_of(claim)]
     statuses = [p["status"] for p in pairs]
     status = next(s for s in PRECEDENCE if s in statuses)
     counts = {s: statuses.count(s) for s in PRECEDENCE if s in statuses}
@@ -252,8 +378,7 @@ def check_claim(
         reason = pairs[0]["reason"]
     else:
         first = next(p for p in pairs if p["status"] == status)
-        summary = ", ".join(f"{n} {s.lower().replace('_', ' ')}" for s, n in counts.items())
-        reason = f"{len(pairs)} comparisons: {summary}; e.g. {first['reason']}"
+        reason = f"{len(pairs)} comparisons: {_words(counts)}; e.g. {first['reason']}"
     checked_on = sorted({v["on"] for p in pairs for v in (p.get("better_value"), p.get("worse_value")) if v})
     return {
         "id": claim["id"],
@@ -269,19 +394,28 @@ def check_claim(
         "claimed_range": list(claimed) if claimed else None,
         "status": status,
         "reason": reason,
+        "counts": counts,
         "pairs": pairs,
         "checked_on": checked_on,
     }
 
 
 def check_claims(
-    observations: list[dict], sources: list[str] | None = None, claims: dict | None = None
+    observations: list[dict],
+    sources: list[str] | None = None,
+    claims: dict | None = None,
+    published: list[dict] | None = None,
+    run: dict | None = None,
 ) -> list[dict]:
     """check_claim for every claim (of the given sources only, when given)."""
     doc = claims or load_claims()
     tol, margin = doc.get("default_tolerance", 0.10), doc.get("point_margin", 0.10)
-    return [
-        check_claim(c, observations, tol, margin)
-        for c in doc["claims"]
-        if sources is None or c["source"] in sources
-    ]
+    all_sources = suites.load_sources()
+    out = []
+    for c in doc["claims"]:
+        if sources is not None and c["source"] not in sources:
+            continue
+        pub = published if published is not None else suites.load_published(c["source"])
+        src_tol = (all_sources.get(c["source"]) or {}).get("tolerance", tol)
+        out.append(check_claim(c, observations, tol, margin, pub, run, src_tol))
+    return out

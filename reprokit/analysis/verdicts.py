@@ -1,25 +1,41 @@
-"""One verdict per published number: was it reproduced, and can it even be true?
+"""One verdict per published number: can this run test it, and if so, does it hold?
 
 Pure functions: a published number (reprokit.suites.load_published), the cell result that measured
-it (or None), the run record (host fingerprint, measured CPU peak) in; a verdict dict out.
+it (or None), the run record (host fingerprint) in; a verdict dict out. The checks run in this order,
+and the first that applies decides:
 
-Verdicts (`verdict` field):
-  same GPU model as the publication (the run's GPU maps to the same peaks.yaml entry, same count):
-    REPRODUCED        the CI of the measured median lies inside published value x (1 +- tolerance)
-    DEVIATES_FASTER   the CI lies entirely on the faster side of that band (time below / rate above)
-    DEVIATES_SLOWER   entirely on the slower side
-    DEVIATES_HIGHER / DEVIATES_LOWER   the same for metrics that are not speeds (memory)
-    INCONCLUSIVE      the CI overlaps an edge of the band (too noisy, or too close to call)
-    (`comparison` says "same_hardware" when the stack is the published one, "same_hardware_other_stack"
-    when the implementation used substitutes or another framework version; the reason names them)
-  different hardware: the efficiencies (achieved FLOP/s / peak of each device) are compared instead,
-  the run's CPU peak being the GEMM probe stored in the run (reprokit.cpu_peak):
-    EFFICIENCY_SIMILAR / EFFICIENCY_HIGHER / EFFICIENCY_LOWER / INCONCLUSIVE (same band rule)
-    NOT_COMPARABLE    no FLOP model for the metric, or no peak for one of the devices
-  NOT_RUN             the cell has no result, did not finish, or lacks the metric (reason says which)
-Independently of the measurement, `plausibility` judges the published number alone: the FLOP/s it
-implies on the publication GPU against that GPU's fp32 peak. Above 100 % it is IMPLAUSIBLE, which
-is added to `labels` (the measured verdict is kept: both are reported).
+  IMPLAUSIBLE           the published number alone is faster than physically possible on its own
+                        device (reprokit.analysis.roofline: FLOP and bytes lower bounds against the
+                        device's fp32 peak and memory bandwidth). It gets no other verdict and is
+                        counted under no other; the measurement, if any, is shown as context.
+  NOT_TESTABLE_HERE     the run's device is of another class than the publication's (CPU vs GPU,
+                        another GPU count), or the host lacks the GPUs the number needs. Efficiency on
+                        another class is shown as context, never as a verdict.
+  NOT_RUN               no measurement of the number's cell and metric (the reason says why).
+  NOT_TESTABLE_STANDIN  the cell measured through a stand-in for the mechanism the number is about
+                        (reprokit.analysis.standins: cuDNN LSTM -> a CPU LSTM, Theano's compiled scan ->
+                        its Python loop, Keras-MXNet -> MXNet Gluon).
+  same device model (and GPU count): the measured median's interval against published x (1 +- the
+  source's tolerance):
+    REPRODUCED          the interval lies inside the band
+    DEVIATES_FASTER / DEVIATES_SLOWER   the interval lies entirely on the faster / slower side
+                        (a time below / a rate above the band is faster)
+    DEVIATES_HIGHER / DEVIATES_LOWER    the same for metrics that are not speeds (memory)
+    INCONCLUSIVE        the interval overlaps an edge of the band
+    (`comparison` "same_hardware", or "same_hardware_other_stack" when another framework release or
+    API ran; the reason names them)
+  same device class, another model: efficiencies (achieved FLOP/s / theoretical fp32 peak of each
+  device) within the policy's efficiency tolerance (data/verdict_policy.yaml):
+    EFFICIENCY_SIMILAR  the measured efficiency interval lies inside published efficiency +- tolerance
+    EFFICIENCY_HIGHER   this run reached a larger fraction of its device's peak than the publication
+                        reached of its device's (entirely above the band)
+    EFFICIENCY_LOWER    a smaller fraction (entirely below the band)
+    INCONCLUSIVE        the interval overlaps an edge of the band
+  NOT_COMPARABLE        the same class, but no FLOP model for the metric, no peak for a device, or
+                        units that cannot be converted.
+
+Independently of the verdict, `tier` is the roofline tier of the published number (PLAUSIBLE,
+SUSPICIOUS, IMPLAUSIBLE, or None without a FLOP model); SUSPICIOUS is added to `labels`.
 
 Unit conversion for the whole report lives in `reprokit.units.convert`; a published number is put into the
 measured metric's unit by `published_value` (transform.scale first, then `convert`).
@@ -28,9 +44,14 @@ measured metric's unit by `published_value` (transform.scale first, then `conver
 from __future__ import annotations
 
 import re
+from functools import cache
+from importlib import resources
 
-from reprokit import units
-from reprokit.analysis import flops, stats
+import yaml
+
+from reprokit import units, validate
+from reprokit.analysis import devices, flops, roofline, standins, stats
+from reprokit.errors import UserError
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -45,7 +66,10 @@ EFFICIENCY_HIGHER = "EFFICIENCY_HIGHER"
 EFFICIENCY_LOWER = "EFFICIENCY_LOWER"
 NOT_COMPARABLE = "NOT_COMPARABLE"
 NOT_RUN = "NOT_RUN"
+NOT_TESTABLE_HERE = "NOT_TESTABLE_HERE"
+NOT_TESTABLE_STANDIN = "NOT_TESTABLE_STANDIN"
 IMPLAUSIBLE = "IMPLAUSIBLE"
+SUSPICIOUS = "SUSPICIOUS"
 VERDICTS = (
     REPRODUCED,
     DEVIATES_FASTER,
@@ -58,7 +82,42 @@ VERDICTS = (
     EFFICIENCY_LOWER,
     NOT_COMPARABLE,
     NOT_RUN,
+    NOT_TESTABLE_HERE,
+    NOT_TESTABLE_STANDIN,
+    IMPLAUSIBLE,
 )
+# What each verdict means, in words (the report prints these once).
+MEANINGS = {
+    REPRODUCED: "same device model: the measured interval lies inside published ± tolerance",
+    DEVIATES_FASTER: "same device model: measured entirely faster than published ± tolerance",
+    DEVIATES_SLOWER: "same device model: measured entirely slower than published ± tolerance",
+    DEVIATES_HIGHER: "same device model: measured entirely above published ± tolerance",
+    DEVIATES_LOWER: "same device model: measured entirely below published ± tolerance",
+    INCONCLUSIVE: "the measured interval overlaps an edge of the band",
+    EFFICIENCY_SIMILAR: "same device class, other model: the same fraction of each device's peak (± tolerance)",
+    EFFICIENCY_HIGHER: "same device class, other model: this run reached a larger fraction of its device's "
+    "peak than the publication reached of its device's",
+    EFFICIENCY_LOWER: "same device class, other model: this run reached a smaller fraction of its "
+    "device's peak",
+    NOT_COMPARABLE: "same device class, but no FLOP model, peak or common unit",
+    NOT_RUN: "no measurement in this run",
+    NOT_TESTABLE_HERE: "published on another device class (GPU vs CPU, another GPU count): no verdict here",
+    NOT_TESTABLE_STANDIN: "measured through a stand-in for the mechanism the number is about: no verdict",
+    IMPLAUSIBLE: "the published number is faster than physically possible on its own device",
+}
+
+
+@cache
+def load_policy() -> dict:
+    """data/verdict_policy.yaml (validated): efficiency tolerance, claim thresholds, with reasons."""
+    path = resources.files("reprokit.data").joinpath("verdict_policy.yaml")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise UserError(f"reprokit/data/verdict_policy.yaml is not valid YAML ({e}); fix the file") from e
+    validate.check("verdict_policy", doc, "reprokit/data/verdict_policy.yaml")
+    return doc
+
 
 # -- units: one table for the whole code base (reprokit/units.py) ---------------------------------
 convert = units.convert
@@ -84,53 +143,7 @@ def published_value(number: dict, to_unit: str | None = None) -> tuple[float, st
     return value, unit, " ".join(how)
 
 
-# -- hardware and stack ----------------------------------------------------------------------------
-def publication_device(number: dict) -> dict:
-    """The publication's device: {"kind", "label", "entry", "count", "peak_tflops", "verified", "reason"}."""
-    label = number["environment"].get("gpu") or "unstated"
-    if label.lower().startswith("none"):
-        return {
-            "kind": "cpu",
-            "label": label,
-            "entry": None,
-            "count": 1,
-            "peak_tflops": None,
-            "verified": None,
-            "reason": f"the publication CPU's peak is unknown ('{label}')",
-        }
-    hit = flops.find_gpu(label)
-    if hit is None:
-        return {
-            "kind": "gpu",
-            "label": label,
-            "entry": None,
-            "count": None,
-            "peak_tflops": None,
-            "verified": None,
-            "reason": f"no peak for the publication GPU '{label}' in peaks.yaml",
-        }
-    return {
-        "kind": "gpu",
-        "label": label,
-        "entry": hit["entry"],
-        "count": hit["count"],
-        "peak_tflops": hit["peak_tflops"],
-        "fp32_tflops": hit["fp32_tflops"],
-        "verified": hit["verified"],
-        "sources": hit["sources"],
-        "reason": None,
-    }
-
-
-def same_hardware(pub: dict, meas: dict, run: dict | None) -> bool:
-    if pub["kind"] != meas["kind"]:
-        return False
-    if pub["kind"] == "gpu":
-        return pub["entry"] is not None and pub["entry"] == meas["entry"] and pub["count"] == meas["count"]
-    model = (((run or {}).get("host_fingerprint") or {}).get("cpu") or {}).get("model_name")
-    return bool(model) and model.lower() in pub["label"].lower()
-
-
+# -- stack ---------------------------------------------------------------------------------------
 def _version_equal(a: str | None, b: str | None) -> bool:
     """'1.2.1' == '1.2.1+cpu'; '8.0' matches '8.0.44' (compare the common numeric prefix)."""
     if not a or not b:
@@ -176,43 +189,12 @@ def _rate(tflops: float) -> str:
     return f"{tflops:.3g} TFLOP/s" if tflops >= 1 else f"{1000 * tflops:.3g} GFLOP/s"
 
 
-def plausibility(number: dict) -> dict | None:
-    """The published number alone against its publication GPU's fp32 peak, or None without a FLOP
-    model or a peak. {"implausible", "percent_of_peak", "implied_tflops", "peak_tflops",
-    "flops_per_item", "items_per_s", "gpu", "arithmetic", "peak_verified"}."""
-    pub = publication_device(number)
-    if pub["peak_tflops"] is None:
-        return None
-    value, unit, _ = published_value(number)
-    try:
-        a = flops.achieved(value, unit, number["metric"], number["cell"] or "", number["workload"])
-    except flops.NotApplicable:
-        return None
-    frac = a["tflops"] / pub["peak_tflops"]
-    count = f"{pub['count']} x " if pub["count"] != 1 else ""
-    arith = (
-        f"{a['arithmetic']}; peak {count}{pub['label']} ({pub['entry']}) "
-        f"{_rate(pub['peak_tflops'])} fp32 -> {_pct(frac)} of peak"
-    )
-    return {
-        "implausible": frac > 1.0,
-        "percent_of_peak": 100 * frac,
-        "implied_tflops": a["tflops"],
-        "peak_tflops": pub["peak_tflops"],
-        "flops_per_item": a["flops_per_item"],
-        "items_per_s": a["items_per_s"],
-        "item": a["item"],
-        "phase": a["phase"],
-        "gpu": pub["label"],
-        "peak_verified": pub["verified"],
-        "arithmetic": arith,
-    }
-
-
 # -- the verdict -----------------------------------------------------------------------------------
 def _not_run_reason(number: dict, cell: dict | None, run_entry: dict | None) -> str | None:
     metric = number["metric"]
     if cell is None:
+        if number["cell"] is None:
+            return "no cell of the kit reproduces this number"
         if run_entry is None:
             return f"cell {number['cell']} is not part of this run"
         why = run_entry.get("reason") or "no result file"
@@ -242,20 +224,23 @@ def _base(number: dict, tolerance: float) -> dict:
         },
         "tolerance": tolerance,
         "defects": list(number.get("defects") or []),
-        "plausibility": plausibility(number),
+        "roofline": None,
+        "tier": None,
         "measured": None,
         "band": None,
         "ratio": None,
         "efficiency": None,
+        "efficiency_is_context": False,
         "hardware": None,
         "stack": None,
+        "standins": [],
         "comparison": None,
     }
 
 
 def _finish(v: dict, verdict: str, reason: str) -> dict:
     v["verdict"], v["reason"] = verdict, reason
-    v["labels"] = [verdict] + ([IMPLAUSIBLE] if (v["plausibility"] or {}).get("implausible") else [])
+    v["labels"] = [verdict] + ([SUSPICIOUS] if v["tier"] == SUSPICIOUS and verdict != IMPLAUSIBLE else [])
     return v
 
 
@@ -265,10 +250,11 @@ def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float,
     v["band"] = list(band)
     pos = band_position(lo, hi, *band)
     single = summ["ci_low"] is None
+    label = summ.get("ci_label") or f"{summ['ci_confidence']:.0%} CI"
     basis = (
         "the single measured value"
         if single
-        else f"the {summ['ci_confidence']:.0%} CI of the median [{lo:.4g}, {hi:.4g}] {unit} (n={summ['n']})"
+        else f"the {label} of the median [{lo:.4g}, {hi:.4g}] {unit} (n={summ['n']})"
     )
     band_txt = f"published {p:.4g} {unit} +- {_pct(tol)} = [{band[0]:.4g}, {band[1]:.4g}]"
     if pos == "inside":
@@ -278,78 +264,84 @@ def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float,
     better = better_direction(unit)
     if is_speed(unit):
         faster = (pos == "below") == (better == "lower")
-        label = DEVIATES_FASTER if faster else DEVIATES_SLOWER
+        verdict_ = DEVIATES_FASTER if faster else DEVIATES_SLOWER
     else:
-        label = DEVIATES_HIGHER if pos == "above" else DEVIATES_LOWER
-    word = label.split("_")[1].lower()
+        verdict_ = DEVIATES_HIGHER if pos == "above" else DEVIATES_LOWER
+    word = verdict_.split("_")[1].lower()
     return _finish(
         v,
-        label,
+        verdict_,
         f"{note}: {basis} lies entirely {pos} {band_txt} ({word}, "
         f"median/published = {summ['median'] / p:.3g})",
     )
 
 
-def _efficiency_verdict(
-    v: dict, number: dict, cell: dict, summ: dict, unit: str, tol: float, pub: dict, meas: dict, hw_note: str
-) -> dict:
-    metric = number["metric"]
+def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas: dict) -> dict:
+    """Efficiency (achieved FLOP/s / theoretical peak) of the published number and of the measured
+    median and interval. Raises flops.NotApplicable (no FLOP model, no peak)."""
     if meas["peak_tflops"] is None:
-        return _finish(v, NOT_COMPARABLE, f"{hw_note}; no efficiency comparison: {meas['reason']}")
+        raise flops.NotApplicable(meas.get("reason") or f"no peak for {meas['label']}")
     if pub["peak_tflops"] is None:
-        return _finish(v, NOT_COMPARABLE, f"{hw_note}; no efficiency comparison: {pub['reason']}")
+        raise flops.NotApplicable(pub.get("reason") or f"no peak for {pub['label']}")
+    metric = number["metric"]
     p_value, p_unit, _ = published_value(number)
-    try:
-        a_pub = flops.achieved(p_value, p_unit, metric, number["cell"], number["workload"])
-        params = cell.get("params") or {}
-        lo, hi = stats.interval(summ)
-        a_med = flops.achieved(summ["median"], unit, metric, cell["cell_id"], params)
-        a_lo = flops.achieved(lo, unit, metric, cell["cell_id"], params)
-        a_hi = flops.achieved(hi, unit, metric, cell["cell_id"], params)
-    except flops.NotApplicable as e:
-        return _finish(v, NOT_COMPARABLE, f"{hw_note}; no efficiency comparison: {e}")
+    a_pub = flops.achieved(p_value, p_unit, metric, number["cell"], number["workload"])
+    params = cell.get("params") or {}
+    lo, hi = stats.interval(summ)
+    a_med = flops.achieved(summ["median"], unit, metric, cell["cell_id"], params)
+    a_lo = flops.achieved(lo, unit, metric, cell["cell_id"], params)
+    a_hi = flops.achieved(hi, unit, metric, cell["cell_id"], params)
     peak_m = meas["peak_tflops"]
     e_vals = sorted([a_lo["tflops"] / peak_m, a_hi["tflops"] / peak_m])
-    e_med = a_med["tflops"] / peak_m
-    e_pub = a_pub["tflops"] / pub["peak_tflops"]
-    band = (e_pub * (1 - tol), e_pub * (1 + tol))
-    v["band"] = list(band)
-    v["efficiency"] = {
+    probe = meas.get("probe_tflops")
+    return {
         "measured": {
-            "median": e_med,
+            "median": a_med["tflops"] / peak_m,
             "ci_low": e_vals[0],
             "ci_high": e_vals[1],
             "tflops_median": a_med["tflops"],
             "peak_tflops": peak_m,
-            "peak_source": meas["peak_source"],
+            "peak_source": meas.get("peak_source"),
+            "probe_tflops": probe,
+            "of_probe": a_med["tflops"] / probe if probe else None,
             "arithmetic": a_med["arithmetic"],
         },
         "published": {
-            "value": e_pub,
+            "value": a_pub["tflops"] / pub["peak_tflops"],
             "tflops": a_pub["tflops"],
             "peak_tflops": pub["peak_tflops"],
-            "peak_source": f"peaks.yaml {pub['entry']}",
+            "peak_source": pub.get("peak_source"),
             "arithmetic": a_pub["arithmetic"],
         },
         "model": a_med["model"],
         "phase": a_med["phase"],
     }
-    pos = band_position(e_vals[0], e_vals[1], *band)
-    txt = (
-        f"{hw_note}: efficiency compared (achieved FLOP/s / peak). Measured {_pct(e_med)} of "
-        f"{meas['label']}'s {_rate(peak_m)} ({meas['peak_source']}; CI {_pct(e_vals[0])}-"
-        f"{_pct(e_vals[1])}) vs published {_pct(e_pub)} of {pub['label']}'s "
-        f"{_rate(pub['peak_tflops'])} +- {_pct(tol)}"
+
+
+def _efficiency_text(e: dict, pub: dict, meas: dict) -> str:
+    m, p = e["measured"], e["published"]
+    probe = f"; {_pct(m['of_probe'])} of its measured GEMM rate" if m.get("of_probe") else ""
+    return (
+        f"measured {_pct(m['median'])} of {meas['label']}'s {_rate(m['peak_tflops'])} fp32 peak "
+        f"(interval {_pct(m['ci_low'])}-{_pct(m['ci_high'])}{probe}) vs published {_pct(p['value'])} of "
+        f"{pub['label']}'s {_rate(p['peak_tflops'])}"
     )
-    if (v["plausibility"] or {}).get("implausible"):
-        txt += "; the published value exceeds its GPU's peak, so this comparison says little"
-    label = {
-        "inside": EFFICIENCY_SIMILAR,
-        "above": EFFICIENCY_HIGHER,
-        "below": EFFICIENCY_LOWER,
-        "overlap": INCONCLUSIVE,
-    }[pos]
-    return _finish(v, label, txt)
+
+
+def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas: dict) -> dict:
+    tol = float(load_policy()["efficiency"]["tolerance"])
+    note = f"same device class, other model (published on {pub['label']}, measured on {meas['label']})"
+    try:
+        e = efficiency(number, cell, summ, unit, pub, meas)
+    except flops.NotApplicable as err:
+        return _finish(v, NOT_COMPARABLE, f"{note}; no efficiency comparison: {err}")
+    v["efficiency"] = e
+    band = (e["published"]["value"] * (1 - tol), e["published"]["value"] * (1 + tol))
+    v["band"] = list(band)
+    pos = band_position(e["measured"]["ci_low"], e["measured"]["ci_high"], *band)
+    verdict_ = {"inside": EFFICIENCY_SIMILAR, "above": EFFICIENCY_HIGHER, "below": EFFICIENCY_LOWER,
+                "overlap": INCONCLUSIVE}[pos]
+    return _finish(v, verdict_, f"{note}: {_efficiency_text(e, pub, meas)} +- {_pct(tol)}")
 
 
 def verdict(
@@ -359,31 +351,61 @@ def verdict(
     tolerance: float | None = None,
     run_entry: dict | None = None,
 ) -> dict:
-    """The verdict on one published number (see the module docstring for the labels).
+    """The verdict on one published number (see the module docstring for the order of the checks).
 
     `cell` is the cell result that measured number["cell"] (None when absent), `run` the run record
-    (host fingerprint and the measured `cpu_peak`), `tolerance` the source's (default 0.10),
-    `run_entry` the run record's line for the cell (gives the reason when no result file exists).
+    (host fingerprint, CPU probe), `tolerance` the source's (default 0.10), `run_entry` the run
+    record's line for the cell (gives the reason when no result file exists).
     """
     tol = DEFAULT_TOLERANCE if tolerance is None else float(tolerance)
     v = _base(number, tol)
-    why = _not_run_reason(number, cell, run_entry)
-    if why is not None:
-        return _finish(v, NOT_RUN, why)
-    metric = cell["metrics"][number["metric"]]
-    unit = metric["unit"]
-    summ = stats.summarize_metric(metric)
-    v["measured"] = summ
+    pub = devices.publication_device(number)
+    v["roofline"] = roofline.bound(number, pub)
+    v["tier"] = (v["roofline"] or {}).get("tier")
+    v["hardware"] = {"published": pub, "measured": None, "same_class": None, "same_model": None}
+    why_not = _not_run_reason(number, cell, run_entry)
+    summ = meas = None
+    if why_not is None:
+        metric = cell["metrics"][number["metric"]]
+        unit = metric["unit"]
+        summ = stats.summarize_metric(metric)
+        v["measured"] = summ
+        meas = devices.measured_device(cell, run)
+        v["hardware"]["measured"] = meas
+        v["stack"] = stack_match(number, cell)
+        v["standins"] = standins.of_cell(cell)
+    if v["tier"] == IMPLAUSIBLE:
+        return _finish(v, IMPLAUSIBLE, v["roofline"]["arithmetic"])
+    if why_not is not None:
+        mismatch = devices.host_mismatch(pub, run)
+        if mismatch:
+            v["hardware"]["same_class"] = False
+            return _finish(v, NOT_TESTABLE_HERE, mismatch)
+        return _finish(v, NOT_RUN, why_not)
     try:
         p, _, how = published_value(number, unit)
     except ValueError as e:
         return _finish(v, NOT_COMPARABLE, f"published unit cannot be compared with the measured one: {e}")
     v["published"].update(value_converted=p, unit_converted=unit, conversion=how)
     v["ratio"] = summ["median"] / p if p else None
-    pub, meas = publication_device(number), flops.measured_device(cell, run)
-    same = same_hardware(pub, meas, run)
-    v["hardware"] = {"published": pub, "measured": meas, "same": same}
-    v["stack"] = stack_match(number, cell)
+    mismatch = devices.class_mismatch(pub, meas)
+    v["hardware"]["same_class"] = mismatch is None
+    if mismatch:
+        v["comparison"] = "other_class"
+        try:
+            v["efficiency"] = efficiency(number, cell, summ, unit, pub, meas)
+            v["efficiency_is_context"] = True
+        except flops.NotApplicable:
+            pass
+        return _finish(v, NOT_TESTABLE_HERE, mismatch)
+    mech = [s for s in v["standins"] if s["mechanism"]]
+    if mech:
+        v["comparison"] = "standin"
+        return _finish(v, NOT_TESTABLE_STANDIN,
+                       "measured through a stand-in for the mechanism under test: "
+                       + "; ".join(f"{s['used']} instead of {s['original']}" for s in mech))
+    same = devices.same_model(pub, meas)
+    v["hardware"]["same_model"] = same
     if same:
         if v["stack"]["same"]:
             v["comparison"] = "same_hardware"
@@ -397,8 +419,7 @@ def verdict(
             )
         return _same_hardware_verdict(v, p, summ, unit, tol, note)
     v["comparison"] = "efficiency"
-    hw_note = f"different hardware (published on {pub['label']}, measured on {meas['label']})"
-    return _efficiency_verdict(v, number, cell, summ, unit, tol, pub, meas, hw_note)
+    return _efficiency_verdict(v, number, cell, summ, unit, pub, meas)
 
 
 def verdicts_for_run(

@@ -1,0 +1,59 @@
+"""Stand-ins: what each substitution a cell reports means for a verdict (data/standins.yaml).
+
+A cell result lists the substitutions it made (`implementation.substitutes`: {original, used, why},
+written by bench/ inside the stack). `classify` gives each one its kind from the data: a `mechanism`
+stand-in replaces what a published number is about (cuDNN's LSTM, Theano's compiled scan, Keras on
+MXNet), and a number or claim measured through one gets no verdict. A substitution the data does not
+know is treated as a mechanism (no verdict) and marked unclassified. Pure functions; the data file is
+loaded and validated once.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+import yaml
+
+from reprokit import validate
+from reprokit.errors import UserError
+
+MECHANISM = "mechanism"
+KIND_ORDER = ("mechanism", "version", "api", "data", "workload", "state")
+
+
+@cache
+def load() -> dict:
+    """The whole standins.yaml document (validated)."""
+    path = resources.files("reprokit.data").joinpath("standins.yaml")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise UserError(f"reprokit/data/standins.yaml is not valid YAML ({e}); fix the file") from e
+    validate.check("standins", doc, "reprokit/data/standins.yaml")
+    return doc
+
+
+def classify(sub: dict) -> dict:
+    """One substitution {original, used, why} with its class: {"id", "kind", "short", "mechanism",
+    "classified", "original", "used", "why"}."""
+    original, used = str(sub.get("original") or ""), str(sub.get("used") or "")
+    for e in load()["standins"]:
+        if re.search(e["original"], original) and ("used" not in e or re.search(e["used"], used)):
+            return {"id": e["id"], "kind": e["kind"], "short": e["short"], "mechanism": e["kind"] == MECHANISM,
+                    "classified": True, "original": original, "used": used, "why": sub.get("why")}
+    return {"id": None, "kind": MECHANISM, "short": f"unclassified: {used} for {original}", "mechanism": True,
+            "classified": False, "original": original, "used": used, "why": sub.get("why")}
+
+
+def of_cell(cell: dict | None) -> list[dict]:
+    """Every substitution of a cell result, classified, mechanisms first."""
+    subs = ((cell or {}).get("implementation") or {}).get("substitutes") or []
+    out = [classify(s) for s in subs]
+    return sorted(out, key=lambda s: KIND_ORDER.index(s["kind"]))
+
+
+def mechanisms(cell: dict | None) -> list[dict]:
+    """The substitutions of a cell that replace a mechanism (no verdict through them)."""
+    return [s for s in of_cell(cell) if s["mechanism"]]
