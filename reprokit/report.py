@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -254,7 +255,37 @@ def _intervals(cells: list[dict], run: dict) -> dict:
     repeat = int(run.get("repeat") or 1)
     cvs.sort()
     return {"kinds": sorted(kinds.values(), key=lambda k: -k["metrics"]), "repeat": repeat,
+            "rerun": _rerun_coverage(),
             "median_cv": cvs[len(cvs) // 2] if cvs else None, "metrics": sum(k["metrics"] for k in kinds.values())}
+
+
+def _roofline_summary(rows: list[dict]) -> dict:
+    """The SUSPICIOUS threshold with its reason, and, when no number is suspicious, why none is."""
+    policy = flops.load_models()["roofline"]
+    frac = float(policy["suspicious_fraction"])
+    below = [r for r in rows if r.get("tier") == "PLAUSIBLE"]
+    top = max(below, key=lambda r: r["analysis"]["roofline"]["fraction_of_bound"], default=None)
+    if top is None:
+        none_txt = "no published number of these sources has a FLOP model and a device peak to bound it"
+    else:
+        f = top["analysis"]["roofline"]["fraction_of_bound"]
+        none_txt = (f"every bounded number below the impossible ones stays under {frac:.0%} of its bound; "
+                    f"the highest is {top['id']} at {f:.1%} of {top['bound']} on {top['published_device']}")
+    return {"suspicious_fraction": frac, "why": policy["why"], "none_suspicious": none_txt}
+
+
+def _rerun_coverage() -> dict | None:
+    """The kit's own measurement of run-to-run spread (scripts/bench_rerun_coverage.py writes
+    reprokit/data/rerun_coverage.json with its command, machine and date), or None."""
+    path = resources.files("reprokit.data").joinpath("rerun_coverage.json")
+    if not path.is_file():
+        return None
+    doc = json.loads(path.read_text())
+    s = doc["summary"]
+    text = (f"{doc['command']} on {doc['machine']}, {doc['date']}: {s['inside']} of {s['pairs']} second-run medians "
+            f"({s['coverage']:.0%}) inside the first run's intervals; medians moved by {s['shift_median']:.1%} "
+            f"(median), intervals' median half-width {s['half_width_median']:.1%}")
+    return {"text": text, **s}
 
 
 def _run_device(devices_: list[str], host: dict) -> str:
@@ -307,6 +338,7 @@ def _rows_for(numbers: list[dict], run: dict, cells: dict[str, dict],
         r["anchor"] = number_anchor(n["id"])
         r["device_label"] = _device_label(r["device"], host, short=True) if r["device"] else None
         r["load_high"] = n["cell"] in high
+        r["tested"] = overview.tested(r)
         r["data"] = datasets.provenance(cell)  # stand-in or real data files, None if neither
         r["environment_diff"] = diff.environment_diff(n, all_sources.get(r["source"]), host, cell)
         out.append(r)
@@ -332,8 +364,15 @@ def _host_summary(host: dict, cpu_peak: dict | None) -> dict:
         "nvidia_available": nv.get("available"), "nvidia_reason": nv.get("reason"),
         "nvidia_driver": nv.get("driver_version"), "gpus": gpus, "env": host.get("env") or {},
         "host_id": host.get("host_id"),
+        "cpu_label": cpus.short_label(cpu),
+        "cpu_peak_theoretical": _cpu_theoretical(host),
         "cpu_peak_gflops": (cpu_peak or {}).get("gflops"), "cpu_peak_method": (cpu_peak or {}).get("method"),
     }
+
+
+def _cpu_theoretical(host: dict) -> str:
+    c = cpus.host_cpu(host)
+    return c.get("derivation") or f"unknown: {c.get('reason')}"
 
 
 def _flat(value: Any, limit: int = 300) -> str:
@@ -446,9 +485,8 @@ def build_context(rundir: results.RunDir) -> dict:
         "first_screen": first_screen,
         "intervals": _intervals(cell_list, run),
         "conventions": roofline.CONVENTIONS,
+        "roofline": _roofline_summary(rows),
         "efficiency_tolerance": verdicts.load_policy()["efficiency"]["tolerance"],
-        "cpu_note": any(r["in_run"] and r["published_on_gpu"] and r["device"] == "cpu" for r in rows),
-        "efficiency_note": any(r["comparison"] == "efficiency" for r in rows),
         "load": load,
         "summary": _summary(rows, claim_results),
         "numbers": rows,

@@ -10,9 +10,20 @@ runs/m40-same  a host with a 'Tesla M40 24GB' and the published TF 1.2.1 stack (
                same-hardware verdicts (REPRODUCED, DEVIATES_FASTER/SLOWER, INCONCLUSIVE), a
                Theano cell with a substitute (same_hardware_other_stack), a failed cell (NOT_RUN),
                and claims HOLDS (compile), REVERSED (train), INCONCLUSIVE (forward) for 000 s30-h512.
-runs/cpu-a     a CPU-only host with a measured cpu_peak of 100 GFLOP/s: efficiency verdicts.
+runs/m40-same  (also) the Theano cell ran its Python scan loop for the compiled one (a mechanism
+               stand-in: NOT_TESTABLE_STANDIN); basic_lstm ran TF 1.4 for 1.2.1 (a version
+               stand-in: same_hardware_other_stack); compile times of cudnn/fused have 3 samples
+               (claims can decide), basic_lstm's one (NOT_TESTABLE_SAMPLES).
+runs/cpu-a     a CPU-only host (AMD family 25 model 1, 8 cores, 2.45 GHz, AVX2/FMA: Zen 3) with a
+               measured GEMM probe of 100 GFLOP/s (context): the GPU-published numbers of 000/001 are
+               NOT_TESTABLE_HERE; the CPU-published 003 numbers get efficiency verdicts against the
+               6-core Haswell of the publication.
 runs/cpu-b     the same cells as cpu-a, cudnn train 25 % slower (a significant change), the rest
                drawn again from the same distributions.
+runs/haswell-same  a 6-core Intel family 6 model 63 host at 3.5 GHz (the CPU source 003 published on):
+               003 CPU numbers get same-hardware verdicts (REPRODUCED, DEVIATES_SLOWER/FASTER).
+runs/v100-other    a 'Tesla V100-SXM2-16GB' host: 000's M40 numbers are the same device class (one
+               GPU), another model: efficiency verdicts.
 """
 
 from __future__ import annotations
@@ -108,12 +119,21 @@ def cell(
     }
 
 
-def host(gpus: list[str], cpu_peak: float | None, env: dict) -> dict:
+TEST_CPU = {"model_name": "Test CPU @ 2.00GHz", "logical_cores": 8, "usable_cores": 8}
+ZEN3 = {"model_name": "AMD EPYC", "vendor": "AuthenticAMD", "family": "25", "model": "1", "stepping": "1",
+        "flags": ["avx", "avx2", "fma", "sse4_2"], "mhz": [2450.0] * 8, "physical_cores": 8,
+        "logical_cores": 8, "usable_cores": 8}
+HASWELL6 = {"model_name": "Intel(R) Core(TM) i7-5930K CPU @ 3.50GHz", "vendor": "GenuineIntel", "family": "6",
+            "model": "63", "stepping": "2", "flags": ["avx", "avx2", "fma", "sse4_2"], "mhz": [3500.0] * 12,
+            "physical_cores": 6, "logical_cores": 12, "usable_cores": 12}
+
+
+def host(gpus: list[str], cpu_peak: float | None, env: dict, cpu: dict | None = None) -> dict:
     h = {
         "fingerprint_version": 1,
         "kind": "host_fingerprint",
         "collected": "2026-11-22T00:00:00Z",
-        "cpu": {"model_name": "Test CPU @ 2.00GHz", "logical_cores": 8, "usable_cores": 8},
+        "cpu": dict(cpu or TEST_CPU),
         "memory": {"total_bytes": 64 * 2**30},
         "python": {"version": "3.11.7"},
         "nvidia": {"available": bool(gpus), "driver_version": "375.20" if gpus else None},
@@ -181,7 +201,7 @@ def m40_same() -> None:
             {
                 "train_time_per_example": m("ms", draws(rng, 0.1405, 0.004, 30)),  # REPRODUCED
                 "forward_time_per_example": m("ms", draws(rng, 0.0600, 0.004, 30)),  # DEVIATES_FASTER
-                "compile_time": m("s", [2.0], False, "single"),
+                "compile_time": m("s", [2.0, 2.05, 1.98], False, "published_count"),
             },
         ),
         tf(
@@ -189,16 +209,22 @@ def m40_same() -> None:
             {
                 "train_time_per_example": m("ms", draws(rng, 0.3000, 0.004, 30)),  # DEVIATES_SLOWER
                 "forward_time_per_example": m("ms", uniform(rng, 0.100, 0.130, 30)),  # INCONCLUSIVE
-                "compile_time": m("s", [1.0], False, "single"),
+                "compile_time": m("s", [1.0, 1.02, 0.99], False, "published_count"),
             },
         ),
-        tf(
+        cell(
+            rid,
             "000/tensorflow/basic_lstm/b128-s30-h512",
+            "tf-1.2",
+            "gpu",
+            "tensorflow",
+            "1.4.0",
             {
-                "train_time_per_example": m("ms", draws(rng, 0.2542, 0.004, 30)),
+                "train_time_per_example": m("ms", draws(rng, 0.2542, 0.004, 30)),  # REPRODUCED, other stack
                 "forward_time_per_example": m("ms", uniform(rng, 0.115, 0.132, 30)),
                 "compile_time": m("s", [1.5], False, "single"),
             },
+            substitutes=[{"original": "TensorFlow 1.2.1", "used": "TensorFlow 1.4.0", "why": "test data"}],
         ),
         cell(
             rid,
@@ -212,7 +238,11 @@ def m40_same() -> None:
                 "forward_time_per_example": m("ms", draws(rng, 0.0900, 0.004, 30)),
                 "compile_time": m("s", [7.0], False, "single"),
             },
-            substitutes=[{"original": "Theano 0.9.0", "used": "Theano 1.0.5", "why": "test data"}],
+            substitutes=[
+                {"original": "Theano 0.9.0", "used": "Theano 1.0.5", "why": "test data"},
+                {"original": "Theano scan time loop in Cython (scan_perform)", "used": "Theano Python scan loop",
+                 "why": "test data"},
+            ],
         ),
         cell(
             rid,
@@ -269,6 +299,9 @@ def cpu_run(name: str, seed: int, cudnn_train_ms: float, peak: float, env: dict)
             substitutes=[{"original": "PyTorch 0.1.12", "used": "PyTorch 2.13.0", "why": "test data"}],
             params={"batch": 128, "seq_len": 128, "hidden": 1024, "emb": 1024, "layers": 1, "vocab": 33279},
         ),
+        s003(name, "pytorch/eager_static/forward", {"time_per_batch": m("s", draws(rng, 0.2406, 0.01, 12), False)}),
+        s003(name, "pytorch/eager_static/train", {"time_per_batch": m("s", draws(rng, 2.2, 0.01, 12), False)}),
+        s003(name, "tensorflow/graph_static/forward", {"time_per_batch": m("s", draws(rng, 0.07, 0.01, 12), False)}),
     ]
     cp = {
         "gflops": peak,
@@ -283,11 +316,49 @@ def cpu_run(name: str, seed: int, cudnn_train_ms: float, peak: float, env: dict)
         "method": "test data: a fixed value, not measured",
         "measured": "2026-11-22T00:00:00Z",
     }
-    write_run(name, host([], peak, env), cells, cp)
+    write_run(name, host([], peak, env, ZEN3), cells, cp)
+
+
+P003 = {"batch": 128, "seq_len": 50, "hidden": 256, "layers": 3, "dataset": "PTB (word; vocab 10001; stride-3 windows)"}
+
+
+def s003(rid: str, rest: str, metrics: dict) -> dict:
+    fw = rest.split("/")[0]
+    framework, version = ("torch", "1.3.0") if fw == "pytorch" else ("tensorflow", "2.0.0")
+    stack = "torch-1.3" if fw == "pytorch" else "tf-2.0"
+    return cell(rid, f"003/{rest}", stack, "cpu", framework, version, metrics, params=dict(P003))
+
+
+def haswell_same() -> None:
+    rng = random.Random(63)
+    rid = "haswell-same"
+    m = lambda u, v: metric(u, v, False, "test")  # noqa: E731
+    cells = [
+        s003(rid, "pytorch/eager_static/forward", {"time_per_batch": m("s", draws(rng, 0.2406, 0.005, 12))}),
+        s003(rid, "pytorch/eager_static/train", {"time_per_batch": m("s", draws(rng, 1.0352 * 1.3, 0.005, 12))}),
+        s003(rid, "tensorflow/graph_static/forward", {"time_per_batch": m("s", draws(rng, 0.236 * 0.7, 0.005, 12))}),
+    ]
+    write_run(rid, host([], None, {"OMP_NUM_THREADS": "6"}, HASWELL6), cells, None)
+
+
+def v100_other() -> None:
+    rng = random.Random(100)
+    rid = "v100-other"
+    m = lambda u, v: metric(u, v, True, "test")  # noqa: E731
+    cells = [
+        cell(rid, "000/tensorflow/cudnn_lstm/b128-s30-h512", "tf-1.2", "gpu", "tensorflow", "1.2.1",
+             {"train_time_per_example": m("ms", draws(rng, 0.1404 * 7.0 / 15.7, 0.004, 30)),  # similar
+              "forward_time_per_example": m("ms", draws(rng, 0.079 / 5, 0.004, 30))}),  # higher
+        cell(rid, "000/tensorflow/fused_lstm/b128-s30-h512", "tf-1.2", "gpu", "tensorflow", "1.2.1",
+             {"train_time_per_example": m("ms", draws(rng, 0.2052, 0.004, 30))}),  # lower
+    ]
+    write_run(rid, host(["Tesla V100-SXM2-16GB"], None, {"CUDA_VISIBLE_DEVICES": "0"}), cells, None)
 
 
 if __name__ == "__main__":
     m40_same()
     cpu_run("cpu-a", 1, 20.0, 100.0, {"OMP_NUM_THREADS": "8"})
     cpu_run("cpu-b", 2, 25.0, 100.0, {"OMP_NUM_THREADS": "4"})
+    haswell_same()
+    v100_other()
     print("wrote", ", ".join(sorted(p.name for p in HERE.iterdir())))
