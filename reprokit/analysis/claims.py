@@ -212,9 +212,10 @@ def _publication_side(s: dict, claim: dict, ctx: _Ctx) -> tuple[dict | None, dic
     pub, _ = _find(s, ctx.published)
     if pub is not None:
         return pub, pub["device_info"]
-    label = s.get("gpu") or (claim.get("hardware") or "") if s.get("device") != "cpu" else "none (CPU)"
-    if s.get("device") == "cpu" or not label:
-        return None, {"kind": "cpu", "label": "a CPU (unnamed)", "count": 1}
+    label = str(s.get("gpu") or claim.get("hardware") or "")
+    on_cpu = label.lower().startswith("none")
+    if not label or (s.get("device") == "cpu" and not on_cpu):
+        return None, {"kind": "cpu", "label": "a CPU (unnamed)", "count": 1, "entry": None}
     number = {"environment": {"gpu": label.split(";")[0].strip()}}
     return None, devices.publication_device(number)
 

@@ -242,7 +242,8 @@ def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
     """The peaks.yaml entry a GPU name maps to, with the count from an 'Nx ' prefix.
 
     Returns {"entry", "name", "count", "fp32_tflops" (per GPU), "peak_tflops" (count x fp32),
-    "verified", "sources", "notes"} or None when no entry matches (CPU rows, unknown GPUs).
+    "verified", "sources", "notes", "memory_bandwidth_gbs" (per GPU), "bandwidth_verified",
+    "bandwidth_sources"} or None when no entry matches (CPU rows, unknown GPUs).
     """
     if not name:
         return None
@@ -263,6 +264,9 @@ def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
                 "sources": e["sources"],
                 "notes": e.get("notes"),
                 "derivation": e.get("derivation"),
+                "memory_bandwidth_gbs": e.get("memory_bandwidth_gbs"),
+                "bandwidth_verified": e.get("bandwidth_verified"),
+                "bandwidth_sources": e.get("bandwidth_sources"),
             }
     return None
 

@@ -299,9 +299,9 @@ def cpu_run(name: str, seed: int, cudnn_train_ms: float, peak: float, env: dict)
             substitutes=[{"original": "PyTorch 0.1.12", "used": "PyTorch 2.13.0", "why": "test data"}],
             params={"batch": 128, "seq_len": 128, "hidden": 1024, "emb": 1024, "layers": 1, "vocab": 33279},
         ),
-        s003(name, "pytorch/eager_static/forward", {"time_per_batch": m("s", draws(rng, 0.2406, 0.01, 12), False)}),
-        s003(name, "pytorch/eager_static/train", {"time_per_batch": m("s", draws(rng, 2.2, 0.01, 12), False)}),
-        s003(name, "tensorflow/graph_static/forward", {"time_per_batch": m("s", draws(rng, 0.07, 0.01, 12), False)}),
+        s003(name, "pytorch/eager_static/forward", per_batch(rng, 0.2406, 0.01)),
+        s003(name, "pytorch/eager_static/train", per_batch(rng, 2.2, 0.01)),
+        s003(name, "tensorflow/graph_static/forward", per_batch(rng, 0.07, 0.01)),
     ]
     cp = {
         "gflops": peak,
@@ -319,7 +319,13 @@ def cpu_run(name: str, seed: int, cudnn_train_ms: float, peak: float, env: dict)
     write_run(name, host([], peak, env, ZEN3), cells, cp)
 
 
-P003 = {"batch": 128, "seq_len": 50, "hidden": 256, "layers": 3, "dataset": "PTB (word; vocab 10001; stride-3 windows)"}
+P003 = {"batch": 128, "seq_len": 50, "hidden": 256, "layers": 3,
+        "dataset": "PTB (word; vocab 10001; stride-3 windows)"}
+
+
+def per_batch(rng: random.Random, median: float, rel_sd: float, n: int = 12) -> dict:
+    """{"time_per_batch": n seconds-per-batch samples drawn around `median`}."""
+    return {"time_per_batch": metric("s", draws(rng, median, rel_sd, n), False, "test")}
 
 
 def s003(rid: str, rest: str, metrics: dict) -> dict:
@@ -334,9 +340,9 @@ def haswell_same() -> None:
     rid = "haswell-same"
     m = lambda u, v: metric(u, v, False, "test")  # noqa: E731
     cells = [
-        s003(rid, "pytorch/eager_static/forward", {"time_per_batch": m("s", draws(rng, 0.2406, 0.005, 12))}),
-        s003(rid, "pytorch/eager_static/train", {"time_per_batch": m("s", draws(rng, 1.0352 * 1.3, 0.005, 12))}),
-        s003(rid, "tensorflow/graph_static/forward", {"time_per_batch": m("s", draws(rng, 0.236 * 0.7, 0.005, 12))}),
+        s003(rid, "pytorch/eager_static/forward", per_batch(rng, 0.2406, 0.005)),
+        s003(rid, "pytorch/eager_static/train", per_batch(rng, 1.0352 * 1.3, 0.005)),
+        s003(rid, "tensorflow/graph_static/forward", per_batch(rng, 0.236 * 0.7, 0.005)),
     ]
     write_run(rid, host([], None, {"OMP_NUM_THREADS": "6"}, HASWELL6), cells, None)
 
