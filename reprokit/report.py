@@ -38,7 +38,8 @@ CATEGORY_MEANINGS = {
     "DEVIATES": "same device model: the measured interval lies entirely outside published ± tolerance "
     "(faster/slower for speeds, higher/lower otherwise)",
     "INCONCLUSIVE": "same device model: the measured interval overlaps an edge of published ± tolerance",
-    "EFFICIENCY": "same device class, other model: achieved FLOP/s as a fraction of each device's theoretical "
+    "EFFICIENCY": "same device class, other model: achieved FLOP/s as a fraction of each device's "
+    "theoretical "
     "fp32 peak, compared within ± the policy tolerance; 'higher' = this run used a larger fraction of its "
     "device than the publication did of its device",
     "NOT_TESTABLE_HERE": verdicts.MEANINGS[verdicts.NOT_TESTABLE_HERE],
@@ -256,7 +257,8 @@ def _intervals(cells: list[dict], run: dict) -> dict:
     cvs.sort()
     return {"kinds": sorted(kinds.values(), key=lambda k: -k["metrics"]), "repeat": repeat,
             "rerun": _rerun_coverage(),
-            "median_cv": cvs[len(cvs) // 2] if cvs else None, "metrics": sum(k["metrics"] for k in kinds.values())}
+            "median_cv": cvs[len(cvs) // 2] if cvs else None,
+            "metrics": sum(k["metrics"] for k in kinds.values())}
 
 
 def _roofline_summary(rows: list[dict]) -> dict:
@@ -282,15 +284,17 @@ def _rerun_coverage() -> dict | None:
         return None
     doc = json.loads(path.read_text())
     s = doc["summary"]
-    text = (f"{doc['command']} on {doc['machine']}, {doc['date']}: {s['inside']} of {s['pairs']} second-run medians "
-            f"({s['coverage']:.0%}) inside the first run's intervals; medians moved by {s['shift_median']:.1%} "
+    text = (f"{doc['command']} on {doc['machine']}, {doc['date']}: {s['inside']} of {s['pairs']} "
+            f"second-run medians ({s['coverage']:.0%}) inside the first run's intervals; medians moved by "
+            f"{s['shift_median']:.1%} "
             f"(median), intervals' median half-width {s['half_width_median']:.1%}")
     return {"text": text, **s}
 
 
 def _run_device(devices_: list[str], host: dict) -> str:
     if "gpu" in devices_:
-        return _device_label("gpu", host)
+        names = [str(g.get("name")) for g in host.get("gpus") or [] if isinstance(g, dict)]
+        return f"GPU ({', '.join(names) or 'name not recorded'})"
     return f"CPU ({cpus.short_label(host.get('cpu') or {})})" if devices_ or host else "machine"
 
 
@@ -462,8 +466,9 @@ def build_context(rundir: results.RunDir) -> dict:
                                         published=published, run=run)
     run_device = _run_device(devices, host)
     first_screen = [
-        overview.source_line(sid, all_sources.get(sid, {}).get("title"), [r for r in rows if r["source"] == sid],
-                             [c for c in claim_results if c["source"] == sid], run_device)
+        overview.source_line(sid, all_sources.get(sid, {}).get("title"),
+                             [r for r in rows if r["source"] == sid],
+                             [c for c in claim_results if c["source"] == sid], run_device.split(" (")[0])
         for sid in source_ids
     ]
     by_stack: dict[str, list[dict]] = {}

@@ -37,7 +37,7 @@ def test_fingerprint_differences_are_listed():
     host = {row["field"]: row for row in r["host_diff"]}
     assert host["env.OMP_NUM_THREADS"]["differs"] and host["env.OMP_NUM_THREADS"]["a"] == "8"
     assert host["cpu.model_name"]["differs"] is False
-    assert set(r["stack_diff"]) == {"tf-1.2", "torch-0.1"}
+    assert set(r["stack_diff"]) == {"tf-1.2", "torch-0.1", "tf-2.0", "torch-1.3"}
 
 
 def test_mann_whitney_edge_cases():

@@ -28,11 +28,81 @@ def test_summarize_fields_and_noisy_flag():
     noisy = stats.summarize([1, 2, 3, 4, 5, 6, 7, 8])
     assert noisy["noisy"] is True
     small = stats.summarize([1.0, 2.0, 3.0])
-    assert small["ci_method"] == "bootstrap_percentile" and "too narrow" in small["ci_note"]
+    assert small["ci_method"] == "min_max" and (small["ci_low"], small["ci_high"]) == (1.0, 3.0)
+    assert small["ci_coverage"] == pytest.approx(0.75) and small["ci_label"] == "75 % interval"
     one = stats.summarize([4.0], stop_reason="single")
     assert one["ci_low"] is None and one["ci_method"] == "none" and one["noisy"] is None
     assert stats.interval(one) == (4.0, 4.0)
     assert stats.summarize([])["median"] is None
+
+
+@pytest.mark.parametrize("n,coverage,label", [(2, 0.5, "50 % interval"), (5, 0.9375, "93.8 % interval"),
+                                              (6, 1 - 2 / 64, "95 % CI"), (20, None, "95 % CI")])
+def test_every_interval_states_its_real_coverage(n, coverage, label):
+    """Below n = 6 the interval is [min, max], labelled with its real coverage, never '95 % CI'."""
+    s = stats.summarize([float(i) for i in range(n)])
+    assert s["ci_label"] == label
+    if coverage is not None:
+        assert s["ci_coverage"] == pytest.approx(coverage)
+    assert s["ci_coverage"] <= 1 and (s["ci_coverage"] >= 0.95) == (label == "95 % CI")
+
+
+def test_min_max_coverage_is_what_a_simulation_finds():
+    """[min, max] of 5 draws covers the true median 93.75 % of the time, not 95 %."""
+    rng = random.Random(5)
+    draws = ([rng.gauss(0, 1) for _ in range(5)] for _ in range(20000))
+    hits = sum(min(xs) <= 0.0 <= max(xs) for xs in draws)
+    assert abs(hits / 20000 - stats.summarize([1, 2, 3, 4, 5])["ci_coverage"]) < 0.006
+
+
+def _two_level(rng: random.Random, k: int, n: int, between: float, within: float) -> tuple[list, list]:
+    """k processes of n samples: each process has its own level (between-process spread)."""
+    samples, counts = [], []
+    for _ in range(k):
+        level = 1.0 + rng.gauss(0, between)
+        samples += [level * (1 + rng.gauss(0, within)) for _ in range(n)]
+        counts.append(n)
+    return samples, counts
+
+
+def test_processes_widen_the_interval_to_the_spread_between_them():
+    rng = random.Random(3)
+    xs, counts = _two_level(rng, 6, 20, between=0.10, within=0.01)
+    pooled = stats.summarize(xs)
+    by_process = stats.summarize(xs, processes=counts)
+    assert by_process["ci_method"] == "process_medians_order_statistic" and by_process["processes"] == 6
+    assert by_process["ci_coverage"] == pytest.approx(1 - 2 / 64)
+    meds = by_process["between"]["medians"]
+    assert by_process["ci_low"] <= min(meds) and by_process["ci_high"] >= max(meds)
+    assert (by_process["ci_high"] - by_process["ci_low"]) > 3 * (pooled["ci_high"] - pooled["ci_low"])
+    assert by_process["between"]["spread_rel"] > 5 * by_process["between"]["within_half_width_rel"]
+    three = stats.summarize(xs[:60], processes=counts[:3])
+    assert three["ci_method"] == "process_medians_min_max" and three["ci_coverage"] == pytest.approx(0.75)
+    assert three["ci_label"] == "75 % interval"
+
+
+def test_process_interval_covers_a_fresh_process_median_as_stated():
+    """With a large between-process spread, the pooled interval of one run misses the next process's
+    median most of the time; the interval over 6 process medians covers the median of the process
+    distribution at least as often as its stated coverage."""
+    rng = random.Random(11)
+    pooled_hits = process_hits = trials = 0
+    for _ in range(400):
+        xs, counts = _two_level(rng, 6, 10, between=0.05, within=0.01)
+        pooled = stats.summarize(xs)
+        by_process = stats.summarize(xs, processes=counts)
+        trials += 1
+        pooled_hits += pooled["ci_low"] <= 1.0 <= pooled["ci_high"]
+        process_hits += by_process["ci_low"] <= 1.0 <= by_process["ci_high"]
+    assert process_hits / trials >= by_process["ci_coverage"] - 0.03
+    assert pooled_hits / trials < 0.6
+
+
+def test_processes_that_do_not_add_up_are_ignored():
+    s = stats.summarize([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], processes=[2, 2])
+    assert s["processes"] == 1 and s["ci_method"] == "binomial_order_statistic"
+    assert stats.summarize_metric({"samples": [1.0, 2.0, 3.0, 4.0], "processes": [2, 2], "unit": "s"})[
+        "processes"] == 2
 
 
 def test_ci_of_median_covers_true_median_in_simulation():

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from reprokit import cpu_peak, results, suites, validate
-from reprokit.analysis import diff, flops, verdicts
+from reprokit.analysis import devices, diff, flops, roofline, verdicts
 
 RUNS = Path(__file__).resolve().parent / "data" / "runs"
 
@@ -22,7 +22,7 @@ def by_id(run_name, sources=("000", "001")):
 
 
 def test_stored_runs_validate():
-    for name in ("m40-same", "cpu-a", "cpu-b"):
+    for name in ("m40-same", "cpu-a", "cpu-b", "haswell-same", "v100-other"):
         run, cells = load(name)
         assert not validate.errors("run", run)
         assert cells and all(not validate.errors("cell_result", c) for c in cells.values())
@@ -43,9 +43,10 @@ def test_same_gpu_same_stack_verdicts():
 
 
 def test_same_gpu_other_stack_says_so():
-    v = by_id("m40-same")["000-L003"]  # Theano 1.0.5 substituting 0.9.0
+    v = by_id("m40-same")["000-L006"]  # TensorFlow 1.4.0 substituting 1.2.1: a version stand-in
     assert v["comparison"] == "same_hardware_other_stack"
-    assert v["verdict"] == "REPRODUCED" and "Theano 1.0.5 instead of Theano 0.9.0" in v["reason"]
+    assert v["verdict"] == "REPRODUCED" and "TensorFlow 1.4.0 instead of TensorFlow 1.2.1" in v["reason"]
+    assert [s["kind"] for s in v["standins"]] == ["version"]
 
 
 def test_not_run_reasons():
@@ -55,48 +56,117 @@ def test_not_run_reasons():
     assert "not part of this run" in v["000-L015"]["reason"]
 
 
-def test_different_hardware_compares_efficiency():
+def test_gpu_numbers_are_not_testable_on_a_cpu_host():
+    """A CPU run gives no verdict on a GPU number: NOT_TESTABLE_HERE, efficiency kept as context only."""
     v = by_id("cpu-a")
-    assert v["000-L012"]["verdict"] == "EFFICIENCY_LOWER"
-    assert v["000-L013"]["verdict"] == "EFFICIENCY_SIMILAR"
-    assert v["000-L006"]["verdict"] == "EFFICIENCY_HIGHER"
+    for nid in ("000-L012", "000-L013", "000-L006", "000-L011"):
+        assert v[nid]["verdict"] == "NOT_TESTABLE_HERE" and v[nid]["labels"] == ["NOT_TESTABLE_HERE"]
+        assert "published on a GPU (Tesla M40 24GB), measured on a CPU" in v[nid]["reason"]
+    ctx = v["000-L013"]
+    assert ctx["efficiency_is_context"]
+    assert ctx["efficiency"]["published"]["peak_tflops"] == pytest.approx(7.0)
+    assert ctx["comparison"] == "other_class" and ctx["hardware"]["same_class"] is False
+    # numbers whose cell is not in the run: the host has no GPU, so they are not testable here either
+    assert v["000-L015"]["verdict"] == "NOT_TESTABLE_HERE"
+    assert "this host has no GPU" in v["000-L015"]["reason"]
+
+
+def test_multi_gpu_numbers_need_that_many_gpus():
+    v = by_id("v100-other", ("002",))
+    eight = [x for x in v.values() if x["published"]["gpu"].startswith("8x")]
+    assert eight and all(x["verdict"] == "NOT_TESTABLE_HERE" for x in eight)
+    assert all("published on 8 GPUs" in x["reason"] and "this host has 1" in x["reason"] for x in eight)
+
+
+def test_same_gpu_class_other_model_compares_efficiency():
+    v = by_id("v100-other")
+    assert v["000-L012"]["verdict"] == "EFFICIENCY_SIMILAR"
+    assert v["000-L013"]["verdict"] == "EFFICIENCY_HIGHER"
+    assert v["000-L009"]["verdict"] == "EFFICIENCY_LOWER"
     e = v["000-L013"]["efficiency"]
-    assert e["measured"]["peak_tflops"] == pytest.approx(0.1)  # the run's stored CPU probe
-    assert e["published"]["peak_tflops"] == pytest.approx(7.0)  # Tesla M40 from peaks.yaml
-    assert "different hardware" in v["000-L013"]["reason"] and "efficiency" in v["000-L013"]["reason"]
-    assert v["000-L011"]["verdict"] == "NOT_COMPARABLE"  # compile time has no FLOP model
+    assert e["measured"]["peak_tflops"] == pytest.approx(15.7)
+    assert e["published"]["peak_tflops"] == pytest.approx(7.0)
+    assert "same device class, other model" in v["000-L013"]["reason"]
+    assert v["000-L013"]["comparison"] == "efficiency" and not v["000-L013"]["efficiency_is_context"]
 
 
-def test_missing_cpu_peak_is_not_comparable():
+def test_cpu_published_numbers_get_cpu_verdicts():
+    """003's CPU rows (6-core Haswell) on another CPU model: efficiency against theoretical peaks of both;
+    on the same CPU model: raw time against published +- tolerance."""
+    v = by_id("cpu-a", ("003",))
+    assert v["003-L377"]["verdict"] == "EFFICIENCY_HIGHER"
+    assert v["003-L380"]["verdict"] == "EFFICIENCY_SIMILAR"
+    assert v["003-L392"]["verdict"] == "EFFICIENCY_LOWER"
+    e = v["003-L380"]["efficiency"]
+    assert e["published"]["peak_tflops"] == pytest.approx(6 * 3.5 * 32 / 1000)  # cores x GHz x FLOP/cycle
+    assert e["measured"]["peak_tflops"] == pytest.approx(8 * 2.45 * 32 / 1000)  # Zen 3, from the fingerprint
+    assert e["measured"]["probe_tflops"] == pytest.approx(0.1)  # the GEMM probe: context, not the peak
+    assert "Intel Haswell-E (family 6 model 63), 6 cores" in v["003-L380"]["reason"]
+    assert "AMD Zen 3 (family 25 model 1), 8 cores" in v["003-L380"]["reason"]
+    same = by_id("haswell-same", ("003",))
+    assert same["003-L380"]["verdict"] == "REPRODUCED" and same["003-L380"]["comparison"] == "same_hardware"
+    assert same["003-L377"]["verdict"] == "DEVIATES_FASTER"
+    assert same["003-L392"]["verdict"] == "DEVIATES_SLOWER"
+    # the GPU rows of 003 stay untestable on either CPU host
+    gpu_rows = [x for x in same.values() if not x["published"]["gpu"].lower().startswith("none")]
+    assert gpu_rows and all(x["verdict"] in ("NOT_TESTABLE_HERE", "IMPLAUSIBLE") for x in gpu_rows)
+
+
+def test_no_flop_model_or_no_cpu_peak_is_not_comparable():
+    v = by_id("cpu-a", ("003",))
+    assert v["003-L395"]["verdict"] == "NOT_COMPARABLE" and "d003-jit-broken" in v["003-L395"]["reason"]
     run, cells = load("cpu-a")
-    run = {k: x for k, x in run.items() if k != "cpu_peak"}
-    n = next(n for n in suites.load_published("000") if n["id"] == "000-L012")
-    v = verdicts.verdict(n, cells[n["cell"]], run)
-    assert v["verdict"] == "NOT_COMPARABLE" and "no CPU peak" in v["reason"]
+    cpu = {k: x for k, x in run["host_fingerprint"]["cpu"].items() if k not in ("mhz", "model_name")}
+    run = {**run, "host_fingerprint": {**run["host_fingerprint"], "cpu": cpu}}
+    n = next(n for n in suites.load_published("003") if n["id"] == "003-L380")
+    got = verdicts.verdict(n, cells[n["cell"]], run)
+    assert got["verdict"] == "NOT_COMPARABLE" and "no 'cpu MHz'" in got["reason"]
 
 
-def test_source_001_is_implausible_with_arithmetic():
+def test_standin_for_the_mechanism_gets_no_verdict():
+    v = by_id("m40-same")
+    for nid in ("000-L002", "000-L003", "000-L004"):  # Theano ran its Python scan loop
+        assert v[nid]["verdict"] == "NOT_TESTABLE_STANDIN" and "Python scan loop" in v[nid]["reason"]
+        assert v[nid]["standins"][0]["id"] == "theano-python-scan"
+
+
+def test_single_samples_decide_nothing():
+    """A compile time measured once has no interval: no verdict until compile_min_samples processes."""
+    v = by_id("m40-same")
+    assert v["000-L005"]["verdict"] == "INCONCLUSIVE" and "1 sample" in v["000-L005"]["reason"]
+    assert v["000-L008"]["verdict"] == "DEVIATES_FASTER"  # 3 samples: decided, with its real coverage
+    assert "75 % interval" in v["000-L008"]["reason"]
+
+
+def test_source_001_is_implausible_and_nothing_else():
     for n in suites.load_published("001"):
-        p = verdicts.plausibility(n)
-        assert p["implausible"] and p["percent_of_peak"] > 1000
-    dgx = verdicts.plausibility(suites.load_published("001")[0])
-    assert dgx["implied_tflops"] == pytest.approx(139.4, rel=0.01)  # seed_workloads.md 2.2: ~139
-    assert dgx["peak_tflops"] == pytest.approx(10.6)
-    assert dgx["flops_per_item"] == pytest.approx(3 * (2 * 4 * 1024 * 2048 + 2 * 1024 * 33279))
-    for part in ("254.8 MFLOP per word", "5.471e+05 words/s", "139.4 TFLOP/s", "10.6 TFLOP/s", "1,315%"):
+        b = roofline.bound(n, devices.publication_device(n))
+        assert b["tier"] == "IMPLAUSIBLE" and b["fraction_of_bound"] > 12
+    first = suites.load_published("001")[0]
+    dgx = roofline.bound(first, devices.publication_device(first))
+    assert dgx["peak_tflops"] == pytest.approx(10.6) and dgx["binding"] == "compute"
+    assert dgx["bound_value"] == pytest.approx(10.6e12 / dgx["flops_per_item"])
+    for part in ("can do at most 43,100 words/s", "246.2 MFLOP per word lower bound", "1,271 % of the bound"):
         assert part in dgx["arithmetic"]
-    # implausibility coexists with the measured comparison
-    v = by_id("cpu-a")["001-L050"]
-    assert v["verdict"] == "EFFICIENCY_LOWER" and v["labels"] == ["EFFICIENCY_LOWER", "IMPLAUSIBLE"]
-    assert by_id("cpu-a")["001-L051"]["labels"] == ["NOT_RUN", "IMPLAUSIBLE"]
+    for run in ("cpu-a", "m40-same"):
+        v = by_id(run)
+        for n in suites.load_published("001"):
+            assert v[n["id"]]["verdict"] == "IMPLAUSIBLE" and v[n["id"]]["labels"] == ["IMPLAUSIBLE"]
+    # measured or not, an impossible number gets no other verdict; the measurement stays as context
+    assert by_id("cpu-a")["001-L050"]["measured"]["n"] == 8
 
 
-def test_source_000_numbers_are_plausible():
+def test_source_000_numbers_are_plausible_or_suspicious():
+    tiers = {}
     for n in suites.load_published("000"):
-        p = verdicts.plausibility(n)
-        assert p is None or not p["implausible"]
-    cudnn = next(n for n in suites.load_published("000") if n["id"] == "000-L048")
-    assert verdicts.plausibility(cudnn)["implied_tflops"] == pytest.approx(5.3, abs=0.1)  # seed 1.4 item 8
+        b = roofline.bound(n, devices.publication_device(n))
+        tiers[n["id"]] = b and b["tier"]
+    assert set(tiers.values()) <= {None, "PLAUSIBLE", "SUSPICIOUS"}
+    assert sorted(k for k, t in tiers.items() if t == "SUSPICIOUS") == ["000-L024", "000-L048"]
+    assert all(t is None for k, t in tiers.items() if "compile" in next(
+        n["metric"] for n in suites.load_published("000") if n["id"] == k))
+    v = by_id("m40-same")["000-L024"]  # suspicious and not run: both said
+    assert v["labels"] == ["NOT_RUN", "SUSPICIOUS"]
 
 
 def test_convert_and_scale():

@@ -78,6 +78,8 @@ def _kind(d: dict) -> str:
 def class_mismatch(pub: dict, meas: dict) -> str | None:
     """Why a number published on `pub` cannot be tested on `meas` (other kind, other GPU count), or
     None when both are of one class."""
+    if pub.get("kind") not in ("cpu", "gpu"):
+        return f"the publication hardware is not stated in the data ({pub.get('label')}): no verdict"
     if pub["kind"] != meas["kind"]:
         return (f"published on {_kind(pub)} ({pub['label']}), measured on {_kind(meas)} ({meas['label']}): "
                 "times and fractions of peak do not carry across device classes")
@@ -88,8 +90,8 @@ def class_mismatch(pub: dict, meas: dict) -> str | None:
 
 def host_mismatch(pub: dict, run: dict | None) -> str | None:
     """For a number without a measurement: why this run's host could not have tested it (no GPU, too
-    few GPUs), or None."""
-    if pub["kind"] != "gpu":
+    few GPUs), or None (also when the run, and so its host, is unknown)."""
+    if pub["kind"] != "gpu" or not run:
         return None
     have = len(host_gpus(run))
     need = pub.get("count") or 1

@@ -47,24 +47,60 @@ def _count_words(counter: Counter) -> str:
     return ", ".join(f"{n} {WORDS.get(v, v.lower())}" for v, n in counter.most_common())
 
 
+def claim_words(status: str) -> str:
+    """A claim or pair status in words: 'NOT_TESTABLE_STANDIN' -> 'not testable (stand-in)'."""
+    return CLAIM_WORDS.get(status, status.replace("_", " ").lower())
+
+
+CLAIM_WORDS = {
+    claims.NOT_TESTABLE_HERE: "not testable here",
+    claims.NOT_TESTABLE_STANDIN: "not testable (stand-in)",
+    claims.NOT_TESTABLE_SAMPLES: "not testable (too few samples)",
+    claims.NO_CLAIM: "claim nothing (gap within tolerance)",
+}
+
+
 def _pct_range(values: list[float]) -> str:
     lo, hi = min(values), max(values)
-    return f"{100 * lo:,.0f} %" if round(100 * lo) == round(100 * hi) else f"{100 * lo:,.0f}-{100 * hi:,.0f} %"
+    if round(100 * lo) == round(100 * hi):
+        return f"{100 * lo:,.0f} %"
+    return f"{100 * lo:,.0f}-{100 * hi:,.0f} %"
 
 
 def _claims_text(results: list[dict]) -> str | None:
+    """'claims (12): 1 reversed, ...; their 36 pairs: 3 hold, ...' (pairs that claim nothing left out)."""
     if not results:
         return None
     counts = Counter(c["status"] for c in results)
     order = [s for s in claims.PRECEDENCE if counts.get(s)]
-    return f"claims ({len(results)}): " + ", ".join(f"{counts[s]} {s.replace('_', ' ').lower()}" for s in order)
+    text = f"claims ({len(results)}): " + ", ".join(f"{counts[s]} {claim_words(s)}" for s in order)
+    pairs = Counter(p["status"] for c in results for p in c.get("pairs") or [] if p["status"] != claims.NO_CLAIM)
+    if pairs and set(pairs) != set(counts):
+        text += (f"; of their {sum(pairs.values())} pairs that claim something: "
+                 + ", ".join(f"{pairs[s]} {claim_words(s)}" for s in claims.PRECEDENCE if pairs.get(s)))
+    return text
+
+
+def _device_of(r: dict) -> str:
+    pub = (r.get("analysis") or {}).get("hardware", {}).get("published") or {}
+    count = pub.get("count") or 1
+    label = r.get("published_device") or r.get("published_gpu")
+    if pub.get("kind") == "gpu":
+        return f"{count} GPUs ({label})" if count > 1 else f"a GPU ({label})"
+    return f"a CPU ({label})"
+
+
+def _listing(items: list[str], limit: int = 3, sep: str = "; ") -> str:
+    return sep.join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def source_line(sid: str, title: str | None, rows: list[dict], claim_results: list[dict],
                 run_device: str) -> dict:
     """{"source", "title", "answer" (one sentence), "tested", "untestable", "impossible", "claims",
-    "counts"} for one source; every part is plain text (the templates escape it)."""
-    in_run = [r for r in rows if r["in_run"] or r["verdict"] in (verdicts.IMPLAUSIBLE, verdicts.NOT_TESTABLE_HERE)]
+    "counts"} for one source; every part is plain text (the templates escape it). `run_device` is the
+    short name of this run's device class ("CPU", "GPU")."""
+    decided_without_run = (verdicts.IMPLAUSIBLE, verdicts.NOT_TESTABLE_HERE)
+    in_run = [r for r in rows if r["in_run"] or r["verdict"] in decided_without_run]
     t = [r for r in in_run if tested(r)]
     impossible = [r for r in rows if r["verdict"] == verdicts.IMPLAUSIBLE]
     here = [r for r in in_run if r["verdict"] == verdicts.NOT_TESTABLE_HERE]
@@ -80,25 +116,30 @@ def source_line(sid: str, title: str | None, rows: list[dict], claim_results: li
         tested_txt = f"none of its {len(rows)} numbers can be tested on this {run_device}"
     untestable = []
     if here:
-        devs = sorted({r.get("published_device") or r["published_gpu"] for r in here})
-        shown = "; ".join(devs[:3]) + (f" and {len(devs) - 3} more" if len(devs) > 3 else "")
-        untestable.append(f"{len(here)} published on another device class ({shown})")
+        by_device = Counter(_device_of(r) for r in here)
+        untestable.append(_listing([f"{n} published on {d}" for d, n in by_device.most_common()]))
     if standin:
-        what = sorted({r["standin"] or "a stand-in" for r in standin})
-        untestable.append(f"{len(standin)} measured through a stand-in ({'; '.join(what)})")
+        mech = sorted({s["short"] for r in standin for s in (r.get("analysis") or {}).get("standins") or []
+                       if s["mechanism"]})
+        untestable.append(f"{len(standin)} measured through a stand-in for their mechanism "
+                          f"({'; '.join(mech) or 'unclassified'})")
     if not_comp:
-        untestable.append(f"{len(not_comp)} with no FLOP model or peak to compare by")
+        untestable.append(f"{len(not_comp)} with no FLOP model or device peak to compare by")
     if not_run:
-        untestable.append(f"{len(not_run)} not run")
+        untestable.append(f"{len(not_run)} whose cell did not produce the metric (failed or skipped)")
     if impossible:
         fr = [r["analysis"]["roofline"]["fraction_of_bound"] for r in impossible]
         ex = impossible[0]
-        impossible_txt = (f"{len(impossible)} physically impossible ({_pct_range(fr)} of the fastest "
-                          f"possible rate; e.g. {ex['id']}: {ex['bound']} on {ex['published_device']})")
+        impossible_txt = (f"{len(impossible)} physically impossible ({_pct_range(fr)} of the fastest possible "
+                          f"rate; e.g. {ex['id']}: published {ex['published']:,g} {ex['unit']}, "
+                          f"{ex['bound']} on {ex['published_device']})")
     else:
         impossible_txt = "none physically impossible"
-        if suspicious:
-            impossible_txt += f"; {len(suspicious)} suspicious (near the physical bound)"
+    if suspicious:
+        fr = [r["analysis"]["roofline"]["fraction_of_bound"] for r in suspicious]
+        ids = _listing([r["id"] for r in suspicious], 4, ", ")
+        impossible_txt += (f"; {len(suspicious)} suspicious ({ids}: "
+                           f"{_pct_range(fr)} of their bound)")
     parts = [tested_txt]
     if untestable:
         parts.append("not testable here: " + ", ".join(untestable))

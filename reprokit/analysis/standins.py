@@ -41,7 +41,8 @@ def classify(sub: dict) -> dict:
     original, used = str(sub.get("original") or ""), str(sub.get("used") or "")
     for e in load()["standins"]:
         if re.search(e["original"], original) and ("used" not in e or re.search(e["used"], used)):
-            return {"id": e["id"], "kind": e["kind"], "short": e["short"], "mechanism": e["kind"] == MECHANISM,
+            return {"id": e["id"], "kind": e["kind"], "short": e["short"],
+                    "mechanism": e["kind"] == MECHANISM,
                     "classified": True, "original": original, "used": used, "why": sub.get("why")}
     return {"id": None, "kind": MECHANISM, "short": f"unclassified: {used} for {original}", "mechanism": True,
             "classified": False, "original": original, "used": used, "why": sub.get("why")}

@@ -1,15 +1,26 @@
-"""Summary statistics of one metric's samples: median with a distribution-free 95% CI, mean, spread.
+"""Summary statistics of one metric's samples: median with a distribution-free interval, mean, spread.
 
-Pure functions on lists of numbers; no I/O.
+Pure functions on lists of numbers; no I/O. Every interval says how it was made (`ci_method`), what
+it covers (`ci_coverage`, exact) and a short label (`ci_label`, e.g. "95 % CI" or "93.8 % interval").
 
-The confidence interval of the median is the exact binomial order-statistic interval
-[x_(k), x_(n-k+1)] (sorted samples, 1-based ranks), with the largest k such that
-P(Bin(n, 1/2) <= k-1) <= alpha/2. It assumes only independent, identically distributed samples
-(no normality), its coverage is at least the nominal level and is reported exactly
-(`ci_coverage`, e.g. 0.969 for n=6). At 95% it exists from n = 6 on. For 2 <= n < 6 no such interval
-exists; the summary then falls back to a percentile bootstrap of the median (`ci_method`
-"bootstrap_percentile"), which is known to be too narrow for so few samples and is flagged as such.
-`bootstrap_median_ci` is also available on its own as a cross-check.
+One process (the samples of one cell process are taken as independent, identically distributed):
+  * n >= 6: the exact binomial order-statistic interval of the median [x_(k), x_(n-k+1)] (sorted
+    samples, 1-based ranks), with the largest k such that P(Bin(n, 1/2) <= k-1) <= alpha/2. No
+    normality assumed; its coverage is at least the nominal 95 % and is reported exactly (0.969 at
+    n = 6).
+  * 2 <= n < 6: no 95 % interval of that kind exists; the widest one, [min, max], is shown with its
+    real coverage 1 - 2^(1-n) (93.75 % at n = 5, 50 % at n = 2) and labelled with it, never as a
+    95 % CI.
+  * n = 1: no interval.
+Such an interval describes the process it came from. Medians of separate processes (and of runs
+minutes apart on a shared machine) vary more than that, so it does not cover a re-run.
+
+K >= 2 processes (`reproduce.py run --repeat K`; the metric's `processes` lists each process's sample
+count): the unit of replication is the process. The interval is the order-statistic interval of the
+median over the K process medians (exact coverage from K = 6 on, [min, max] with coverage 1 - 2^(1-K)
+below), joined with the pooled interval of all samples so it always holds the pooled median. Its
+coverage is that of the process-median interval, for the median a fresh process would report.
+`between` gives the process medians and their spread.
 
 An order-statistic interval of the median is equivariant under monotone transforms: the interval of
 items/s computed from seconds is exactly the transformed interval of the seconds.
@@ -78,35 +89,79 @@ def bootstrap_median_ci(
     return meds[lo_i], meds[hi_i]
 
 
+def _label(coverage: float | None, confidence: float) -> str:
+    if coverage is None:
+        return "no interval"
+    if coverage >= confidence:
+        return f"{confidence:.0%} CI".replace("%", " %")
+    return f"{100 * coverage:.3g} % interval"
+
+
 def median_ci(samples: Sequence[float], confidence: float = DEFAULT_CONFIDENCE) -> dict:
-    """The CI used by `summarize`: exact order statistics when possible, else bootstrap, else none."""
-    exact = binomial_median_ci(samples, confidence)
+    """The interval of the median of one process's samples (see the module docstring)."""
+    xs = sorted(float(x) for x in samples)
+    n = len(xs)
+    exact = binomial_median_ci(xs, confidence)
     if exact is not None:
         lo, hi, coverage = exact
-        return {
-            "ci_low": lo,
-            "ci_high": hi,
-            "ci_method": "binomial_order_statistic",
-            "ci_coverage": coverage,
-            "ci_note": None,
-        }
-    n = len(samples)
-    boot = bootstrap_median_ci(samples, confidence)
-    if boot is not None:
-        return {
-            "ci_low": boot[0],
-            "ci_high": boot[1],
-            "ci_method": "bootstrap_percentile",
-            "ci_coverage": None,
-            "ci_note": f"n={n} < {MIN_EXACT_N}: no distribution-free {confidence:.0%} interval exists; "
-            "percentile bootstrap, likely too narrow",
-        }
+        return {"ci_low": lo, "ci_high": hi, "ci_method": "binomial_order_statistic", "ci_coverage": coverage,
+                "ci_label": _label(coverage, confidence), "ci_note": None}
+    if n >= 2:
+        coverage = 1.0 - 2.0 ** (1 - n)
+        return {"ci_low": xs[0], "ci_high": xs[-1], "ci_method": "min_max", "ci_coverage": coverage,
+                "ci_label": _label(coverage, confidence),
+                "ci_note": f"n={n} < {MIN_EXACT_N}: no {confidence:.0%} order-statistic interval exists; "
+                f"[min, max] covers the median with probability {coverage:.2%}"}
+    return {"ci_low": None, "ci_high": None, "ci_method": "none", "ci_coverage": None,
+            "ci_label": _label(None, confidence), "ci_note": f"n={n}: a single sample has no interval"}
+
+
+def split_processes(samples: Sequence[float], processes: Sequence[int] | None) -> list[list[float]]:
+    """The samples of each process (a metric's `processes` = sample count per process, in order);
+    one list when `processes` is missing or does not add up to the samples."""
+    xs = [float(x) for x in samples]
+    counts = [int(k) for k in processes or []]
+    if len(counts) < 2 or any(k < 1 for k in counts) or sum(counts) != len(xs):
+        return [xs]
+    out, i = [], 0
+    for k in counts:
+        out.append(xs[i:i + k])
+        i += k
+    return out
+
+
+def between_process_ci(groups: list[list[float]], confidence: float = DEFAULT_CONFIDENCE) -> dict:
+    """The interval over K >= 2 process medians, joined with the pooled interval (module docstring)."""
+    pooled = [x for g in groups for x in g]
+    medians = [statistics.median(g) for g in groups]
+    k = len(medians)
+    over = binomial_median_ci(medians, confidence)
+    if over is not None:
+        lo, hi, coverage = over
+        method = "process_medians_order_statistic"
+    else:
+        lo, hi, coverage = min(medians), max(medians), 1.0 - 2.0 ** (1 - k)
+        method = "process_medians_min_max"
+    inner = median_ci(pooled, confidence)
+    pooled_median = statistics.median(pooled)
+    lo = min(x for x in (lo, inner["ci_low"], pooled_median) if x is not None)
+    hi = max(x for x in (hi, inner["ci_high"], pooled_median) if x is not None)
+    within = [median_ci(g, confidence) for g in groups]
+    half = [(w["ci_high"] - w["ci_low"]) / 2 / abs(statistics.median(g))
+            for w, g in zip(within, groups) if w["ci_low"] is not None and statistics.median(g)]
+    spread = (max(medians) - min(medians)) / abs(pooled_median) if pooled_median else None
     return {
-        "ci_low": None,
-        "ci_high": None,
-        "ci_method": "none",
-        "ci_coverage": None,
-        "ci_note": f"n={n}: a single sample has no interval",
+        "ci_low": lo, "ci_high": hi, "ci_method": method, "ci_coverage": coverage,
+        "ci_label": _label(coverage, confidence),
+        "ci_note": f"{k} processes: interval over the process medians (the spread between processes "
+        f"included), joined with the pooled interval; covers the median a fresh process would give with "
+        f"probability {coverage:.2%}",
+        "between": {
+            "processes": k,
+            "medians": medians,
+            "spread_rel": spread,
+            "within_half_width_rel": statistics.median(half) if half else None,
+        },
     }
 
 
@@ -115,17 +170,22 @@ def summarize(
     stop_reason: str | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     noisy_cv: float = DEFAULT_NOISY_CV,
+    processes: Sequence[int] | None = None,
 ) -> dict:
-    """Median, CI of the median, mean, stdev, CV, n, noisy flag and the sampler's stop reason.
+    """Median, interval of the median, mean, stdev, CV, n, noisy flag and the sampler's stop reason.
 
     Returns {"n", "median", "mean", "stdev", "cv", "min", "max", "ci_low", "ci_high", "ci_method",
-    "ci_coverage", "ci_confidence", "ci_note", "noisy", "noisy_threshold", "stop_reason"}.
-    stdev is the sample standard deviation (n-1); cv = stdev / |mean|; noisy = cv > noisy_cv
-    (None when n < 2). An empty list gives n = 0 and None everywhere.
+    "ci_coverage", "ci_label", "ci_confidence", "ci_note", "processes", "between", "noisy",
+    "noisy_threshold", "stop_reason"}. stdev is the sample standard deviation (n-1); cv = stdev /
+    |mean|; noisy = cv > noisy_cv (None when n < 2). `processes` (sample count per process, from
+    `run --repeat K`) switches to the between-process interval. An empty list gives n = 0 and None
+    everywhere.
     """
     xs = [float(x) for x in samples]
     n = len(xs)
-    out: dict = {"n": n, "stop_reason": stop_reason, "ci_confidence": confidence, "noisy_threshold": noisy_cv}
+    groups = split_processes(xs, processes)
+    out: dict = {"n": n, "stop_reason": stop_reason, "ci_confidence": confidence, "noisy_threshold": noisy_cv,
+                 "processes": len(groups), "between": None}
     if n == 0:
         out.update(
             median=None,
@@ -138,8 +198,10 @@ def summarize(
             ci_high=None,
             ci_method="none",
             ci_coverage=None,
+            ci_label="no interval",
             ci_note="no samples",
             noisy=None,
+            processes=0,
         )
         return out
     mean = statistics.fmean(xs)
@@ -154,13 +216,15 @@ def summarize(
         max=max(xs),
         noisy=(cv > noisy_cv) if cv is not None else None,
     )
-    out.update(median_ci(xs, confidence))
+    out.update(between_process_ci(groups, confidence) if len(groups) > 1 else median_ci(xs, confidence))
     return out
 
 
 def summarize_metric(metric: dict, **kw) -> dict:
-    """`summarize` of one metric of a cell result (its `samples` and `stop_reason`), plus its unit."""
-    s = summarize(metric.get("samples") or [], metric.get("stop_reason"), **kw)
+    """`summarize` of one metric of a cell result (its `samples`, `stop_reason` and, from a run with
+    --repeat K, `processes`), plus its unit."""
+    s = summarize(metric.get("samples") or [], metric.get("stop_reason"), processes=metric.get("processes"),
+                  **kw)
     s["unit"] = metric.get("unit")
     return s
 

@@ -93,8 +93,9 @@ MEANINGS = {
     DEVIATES_SLOWER: "same device model: measured entirely slower than published ± tolerance",
     DEVIATES_HIGHER: "same device model: measured entirely above published ± tolerance",
     DEVIATES_LOWER: "same device model: measured entirely below published ± tolerance",
-    INCONCLUSIVE: "the measured interval overlaps an edge of the band",
-    EFFICIENCY_SIMILAR: "same device class, other model: the same fraction of each device's peak (± tolerance)",
+    INCONCLUSIVE: "the measured interval overlaps an edge of the band, or too few samples for an interval",
+    EFFICIENCY_SIMILAR: "same device class, other model: the same fraction of each device's peak "
+    "(± tolerance)",
     EFFICIENCY_HIGHER: "same device class, other model: this run reached a larger fraction of its device's "
     "peak than the publication reached of its device's",
     EFFICIENCY_LOWER: "same device class, other model: this run reached a smaller fraction of its "
@@ -244,6 +245,19 @@ def _finish(v: dict, verdict: str, reason: str) -> dict:
     return v
 
 
+def too_few_samples(metric: str, summ: dict) -> str | None:
+    """Why a measurement has too few samples for any verdict (None when it has enough): a single sample
+    has no interval; a compile time needs the policy's compile_min_samples (one per process)."""
+    pol = load_policy()["claims"]
+    need = int(pol["compile_min_samples"]) if metric in pol["compile_metrics"] else 2
+    if summ["n"] >= need:
+        return None
+    what = "a compile time is measured once per process" if metric in pol["compile_metrics"] else \
+        "a single sample has no interval"
+    return (f"{summ['n']} sample{'s' if summ['n'] != 1 else ''} of {metric}: {what}; a verdict needs {need} "
+            f"(run with --repeat {need})")
+
+
 def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float, note: str) -> dict:
     lo, hi = stats.interval(summ)
     band = (p * (1 - tol), p * (1 + tol))
@@ -328,7 +342,8 @@ def _efficiency_text(e: dict, pub: dict, meas: dict) -> str:
     )
 
 
-def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas: dict) -> dict:
+def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str, pub: dict,
+                        meas: dict) -> dict:
     tol = float(load_policy()["efficiency"]["tolerance"])
     note = f"same device class, other model (published on {pub['label']}, measured on {meas['label']})"
     try:
@@ -387,7 +402,6 @@ def verdict(
     except ValueError as e:
         return _finish(v, NOT_COMPARABLE, f"published unit cannot be compared with the measured one: {e}")
     v["published"].update(value_converted=p, unit_converted=unit, conversion=how)
-    v["ratio"] = summ["median"] / p if p else None
     mismatch = devices.class_mismatch(pub, meas)
     v["hardware"]["same_class"] = mismatch is None
     if mismatch:
@@ -406,7 +420,12 @@ def verdict(
                        + "; ".join(f"{s['used']} instead of {s['original']}" for s in mech))
     same = devices.same_model(pub, meas)
     v["hardware"]["same_model"] = same
+    few = too_few_samples(number["metric"], summ)
+    if few:
+        v["comparison"] = "same_hardware" if same else "efficiency"
+        return _finish(v, INCONCLUSIVE, few)
     if same:
+        v["ratio"] = summ["median"] / p if p else None  # raw values compare on the same device model only
         if v["stack"]["same"]:
             v["comparison"] = "same_hardware"
             note = f"same hardware ({meas['label']}) and stack ({v['stack']['measured']})"
