@@ -74,7 +74,8 @@ def _claims_text(results: list[dict]) -> str | None:
     counts = Counter(c["status"] for c in results)
     order = [s for s in claims.PRECEDENCE if counts.get(s)]
     text = f"claims ({len(results)}): " + ", ".join(f"{counts[s]} {claim_words(s)}" for s in order)
-    pairs = Counter(p["status"] for c in results for p in c.get("pairs") or [] if p["status"] != claims.NO_CLAIM)
+    pairs = Counter(p["status"] for c in results for p in c.get("pairs") or []
+                    if p["status"] != claims.NO_CLAIM)
     if pairs and set(pairs) != set(counts):
         text += (f"; of their {sum(pairs.values())} pairs that claim something: "
                  + ", ".join(f"{pairs[s]} {claim_words(s)}" for s in claims.PRECEDENCE if pairs.get(s)))
@@ -130,8 +131,8 @@ def source_line(sid: str, title: str | None, rows: list[dict], claim_results: li
     if impossible:
         fr = [r["analysis"]["roofline"]["fraction_of_bound"] for r in impossible]
         ex = impossible[0]
-        impossible_txt = (f"{len(impossible)} physically impossible ({_pct_range(fr)} of the fastest possible "
-                          f"rate; e.g. {ex['id']}: published {ex['published']:,g} {ex['unit']}, "
+        impossible_txt = (f"{len(impossible)} physically impossible ({_pct_range(fr)} of the fastest "
+                          f"possible rate; e.g. {ex['id']}: published {ex['published']:,g} {ex['unit']}, "
                           f"{ex['bound']} on {ex['published_device']})")
     else:
         impossible_txt = "none physically impossible"
