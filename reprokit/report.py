@@ -37,7 +37,8 @@ CATEGORY_MEANINGS = {
     "REPRODUCED": verdicts.MEANINGS[verdicts.REPRODUCED],
     "DEVIATES": "same device model: the measured interval lies entirely outside published ± tolerance "
     "(faster/slower for speeds, higher/lower otherwise)",
-    "INCONCLUSIVE": "same device model: the measured interval overlaps an edge of published ± tolerance",
+    "INCONCLUSIVE": "same device model or class: the measured interval overlaps an edge of the band, or "
+    "the metric has too few samples for an interval (one compile time per process)",
     "EFFICIENCY": "same device class, other model: achieved FLOP/s as a fraction of each device's "
     "theoretical "
     "fp32 peak, compared within ± the policy tolerance; 'higher' = this run used a larger fraction of its "
@@ -179,7 +180,7 @@ def _source_section(sid: str, source: dict, rows: list[dict]) -> dict:
             "plot": f"plots/{anchor}-{slug(title)}.svg",
             "efficiency": any(r["comparison"] == "efficiency" for r in in_run),
             "cpu_vs_gpu": any(r["published_on_gpu"] and r["device"] == "cpu" for r in in_run),
-            "standins": sorted({r["standin"] for r in in_run if r["standin"]}),
+            "standins": sorted({part for r in in_run if r["standin"] for part in r["standin"].split("; ")}),
         })
     envs: dict[tuple, dict] = {}
     keys = ("gpu", "cuda", "cudnn", "framework", "framework_version")
@@ -235,11 +236,21 @@ def _summary(rows: list[dict], claim_results: list[dict]) -> dict:
     }
 
 
+INTERVAL_METHODS = {
+    "binomial_order_statistic": "exact order-statistic interval of the median, n >= 6",
+    "min_max": "[min, max] of fewer than 6 samples",
+    "process_medians_order_statistic": "order-statistic interval over 6 or more process medians",
+    "process_medians_min_max": "[min, max] of fewer than 6 process medians",
+    "none": "a single sample: no interval",
+}
+
+
 def _intervals(cells: list[dict], run: dict) -> dict:
-    """How the run's intervals were made: per method and coverage, how many timed metrics; and whether
-    they include the spread between processes (run.json `repeat` > 1)."""
-    kinds: dict[str, dict] = {}
-    cvs = []
+    """How the run's intervals were made: per label (coverage) and method, how many timed metrics; the
+    median CV; with run --repeat K the spread between process medians against the within-process
+    interval; and the kit's measured run-to-run coverage (context)."""
+    kinds: dict[tuple, dict] = {}
+    cvs, spreads, halves = [], [], []
     for c in cells:
         if c.get("status") != "ok":
             continue
@@ -249,16 +260,33 @@ def _intervals(cells: list[dict], run: dict) -> dict:
             summ = stats.summarize_metric(m)
             if summ.get("cv") is not None:
                 cvs.append(summ["cv"])
-            label = summ.get("ci_label") or summ.get("ci_method") or "none"
-            k = kinds.setdefault(label, {"label": label, "method": summ.get("ci_method"),
-                                         "coverage": summ.get("ci_coverage"), "metrics": 0})
+            between = summ.get("between") or {}
+            if between.get("spread_rel") is not None and between.get("within_half_width_rel") is not None:
+                spreads.append(between["spread_rel"])
+                halves.append(between["within_half_width_rel"])
+            method = summ.get("ci_method") or "none"
+            key = (summ.get("ci_label") or "no interval", method)
+            k = kinds.setdefault(key, {"label": key[0], "method": method,
+                                       "method_text": INTERVAL_METHODS.get(method, method),
+                                       "coverage": summ.get("ci_coverage"), "metrics": 0})
             k["metrics"] += 1
+            if summ.get("ci_coverage") is not None:  # the least any interval of this kind covers
+                k["coverage"] = min(k["coverage"] if k["coverage"] is not None else 1.0, summ["ci_coverage"])
     repeat = int(run.get("repeat") or 1)
-    cvs.sort()
-    return {"kinds": sorted(kinds.values(), key=lambda k: -k["metrics"]), "repeat": repeat,
-            "rerun": _rerun_coverage(),
-            "median_cv": cvs[len(cvs) // 2] if cvs else None,
+    between = None
+    if spreads:
+        spread, half = _median(spreads), _median(halves)
+        between = {"metrics": len(spreads), "spread_median": spread, "within_half_width_median": half,
+                   "narrower": half < spread / 2}
+    return {"kinds": sorted(kinds.values(), key=lambda k: (-k["metrics"], k["label"])), "repeat": repeat,
+            "rerun": _rerun_coverage(), "between": between,
+            "median_cv": _median(cvs) if cvs else None,
             "metrics": sum(k["metrics"] for k in kinds.values())}
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    return values[len(values) // 2]
 
 
 def _roofline_summary(rows: list[dict]) -> dict:
@@ -277,18 +305,24 @@ def _roofline_summary(rows: list[dict]) -> dict:
 
 
 def _rerun_coverage() -> dict | None:
-    """The kit's own measurement of run-to-run spread (scripts/bench_rerun_coverage.py writes
-    reprokit/data/rerun_coverage.json with its command, machine and date), or None."""
+    """The kit's own measurement of run-to-run spread on one machine (reprokit/data/rerun_coverage.json,
+    written by scripts/bench_rerun_coverage.py with its command, machine and date), or None."""
     path = resources.files("reprokit.data").joinpath("rerun_coverage.json")
     if not path.is_file():
         return None
-    doc = json.loads(path.read_text())
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"reprokit/data/rerun_coverage.json is not valid JSON ({e}); re-write it with "
+                        "scripts/bench_rerun_coverage.py --write") from e
+    validate.check("rerun_coverage", doc, "reprokit/data/rerun_coverage.json")
     s = doc["summary"]
-    text = (f"{doc['command']} on {doc['machine']}, {doc['date']}: {s['inside']} of {s['pairs']} "
-            f"second-run medians ({s['coverage']:.0%}) inside the first run's intervals; medians moved by "
-            f"{s['shift_median']:.1%} "
-            f"(median), intervals' median half-width {s['half_width_median']:.1%}")
-    return {"text": text, **s}
+    text = (f"{s['inside']} of {s['pairs']} medians of a second run ({s['coverage']:.0%}) fell inside the "
+            f"first run's intervals ({', '.join(s['interval_labels'])}; {s['processes']} process(es) per "
+            f"cell); the medians moved by {s['shift_median']:.1%} (median over metrics; {s['shift_p90']:.0%} "
+            f"at the 90th percentile) while the intervals' median half-width was {s['half_width_median']:.1%} "
+            f"({doc['command']}, {doc['machine']}, {doc['date']})")
+    return {"text": text, "command": doc["command"], "machine": doc["machine"], "date": doc["date"], **s}
 
 
 def _run_device(devices_: list[str], host: dict) -> str:

@@ -170,7 +170,13 @@ def test_stored_run_report_shows_summary_tables_and_plots(tmp_path, browser_cont
         assert all(u.startswith(dst.as_uri()) for u in requests), requests
         assert visible_box(page, "#summary") and visible_box(page, "table.summary")
         summary = page.inner_text("table.summary")
-        assert "EFFICIENCY compared" in summary and "IMPLAUSIBLE" in summary
+        assert "NOT_TESTABLE_HERE" in summary and "IMPLAUSIBLE" in summary
+        # the first screen: one visible line per source that answers the question
+        assert visible_box(page, "#answer-000") and visible_box(page, "#answer-001")
+        first = page.inner_text("#answer-000")
+        assert "none of its 48 numbers can be tested on this CPU" in first
+        assert "48 published on a GPU (Tesla M40 24GB)" in first
+        assert "6 physically impossible" in page.inner_text("#answer-001")
         assert page.locator("table.results").count() == 3
         assert all(visible_box(page, f"table.results >> nth={i}") for i in range(3))
         svgs = page.locator("figure.plot svg")
@@ -178,9 +184,9 @@ def test_stored_run_report_shows_summary_tables_and_plots(tmp_path, browser_cont
         for i in range(3):
             box = svgs.nth(i).bounding_box()
             assert box and 200 < box["width"] <= 1000 and box["height"] > 50
-        assert "not of raw time" in page.inner_text("#cpu-note")
+        assert "describe that process only" in page.inner_text("#interval-warning")
         row = page.inner_text("#n-001-l050")
-        assert "IMPLAUSIBLE" in row and "139.4 TFLOP/s" in row
+        assert "IMPLAUSIBLE" in row and "at most 43,100 words/s" in row and "EFFICIENCY" not in row
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         assert (tmp_path / "report.png").stat().st_size > 10_000
     finally:

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Do a run's intervals cover a re-run? Two runs of the same cells on one machine, back to back.
+
+    python scripts/bench_rerun_coverage.py --suite legacy-2017 [--cells GLOB ...] [--repeat K]
+    python scripts/bench_rerun_coverage.py --compare RUN_A RUN_B
+
+The first form runs `reproduce.py run` twice with the same options (local runner, full budgets unless
+--quick, no report) and compares the two; the second compares two existing runs. For every timed metric
+measured in both runs (at least 2 samples on each side, same unit) it asks whether run B's median lies
+inside run A's interval (reprokit.analysis.stats: one process per cell, or the interval over process
+medians with --repeat K), and how far the median moved.
+
+Prints one line per metric and a summary; with --write FILE it also writes the summary with the command,
+the machine and the date as JSON (reprokit/schemas/rerun_coverage.schema.json). The kit's report quotes
+reprokit/data/rerun_coverage.json, written by this script, as the measured run-to-run spread of a machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from reprokit import results, validate  # noqa: E402
+from reprokit.analysis import cpus, stats  # noqa: E402
+
+
+def run_once(args: argparse.Namespace, root: Path) -> Path:
+    """One `reproduce.py run`; returns its run directory (the newest under root)."""
+    cmd = [sys.executable, str(REPO / "reproduce.py"), "run", "--suite", args.suite, "--runner", "local",
+           "--results", str(root), "--no-report"]
+    if args.cells:
+        cmd += ["--cells", *args.cells]
+    if args.repeat > 1:
+        cmd += ["--repeat", str(args.repeat)]
+    if args.quick:
+        cmd.append("--quick")
+    print("$", " ".join(cmd), flush=True)
+    before = {p.name for p in root.glob("*") if p.is_dir()}
+    t0 = time.monotonic()
+    code = subprocess.call(cmd, cwd=REPO)
+    new = sorted(p for p in root.glob("*") if p.is_dir() and p.name not in before)
+    if not new:
+        sys.exit(f"bench_rerun_coverage: the run made no directory under {root} (exit {code})")
+    print(f"run {new[-1].name}: exit {code}, {time.monotonic() - t0:.0f} s", flush=True)
+    return new[-1]
+
+
+def metrics_of(rundir: Path) -> dict[tuple[str, str], dict]:
+    """{(cell id, metric): summary} of every ok cell's metrics with at least 2 samples."""
+    out = {}
+    for c in results.RunDir(rundir).load_cells():
+        if c.get("status") != "ok":
+            continue
+        for name, m in (c.get("metrics") or {}).items():
+            if len(m.get("samples") or []) >= 2:
+                out[(c["cell_id"], name)] = stats.summarize_metric(m)
+    return out
+
+
+def compare(a: Path, b: Path) -> dict:
+    ma, mb = metrics_of(a), metrics_of(b)
+    rows = []
+    for key in sorted(set(ma) & set(mb)):
+        sa, sb = ma[key], mb[key]
+        if sa["unit"] != sb["unit"] or not sa["median"] or sa["ci_low"] is None:
+            continue
+        inside = sa["ci_low"] <= sb["median"] <= sa["ci_high"]
+        rows.append({
+            "cell": key[0], "metric": key[1], "unit": sa["unit"], "n_a": sa["n"], "n_b": sb["n"],
+            "processes_a": sa["processes"], "median_a": sa["median"], "median_b": sb["median"],
+            "ci_low_a": sa["ci_low"], "ci_high_a": sa["ci_high"], "ci_label_a": sa["ci_label"],
+            "inside": inside, "shift": abs(sb["median"] / sa["median"] - 1),
+            "half_width": (sa["ci_high"] - sa["ci_low"]) / 2 / abs(sa["median"]), "cv_a": sa["cv"],
+        })
+    if not rows:
+        sys.exit("bench_rerun_coverage: no timed metric with an interval in both runs")
+
+    def q(values: list[float], p: float) -> float:
+        values = sorted(values)
+        return values[min(len(values) - 1, int(round(p * (len(values) - 1))))]
+
+    shifts = [r["shift"] for r in rows]
+    halves = [r["half_width"] for r in rows]
+    cvs = [r["cv_a"] for r in rows if r["cv_a"] is not None]
+    labels = sorted({r["ci_label_a"] for r in rows})
+    summary = {
+        "pairs": len(rows), "inside": sum(r["inside"] for r in rows),
+        "coverage": sum(r["inside"] for r in rows) / len(rows),
+        "shift_median": statistics.median(shifts), "shift_p90": q(shifts, 0.9), "shift_max": max(shifts),
+        "half_width_median": statistics.median(halves),
+        "median_cv": statistics.median(cvs) if cvs else None,
+        "processes": max(r["processes_a"] for r in rows), "interval_labels": labels,
+    }
+    return {"rows": rows, "summary": summary}
+
+
+def machine(rundir: Path) -> str:
+    host = results.RunDir(rundir).load_run().get("host_fingerprint") or {}
+    return cpus.short_label(host.get("cpu") or {})
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--suite", default="legacy-2017")
+    p.add_argument("--cells", nargs="+", default=[], metavar="GLOB")
+    p.add_argument("--repeat", type=int, default=1, help="processes per cell in each run (run --repeat K)")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--results", default=str(REPO / "results" / "rerun-coverage"))
+    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing runs")
+    p.add_argument("--write", metavar="FILE", help="write the summary as JSON (rerun_coverage schema)")
+    args = p.parse_args(argv)
+    if args.compare:
+        a, b = (Path(x) for x in args.compare)
+        command = f"scripts/bench_rerun_coverage.py --compare {a.name} {b.name}"
+    else:
+        root = Path(args.results)
+        root.mkdir(parents=True, exist_ok=True)
+        a, b = run_once(args, root), run_once(args, root)
+        command = "scripts/bench_rerun_coverage.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    res = compare(a, b)
+    for r in res["rows"]:
+        print(f"{'in ' if r['inside'] else 'OUT'} {r['cell']} {r['metric']}: A {r['median_a']:.4g} "
+              f"[{r['ci_low_a']:.4g}, {r['ci_high_a']:.4g}] ({r['ci_label_a']}, n={r['n_a']}), "
+              f"B {r['median_b']:.4g}: moved {r['shift']:.1%}, half-width {r['half_width']:.1%}")
+    s = res["summary"]
+    print(f"\n{s['inside']} of {s['pairs']} medians of run B inside run A's intervals ({s['coverage']:.0%}); "
+          f"medians moved {s['shift_median']:.1%} (median), {s['shift_p90']:.1%} (p90), {s['shift_max']:.1%} "
+          f"(max); intervals' median half-width {s['half_width_median']:.1%}; median CV "
+          f"{(s['median_cv'] or 0):.1%}; processes per cell {s['processes']}")
+    if args.write:
+        doc = {"schema_version": 1, "kind": "rerun_coverage", "command": command, "machine": machine(a),
+               "date": dt.date.today().isoformat(), "runs": [a.name, b.name], "summary": s}
+        validate.check("rerun_coverage", doc, args.write)
+        results.write_json_atomic(Path(args.write), doc, "rerun_coverage")
+        print(f"wrote {args.write}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
