@@ -320,7 +320,8 @@ def _rerun_coverage() -> dict | None:
     text = (f"{s['inside']} of {s['pairs']} medians of a second run ({s['coverage']:.0%}) fell inside the "
             f"first run's intervals ({', '.join(s['interval_labels'])}; {s['processes']} process(es) per "
             f"cell); the medians moved by {s['shift_median']:.1%} (median over metrics; {s['shift_p90']:.0%} "
-            f"at the 90th percentile) while the intervals' median half-width was {s['half_width_median']:.1%} "
+            f"at the 90th percentile) while the intervals' median half-width was "
+            f"{s['half_width_median']:.1%} "
             f"({doc['command']}, {doc['machine']}, {doc['date']})")
     return {"text": text, "command": doc["command"], "machine": doc["machine"], "date": doc["date"], **s}
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import statistics
 import subprocess
 import sys
