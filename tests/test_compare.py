@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from reprokit import cli, results
-from reprokit.analysis import compare_runs
+from reprokit.analysis import compare_runs, diff
 
 RUNS = Path(__file__).resolve().parent / "data" / "runs"
 
@@ -37,7 +37,20 @@ def test_fingerprint_differences_are_listed():
     host = {row["field"]: row for row in r["host_diff"]}
     assert host["env.OMP_NUM_THREADS"]["differs"] and host["env.OMP_NUM_THREADS"]["a"] == "8"
     assert host["cpu.model_name"]["differs"] is False
+    assert host["cpu"]["a"] == "AMD Zen 3 (family 25 model 1), 8 cores" and host["cpu"]["differs"] is False
     assert set(r["stack_diff"]) == {"tf-1.2", "torch-0.1", "tf-2.0", "torch-1.3"}
+
+
+def test_two_cpus_with_one_marketing_name_are_told_apart():
+    """'AMD EPYC' on a Zen 4 and on a Zen 5 host: the model name is the same, the device is not."""
+    zen = {"model_name": "AMD EPYC", "vendor": "AuthenticAMD", "stepping": "1", "physical_cores": 2,
+           "logical_cores": 2, "usable_cores": 2, "flags": ["avx2", "fma", "avx512f"]}
+    zen4, zen5 = {**zen, "family": "25", "model": "17"}, {**zen, "family": "26", "model": "2"}
+    rows = {r["field"]: r for r in diff.host_diff({"cpu": zen4}, {"cpu": zen5})}
+    assert rows["cpu.model_name"]["differs"] is False
+    assert rows["cpu"]["differs"] is True
+    assert rows["cpu"]["a"].startswith("AMD Zen 4 (family 25 model 17)")
+    assert rows["cpu"]["b"].startswith("AMD Zen 5 (family 26 model 2)")
 
 
 def test_mann_whitney_edge_cases():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reprokit.analysis import flops
+from reprokit.analysis import cpus, flops
 
 UNKNOWN = ("", "unstated", "unknown", "none", "null", "n/a")
 
@@ -141,12 +141,14 @@ def environment_diff(number: dict, source: dict | None, host: dict | None, cell:
             None if pub_count is None or device is None else (("cpu" if pub_count == 0 else "gpu") != device),
         )
     )
-    cpu = (host.get("cpu") or {}).get("model_name")
+    cpu_fp = host.get("cpu") or {}
+    cpu = cpu_fp.get("model_name")
     pub_host = senv.get("host")
     cpu_differs = None
     if _known(pub_host) and _known(cpu):
         cpu_differs = str(cpu).lower() not in str(pub_host).lower()
-    rows.append(_row("cpu", pub_host, cpu, cpu_differs))
+    shown = f"{cpus.short_label(cpu_fp)} ('{cpu}')" if _known(cpu) else cpus.short_label(cpu_fp)
+    rows.append(_row("cpu", pub_host, shown if cpu_fp else None, cpu_differs))
     impl = cell.get("implementation") or {}
     rows.append(
         _row(
@@ -195,6 +197,10 @@ def environment_diff(number: dict, source: dict | None, host: dict | None, cell:
 # -- run against run -------------------------------------------------------------------------------
 HOST_FIELDS = (
     ("cpu.model_name", ("cpu", "model_name")),
+    ("cpu.vendor", ("cpu", "vendor")),
+    ("cpu.family", ("cpu", "family")),
+    ("cpu.model", ("cpu", "model")),
+    ("cpu.stepping", ("cpu", "stepping")),
     ("cpu.logical_cores", ("cpu", "logical_cores")),
     ("cpu.usable_cores", ("cpu", "usable_cores")),
     ("cpu.scaling_governor", ("cpu", "scaling_governor", "per_cpu")),
@@ -244,7 +250,9 @@ def _pairs(a: dict, b: dict, fields) -> list[dict]:
 def host_diff(host_a: dict, host_b: dict) -> list[dict]:
     """Selected host fingerprint fields of two runs: [{"field", "a", "b", "differs"}]; the GPUs are
     compared by name and count, the allow-listed environment variables one by one."""
-    rows = _pairs(host_a or {}, host_b or {}, HOST_FIELDS)
+    la, lb = (cpus.short_label((h or {}).get("cpu") or {}) for h in (host_a, host_b))
+    rows = [{"field": "cpu", "a": la, "b": lb, "differs": la != lb}]  # what tells two CPUs apart
+    rows += _pairs(host_a or {}, host_b or {}, HOST_FIELDS)
     ga = [g.get("name") for g in (host_a or {}).get("gpus") or []]
     gb = [g.get("name") for g in (host_b or {}).get("gpus") or []]
     if ga or gb:

@@ -1,0 +1,40 @@
+"""Stand-ins (reprokit/data/standins.yaml): every substitution the kit records is classified, and the
+mechanism stand-ins are exactly the ones that replace what a published number is about."""
+
+import json
+from pathlib import Path
+
+from reprokit import suites
+from reprokit.analysis import standins
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def recorded_substitutions() -> list[dict]:
+    """Every substitution in the committed sample run, the stored test runs and stacks.yaml."""
+    subs = []
+    for f in sorted((REPO / "docs" / "sample-run").glob("*/cells/*.json")) + sorted(
+            (REPO / "tests" / "data" / "runs").glob("*/cells/*.json")):
+        subs += (json.loads(f.read_text()).get("implementation") or {}).get("substitutes") or []
+    for spec in suites.load_stacks().values():
+        subs += (spec.get("local") or {}).get("substitutes") or []
+    return subs
+
+
+def test_every_recorded_substitution_is_classified():
+    subs = recorded_substitutions()
+    assert len(subs) > 20
+    unclassified = [s for s in subs if not standins.classify(s)["classified"]]
+    assert not unclassified, [f"{s['original']} -> {s['used']}" for s in unclassified]
+
+
+def test_the_mechanisms_are_the_ones_a_number_is_about():
+    kinds = {standins.classify(s)["id"]: standins.classify(s)["kind"] for s in recorded_substitutions()}
+    mechanisms = {i for i, k in kinds.items() if k == "mechanism"}
+    assert mechanisms >= {"cudnn-lstm-as-keras-cpu", "theano-python-scan", "keras-mxnet-as-gluon"}
+    assert kinds["framework-release"] == "version" and kinds["tf1-graph-api"] == "api"
+
+
+def test_an_unknown_substitution_counts_as_a_mechanism():
+    got = standins.classify({"original": "a brand new kernel", "used": "something else", "why": "test"})
+    assert got["mechanism"] and not got["classified"] and got["short"].startswith("unclassified")
