@@ -285,3 +285,19 @@ def test_cpu_peak_source_quotes_the_probe_method_once():
     old = measured_device({"device": "cpu"},
                           {"cpu_peak": {"gflops": 1.0, "method": "numpy matmul"}, "host_fingerprint": {}})
     assert old["peak_source"] == "measured: numpy matmul"
+
+
+@pytest.mark.parametrize("measured_mb,verdict", [(16000.0, "REPRODUCED"), (20000.0, "DEVIATES_HIGHER"),
+                                                 (8000.0, "DEVIATES_LOWER")])
+def test_memory_on_the_same_gpu_deviates_higher_or_lower(measured_mb, verdict):
+    """Metrics that are not speeds (GPU memory) deviate HIGHER/LOWER, not faster/slower."""
+    run, cells = load("v100-other")
+    n = next(n for n in suites.load_published("002") if n["id"] == "002-L061")  # 15360 MB, 1x V100
+    cell = {"cell_id": n["cell"], "status": "ok", "device": "gpu", "params": {"gpus": 1},
+            "implementation": {"framework": "tensorflow", "framework_version": "1.8.0", "substitutes": []},
+            "metrics": {"gpu_memory": {"unit": "MB",
+                                       "samples": [measured_mb * (1 + i / 1000) for i in range(6)]}}}
+    v = verdicts.verdict(n, cell, run)
+    assert v["verdict"] == verdict and v["comparison"].startswith("same_hardware")
+    if verdict != "REPRODUCED":
+        assert f"({verdict.split('_')[1].lower()}," in v["reason"]
