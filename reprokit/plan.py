@@ -56,10 +56,20 @@ def make_plan(suite: Suite, options: Options) -> Plan:
 
 
 def budget_for(cell: Cell, suite: Suite, options: Options) -> dict:
+    """The cell's sampling budget. `--quick` shortens sampling (quick_budget), never warm-up: its
+    warm-up count is always the full budget's (the suite's `defaults.budget.warmup`, then the
+    cell's own budget override), so warm-up effects (JIT profiling runs, allocator growth) are not
+    timed as samples under --quick."""
     key = "quick_budget" if options.quick else "budget"
     b = dict(suite.defaults[key])
     if cell.budget:
         b.update(cell.budget)
+    if options.quick:
+        full = {**suite.defaults["budget"], **(cell.budget or {})}
+        if "warmup" in full:
+            b["warmup"] = full["warmup"]
+        else:
+            b.pop("warmup", None)
     if options.min_samples is not None:
         b["min_samples"] = options.min_samples
     if options.time_budget_s is not None:
