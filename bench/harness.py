@@ -1,9 +1,11 @@
 """reprokit bench harness: runs inside a stack.
 
-    python harness.py JOB.json [--cell CELL_ID]
+    python harness.py JOB.json [--cell CELL_ID] [--process N]
 
 Reads a job file (docs/FORMATS.md), runs its cells (or only CELL_ID) and writes one JSON result
-per cell into the job's out_dir, atomically. A failing cell becomes data (status "failed" with its
+per cell into the job's out_dir, atomically: `<cell>.json`, or with `--process N` (one of the
+host's `run --repeat K` processes, N >= 1) `<cell>.p<N>.json` with `"process": N` in it; the host
+merges the process files into `<cell>.json`. A failing cell becomes data (status "failed" with its
 reason), never an exception that ends the job. Exit status 0 means every selected cell has a result
 file (whatever its status); anything else means the harness itself broke.
 
@@ -33,8 +35,12 @@ def utcnow():
     return datetime.datetime.utcnow().replace(microsecond=0).isoformat() + "Z"
 
 
-def cell_filename(cell_id):
-    return cell_id.replace("/", "__") + ".json"
+def cell_filename(cell_id, process=None):
+    """'/' becomes '__'; with a process index N (run --repeat), '<stem>.p<N>.json'."""
+    stem = cell_id.replace("/", "__")
+    if process is None:
+        return stem + ".json"
+    return "%s.p%d.json" % (stem, process)
 
 
 def write_json_atomic(path, obj):
@@ -55,8 +61,9 @@ def write_json_atomic(path, obj):
 class CellContext(object):
     """What a workload sees: its parameters, the budget, and ways to record metrics."""
 
-    def __init__(self, cell, job):
+    def __init__(self, cell, job, process=None):
         self.cell = cell
+        self.process = process  # N of `--process N` (the host's run --repeat), else None
         self.params = cell.get("params", {})
         self.variant = cell.get("variant")
         self.device = job.get("device", "cpu")
@@ -174,8 +181,8 @@ def classify_exception(exc):
     return "failed"
 
 
-def run_cell(cell, job):
-    ctx = CellContext(cell, job)
+def run_cell(cell, job, process=None):
+    ctx = CellContext(cell, job, process)
     result = {
         "schema_version": SCHEMA_VERSION,
         "kind": "cell_result",
@@ -191,6 +198,8 @@ def run_cell(cell, job):
         "kit": job.get("kit", {}),
         "started": utcnow(),
     }
+    if process is not None:
+        result["process"] = process
     load_before = _load_avg()
     start = timing.clock()
     framework = None
@@ -221,7 +230,7 @@ def run_cell(cell, job):
     result["stack_fingerprint"] = _stack_fingerprint(framework)
     if ctx.extra:
         result["extra"] = ctx.extra
-    path = os.path.join(job["out_dir"], cell_filename(cell["id"]))
+    path = os.path.join(job["out_dir"], cell_filename(cell["id"], process))
     write_json_atomic(path, result)
     return result
 
@@ -235,6 +244,15 @@ def main(argv=None):
     only = None
     if "--cell" in argv:
         only = argv[argv.index("--cell") + 1]
+    process = None
+    if "--process" in argv:
+        try:
+            process = int(argv[argv.index("--process") + 1])
+        except (IndexError, ValueError):
+            process = 0
+        if process < 1:
+            print("harness: --process needs an integer >= 1", file=sys.stderr)
+            return 2
     with open(job_path) as f:
         job = json.load(f)
     if not os.path.isdir(job["out_dir"]):
@@ -244,7 +262,7 @@ def main(argv=None):
         print("harness: no cell %r in %s" % (only, job_path), file=sys.stderr)
         return 2
     for cell in cells:
-        r = run_cell(cell, job)
+        r = run_cell(cell, job, process)
         print("harness: %s %s%s" % (cell["id"], r["status"],
                                     "" if r["status"] == "ok" else " (%s)" % r["reason"]))
         sys.stdout.flush()

@@ -1,7 +1,13 @@
 """Execute a plan with a runner: job files out, cell results in, run record kept current.
 
-The run record is rewritten atomically after every cell, so a crash of the driver loses nothing
-already measured, and `--resume RUN` skips every cell that already has an ok result.
+The run record is rewritten atomically after every cell process, so a crash of the driver loses
+nothing already measured, and `--resume RUN` skips every cell that already has an ok result.
+
+With `run --repeat K` (K > 1) every cell runs in K fresh processes, interleaved across cells:
+round N runs process N of every cell (stack by stack, each stack prepared once per run). Each
+process writes cells/<stem>.p<N>.json and the cell's main result is re-merged from the process
+files after each of them (reprokit/merge_processes.py). A resumed run keeps the ok process files
+and runs only the missing or failed processes again.
 """
 
 from __future__ import annotations
@@ -11,7 +17,8 @@ import time
 import traceback
 from pathlib import Path
 
-from reprokit import cpu_peak, fingerprint, preflight, results
+from reprokit import cpu_peak, fingerprint, merge_processes, preflight, results
+from reprokit.errors import UserError
 from reprokit.plan import Plan, make_job
 from reprokit.progress import Progress
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
@@ -30,19 +37,26 @@ def placeholder_result(run_id: str, cell: Cell, status: str, reason: str, device
 
 
 def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: CellOutcome,
-                   stack_spec: dict, runner_name: str, device: str) -> dict:
-    """Merge what the runner saw into the harness's result (or make one if there is none)."""
+                   stack_spec: dict, runner_name: str, device: str,
+                   process: int | None = None) -> dict:
+    """Merge what the runner saw into the harness's result (or make one if there is none).
+
+    With `process` N (run --repeat K) this is the process file cells/<stem>.p<N>.json; the
+    cell's main result is then merged from the process files (merge_processes.merge_cell)."""
     existing = None
     try:
-        existing = rundir.load_cell(cell.id)
+        existing = rundir.load_cell(cell.id, process)
     except Exception as e:  # an unreadable partial file is itself a crash
         outcome = CellOutcome("crashed", f"result file unreadable: {e}", outcome.process_wall_s,
                               outcome.log_file, outcome.runner_info)
-    if existing is not None and existing.get("run_id") != run_id:
+    if existing is not None and (existing.get("run_id") != run_id
+                                 or existing.get("process") != process):
         existing = None
     if existing is None or outcome.status in ("timeout", "oom", "crashed"):
         reason = outcome.reason or "no result written"
         result = placeholder_result(run_id, cell, outcome.status, reason, device)
+        if process is not None:
+            result["process"] = process
     else:
         result = existing
     impl = result.setdefault("implementation", {})
@@ -53,8 +67,26 @@ def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: Cel
     result["log_file"] = outcome.log_file and str(Path(outcome.log_file).relative_to(rundir.path))
     result["runner"] = {"name": runner_name, "process_wall_s": outcome.process_wall_s,
                         **outcome.runner_info}
-    rundir.write_cell(result)
+    if process is None:
+        rundir.write_cell(result)
+    else:
+        rundir.write_process(result)
     return result
+
+
+def _processes_to_run(rundir: results.RunDir, run_id: str, cell: Cell, repeat: int) -> list[int]:
+    """Process indices of a `--repeat K` cell that have no ok process file of this run yet."""
+    done = merge_processes.load_processes(rundir, cell.id, repeat, run_id)
+    return [i for i in range(1, repeat + 1) if done.get(i, {}).get("status") != "ok"]
+
+
+def check_resume_repeat(run: dict, repeat: int | None) -> int:
+    """The K of a resumed run (run.json `repeat`, absent = 1); a different --repeat is an error."""
+    stored = int(run.get("repeat") or 1)
+    if repeat is not None and repeat != stored:
+        raise UserError(f"--repeat {repeat} does not match the run being resumed, which was made "
+                        f"with --repeat {stored}; drop --repeat or pass --repeat {stored}")
+    return stored
 
 
 def _cpu_peak(say) -> dict | None:
@@ -80,15 +112,19 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
     stacks = load_stacks()
     run_id = rundir.path.name
     started = time.time()
+    repeat = plan.options.repeat
+    if repeat < 1:
+        raise UserError(f"--repeat must be an integer of at least 1, not {repeat}")
     if resume and rundir.run_file.exists():
         run = rundir.load_run()
+        check_resume_repeat(run, repeat)
         run["finished"] = None
     else:
         run = {
             "schema_version": 1, "kind": "run", "run_id": run_id, "suite": plan.suite.name,
             "argv": argv, "runner": runner.name, "protocol": plan.options.protocol,
-            "quick": plan.options.quick, "started": results.utcnow(), "finished": None,
-            "wall_s": None, "host_fingerprint": fingerprint.host_fingerprint(),
+            "quick": plan.options.quick, "repeat": repeat, "started": results.utcnow(),
+            "finished": None, "wall_s": None, "host_fingerprint": fingerprint.host_fingerprint(),
             "kit": results.kit_info(), "stacks": {}, "cells": [],
             "cpu_peak": _cpu_peak(say),
         }
@@ -105,6 +141,11 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
         run["wall_s"] = prior_wall + time.time() - started
         rundir.write_run(run)
 
+    def record_merged(cell: Cell, merged: dict) -> None:
+        walls = [p["process_wall_s"] for p in merged["processes"]
+                 if isinstance(p.get("process_wall_s"), (int, float))]
+        record(cell, merged["status"], merged["reason"], sum(walls) if walls else None)
+
     for cell, status, reason in plan.not_runnable:
         rundir.write_cell(placeholder_result(run_id, cell, status, reason, plan.options.device))
         record(cell, status, reason, None)
@@ -112,11 +153,27 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
     verdicts = preflight.suite_verdicts(plan.runnable, run["host_fingerprint"], runner.name,
                                         plan.options.device)
     run["preflight"] = verdicts
-    todo = []
+    # (cell, process indices to run): [None] = one process writing the main result (K = 1)
+    todo: list[tuple[Cell, list]] = []
     for c in plan.runnable:
-        if resume and entries.get(c.id, {}).get("status") == "ok":
+        procs: list = [None] if repeat == 1 else list(range(1, repeat + 1))
+        if resume and repeat == 1 and entries.get(c.id, {}).get("status") == "ok":
             say(f"resume: {c.id} already measured, kept")
             continue
+        if resume and repeat > 1:
+            procs = _processes_to_run(rundir, run_id, c, repeat)
+            if not procs:
+                say(f"resume: {c.id} already measured, kept")
+                merged = rundir.load_cell(c.id)
+                if merged is None or merged.get("status") != "ok" \
+                        or len(merged.get("processes", [])) != repeat:
+                    merged = merge_processes.merge_cell(rundir, c.id, repeat, run_id)
+                if entries.get(c.id, {}).get("status") != "ok":
+                    record_merged(c, merged)
+                continue
+            if len(procs) < repeat:
+                say(f"resume: {c.id}: running process{'es' if len(procs) > 1 else ''} "
+                    f"{', '.join(map(str, procs))} of {repeat} again")
         v = verdicts[c.id]
         if not v["runnable"]:
             reason = "preflight: " + "; ".join(v["reasons"])
@@ -125,42 +182,65 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
             continue
         if v["status"] == "jit":
             say(f"preflight: {c.id}: {'; '.join(v['reasons'])}")
-        todo.append(c)
+        todo.append((c, procs))
     history = results.past_cell_times(rundir.path.parent, runner.name, plan.options.quick,
                                       plan.options.protocol, exclude=rundir.path)
-    progress = Progress(todo, say=say, history=history)
-    by_stack: dict[str, list[Cell]] = {}
-    for c in todo:
-        by_stack.setdefault(c.stack, []).append(c)
-    for stack, cells in by_stack.items():
+    progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
+                        repeat=repeat)
+    by_stack: dict[str, list[tuple[Cell, list]]] = {}
+    for c, procs in todo:
+        by_stack.setdefault(c.stack, []).append((c, procs))
+    ready: dict[str, tuple | None] = {}  # stack -> (prepared, spec, job path, job cells by id)
+
+    def prepare(stack: str, items: list[tuple[Cell, list]]) -> tuple | None:
+        """Prepare a stack once per run; None (its cells skipped) when it is unavailable."""
+        if stack in ready:
+            return ready[stack]
         spec = stacks[stack]
         run["stacks"][stack] = {"framework": spec["framework"], "original": spec["original"],
                                 "image": spec["image"]}
         try:
             prepared = runner.prepare(stack, spec, say)
         except StackUnavailable as e:
-            for c in cells:
+            for c, procs in items:
                 rundir.write_cell(placeholder_result(run_id, c, "skipped", str(e),
                                                      plan.options.device))
                 record(c, "skipped", str(e), None)
-                progress.done(c, "skipped", 0.0)
-            continue
+                for p in procs:
+                    progress.done(c, "skipped", 0.0, process=p)
+            ready[stack] = None
+            return None
+        ids = {c.id for c, _ in items}
         job = make_job(plan, stack, run_id, run["kit"], str(rundir.cells_dir.resolve()))
-        job["cells"] = [jc for jc in job["cells"] if jc["id"] in {c.id for c in cells}]
+        job["cells"] = [jc for jc in job["cells"] if jc["id"] in ids]
         job_path = rundir.jobs_dir / f"{stack}.json"
         results.write_json_atomic(job_path, job, "job")
-        for c, jc in zip(cells, job["cells"]):
-            progress.start(c)
-            try:
-                outcome = runner.run_cell(prepared, job_path, jc, rundir.cells_dir,
-                                          rundir.log_path(c.id))
-            except Exception as e:  # a runner bug must not end the suite either
-                outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}", 0.0,
-                                      None, {"traceback": traceback.format_exc()[-2000:]})
-            res = _finish_result(rundir, run_id, c, outcome, spec, runner.name,
-                                 plan.options.device)
-            record(c, res["status"], res["reason"], outcome.process_wall_s)
-            progress.done(c, res["status"], outcome.process_wall_s, res["reason"])
+        ready[stack] = (prepared, spec, job_path, {jc["id"]: jc for jc in job["cells"]})
+        return ready[stack]
+
+    rounds = [None] if repeat == 1 else list(range(1, repeat + 1))
+    for rnd in rounds:
+        for stack, items in by_stack.items():
+            now = [(c, procs) for c, procs in items if rnd in procs]
+            if not now or prepare(stack, items) is None:
+                continue
+            prepared, spec, job_path, job_cells = ready[stack]
+            for c, _ in now:
+                progress.start(c, process=rnd)
+                kwargs = {} if rnd is None else {"process": rnd}
+                try:
+                    outcome = runner.run_cell(prepared, job_path, job_cells[c.id], rundir.cells_dir,
+                                              rundir.log_path(c.id, rnd), **kwargs)
+                except Exception as e:  # a runner bug must not end the suite either
+                    outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}", 0.0,
+                                          None, {"traceback": traceback.format_exc()[-2000:]})
+                res = _finish_result(rundir, run_id, c, outcome, spec, runner.name,
+                                     plan.options.device, rnd)
+                if rnd is None:
+                    record(c, res["status"], res["reason"], outcome.process_wall_s)
+                else:
+                    record_merged(c, merge_processes.merge_cell(rundir, c.id, repeat, run_id))
+                progress.done(c, res["status"], outcome.process_wall_s, res["reason"], process=rnd)
     runner.cleanup()
     run["finished"] = results.utcnow()
     run["wall_s"] = prior_wall + time.time() - started
@@ -170,6 +250,7 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
 
 
 def exit_code(run: dict) -> int:
+    """1 when some cell did not finish ok (a `pending` cell of an interrupted --repeat run too)."""
     bad = [c for c in run["cells"] if c["status"] not in ("ok", "not_implemented", "skipped")]
     return 1 if bad else 0
 

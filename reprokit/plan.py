@@ -19,6 +19,7 @@ class Options:
     min_samples: int | None = None
     time_budget_s: float | None = None
     data: dict | None = None  # `run --data DIR`: datasets.prepare_run's record; None = stand-ins
+    repeat: int = 1  # `run --repeat K`: each cell in K fresh processes, interleaved across cells
 
 
 @dataclass

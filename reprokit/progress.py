@@ -8,6 +8,9 @@ The ETA of each remaining cell, best estimate first:
 3. the mean time of all of this run's finished cells.
 So one slow word-LM cell neither hides in the ETA of a first run's last step nor, once seen,
 makes every short cell look slow.
+
+A unit of work is one process of one cell: with `run --repeat K` a suite of C cells is K x C
+units (earlier times are per process, see results.past_cell_times).
 """
 
 from __future__ import annotations
@@ -27,14 +30,19 @@ def _fmt(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, cells: list, say=print, stream=None, history: dict[str, float] | None = None):
-        self.cells = list(cells)
+    def __init__(self, cells: list, say=print, stream=None, history: dict[str, float] | None = None,
+                 repeat: int = 1):
+        """`cells`: the units of work, each a cell or a (cell, process index) pair (run --repeat K,
+        process None when K = 1)."""
+        units = [u if isinstance(u, tuple) else (u, None) for u in cells]
+        self.cells = [c for c, _ in units]
+        self.repeat = repeat
         self.history = dict(history or {})
-        self.pace: list[tuple[float, float]] = []  # (this run, earlier run) seconds per cell
+        self.pace: list[tuple[float, float]] = []  # (this run, earlier run) seconds per process
         self.say = say
         self.t0 = time.monotonic()
         self.done_s: dict[str, list[float]] = {}
-        self.remaining = {c.id: c for c in self.cells}
+        self.remaining = {(c.id, p): c for c, p in units}
         self.n_done = 0
         self.stream = stream or sys.stderr
         self.live = None
@@ -64,25 +72,29 @@ class Progress:
                 return None
         return total
 
-    def start(self, cell) -> None:
+    def start(self, cell, process: int | None = None) -> None:
         eta = self.eta()
         text = f"[{self.n_done + 1}/{len(self.cells)}] {cell.id}"
+        if process is not None:
+            text += f" (process {process} of {self.repeat})"
         if self.live:
             self.live.update(self.task, description=text, eta=_fmt(eta) if eta is not None else "?")
         else:
             self.say(f"{text} ... (elapsed {_fmt(time.monotonic() - self.t0)}, "
                      f"ETA {_fmt(eta) if eta is not None else 'unknown'})")
 
-    def done(self, cell, status: str, seconds: float, reason: str | None = None) -> None:
+    def done(self, cell, status: str, seconds: float, reason: str | None = None,
+             process: int | None = None) -> None:
         self.n_done += 1
-        self.remaining.pop(cell.id, None)
+        self.remaining.pop((cell.id, process), None)
         self.done_s.setdefault(cell.workload, []).append(seconds)
         if status == "ok" and cell.id in self.history and seconds > 0:
             self.pace.append((seconds, self.history[cell.id]))
         line = f"    {status} in {seconds:.1f} s" + (f": {reason}" if reason else "")
         if self.live:
             self.live.advance(self.task)
-            self.live.console.print(f"{cell.id}: {status} ({seconds:.1f} s)"
+            name = cell.id if process is None else f"{cell.id} (process {process})"
+            self.live.console.print(f"{name}: {status} ({seconds:.1f} s)"
                                     + (f" {reason}" if reason else ""))
         else:
             self.say(line)

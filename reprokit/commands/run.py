@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reprokit import datasets, results, suites
 from reprokit.errors import UserError
-from reprokit.execute import execute, exit_code
+from reprokit.execute import check_resume_repeat, execute, exit_code
 from reprokit.plan import Options, make_plan
 from reprokit.runners.select import choose_runner
 
@@ -29,7 +29,13 @@ def add_arguments(p) -> None:
     p.add_argument("--min-samples", type=int, help="override the suite's minimum timed samples")
     p.add_argument("--time-budget", type=float, help="override the per-metric time budget (s)")
     p.add_argument("--results", default="results", help="results root (default: results/)")
-    p.add_argument("--resume", metavar="RUN", help="continue RUN, skipping cells already ok")
+    p.add_argument("--repeat", metavar="K",
+                   help="run every cell in K fresh processes (default 1), interleaved across cells "
+                        "(round 1 runs every cell once, then round 2, ...); the samples of the K "
+                        "processes are merged into the cell's result, with each one's count")
+    p.add_argument("--resume", metavar="RUN",
+                   help="continue RUN, skipping cells already ok (with --repeat K: the processes "
+                        "already ok; K comes from RUN)")
     p.add_argument("--no-report", action="store_true", help="do not render the report")
     p.add_argument("--data", metavar="DIR",
                    help="real data files (see `reproduce.py data`): cells that read PTB, "
@@ -47,14 +53,32 @@ def _check_space(root: Path, need_mb: int = 200) -> None:
                         "--results DIR on another disk")
 
 
+def parse_repeat(value: str | None) -> int | None:
+    """`--repeat K`: an integer of at least 1 (None when not given)."""
+    if value is None:
+        return None
+    try:
+        k = int(value)
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise UserError(f"--repeat must be an integer of at least 1, not '{value}'")
+    return k
+
+
 def run(args) -> int:
     suite = suites.load_suite(args.suite)
     if args.min_samples is not None and args.min_samples < 1:
         raise UserError("--min-samples must be at least 1")
+    repeat = parse_repeat(args.repeat)
     root = Path(args.results)
     _check_space(root)
+    resumed = results.resolve_run(args.resume, root) if args.resume else None
+    if resumed is not None:  # K comes from the run being resumed
+        repeat = check_resume_repeat(resumed.load_run(), repeat)
     options = Options(quick=args.quick, protocol=args.protocol, device="cpu", cells=args.cells,
-                      min_samples=args.min_samples, time_budget_s=args.time_budget)
+                      min_samples=args.min_samples, time_budget_s=args.time_budget,
+                      repeat=repeat or 1)
     plan = make_plan(suite, options)
     if args.data:
         options.data = datasets.prepare_run(plan.runnable, args.data, args.data_lock,
@@ -65,8 +89,8 @@ def run(args) -> int:
                                         sorted(plan.by_stack()))
     plan.options.device = device
     print(f"runner: {runner.name} ({why}); device: {device}", file=sys.stderr)
-    if args.resume:
-        rundir = results.resolve_run(args.resume, root)
+    if resumed is not None:
+        rundir = resumed
     else:
         rundir = results.RunDir(root / results.new_run_id(suite.name))
     print(f"results: {rundir.path}", file=sys.stderr)

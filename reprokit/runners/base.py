@@ -36,8 +36,12 @@ class Runner(Protocol):
         """Make the stack ready; return what run_cell needs. Raise StackUnavailable."""
 
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
-                 log_path: Path) -> CellOutcome:
-        """Run one cell in isolation (its own process or container) with a hard timeout."""
+                 log_path: Path, process: int | None = None) -> CellOutcome:
+        """Run one cell in isolation (its own process or container) with a hard timeout.
+
+        `process` N (run --repeat K, K > 1; given for every N including 1) is passed to the
+        harness as `--process N`: the result goes to cells/<stem>.p<N>.json. The executor passes
+        it only when K > 1, so a runner of its own that predates it still runs K = 1 suites."""
 
     def cleanup(self) -> None:
         """Release anything left (containers, temp files)."""

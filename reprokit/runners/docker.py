@@ -1,7 +1,7 @@
 """Docker runner: each cell in a fresh, locked-down container of the stack's built image.
 
 Uses the docker SDK (never the CLI). A cell runs `python /opt/reprokit/bench/harness.py
-/results/jobs/<stack>.docker.json --cell ID` with:
+/results/jobs/<stack>.docker.json --cell ID [--process N]` (N: `run --repeat K`) with:
   - no network (network_mode "none"), not privileged, all capabilities dropped, no-new-privileges,
     an unprivileged user, a read-only root filesystem with a tmpfs /tmp (HOME=/tmp);
   - bench/ mounted read-only at /opt/reprokit/bench; the run directory mounted read-only at
@@ -167,7 +167,7 @@ class DockerRunner:
                 "memswap_limit": self.mem_limit, "pids_limit": self.pids_limit}
 
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
-                 log_path: Path) -> CellOutcome:
+                 log_path: Path, process: int | None = None) -> CellOutcome:
         import docker
         import requests
 
@@ -196,15 +196,18 @@ class DockerRunner:
             kwargs["device_requests"] = [parse_gpus(self.gpus)]
         cmd = ["python3", f"{BENCH_IN_CONTAINER}/harness.py",
                f"{RESULTS_IN_CONTAINER}/jobs/{cjob.name}", "--cell", cell["id"]]
+        labels = {"reprokit.stack": prepared["stack"], "reprokit.cell": cell["id"],
+                  "reprokit.run": run_dir.name}
+        if process is not None:  # run --repeat K: this is process N, writing <cell>.p<N>.json
+            cmd += ["--process", str(process)]
+            labels["reprokit.process"] = str(process)
         name = f"reprokit-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
         container = self.client.containers.create(
             found.image_id, cmd, name=name, mounts=mounts, working_dir=BENCH_IN_CONTAINER,
             environment=prepared["env"], user=user, network_mode="none", privileged=False,
             cap_drop=sec["cap_drop"], security_opt=sec["security_opt"], read_only=True,
             tmpfs=sec["tmpfs"], mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
-            pids_limit=self.pids_limit, init=True, detach=True,
-            labels={"reprokit.stack": prepared["stack"], "reprokit.cell": cell["id"],
-                    "reprokit.run": run_dir.name}, **kwargs)
+            pids_limit=self.pids_limit, init=True, detach=True, labels=labels, **kwargs)
         self.containers.add(container.id)
         info = {"image_id": found.image_id, "image_tag": found.tag, "image_digest": found.digest,
                 "image_lock": found.lock_status, "container_id": container.id,

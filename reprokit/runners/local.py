@@ -48,9 +48,11 @@ class LocalRunner:
         return {"python": py, "env": env, "stack": stack}
 
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
-                 log_path: Path) -> CellOutcome:
+                 log_path: Path, process: int | None = None) -> CellOutcome:
         cmd = [prepared["python"], str(BENCH / "harness.py"), str(Path(job_path).resolve()),
                "--cell", cell["id"]]
+        if process is not None:  # run --repeat K: this is process N, writing <cell>.p<N>.json
+            cmd += ["--process", str(process)]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         timeout = float(cell.get("timeout_s") or 1200)
         start = time.monotonic()
