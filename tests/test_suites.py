@@ -60,3 +60,16 @@ def test_every_stack_names_its_image_and_local_provision():
         assert spec["local"]["env"] in ("host", "venv")
         if spec["local"]["env"] == "venv":
             assert spec["local"]["requirements"], name
+
+
+def test_every_budget_takes_enough_samples_for_an_exact_interval():
+    """At least 6 timed samples per metric (full and --quick budgets), so the exact 95 % order-statistic
+    interval of the median exists (reprokit.analysis.stats.MIN_EXACT_N)."""
+    from reprokit.analysis import stats
+
+    for name in suites.suite_names():
+        s = suites.load_suite(name)
+        for key in ("budget", "quick_budget"):
+            assert s.defaults[key]["min_samples"] >= stats.MIN_EXACT_N, (name, key)
+        for c in s.cells:
+            assert (c.budget or {}).get("min_samples", stats.MIN_EXACT_N) >= stats.MIN_EXACT_N, c.id
