@@ -120,8 +120,9 @@ class CellContext(object):
         }
         return self.metrics[name]
 
-    def record_single(self, name, seconds, unit, method, sync_desc=None):
-        """A metric measured once by nature (compile time, first step)."""
+    def record_single(self, name, seconds, unit, method, sync_desc=None, state=None):
+        """A metric measured once by nature (compile time, first step). `state` says what the
+        measurement started from when that matters (e.g. a cold or warm compile cache)."""
         value = seconds if unit == "s" else 1000.0 * seconds
         self.metrics[name] = {
             "unit": unit, "samples": [value], "raw_seconds": [seconds], "items_per_sample": 1,
@@ -129,6 +130,8 @@ class CellContext(object):
             "warmup_seconds": [], "stop_reason": "single", "method": method,
             "sync": sync_desc or self.default_sync(),
         }
+        if state is not None:
+            self.metrics[name]["state"] = state
         return self.metrics[name]
 
     def record_value(self, name, values, unit, method):

@@ -49,6 +49,8 @@ def merge_metrics(ok: list[dict]) -> dict:
         m["stop_reason"] = first["stop_reason"]
         m["processes"] = [len(p["samples"]) for p in parts]
         m["stop_reasons"] = [p["stop_reason"] for p in parts]
+        if any("state" in p for p in parts):  # what each process started from (e.g. compile cache)
+            m["states"] = [p.get("state") for p in parts]
         out[name] = m
     return out
 

@@ -204,6 +204,10 @@ def test_compile_time_pairs_need_three_samples_per_side():
     assert r["status"] == "NOT_TESTABLE_SAMPLES" and "1 compile-time sample" in r["reason"]
     three = [obs("A", 1.0, unit="s", n=3, metric="compile_time"), one[1]]
     assert claims.check_claim(order_claim("compile_time"), three, published=[])["status"] == "HOLDS"
+    mixed = [{**three[0], "states": ["Theano compile cache cold", "Theano compile cache warm",
+                                     "Theano compile cache warm"]}, one[1]]
+    r = claims.check_claim(order_claim("compile_time"), mixed, published=[])
+    assert r["status"] == "NOT_TESTABLE_SAMPLES" and "compile cache state differs" in r["reason"]
 
 
 def test_a_side_whose_hardware_is_not_stated_is_not_testable():

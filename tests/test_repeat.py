@@ -322,6 +322,15 @@ def test_the_merge_of_three_processes_with_a_gap_and_a_failure():
     assert merged["metrics"]["t"]["processes"] == [1, 1, 3]
 
 
+def test_the_state_each_process_started_from_is_kept_per_process():
+    procs = {i: process_result(i, samples=(float(i),)) for i in (1, 2, 3)}
+    for i, state in ((1, "Theano compile cache cold"), (2, "Theano compile cache warm")):
+        procs[i]["metrics"]["t"]["state"] = state
+    m = merge_processes.merge(procs, 3)["metrics"]["t"]
+    assert m["states"] == ["Theano compile cache cold", "Theano compile cache warm", None]
+    assert "states" not in merge_processes.merge({1: process_result(1)}, 1)["metrics"]["t"]
+
+
 def test_process_files_are_not_cells_of_their_own(tmp_path):
     rundir = results.RunDir(tmp_path / "r")
     for i in (1, 2):

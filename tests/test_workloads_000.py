@@ -235,6 +235,10 @@ def test_theano_cell(theano_results):
     assert cache["before"]["path"] and cache["verdict"]
     assert cache["verdict"].split()[0] in ("cold", "warm", "partly")
     assert "Theano compile cache" in r["metrics"]["compile_time"]["method"]
+    state = r["metrics"]["compile_time"]["state"]  # what the compile started from, for the claims
+    assert state in ("Theano compile cache cold", "Theano compile cache warm",
+                     "Theano compile cache partly cold")
+    assert state == "Theano compile cache " + cache["verdict"].split(" (")[0]
     assert extra["scan_driver"]["driver"] in ("cython", "python")
     if extra["scan_driver"]["driver"] == "python":
         assert any("scan" in s["original"] for s in r["implementation"]["substitutes"])

@@ -215,7 +215,7 @@ def _run(ctx, theano, batch, seq, hidden, ftz, ftz_text, numpy_was_imported, fre
         "graph construction, theano.function compilation of the forward and the train function "
         "(C code generation and g++ unless Theano's compile cache already holds it) and one train "
         "call. Theano compile cache: %s" % verdict,
-        sync_desc=sync_desc)
+        sync_desc=sync_desc, state="Theano compile cache " + verdict.split(" (")[0])
 
     ctx.describe(framework="theano", framework_version=theano.__version__,
                  api="theano.scan FastLSTM (one W[in,4h], one U[h,4h], bias) with "

@@ -99,6 +99,7 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
                     "standins": mech,
                     "exact": False,
                     "summary": stats.summarize_metric(m),
+                    "states": m.get("states") or ([m["state"]] if m.get("state") else []),
                     "origin": "measured",
                 }
             )
@@ -283,6 +284,12 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
             res.update(status=NOT_TESTABLE_SAMPLES,
                        reason=f"{have} compile-time sample(s) on a side; a compile-time pair needs {need} "
                        "per side with the compile cache state controlled")
+            return res
+        mixed = [o for o in (ob, ow) if len(set(o.get("states") or [])) > 1]
+        if mixed:
+            res.update(status=NOT_TESTABLE_SAMPLES,
+                       reason=f"the compile cache state differs between the samples of {mixed[0]['cell_id']} "
+                       f"({', '.join(str(x) for x in mixed[0]['states'])}): each side needs one state")
             return res
     if direction is None:
         res.update(status=INCONCLUSIVE, reason=f"unit '{unit}' has no known better direction")
