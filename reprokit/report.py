@@ -24,7 +24,7 @@ from markupsafe import Markup
 
 import reprokit
 from reprokit import compare_published, datasets, plots, results, suites, validate
-from reprokit.analysis import claims, cpus, diff, flops, overview, roofline, stats, verdicts
+from reprokit.analysis import claims, cpus, devices, diff, flops, overview, roofline, stats, verdicts
 from reprokit.errors import UserError
 
 REPORT_VERSION = 2
@@ -404,14 +404,16 @@ def _host_summary(host: dict, cpu_peak: dict | None) -> dict:
         "nvidia_driver": nv.get("driver_version"), "gpus": gpus, "env": host.get("env") or {},
         "host_id": host.get("host_id"),
         "cpu_label": cpus.short_label(cpu),
-        "cpu_peak_theoretical": _cpu_theoretical(host),
+        "cpu_peak_theoretical": _cpu_theoretical(host, cpu_peak),
         "cpu_peak_gflops": (cpu_peak or {}).get("gflops"), "cpu_peak_method": (cpu_peak or {}).get("method"),
     }
 
 
-def _cpu_theoretical(host: dict) -> str:
-    c = cpus.host_cpu(host)
-    return c.get("derivation") or f"unknown: {c.get('reason')}"
+def _cpu_theoretical(host: dict, cpu_peak: dict | None) -> str:
+    """The peak CPU verdicts use, with its derivation (the theoretical figure, or the measured GEMM rate
+    where that exceeds it: reprokit.analysis.devices.measured_device)."""
+    d = devices.measured_device({"device": "cpu"}, {"host_fingerprint": host, "cpu_peak": cpu_peak})
+    return d.get("peak_source") or f"unknown: {d.get('reason')}"
 
 
 def _flat(value: Any, limit: int = 300) -> str:
@@ -490,7 +492,7 @@ def build_context(rundir: results.RunDir) -> dict:
     cells = {c["cell_id"]: c for c in cell_list}
     host = run.get("host_fingerprint") or {}
     description, source_ids, suite_note = _suite_info(run["suite"], cell_list)
-    devices = sorted({c.get("device") for c in cell_list if c.get("device")})
+    device_kinds = sorted({c.get("device") for c in cell_list if c.get("device")})
     all_sources = suites.load_sources()
     published = [n for sid in source_ids for n in suites.load_published(sid)]
     load = _load(run, cell_list)
@@ -499,7 +501,7 @@ def build_context(rundir: results.RunDir) -> dict:
                 for sid in source_ids]
     claim_results = claims.check_claims(claims.observations_from_cells(cell_list, run), source_ids,
                                         published=published, run=run)
-    run_device = _run_device(devices, host)
+    run_device = _run_device(device_kinds, host)
     first_screen = [
         overview.source_line(sid, all_sources.get(sid, {}).get("title"),
                              [r for r in rows if r["source"] == sid],
@@ -520,7 +522,7 @@ def build_context(rundir: results.RunDir) -> dict:
                                          "started", "finished", "wall_s", "kit")},
         "suite_description": description, "suite_note": suite_note,
         "status_counts": dict(sorted(counts.items())),
-        "devices": devices, "device_labels": {d: _device_label(d, host) for d in devices},
+        "devices": device_kinds, "device_labels": {d: _device_label(d, host) for d in device_kinds},
         "run_device": run_device,
         "first_screen": first_screen,
         "intervals": _intervals(cell_list, run),

@@ -301,3 +301,27 @@ def test_memory_on_the_same_gpu_deviates_higher_or_lower(measured_mb, verdict):
     assert v["verdict"] == verdict and v["comparison"].startswith("same_hardware")
     if verdict != "REPRODUCED":
         assert f"({verdict.split('_')[1].lower()}," in v["reason"]
+
+
+def test_a_measured_gemm_rate_above_the_theoretical_peak_replaces_it():
+    """A VM reports its base clock: when the run's GEMM probe beats cores x clock x FLOP/cycle, the
+    theoretical figure is provably too low and the measured rate is the peak (a lower bound)."""
+    run, _ = load("cpu-a")  # Zen 3, 8 cores x 2.45 GHz x 32 = 627 GFLOP/s theoretical
+    fast = {**run, "cpu_peak": {**run["cpu_peak"], "gflops": 900.0}}
+    d = devices.measured_device({"device": "cpu"}, fast)
+    assert d["peak_tflops"] == pytest.approx(0.9) and d["theoretical_tflops"] == pytest.approx(0.6272)
+    assert d["verified"] is False and "exceeds the theoretical" in d["peak_source"]
+    slow = devices.measured_device({"device": "cpu"}, run)  # probe 100 GFLOP/s: context only
+    assert slow["peak_tflops"] == pytest.approx(0.6272) and slow["probe_tflops"] == pytest.approx(0.1)
+
+
+def test_a_hypervisor_model_number_does_not_hide_amx():
+    """This project's KVM hosts report model 167 (Rocket Lake's number) with AMX flags."""
+    from reprokit.analysis import cpus
+
+    cpu = {"vendor": "GenuineIntel", "family": "6", "model": "167", "stepping": "1", "mhz": [2600.0] * 2,
+           "physical_cores": 2, "usable_cores": 2, "flags": ["avx512f", "amx_tile", "fma", "hypervisor"]}
+    c = cpus.host_cpu({"cpu": cpu})
+    assert c["uarch"] == "intel-amx-by-flags" and c["flops_per_cycle"] == 64
+    rocket = cpus.host_cpu({"cpu": {**cpu, "flags": ["avx512f", "fma"]}})
+    assert rocket["uarch"] == "rocket-lake" and rocket["flops_per_cycle"] == 32

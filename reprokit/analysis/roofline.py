@@ -175,7 +175,8 @@ def bound(number: dict, device: dict, models: dict | None = None) -> dict | None
     (published speed / maximum speed; > 1 is impossible), "bound_value" (the maximum rate or minimum
     time in the published unit, after transform.scale), "bound_unit", "binding" ("compute"|"memory"),
     "flops_per_item" (lower bound), "bytes_per_item", "peak_tflops", "bandwidth_gbs", "device",
-    "verified", "suspicious_fraction", "arithmetic" (one sentence), "conventions", ...}.
+    "verified", "suspicious_fraction", "arithmetic" (one sentence), ...}; the conventions behind every
+    bound are CONVENTIONS (the report prints them once).
     """
     peak = (device or {}).get("peak_tflops")
     cell = number.get("cell")
@@ -226,7 +227,6 @@ def bound(number: dict, device: dict, models: dict | None = None) -> dict | None
         "bytes_notes": w["bytes_notes"],
         "arithmetic": _arithmetic(number, device, w, scale, bound_value, binding, fraction,
                                   compute_ips, memory_ips),
-        "conventions": CONVENTIONS,
     }
 
 
