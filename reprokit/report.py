@@ -279,7 +279,7 @@ def _intervals(cells: list[dict], run: dict) -> dict:
         between = {"metrics": len(spreads), "spread_median": spread, "within_half_width_median": half,
                    "narrower": half < spread / 2}
     return {"kinds": sorted(kinds.values(), key=lambda k: (-k["metrics"], k["label"])), "repeat": repeat,
-            "rerun": _rerun_coverage(), "between": between,
+            "rerun": _rerun_coverage(repeat), "between": between,
             "median_cv": _median(cvs) if cvs else None,
             "metrics": sum(k["metrics"] for k in kinds.values())}
 
@@ -304,9 +304,10 @@ def _roofline_summary(rows: list[dict]) -> dict:
     return {"suspicious_fraction": frac, "why": policy["why"], "none_suspicious": none_txt}
 
 
-def _rerun_coverage() -> dict | None:
+def _rerun_coverage(repeat: int = 1) -> dict | None:
     """The kit's own measurement of run-to-run spread on one machine (reprokit/data/rerun_coverage.json,
-    written by scripts/bench_rerun_coverage.py with its command, machine and date), or None."""
+    written by scripts/bench_rerun_coverage.py with its command, machine and date) made with one process
+    per cell when `repeat` is 1, else with several; None when there is none."""
     path = resources.files("reprokit.data").joinpath("rerun_coverage.json")
     if not path.is_file():
         return None
@@ -316,14 +317,17 @@ def _rerun_coverage() -> dict | None:
         raise UserError(f"reprokit/data/rerun_coverage.json is not valid JSON ({e}); re-write it with "
                         "scripts/bench_rerun_coverage.py --write") from e
     validate.check("rerun_coverage", doc, "reprokit/data/rerun_coverage.json")
-    s = doc["summary"]
+    found = [m for m in doc["measurements"] if (m["summary"]["processes"] > 1) == (repeat > 1)]
+    if not found:
+        return None
+    m = found[-1]
+    s = m["summary"]
     text = (f"{s['inside']} of {s['pairs']} medians of a second run ({s['coverage']:.0%}) fell inside the "
             f"first run's intervals ({', '.join(s['interval_labels'])}; {s['processes']} process(es) per "
             f"cell); the medians moved by {s['shift_median']:.1%} (median over metrics; {s['shift_p90']:.0%} "
             f"at the 90th percentile) while the intervals' median half-width was "
-            f"{s['half_width_median']:.1%} "
-            f"({doc['command']}, {doc['machine']}, {doc['date']})")
-    return {"text": text, "command": doc["command"], "machine": doc["machine"], "date": doc["date"], **s}
+            f"{s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']})")
+    return {"text": text, "command": m["command"], "machine": m["machine"], "date": m["date"], **s}
 
 
 def _run_device(devices_: list[str], host: dict) -> str:

@@ -10,8 +10,9 @@ measured in both runs (at least 2 samples on each side, same unit) it asks wheth
 inside run A's interval (reprokit.analysis.stats: one process per cell, or the interval over process
 medians with --repeat K), and how far the median moved.
 
-Prints one line per metric and a summary; with --write FILE it also writes the summary with the command,
-the machine and the date as JSON (reprokit/schemas/rerun_coverage.schema.json). The kit's report quotes
+Prints one line per metric and a summary; with --write FILE it also records the summary with the command,
+the machine and the date in FILE (reprokit/schemas/rerun_coverage.schema.json), replacing an earlier
+measurement of the same kind (one process per cell, or several). The kit's report quotes
 reprokit/data/rerun_coverage.json, written by this script, as the measured run-to-run spread of a machine.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import statistics
 import subprocess
 import sys
@@ -136,11 +138,19 @@ def main(argv: list[str] | None = None) -> int:
           f"(max); intervals' median half-width {s['half_width_median']:.1%}; median CV "
           f"{(s['median_cv'] or 0):.1%}; processes per cell {s['processes']}")
     if args.write:
-        doc = {"schema_version": 1, "kind": "rerun_coverage", "command": command, "machine": machine(a),
-               "date": dt.date.today().isoformat(), "runs": [a.name, b.name], "summary": s}
-        validate.check("rerun_coverage", doc, args.write)
-        results.write_json_atomic(Path(args.write), doc, "rerun_coverage")
-        print(f"wrote {args.write}")
+        out = Path(args.write)
+        doc = {"schema_version": 1, "kind": "rerun_coverage", "measurements": []}
+        if out.exists():
+            doc = json.loads(out.read_text())
+            validate.check("rerun_coverage", doc, str(out))
+        entry = {"command": command, "machine": machine(a), "date": dt.date.today().isoformat(),
+                 "runs": [a.name, b.name], "summary": s}
+        # one measurement per kind of interval: one process per cell, or several
+        doc["measurements"] = [m for m in doc["measurements"]
+                               if (m["summary"]["processes"] > 1) != (s["processes"] > 1)] + [entry]
+        doc["measurements"].sort(key=lambda m: m["summary"]["processes"])
+        results.write_json_atomic(out, doc, "rerun_coverage")
+        print(f"wrote {out}")
     return 0
 
 

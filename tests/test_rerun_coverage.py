@@ -22,14 +22,22 @@ def test_compare_two_stored_runs_counts_medians_inside(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert validate.errors("rerun_coverage", doc) == []
-    s = doc["summary"]
+    assert len(doc["measurements"]) == 1
+    s = doc["measurements"][0]["summary"]
     # cpu-b redraws every metric from cpu-a's distributions except cudnn train, moved by +25 %
     assert s["pairs"] == 9 and 0 < s["inside"] < s["pairs"]
     assert s["coverage"] == pytest.approx(s["inside"] / 9)
     assert s["shift_max"] == pytest.approx(0.25, abs=0.02)
     out_lines = [line for line in proc.stdout.splitlines() if line.startswith("OUT")]
     assert any("cudnn_lstm" in line and "train_time_per_example" in line for line in out_lines)
-    assert doc["machine"] == "AMD Zen 3 (family 25 model 1), 8 cores"
+    assert doc["measurements"][0]["machine"] == "AMD Zen 3 (family 25 model 1), 8 cores"
+    # a second measurement of the same kind replaces the first; the file stays valid
+    again = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_rerun_coverage.py"), "--compare",
+                            str(RUNS / "cpu-b"), str(RUNS / "cpu-a"), "--write", str(out)],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    doc = json.loads(out.read_text())
+    assert len(doc["measurements"]) == 1 and doc["measurements"][0]["runs"] == ["cpu-b", "cpu-a"]
 
 
 def test_the_packaged_measurement_is_valid_and_quoted():
@@ -39,6 +47,7 @@ def test_the_packaged_measurement_is_valid_and_quoted():
         return
     doc = json.loads(path.read_text())
     assert validate.errors("rerun_coverage", doc) == []
-    quoted = report._rerun_coverage()
-    assert f"{doc['summary']['inside']} of {doc['summary']['pairs']}" in quoted["text"]
-    assert doc["command"] in quoted["text"] and doc["date"] in quoted["text"]
+    for m in doc["measurements"]:
+        quoted = report._rerun_coverage(m["summary"]["processes"])
+        assert f"{m['summary']['inside']} of {m['summary']['pairs']}" in quoted["text"]
+        assert m["command"] in quoted["text"] and m["date"] in quoted["text"]
