@@ -279,7 +279,8 @@ def _intervals(cells: list[dict], run: dict) -> dict:
         between = {"metrics": len(spreads), "spread_median": spread, "within_half_width_median": half,
                    "narrower": half < spread / 2}
     return {"kinds": sorted(kinds.values(), key=lambda k: (-k["metrics"], k["label"])), "repeat": repeat,
-            "rerun": _rerun_coverage(repeat), "between": between,
+            "rerun": _rerun_coverage(repeat), "rerun_repeated": None if repeat > 1 else _rerun_coverage(3),
+            "between": between,
             "median_cv": _median(cvs) if cvs else None,
             "metrics": sum(k["metrics"] for k in kinds.values())}
 
@@ -322,12 +323,14 @@ def _rerun_coverage(repeat: int = 1) -> dict | None:
         return None
     m = found[-1]
     s = m["summary"]
-    text = (f"{s['inside']} of {s['pairs']} medians of a second run ({s['coverage']:.0%}) fell inside the "
-            f"first run's intervals ({', '.join(s['interval_labels'])}; {s['processes']} process(es) per "
-            f"cell); the medians moved by {s['shift_median']:.1%} (median over metrics; {s['shift_p90']:.0%} "
-            f"at the 90th percentile) while the intervals' median half-width was "
-            f"{s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']})")
-    return {"text": text, "command": m["command"], "machine": m["machine"], "date": m["date"], **s}
+    per_cell = "one process per cell" if s["processes"] == 1 else f"{s['processes']} processes per cell"
+    short = (f"{s['inside']} of {s['pairs']} medians of a second run ({s['coverage']:.0%}) fell inside the "
+             f"first run's intervals, {per_cell}")
+    text = (f"{short} ({', '.join(s['interval_labels'])}); the medians moved by {s['shift_median']:.1%} "
+            f"(median over metrics; {s['shift_p90']:.0%} at the 90th percentile) while the intervals' median "
+            f"half-width was {s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']})")
+    return {"text": text, "short": short, "command": m["command"], "machine": m["machine"], "date": m["date"],
+            **s}
 
 
 def _run_device(devices_: list[str], host: dict) -> str:

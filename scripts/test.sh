@@ -21,7 +21,7 @@ if [ -x .ci/docker-setup.sh ]; then
 fi
 
 echo "== ruff"
-ruff check reprokit reproduce.py tools tests
+ruff check reprokit reproduce.py tools tests scripts
 
 echo "== pytest"
 python3 -m pytest -q -ra "$@"

@@ -325,3 +325,15 @@ def test_a_hypervisor_model_number_does_not_hide_amx():
     assert c["uarch"] == "intel-amx-by-flags" and c["flops_per_cycle"] == 64
     rocket = cpus.host_cpu({"cpu": {**cpu, "flags": ["avx512f", "fma"]}})
     assert rocket["uarch"] == "rocket-lake" and rocket["flops_per_cycle"] == 32
+
+
+def test_a_peak_known_only_as_a_lower_bound_concludes_only_lower():
+    """With the GEMM probe as the peak (a lower bound), the run's efficiency is an upper bound: HIGHER or
+    SIMILAR cannot be concluded (INCONCLUSIVE, said why), LOWER still can."""
+    run, cells = load("cpu-a")
+    fast = {**run, "cpu_peak": {**run["cpu_peak"], "gflops": 900.0}}  # beats 627 GFLOP/s theoretical
+    nums = {n["id"]: n for n in suites.load_published("003")}
+    higher = verdicts.verdict(nums["003-L377"], cells[nums["003-L377"]["cell"]], fast)
+    assert higher["verdict"] == "INCONCLUSIVE" and "known only as a lower bound" in higher["reason"]
+    lower = verdicts.verdict(nums["003-L392"], cells[nums["003-L392"]["cell"]], fast)
+    assert lower["verdict"] == "EFFICIENCY_LOWER"

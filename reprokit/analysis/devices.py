@@ -74,6 +74,7 @@ def measured_device(cell: dict, run: dict | None) -> dict:
         # clock, boost is not counted): the measured rate is the best lower bound of the peak known
         d["theoretical_tflops"] = d["peak_tflops"]
         d["peak_tflops"] = probe_tflops
+        d["peak_is_lower_bound"] = True
         d["verified"] = False
         d["peak_source"] = (f"the run's measured GEMM rate, {1000 * probe_tflops:.4g} GFLOP/s, which exceeds "
                             f"the theoretical {c.get('derivation')}: the clock under load is higher than "

@@ -43,10 +43,6 @@ def tested(row: dict) -> bool:
     return row["verdict"] in SAME_MODEL + EFFICIENCY or row["verdict"] == verdicts.INCONCLUSIVE
 
 
-def _count_words(counter: Counter) -> str:
-    return ", ".join(f"{n} {WORDS.get(v, v.lower())}" for v, n in counter.most_common())
-
-
 def claim_words(status: str) -> str:
     """A claim or pair status in words: 'NOT_TESTABLE_STANDIN' -> 'not testable (stand-in)'."""
     return CLAIM_WORDS.get(status, status.replace("_", " ").lower())
@@ -82,6 +78,15 @@ def _claims_text(results: list[dict]) -> str | None:
     return text
 
 
+def _inconclusive_cause(r: dict) -> str:
+    reason = r.get("reason") or ""
+    if "known only as a lower bound" in reason:
+        return "because this CPU's peak is only a lower bound (its clock is unknown)"
+    if "a verdict needs" in reason:
+        return "with too few samples"
+    return "whose interval overlaps an edge of the band"
+
+
 def _device_of(r: dict) -> str:
     pub = (r.get("analysis") or {}).get("hardware", {}).get("published") or {}
     count = pub.get("count") or 1
@@ -111,8 +116,14 @@ def source_line(sid: str, title: str | None, rows: list[dict], claim_results: li
     suspicious = [r for r in rows if r.get("tier") == verdicts.SUSPICIOUS]
 
     if t:
-        tested_txt = (f"{len(t)} of {len(rows)} numbers tested on this {run_device}: "
-                      f"{_count_words(Counter(r['verdict'] for r in t))}")
+        words = []
+        for v, n in Counter(r["verdict"] for r in t).most_common():
+            if v != verdicts.INCONCLUSIVE:
+                words.append(f"{n} {WORDS.get(v, v.lower())}")
+                continue
+            why = Counter(_inconclusive_cause(r) for r in t if r["verdict"] == v)
+            words += [f"{k} inconclusive {cause}" for cause, k in why.most_common()]
+        tested_txt = f"{len(t)} of {len(rows)} numbers tested on this {run_device}: {', '.join(words)}"
     else:
         tested_txt = f"none of its {len(rows)} numbers can be tested on this {run_device}"
     untestable = []

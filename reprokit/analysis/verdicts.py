@@ -354,9 +354,16 @@ def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str
     band = (e["published"]["value"] * (1 - tol), e["published"]["value"] * (1 + tol))
     v["band"] = list(band)
     pos = band_position(e["measured"]["ci_low"], e["measured"]["ci_high"], *band)
+    text = f"{note}: {_efficiency_text(e, pub, meas)} +- {_pct(tol)}"
+    if meas.get("peak_is_lower_bound") and pos != "below":
+        # the run's peak is only a lower bound, so its efficiency an upper bound: only LOWER is sound
+        return _finish(v, INCONCLUSIVE, f"{text}; but this CPU's peak is known only as a lower bound (its "
+                       "measured GEMM rate beat cores x reported clock x FLOP/cycle, so its real clock is "
+                       "unknown), which makes its efficiency an upper bound: only a lower efficiency could "
+                       "be concluded")
     verdict_ = {"inside": EFFICIENCY_SIMILAR, "above": EFFICIENCY_HIGHER, "below": EFFICIENCY_LOWER,
                 "overlap": INCONCLUSIVE}[pos]
-    return _finish(v, verdict_, f"{note}: {_efficiency_text(e, pub, meas)} +- {_pct(tol)}")
+    return _finish(v, verdict_, text)
 
 
 def verdict(
