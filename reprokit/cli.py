@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as e:
-        print(f"reproduce.py: error: {e}", file=sys.stderr)
+        print(f"reproduce.py: error: {' '.join(str(e).split())}", file=sys.stderr)  # always one line
         return e.exit_code
     except KeyboardInterrupt:
         print("reproduce.py: interrupted; finished cells are kept (resume with --resume RUN)",

@@ -19,13 +19,10 @@ import importlib.util
 import json
 import os
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from reprokit import results, validate
+from reprokit import datafiles, results, validate
 from reprokit.errors import UserError
 from reprokit.runners.base import BENCH
 
@@ -36,13 +33,7 @@ LOCK_ENV = "REPROKIT_DATA_LOCK"
 @cache
 def catalogue() -> dict[str, dict]:
     """datasets.yaml's `datasets`, validated."""
-    path = resources.files("reprokit.data").joinpath("datasets.yaml")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise UserError(f"reprokit/data/datasets.yaml is not valid YAML ({e}); fix the file") from e
-    validate.check("datasets", doc, "reprokit/data/datasets.yaml")
-    return doc["datasets"]
+    return datafiles.load("datasets.yaml", "datasets")["datasets"]
 
 
 def dataset_for(workload: str, params: dict) -> tuple[str, dict] | None:

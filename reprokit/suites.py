@@ -11,20 +11,9 @@ import itertools
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
 
-import yaml
-
-from reprokit import validate
+from reprokit import datafiles
 from reprokit.errors import UserError
-
-
-def _load_yaml(relpath: str) -> Any:
-    path = resources.files("reprokit.data").joinpath(relpath)
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise UserError(f"reprokit/data/{relpath} is not valid YAML ({e}); fix the file") from e
 
 
 @dataclass(frozen=True)
@@ -102,8 +91,7 @@ def load_suite(name: str) -> Suite:
     names = suite_names()
     if name not in names:
         raise UserError(f"unknown suite '{name}'; known suites: {', '.join(names)}")
-    doc = _load_yaml(f"suites/{name}.yaml")
-    validate.check("suite", doc, f"reprokit/data/suites/{name}.yaml")
+    doc = datafiles.read(f"suites/{name}.yaml", "suite")
     cells = [c for g in doc["groups"] for c in _expand(g)]
     seen: set[str] = set()
     for c in cells:
@@ -119,15 +107,13 @@ def load_suite(name: str) -> Suite:
 
 @cache
 def load_stacks() -> dict[str, dict]:
-    doc = _load_yaml("stacks.yaml")
-    validate.check("stacks", doc, "reprokit/data/stacks.yaml")
+    doc = datafiles.read("stacks.yaml", "stacks")
     return doc["stacks"]
 
 
 @cache
 def load_sources() -> dict[str, dict]:
-    doc = _load_yaml("sources.yaml")
-    validate.check("sources", doc, "reprokit/data/sources.yaml")
+    doc = datafiles.read("sources.yaml", "sources")
     return doc["sources"]
 
 
@@ -144,11 +130,9 @@ def _matches(selector: dict[str, list[str]], number: dict) -> bool:
 @cache
 def load_published(source: str) -> tuple[dict, ...]:
     """Published numbers of one source, each with `defects`: the ids of the defects affecting it."""
-    try:
-        doc = _load_yaml(f"published/{source}.yaml")
-    except FileNotFoundError:
+    if not datafiles.exists(f"published/{source}.yaml"):
         return ()
-    validate.check("published", doc, f"reprokit/data/published/{source}.yaml")
+    doc = datafiles.read(f"published/{source}.yaml", "published")
     defects = load_sources().get(source, {}).get("defects", [])
     out = []
     for n in doc["numbers"]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import suites
+from reprokit import datafiles, suites
 from reprokit.plan import Options, budget_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,7 +74,7 @@ def test_suite_covers_every_source_on_the_modern_stacks():
 
 def test_modern_stacks_are_data():
     stacks = suites.load_stacks()
-    compat = suites._load_yaml("compat.yaml")["stacks"]
+    compat = datafiles.read("compat.yaml")["stacks"]
     for name in MODERN_STACKS:
         spec = stacks[name]
         assert spec["image"] == "modern" == compat[name]["image"]

@@ -34,14 +34,9 @@ points. The speed-up interval of A over B is the outer bound [A_lo / B_hi, A_hi 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 
-import yaml
-
-from reprokit import suites, validate
+from reprokit import datafiles, suites
 from reprokit.analysis import devices, flops, standins, stats, verdicts
-from reprokit.errors import UserError
 
 HOLDS, REVERSED, DIFFERS, INCONCLUSIVE, NOT_RUN = "HOLDS", "REVERSED", "DIFFERS", "INCONCLUSIVE", "NOT_RUN"
 NOT_TESTABLE_HERE, NOT_TESTABLE_STANDIN = "NOT_TESTABLE_HERE", "NOT_TESTABLE_STANDIN"
@@ -63,16 +58,9 @@ MEANINGS = {
 }
 
 
-@cache
 def load_claims() -> dict:
     """The whole claims.yaml document (validated)."""
-    path = resources.files("reprokit.data").joinpath("claims.yaml")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise UserError(f"reprokit/data/claims.yaml is not valid YAML ({e}); fix the file") from e
-    validate.check("claims", doc, "reprokit/data/claims.yaml")
-    return doc
+    return datafiles.load("claims.yaml", "claims")
 
 
 # -- observations ----------------------------------------------------------------------------------

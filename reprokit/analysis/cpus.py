@@ -25,12 +25,9 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
 from typing import Any
 
-import yaml
-
-from reprokit import validate
+from reprokit import datafiles
 from reprokit.errors import UserError
 
 VENDOR_SHORT = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
@@ -43,12 +40,7 @@ _GHZ_IN_NAME = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*GHz", re.IGNORECASE)
 @cache
 def load() -> dict:
     """The whole cpus.yaml document (validated; ids unique, publication CPUs name a known entry)."""
-    path = resources.files("reprokit.data").joinpath("cpus.yaml")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise UserError(f"reprokit/data/cpus.yaml is not valid YAML ({e}); fix the file") from e
-    validate.check("cpus", doc, "reprokit/data/cpus.yaml")
+    doc = datafiles.load("cpus.yaml", "cpus")
     ids = [e["id"] for e in doc["microarchitectures"]]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:

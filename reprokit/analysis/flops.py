@@ -12,12 +12,8 @@ import ast
 import operator
 import re
 from functools import cache
-from importlib import resources
 
-import yaml
-
-from reprokit import units, validate
-from reprokit.errors import UserError
+from reprokit import datafiles, units
 
 
 class NotApplicable(Exception):
@@ -26,13 +22,7 @@ class NotApplicable(Exception):
 
 # -- data ------------------------------------------------------------------------------------------
 def _load(name: str) -> dict:
-    path = resources.files("reprokit.data").joinpath(f"{name}.yaml")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise UserError(f"reprokit/data/{name}.yaml is not valid YAML ({e}); fix the file") from e
-    validate.check(name, doc, f"reprokit/data/{name}.yaml")
-    return doc
+    return datafiles.load(f"{name}.yaml", name)
 
 
 @cache

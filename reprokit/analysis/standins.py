@@ -11,28 +11,16 @@ loaded and validated once.
 from __future__ import annotations
 
 import re
-from functools import cache
-from importlib import resources
 
-import yaml
-
-from reprokit import validate
-from reprokit.errors import UserError
+from reprokit import datafiles
 
 MECHANISM = "mechanism"
 KIND_ORDER = ("mechanism", "version", "api", "data", "workload", "state")
 
 
-@cache
 def load() -> dict:
     """The whole standins.yaml document (validated)."""
-    path = resources.files("reprokit.data").joinpath("standins.yaml")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise UserError(f"reprokit/data/standins.yaml is not valid YAML ({e}); fix the file") from e
-    validate.check("standins", doc, "reprokit/data/standins.yaml")
-    return doc
+    return datafiles.load("standins.yaml", "standins")
 
 
 def classify(sub: dict) -> dict:

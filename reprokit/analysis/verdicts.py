@@ -44,14 +44,9 @@ measured metric's unit by `published_value` (transform.scale first, then `conver
 from __future__ import annotations
 
 import re
-from functools import cache
-from importlib import resources
 
-import yaml
-
-from reprokit import units, validate
+from reprokit import datafiles, units
 from reprokit.analysis import devices, flops, roofline, standins, stats
-from reprokit.errors import UserError
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -108,16 +103,9 @@ MEANINGS = {
 }
 
 
-@cache
 def load_policy() -> dict:
     """data/verdict_policy.yaml (validated): efficiency tolerance, claim thresholds, with reasons."""
-    path = resources.files("reprokit.data").joinpath("verdict_policy.yaml")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise UserError(f"reprokit/data/verdict_policy.yaml is not valid YAML ({e}); fix the file") from e
-    validate.check("verdict_policy", doc, "reprokit/data/verdict_policy.yaml")
-    return doc
+    return datafiles.load("verdict_policy.yaml", "verdict_policy")
 
 
 # -- units: one table for the whole code base (reprokit/units.py) ---------------------------------
