@@ -20,7 +20,7 @@ from pathlib import Path
 from reprokit import cpu_peak, fingerprint, merge_processes, preflight, results
 from reprokit.errors import UserError
 from reprokit.plan import Plan, make_job
-from reprokit.progress import Progress
+from reprokit.progress import Progress, recorded_times
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
 from reprokit.suites import Cell, load_stacks
 
@@ -183,8 +183,9 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
         if v["status"] == "jit":
             say(f"preflight: {c.id}: {'; '.join(v['reasons'])}")
         todo.append((c, procs))
-    history = results.past_cell_times(rundir.path.parent, runner.name, plan.options.quick,
-                                      plan.options.protocol, exclude=rundir.path)
+    history = {**recorded_times(runner.name, plan.options.quick, plan.options.protocol),
+               **results.past_cell_times(rundir.path.parent, runner.name, plan.options.quick,
+                                         plan.options.protocol, exclude=rundir.path)}
     progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
                         repeat=repeat)
     by_stack: dict[str, list[tuple[Cell, list]]] = {}

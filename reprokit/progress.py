@@ -2,8 +2,10 @@
 
 The ETA of each remaining cell, best estimate first:
 1. its own time in the newest earlier run with the same runner, --quick and protocol
-   (results.past_cell_times), scaled by how this run's finished cells compare with their own
-   earlier times (a loaded machine makes every cell slower);
+   (results.past_cell_times), else its time recorded in reprokit/data/cell_times.yaml
+   (`recorded_times`: measured on the project's machine, so a fresh clone's first run has an ETA),
+   scaled by how this run's finished cells compare with those times (a loaded or slower machine
+   makes every cell slower);
 2. the mean time of this run's finished cells of the same workload;
 3. the mean time of all of this run's finished cells.
 So one slow word-LM cell neither hides in the ETA of a first run's last step nor, once seen,
@@ -21,7 +23,19 @@ import time
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
+from reprokit import datafiles
 from reprokit.console import console
+
+
+def recorded_times(runner: str, quick: bool, protocol: str) -> dict[str, float]:
+    """{cell id: seconds per process} from reprokit/data/cell_times.yaml for runs with this --quick and
+    protocol; a measurement with the same runner wins over one with another runner."""
+    doc = datafiles.load("cell_times.yaml", "cell_times")
+    same = [m for m in doc["measurements"] if m["quick"] == quick and m["protocol"] == protocol]
+    out: dict[str, float] = {}
+    for m in sorted(same, key=lambda m: m["runner"] == runner):  # the same runner last: it wins
+        out.update(m["cells"])
+    return out
 
 
 def _fmt(seconds: float) -> str:

@@ -78,3 +78,42 @@ def test_past_cell_times_takes_the_newest_matching_ok_run_of_each_cell(tmp_path)
     got = past_cell_times(tmp_path, "local", True, "budget", exclude=current)
     assert got == {"a": 6.0, "b": 7.0}
     assert past_cell_times(tmp_path / "missing", "local", True, "budget") == {}
+
+
+def test_a_fresh_clone_has_an_eta_before_its_first_cell_from_the_recorded_times():
+    """No earlier run on this host: the recorded times of the suite (reprokit/data/cell_times.yaml) give
+    the ETA from the start, the 001 word-LM cell included (a fresh clone's ETA once read 0:00:35 before a
+    458 s cell)."""
+    from reprokit import suites
+    from reprokit.progress import recorded_times
+
+    suite = suites.load_suite("legacy-2017")
+    rec = recorded_times("local", False, "budget")
+    assert {c.id for c in suite.cells} <= set(rec)
+    p, lines = progress(suite.cells, rec)
+    p.start(suite.cells[0])
+    assert "ETA unknown" not in lines[-1]
+    lm = "001/pytorch/word_lm/b128-s128-h1024"
+    assert rec[lm] > 100 and p.eta() >= rec[lm] + sum(v for k, v in rec.items() if k.startswith("000/")) - 1
+    # the docker runner and --quick find their own kind of measurement, or none
+    assert recorded_times("docker", False, "budget") == rec                      # another runner's times
+    assert "003/pytorch/jit_static/train" in recorded_times("local", True, "budget")
+    assert recorded_times("local", False, "published") == {}
+
+
+def test_recorded_times_come_from_a_real_run_and_validate(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from reprokit import validate
+
+    repo = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(repo / "tools"))
+    try:
+        import record_cell_times
+    finally:
+        sys.path.remove(str(repo / "tools"))
+    e = record_cell_times.entry(repo / "tests" / "data" / "runs" / "cpu-a")
+    assert e["suite"] == "legacy-2017" and e["cells"]["000/tensorflow/cudnn_lstm/b128-s30-h512"] == 61.0
+    assert "000/tensorflow/basic_lstm/b128-s100-h512" not in e["cells"]                 # skipped: not ok
+    assert validate.errors("cell_times", {"schema_version": 1, "measurements": [e]}) == []
