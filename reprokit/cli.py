@@ -2,12 +2,17 @@
 
 Without a command, `--suite S` means `run --suite S`. Each command is one module in
 reprokit/commands/ with `add_arguments(parser)` and `run(args) -> int`.
-Exit status: 0 every cell measured, 1 some cells failed (results still written), 2 user error.
+Exit status: 0 every cell measured; 1 some cells failed (results still written, each reason in
+them); 2 a user error: one line naming the problem and the fix, checked before any work starts
+(bad numbers, paths, archives, data files, a GPU request without a GPU: reprokit/checks.py,
+docs/BAD_INPUTS.md); 3 an internal error, which is a bug in the kit (one line; `--debug` shows the
+traceback to report); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 
@@ -30,12 +35,24 @@ OPTIONAL_COMMANDS = {  # written by later issues; listed only when their module 
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: a bad option is a UserError like every other bad input
+    (no usage block), naming the problem and where the options are described."""
+
+    def error(self, message: str):
+        raise UserError(f"{message}; see `{self.prog} --help`")
+
+
+# OS errors that mean the disk or the permissions, not the kit: one line, exit 2
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
 def _module(name: str):
     return importlib.import_module(f"reprokit.commands.{name}")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="reproduce.py", description=__doc__.splitlines()[0])
+    p = _Parser(prog="reproduce.py", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"reprokit {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -60,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         argv = ["--help"]
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = None
     try:
+        args = parser.parse_args(argv)  # numbers are checked here (reprokit/checks.py `option`)
         return int(args.func(args) or 0)
     except UserError as e:
         print(f"reproduce.py: error: {' '.join(str(e).split())}", file=sys.stderr)  # always one line
@@ -70,12 +88,27 @@ def main(argv: list[str] | None = None) -> int:
         print("reproduce.py: interrupted; finished cells are kept (resume with --resume RUN)",
               file=sys.stderr)
         return 130
+    except OSError as e:
+        if getattr(args, "debug", False):
+            raise
+        if e.errno not in _ENVIRONMENT_ERRNOS:
+            return _internal(e)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"reproduce.py: error: {where}{e.strerror}; free space on its disk or fix its "
+              "permissions, then try again (a run keeps its finished cells: --resume RUN)",
+              file=sys.stderr)
+        return 2
     except Exception as e:
         if getattr(args, "debug", False):
             raise
-        print(f"reproduce.py: internal error: {type(e).__name__}: {e} (re-run with --debug for "
-              "the traceback)", file=sys.stderr)
-        return 3
+        return _internal(e)
+
+
+def _internal(e: BaseException) -> int:
+    """Exit status 3: a bug in the kit, on one line."""
+    print(f"reproduce.py: internal error: {type(e).__name__}: {' '.join(str(e).split())} (a bug in "
+          "reprokit: re-run with --debug for the traceback and report it)", file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":

@@ -10,16 +10,21 @@ from __future__ import annotations
 import json
 import math
 
+from reprokit import checks
+from reprokit.errors import UserError
+
 
 def add_arguments(p) -> None:
     p.add_argument("run_a", metavar="RUN_A", help="baseline: results/<run-id>, a run id, or 'latest'")
     p.add_argument("run_b", metavar="RUN_B", help="the run compared with it")
     p.add_argument("--results", default="results", help="results root (default: results/)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--alpha", default=0.05, help="significance level, 0 < alpha < 1 (default 0.05)",
+                   type=checks.option("--alpha", low=0, high=1, low_open=True, high_open=True,
+                                      example="0.05"))
     p.add_argument(
         "--threshold",
-        type=float,
+        type=checks.option("--threshold", low=0, high=100, example="0.05"),
         default=0.05,
         help="smallest relative change of the median reported as a change (default 0.05)",
     )
@@ -109,6 +114,25 @@ def _print(result: dict, show_all: bool) -> None:
     )
 
 
+def load(arg: str, root) -> tuple[dict, list[dict]]:
+    """A run's record and cell results, for comparison. Whatever the reader raises on a damaged
+    run (unreadable or invalid JSON, a schema violation, a sample that is not a finite number
+    >= 0) is one line naming the run and the fix (exit 2), never an internal error."""
+    from reprokit import results
+
+    rundir = results.resolve_run(arg, root)
+    try:
+        run, cells = rundir.load_run(), rundir.load_cells()
+        for c in cells:
+            checks.samples_ok(c, str(rundir.cells_dir / results.cell_filename(c["cell_id"])))
+    except UserError as e:
+        raise UserError(f"cannot compare {arg}: {e}") from None
+    except (OSError, ValueError, TypeError, KeyError) as e:  # a reader's own error on a bad file
+        raise UserError(f"cannot compare {arg}: {rundir.path} is unreadable ({type(e).__name__}: "
+                        f"{e}); check the run with `reproduce.py report {rundir.path}`") from None
+    return run, cells
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -117,14 +141,11 @@ def run(args) -> int:
 
     root = Path(args.results)
     ra, rb = results.resolve_run(args.run_a, root), results.resolve_run(args.run_b, root)
-    result = compare_runs(
-        ra.load_run(),
-        ra.load_cells(),
-        rb.load_run(),
-        rb.load_cells(),
-        alpha=args.alpha,
-        threshold=args.threshold,
-    )
+    if ra.path.resolve() == rb.path.resolve():
+        raise UserError(f"RUN_A and RUN_B are the same run ({ra.path}); compare two different runs")
+    (run_a, cells_a), (run_b, cells_b) = load(args.run_a, root), load(args.run_b, root)
+    result = compare_runs(run_a, cells_a, run_b, cells_b, alpha=args.alpha,
+                          threshold=args.threshold)
     if args.json:
         print(json.dumps(result, indent=1, default=str))
     else:

@@ -6,7 +6,7 @@ import json
 
 from rich.table import Table
 
-from reprokit import fingerprint, preflight, suites
+from reprokit import checks, fingerprint, preflight, suites
 from reprokit.console import console
 
 
@@ -19,6 +19,9 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     suite = suites.load_suite(args.suite)
+    if args.device == "gpu":  # the verdicts are for this host: a GPU verdict needs a GPU here
+        checks.require_gpu("preflight --device gpu", "run it with --device cpu, or on the host "
+                           "with the NVIDIA GPU and its driver")
     verdicts = preflight.suite_verdicts(suite.cells, fingerprint.host_fingerprint(), args.runner,
                                         args.device)
     if args.json:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
-from reprokit import datasets, results, suites
+from reprokit import checks, datasets, results, suites
 from reprokit.errors import UserError
 from reprokit.execute import check_resume_repeat, execute, exit_code
 from reprokit.plan import Options, make_plan
@@ -23,13 +22,18 @@ def add_arguments(p) -> None:
     p.add_argument("--runner", choices=["auto", "local", "docker"], default="auto",
                    help="auto (default): docker when an engine answers, local otherwise")
     p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
-    p.add_argument("--gpus", help="GPU count or comma-separated ids for the docker runner")
+    p.add_argument("--gpus", type=checks.gpus_option,
+                   help="GPU count or comma-separated ids for the docker runner")
     p.add_argument("--cells", nargs="+", default=[], metavar="GLOB",
                    help="only cells whose id matches one of these glob patterns")
-    p.add_argument("--min-samples", type=int, help="override the suite's minimum timed samples")
-    p.add_argument("--time-budget", type=float, help="override the per-metric time budget (s)")
+    p.add_argument("--min-samples", help="override the suite's minimum timed samples (1 to 100000)",
+                   type=checks.option("--min-samples", integer=True, low=1, high=100_000, example="6"))
+    p.add_argument("--time-budget", help="override the per-metric time budget (s, 0 to 86400)",
+                   type=checks.option("--time-budget", low=0, high=86_400, unit="of seconds",
+                                      example="20"))
     p.add_argument("--results", default="results", help="results root (default: results/)")
     p.add_argument("--repeat", metavar="K",
+                   type=checks.option("--repeat", integer=True, low=1, high=100, example="3"),
                    help="run every cell in K fresh processes (default 1), interleaved across cells "
                         "(round 1 runs every cell once, then round 2, ...); the samples of the K "
                         "processes are merged into the cell's result, with each one's count")
@@ -45,34 +49,47 @@ def add_arguments(p) -> None:
                         "~/.cache/reprokit/data-lock.json)")
 
 
-def _check_space(root: Path, need_mb: int = 200) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(root).free // 2**20
-    if free < need_mb:
-        raise UserError(f"only {free} MB free under {root}; free at least {need_mb} MB or pass "
-                        "--results DIR on another disk")
-
-
-def parse_repeat(value: str | None) -> int | None:
-    """`--repeat K`: an integer of at least 1 (None when not given)."""
-    if value is None:
-        return None
-    try:
-        k = int(value)
-    except ValueError:
-        k = 0
-    if k < 1:
-        raise UserError(f"--repeat must be an integer of at least 1, not '{value}'")
-    return k
+def check_inputs(args, plan, resumed: results.RunDir | None) -> None:
+    """Every input of a run checked before any work starts, nothing created (reprokit/checks.py):
+    option combinations, the results directory (a writable directory, or one that can be
+    created), free space for the run's estimate, a GPU when one is asked for."""
+    if args.data_lock and not args.data:
+        raise UserError("--data-lock applies with --data DIR only; add --data DIR or drop --data-lock")
+    if args.gpus and args.runner == "local":
+        raise UserError("--gpus applies to the docker runner only; drop --gpus or pass --runner docker")
+    if args.gpus and args.device == "cpu":
+        raise UserError("--gpus asks for GPUs but --device cpu for none; drop --gpus or pass "
+                        "--device gpu")
+    if resumed is None:  # the new run's directory is made under --results
+        where = Path(args.results)
+        checks.writable_dir(where, f"--results {where}",
+                            "pass --results DIR naming a directory you can write to")
+        room = "free space there or pass --results DIR on another disk"
+    else:  # a resumed run writes into its own directory only
+        where = resumed.path
+        checks.writable_dir(where, f"--resume {args.resume}", "make the run directory writable, "
+                            "or copy it to a writable disk and resume the copy")
+        room = "free space there, or copy the run to another disk and resume the copy"
+    n = len(plan.runnable) * plan.options.repeat
+    checks.free_space(where, checks.run_space_mb(n), "this run",
+                      f"{checks.RUN_BASE_MB} MB + {checks.CELL_PROCESS_MB} MB for each of {n} cell "
+                      "processes", room)
+    if args.device == "gpu" or args.gpus:
+        flag = "--device gpu" if args.device == "gpu" else f"--gpus {args.gpus}"
+        checks.require_gpu(flag, "run with --device cpu (or auto), or on a host with an NVIDIA GPU "
+                           "and its driver")
+    if args.data:
+        checks.input_dir(args.data, "--data", "pass the directory holding the data files (see "
+                         "`reproduce.py data` for the layout)")
+        lock = Path(args.data_lock) if args.data_lock else datasets.default_lock_path()
+        checks.output_file(lock, "--data-lock", "pass --data-lock PATH naming a file in a directory "
+                           "you can write to (digests are recorded there on first use)")
 
 
 def run(args) -> int:
     suite = suites.load_suite(args.suite)
-    if args.min_samples is not None and args.min_samples < 1:
-        raise UserError("--min-samples must be at least 1")
-    repeat = parse_repeat(args.repeat)
+    repeat = args.repeat
     root = Path(args.results)
-    _check_space(root)
     resumed = results.resolve_run(args.resume, root) if args.resume else None
     if resumed is not None:  # K comes from the run being resumed
         repeat = check_resume_repeat(resumed.load_run(), repeat)
@@ -80,11 +97,10 @@ def run(args) -> int:
                       min_samples=args.min_samples, time_budget_s=args.time_budget,
                       repeat=repeat or 1)
     plan = make_plan(suite, options)
+    check_inputs(args, plan, resumed)
     if args.data:
         options.data = datasets.prepare_run(plan.runnable, args.data, args.data_lock,
                                             say=lambda m: print(m, file=sys.stderr))
-    elif args.data_lock:
-        raise UserError("--data-lock applies with --data DIR only")
     runner, device, why = choose_runner(args.runner, args.device, args.gpus,
                                         sorted(plan.by_stack()))
     plan.options.device = device
