@@ -1,6 +1,10 @@
 """`reproduce.py restore FILE`: load an archive's images and verify them against its lock.
 
-Checks, in order, failing with one line that names the first mismatch: the lock's sha256 against
+Checks, in order, failing with one line that names the first mismatch. Before the Docker engine
+is asked anything (`check_archive`): the file exists and is a complete tar archive (every member's
+data inside the file and the end-of-archive marker present, or a gzip stream that ends with its
+checksum), holding a valid manifest, the lock with the sha256 the manifest records, and every image
+tarball the manifest lists at its recorded size. Then, while loading: the lock's sha256 against
 the manifest; per image the sha256 of its `docker save` tarball, the sha256 of every layer tar (and
 that they equal the image config's diff_ids), then after `docker load` the loaded image ID against
 the manifest and the lock. Verified lock entries are merged into the local lock file and the
@@ -9,15 +13,17 @@ alias tag (reprokit/<dir>:<flavour>) is set.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import sys
 import tarfile
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
-from reprokit import images, validate
+from reprokit import checks, images, validate
 from reprokit.commands.archive import LOCK, MANIFEST, image_tar_checksums
 from reprokit.commands.build import client
 from reprokit.errors import UserError
@@ -46,6 +52,78 @@ def _extract(tar: tarfile.TarFile, name: str, dest: Path, archive: Path) -> str:
             h.update(chunk)
             f.write(chunk)
     return h.hexdigest()
+
+
+def _complete(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
+    """Every member, reading the whole archive's structure; a truncated file is a UserError."""
+    remake = "copy it again, or make it again with `reproduce.py archive`"
+    try:
+        members = tar.getmembers()
+        if not members:
+            raise UserError(f"{archive} is an empty tar archive, not a reprokit archive; {remake}")
+        if isinstance(tar.fileobj, gzip.GzipFile):  # the gzip trailer (length, CRC) is at the end
+            while tar.fileobj.read(1 << 20):
+                pass
+        else:  # tarfile takes a file cut short for the end of the archive: check the offsets
+            size = archive.stat().st_size
+            end = max(m.offset_data + -(-m.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+                      for m in members)
+            if end + 2 * tarfile.BLOCKSIZE > size:
+                last = max(members, key=lambda m: m.offset_data)
+                raise UserError(f"{archive} is truncated: it stops after its member {last.name} "
+                                f"without the end-of-archive marker ({size} bytes); {remake}")
+    except (EOFError, zlib.error, gzip.BadGzipFile, tarfile.TarError) as e:
+        raise UserError(f"{archive} is truncated or damaged ({type(e).__name__}: "
+                        f"{' '.join(str(e).split())}); {remake}") from None
+    return members
+
+
+def check_archive(archive: Path) -> dict:
+    """The archive's structure, manifest and lock, checked before the Docker engine is asked
+    anything; returns the manifest. The image tarballs' sha256 are checked while loading."""
+    checks.input_file(archive, "archive", "give the file `reproduce.py archive -o FILE` wrote")
+    try:
+        tar = tarfile.open(archive, "r:*")
+    except (tarfile.TarError, EOFError, zlib.error, OSError):
+        raise UserError(f"{archive} is not a tar archive (nor a gzip, bzip2 or xz compressed one); "
+                        "give the file `reproduce.py archive -o FILE` wrote") from None
+    with tar:
+        members = {m.name: m for m in _complete(tar, archive)}
+        if MANIFEST not in members:
+            raise UserError(f"{archive}: no {MANIFEST} inside; not a reprokit archive (or one cut "
+                            "short while it was written): make it again with `reproduce.py archive`")
+        try:
+            manifest = json.loads(_member(tar, MANIFEST, archive))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise UserError(f"{archive}: {MANIFEST} is not JSON ({e}); the archive is damaged: "
+                            "make it again with `reproduce.py archive`") from None
+        validate.check("image_archive", manifest, f"{archive}: {MANIFEST}")
+        lock_bytes = _member(tar, LOCK, archive)
+        got = hashlib.sha256(lock_bytes).hexdigest()
+        if got != manifest["lock_sha256"]:
+            raise UserError(f"{archive}: {LOCK} sha256 {got[:16]} != manifest "
+                            f"{manifest['lock_sha256'][:16]}; the archive is damaged: make it again "
+                            "with `reproduce.py archive`")
+        try:
+            lock_entries = json.loads(lock_bytes)["images"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise UserError(f"{archive}: {LOCK} is not an image lock ({type(e).__name__}: {e}); make "
+                            "the archive again with `reproduce.py archive`") from None
+        for im in manifest["images"]:
+            entry = lock_entries.get(im["key"]) if isinstance(lock_entries, dict) else None
+            if entry is None or entry.get("image_id") != im["image_id"]:
+                raise UserError(f"{archive}: {im['key']}: image ID {im['image_id'][:19]} of the "
+                                "manifest is not the lock's "
+                                f"{(entry or {}).get('image_id', 'none')[:19]}; make the archive "
+                                "again with `reproduce.py archive`")
+            m = members.get(im["file"])
+            if m is None:
+                raise UserError(f"{archive}: {im['file']} is listed in the manifest but missing; "
+                                "make the archive again with `reproduce.py archive`")
+            if m.size != im["size"]:
+                raise UserError(f"{archive}: {im['file']} holds {m.size} bytes, the manifest says "
+                                f"{im['size']}; make the archive again with `reproduce.py archive`")
+    return manifest
 
 
 def verify_and_load(c, archive: Path, lock: Path | None, say) -> list[dict]:
@@ -105,6 +183,9 @@ def verify_and_load(c, archive: Path, lock: Path | None, say) -> list[dict]:
 
 def run(args) -> int:
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    check_archive(args.file)  # before the engine: a truncated archive is the user's to fix
+    checks.output_file(images.lock_path(args.lock), "--lock", "pass --lock PATH naming a file in "
+                       "a directory you can write to")
     c = client()
     loaded = verify_and_load(c, args.file, args.lock, say)
     for e in loaded:
