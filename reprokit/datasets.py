@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from reprokit import datafiles, results, validate
+from reprokit import checks, datafiles, results, validate
 from reprokit.errors import UserError
 from reprokit.runners.base import BENCH
 
@@ -229,8 +229,15 @@ def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
     lock = load_lock(lock_path)
     now = results.utcnow()
     cat = catalogue()
-    sets = [check_dataset(n, cat[n], root, lock, now, update_lock, parse)
-            for n in (names if names is not None else list(cat))]
+    chosen = names if names is not None else list(cat)
+    for n in chosen:  # every file is text before any digest is recorded: the lock holds only those
+        d = resolve_dir(root, cat[n])
+        for f in cat[n]["files"] if d is not None else []:
+            if (d / f["name"]).is_file():
+                checks.text_file(d / f["name"], f"replace it with the file from "
+                                 f"{cat[n]['archive']['name'] or 'the data set release'}, or remove "
+                                 f"the {n} files to use the stand-in (see `reproduce.py data`)")
+    sets = [check_dataset(n, cat[n], root, lock, now, update_lock, parse) for n in chosen]
     if [s for s in sets if s.pop("lock_changed", False)]:
         save_lock(lock_path, lock)
     problems = []

@@ -201,7 +201,7 @@ def test_user_errors_are_one_line_and_exit_2(repo, tmp_path, data_dir, lock, cas
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("reproduce.py: error:")
     assert {"missing": "does not exist", "file": "not a directory", "bad_lock": "data lock",
-            "bad_text": "cannot be read as nietzsche"}[case] in lines[0]
+            "bad_text": "nietzsche.txt is not UTF-8 text"}[case] in lines[0]
 
 
 def test_run_data_missing_dir_is_exit_2(repo, tmp_path):

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reprokit import images, results, validate
+from reprokit import checks, images, results, validate
 from reprokit.commands.build import client, image_dirs
 from reprokit.errors import UserError
 
@@ -118,9 +118,22 @@ def write_archive(c, dirs: list[str], flavour: str, out: Path, lock: Path | None
     return manifest
 
 
+def check_output(out: Path, dirs: list[str], flavour: str, lock: Path | None) -> None:
+    """Before the engine is asked anything: -o names a file in a writable directory with room for
+    the images as the lock records them (their uncompressed size: an upper bound)."""
+    fix = "pass -o FILE in a directory you can write to"
+    checks.output_file(out, "-o", fix)
+    entries = images.load_lock(lock)["images"]
+    sizes = [(entries.get(images.lock_key(d, flavour)) or {}).get("size_bytes") or 0 for d in dirs]
+    need = sum(sizes) // 2**20 + 10
+    checks.free_space(out.parent, need, "the archive", f"the {len(dirs)} image(s) as the lock "
+                      "records them, uncompressed", "free space there or pass -o FILE on another disk")
+
+
 def run(args) -> int:
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     dirs = image_dirs(args.suite, None, args.image)
+    check_output(args.output, dirs, args.flavour, args.lock)
     c = client()
     t = time.monotonic()
     manifest = write_archive(c, dirs, args.flavour, args.output, args.lock, say, args.suite)

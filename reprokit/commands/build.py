@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reprokit import images, recipes, suites
+from reprokit import checks, images, recipes, suites
 from reprokit.errors import UserError
 from reprokit.images import (
     BASE_IMAGE,
@@ -307,6 +307,11 @@ def image_dirs(suite: str | None, stacks: list[str] | None, dirs: list[str] | No
     """Image dirs to build, in first-use order, without repeats."""
     all_stacks = suites.load_stacks()
     if dirs:
+        known = sorted(p.parent.name for p in images.IMAGES.glob("*/Dockerfile"))
+        for d in dirs:
+            if d not in known:
+                raise UserError(f"unknown image dir '{d}' (no images/{d}/Dockerfile); known: "
+                                f"{', '.join(known)}")
         return list(dict.fromkeys(dirs))
     if suite:
         stacks = [c.stack for c in suites.load_suite(suite).cells]
@@ -328,9 +333,12 @@ def client():
 
 
 def run(args) -> int:
-    if args.wheelhouse is not None and not args.wheelhouse.is_dir():
-        raise UserError(f"--wheelhouse {args.wheelhouse} is not a directory")
+    if args.wheelhouse is not None:
+        checks.input_dir(args.wheelhouse, "--wheelhouse", "pass the directory holding the wheels, or "
+                         "drop --wheelhouse to download them")
     dirs = image_dirs(args.suite, args.stack, args.image)
+    checks.output_file(images.lock_path(args.lock), "--lock", "pass --lock PATH naming a file in a "
+                       "directory you can write to")
     c = client()
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     for d in dirs:  # every base present before the first (long) build starts

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reprokit import datasets, suites
+from reprokit import checks, datasets, suites
 from reprokit.errors import UserError
 
 
@@ -153,6 +153,11 @@ def run(args) -> int:
         else:
             print_description(doc)
         return 0
+    if lock_path.is_dir():
+        raise UserError(f"--lock {lock_path} is a directory; pass --lock PATH naming a file")
+    if not lock_path.exists():  # the first check records digests there
+        checks.output_file(lock_path, "--lock", "pass --lock PATH naming a file in a directory you "
+                           "can write to (digests are recorded there on first use)")
     rep = datasets.check_dir(Path(args.check), lock_path, update_lock=args.update_lock,
                              strict=args.strict)
     if args.json:
