@@ -58,6 +58,26 @@ def write_json_atomic(path, obj):
         raise
 
 
+def checked_samples(name, key, values):
+    """`values` (a list) when every one is a finite number >= 0. Otherwise a ValueError naming
+    the metric and the bad value: the cell then becomes status "failed" with that one-line reason,
+    instead of a result holding NaN (which is not JSON) or a negative time."""
+    values = list(values)
+    for i, v in enumerate(values):
+        bad = isinstance(v, bool)
+        if not bad:
+            try:
+                x = float(v)
+            except (TypeError, ValueError):
+                bad = True
+            else:
+                bad = x != x or abs(x) == float("inf") or x < 0
+        if bad:
+            raise ValueError("refusing to record metric %r: %s[%d] of %d is %r, not a finite "
+                             "number >= 0" % (name, key, i, len(values), v))
+    return values
+
+
 class CellContext(object):
     """What a workload sees: its parameters, the budget, and ways to record metrics."""
 
@@ -105,15 +125,22 @@ class CellContext(object):
         return self.record_timed(name, t, unit, kind, items, method, sync_desc)
 
     def record_timed(self, name, t, unit, kind, items, method, sync_desc=None):
-        values, derivation = timing.derive(t["raw_seconds"], kind, items)
+        raw = checked_samples(name, "raw_seconds", t["raw_seconds"])
+        warm = checked_samples(name, "warmup_seconds", t["warmup_seconds"])
+        try:
+            values, derivation = timing.derive(raw, kind, items)
+        except ZeroDivisionError:
+            raise ValueError("refusing to record metric %r: a timed sample took 0 s, too short "
+                             "for the clock; time more work per sample" % (name,))
+        values = checked_samples(name, "samples", values)
         self.metrics[name] = {
             "unit": unit,
             "samples": values,
-            "raw_seconds": t["raw_seconds"],
+            "raw_seconds": raw,
             "items_per_sample": items,
             "derivation": derivation,
-            "warmup": len(t["warmup_seconds"]),
-            "warmup_seconds": t["warmup_seconds"],
+            "warmup": len(warm),
+            "warmup_seconds": warm,
             "stop_reason": t["stop_reason"],
             "method": method,
             "sync": sync_desc or self.default_sync(),
@@ -123,7 +150,9 @@ class CellContext(object):
     def record_single(self, name, seconds, unit, method, sync_desc=None, state=None):
         """A metric measured once by nature (compile time, first step). `state` says what the
         measurement started from when that matters (e.g. a cold or warm compile cache)."""
+        checked_samples(name, "raw_seconds", [seconds])
         value = seconds if unit == "s" else 1000.0 * seconds
+        checked_samples(name, "samples", [value])
         self.metrics[name] = {
             "unit": unit, "samples": [value], "raw_seconds": [seconds], "items_per_sample": 1,
             "derivation": "seconds" if unit == "s" else "1000 * seconds", "warmup": 0,
@@ -136,8 +165,9 @@ class CellContext(object):
 
     def record_value(self, name, values, unit, method):
         """A non-time metric (memory, counts): values are samples in `unit`."""
+        values = checked_samples(name, "samples", values)
         self.metrics[name] = {
-            "unit": unit, "samples": list(values), "raw_seconds": [], "items_per_sample": 1,
+            "unit": unit, "samples": values, "raw_seconds": [], "items_per_sample": 1,
             "derivation": "measured directly", "warmup": 0, "warmup_seconds": [],
             "stop_reason": "single", "method": method, "sync": "n/a",
         }
