@@ -236,21 +236,19 @@ def require_gpu(what: str, fix: str) -> None:
 # -- results ------------------------------------------------------------------------------------
 
 
-# No sample of any unit the kit records comes near this (1e12 ms is 31 years, 1e12 words/s is far
-# beyond any device); above it a file was damaged or edited, and sums of such values overflow.
-SAMPLE_CAP = 1e12
-
-
 def samples_ok(cell: dict, where: str) -> None:
-    """Every sample and raw time of a cell result is a finite number from 0 to SAMPLE_CAP (the
-    harness refuses to write any other; a file holding one was written by something else or
-    edited)."""
+    """Every sample and raw time of a cell result is a finite number from 0 to the largest
+    plausible value (results.PLAUSIBLE_MAX): the harness refuses to write any other, and the result
+    reader rejects them; this is the same rule for a result already in memory."""
+    from reprokit import results
+
+    cap = getattr(results, "PLAUSIBLE_MAX", 1e15)
     for name, m in (cell.get("metrics") or {}).items():
         for key in ("samples", "raw_seconds", "warmup_seconds"):
             for i, v in enumerate(m.get(key) or []):
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) \
-                    and math.isfinite(v) and 0 <= v <= SAMPLE_CAP
+                    and math.isfinite(v) and 0 <= v <= cap
                 if not ok:
                     raise UserError(f"{where}: metric {name} {key}[{i}] is {v!r}, not a finite "
-                                    f"number from 0 to {SAMPLE_CAP:g}; the file is damaged: move it "
-                                    "aside and re-measure the cell (`reproduce.py run --resume RUN`)")
+                                    f"number from 0 to {cap:g}; the file is damaged: move it aside "
+                                    "and re-measure the cell (`reproduce.py run --resume RUN`)")

@@ -126,7 +126,9 @@ def load(arg: str, root) -> tuple[dict, list[dict]]:
         for c in cells:
             checks.samples_ok(c, str(rundir.cells_dir / results.cell_filename(c["cell_id"])))
     except UserError as e:
-        raise UserError(f"cannot compare {arg}: {e}") from None
+        fix = "" if "; " in str(e) else ("; move the file aside and re-measure its cell with "
+                                         f"`reproduce.py run --suite SUITE --resume {arg}`")
+        raise UserError(f"cannot compare {arg}: {e}{fix}") from None
     except (OSError, ValueError, TypeError, KeyError) as e:  # a reader's own error on a bad file
         raise UserError(f"cannot compare {arg}: {rundir.path} is unreadable ({type(e).__name__}: "
                         f"{e}); check the run with `reproduce.py report {rundir.path}`") from None

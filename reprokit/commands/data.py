@@ -146,7 +146,8 @@ def run(args) -> int:
     lock_path = Path(args.lock).expanduser() if args.lock else datasets.default_lock_path()
     if not args.check:
         if args.update_lock or args.strict:
-            raise UserError("--update-lock and --strict apply to --check DIR only")
+            raise UserError("--update-lock and --strict apply to --check DIR only; add --check DIR "
+                            "or drop them")
         doc = describe(lock_path)
         if args.json:
             print(json.dumps(doc, indent=1))
