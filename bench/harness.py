@@ -17,9 +17,12 @@ from __future__ import print_function
 import datetime
 import importlib
 import json
+import math
 import os
+import signal
 import sys
 import tempfile
+import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -268,6 +271,53 @@ def run_cell(cell, job, process=None):
     return result
 
 
+HEARTBEAT_EXIT = 75  # reprokit.lifecycle.HEARTBEAT_EXIT: stopped because the driver is gone
+TIMEOUT_GRACE_S = 30  # reprokit.lifecycle.TIMEOUT_GRACE_S (a job may say timeout_grace_s)
+
+
+def arm_time_limit(cell, job):
+    """alarm(timeout_s + grace) with SIGALRM's default action, which ends the process even inside
+    C code: the cell's time limit holds when its driver (which enforces timeout_s) is gone."""
+    timeout = cell.get("timeout_s")
+    if not timeout or not hasattr(signal, "alarm"):
+        return 0
+    grace = job.get("timeout_grace_s", TIMEOUT_GRACE_S)
+    seconds = int(math.ceil(float(timeout) + float(grace)))
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(max(1, seconds))
+    return seconds
+
+
+def watch_heartbeat(path, stale_s, poll_s=1.0):
+    """A daemon thread that ends the process (exit HEARTBEAT_EXIT) once the driver's heartbeat
+    file has not been touched for stale_s seconds: a container cannot see its driver's pid, so this
+    is how a cell of a driver killed outright stops by itself. Returns the thread (None when the
+    file does not exist: nothing to watch)."""
+    import threading
+
+    if not path or not os.path.exists(path):
+        return None
+
+    def loop():
+        while True:
+            time.sleep(poll_s)
+            try:
+                age = time.time() - os.stat(path).st_mtime
+            except OSError:
+                age = None  # the file is gone: as stale as it gets
+            if age is None or age > stale_s:
+                print("harness: the driver's heartbeat %s is %s (limit %.0f s): the driver is gone; "
+                      "stopping so this cell does not outlive it"
+                      % (path, "gone" if age is None else "%.0f s old" % age, stale_s))
+                sys.stdout.flush()
+                os._exit(HEARTBEAT_EXIT)
+
+    t = threading.Thread(target=loop, name="reprokit-heartbeat")
+    t.daemon = True
+    t.start()
+    return t
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -294,8 +344,18 @@ def main(argv=None):
     if not cells:
         print("harness: no cell %r in %s" % (only, job_path), file=sys.stderr)
         return 2
+    beat = os.environ.get("REPROKIT_HEARTBEAT")
+    if beat:
+        try:
+            stale = float(os.environ.get("REPROKIT_HEARTBEAT_STALE_S") or 30)
+        except ValueError:
+            stale = 30.0
+        watch_heartbeat(beat, stale)
     for cell in cells:
+        arm_time_limit(cell, job)
         r = run_cell(cell, job, process)
+        if hasattr(signal, "alarm"):
+            signal.alarm(0)
         print("harness: %s %s%s" % (cell["id"], r["status"],
                                     "" if r["status"] == "ok" else " (%s)" % r["reason"]))
         sys.stdout.flush()

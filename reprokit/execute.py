@@ -12,12 +12,14 @@ and runs only the missing or failed processes again.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from reprokit import cpu_peak, fingerprint, merge_processes, preflight, results
+from reprokit import cpu_peak, fingerprint, lifecycle, merge_processes, preflight, reconcile, results
 from reprokit.errors import UserError
 from reprokit.plan import Plan, make_job
 from reprokit.progress import Progress, recorded_times
@@ -44,11 +46,18 @@ def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: Cel
     With `process` N (run --repeat K) this is the process file cells/<stem>.p<N>.json; the
     cell's main result is then merged from the process files (merge_processes.merge_cell)."""
     existing = None
-    try:
-        existing = rundir.load_cell(cell.id, process)
-    except Exception as e:  # an unreadable partial file is itself a crash
-        outcome = CellOutcome("crashed", f"result file unreadable: {e}", outcome.process_wall_s,
-                              outcome.log_file, outcome.runner_info)
+    path = rundir.cell_path(cell.id, process)
+    if path.exists():
+        existing, problem = reconcile.check_result(path, run_id, cell.id, process)
+        if problem:  # an invalid file is itself a crash; it is kept aside, never overwritten
+            try:
+                where = f"moved to {reconcile.move_aside(rundir, path).relative_to(rundir.path)}"
+            except OSError as e:
+                if lifecycle.is_storage_error(e):
+                    raise
+                where = f"could not move it aside: {e}"
+            outcome = CellOutcome("crashed", f"result file invalid: {problem} ({where})",
+                                  outcome.process_wall_s, outcome.log_file, outcome.runner_info)
     if existing is not None and (existing.get("run_id") != run_id
                                  or existing.get("process") != process):
         existing = None
@@ -107,18 +116,121 @@ def _cpu_peak(say) -> dict | None:
     return {"error": str(probes)}
 
 
+def _driver() -> dict:
+    pid = os.getpid()
+    return {"pid": pid, "host": lifecycle.host_name(), "start_ticks": lifecycle.process_start_ticks(pid)}
+
+
 def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
             resume: bool = False, say=print) -> dict:
+    """Run the plan into rundir (holding its lock; see reprokit/lifecycle.py for the signals).
+
+    run.json is written before the CPU probe and the first cell, with every cell of the plan
+    `pending`, and rewritten after every cell. SIGINT, SIGTERM or SIGHUP stop the running cell,
+    record it as `interrupted`, write run.json and raise lifecycle.Interrupted (exit 128 + the
+    signal); a full or read-only results disk raises lifecycle.StorageError (one line, exit 2);
+    a Docker engine that stops answering raises lifecycle.EngineLost (exit 1). Measured cells are
+    never lost: each is on disk before the next starts."""
+    rundir.path.mkdir(parents=True, exist_ok=True)
+    lifecycle.acquire(rundir.path, argv)
+    started = time.time()
+    ctx: dict = {"current": None, "run": None, "progress": None}
+    with lifecycle.signal_guard():
+        try:
+            return _execute(plan, runner, rundir, argv, resume, say, started, ctx)
+        except lifecycle.Interrupted as e:
+            cell_text = _stop(rundir, runner, plan, ctx, started, "interrupted",
+                              f"interrupted by {e.signame}", say)
+            ok = sum(1 for c in (ctx["run"] or {}).get("cells", []) if c["status"] == "ok")
+            raise lifecycle.Interrupted(e.signum, (
+                f"interrupted by {e.signame} after {time.time() - started:.1f} s{cell_text}; "
+                f"{ok} cell(s) measured are kept in {rundir.path}; continue with "
+                f"`reproduce.py run --suite {plan.suite.name} --resume {rundir.path}` (same "
+                "options)")) from None
+        except lifecycle.EngineLost as e:
+            cell_text = _stop(rundir, runner, plan, ctx, started, "interrupted", str(e), say)
+            raise lifecycle.EngineLost(f"{e}{cell_text}; the cells measured are kept in "
+                                       f"{rundir.path}; start the engine and continue with "
+                                       f"--resume {rundir.path}") from None
+        except OSError as e:
+            if not lifecycle.is_storage_error(e):
+                raise
+            with contextlib.suppress(Exception):
+                _stop(rundir, runner, plan, ctx, started, "interrupted",
+                      f"the results disk refused a write: {e.strerror or e}", say)
+            raise lifecycle.storage_error(e) from None
+
+
+def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, ctx: dict, started: float,
+          status: str, why: str, say) -> str:
+    """After an interruption: the running cell is stopped (its runner killed it), recorded with
+    `status` unless it wrote a valid ok result in time; run.json finished. Returns ' during CELL'."""
+    with contextlib.suppress(Exception):
+        runner.cleanup()
+    if ctx["progress"] is not None:
+        with contextlib.suppress(Exception):
+            ctx["progress"].close()
+    run = ctx["run"]
+    cur = ctx["current"]
+    text = ""
+    if run is None:
+        return text
+    run_id = run["run_id"]
+    if cur is not None:
+        cell, process, t0 = cur
+        text = f" during {cell.id}" + (f" (process {process})" if process else "")
+        reason = (f"{why} after {time.monotonic() - t0:.1f} s of the cell; it was stopped; "
+                  f"--resume {rundir.path} measures it again")
+        doc, _ = reconcile.check_result(rundir.cell_path(cell.id, process), run_id, cell.id, process)
+        if doc is None or doc.get("status") != "ok":
+            doc = placeholder_result(run_id, cell, status, reason, plan.options.device)
+            if process is not None:
+                doc["process"] = process
+                rundir.write_process(doc)
+            else:
+                rundir.write_cell(doc)
+        if process is None:
+            _entry(run, cell, doc["status"], doc["reason"], None)
+        else:
+            merged = merge_processes.merge(
+                reconcile.valid_processes(rundir, cell.id, plan.options.repeat, run_id),
+                plan.options.repeat)
+            rundir.write_cell(merged)
+            _entry(run, cell, merged["status"], merged["reason"], None)
+    run.setdefault("incidents", []).append(
+        {"kind": "interrupted", "at": results.utcnow(), "cell_id": cur[0].id if cur else None,
+         "text": f"{why}{text} after {time.time() - started:.1f} s"})
+    run["current"] = None
+    run["finished"] = results.utcnow()
+    run["wall_s"] = (ctx.get("prior_wall") or 0.0) + time.time() - started
+    rundir.write_run(run)
+    return text
+
+
+def _entry(run: dict, cell: Cell, status: str, reason: str | None, wall: float | None) -> None:
+    entries = {e["cell_id"]: e for e in run["cells"]}
+    entries[cell.id] = {"cell_id": cell.id, "stack": cell.stack, "status": status,
+                        "reason": reason, "process_wall_s": wall,
+                        "result_file": str(Path("cells") / results.cell_filename(cell.id))}
+    run["cells"] = list(entries.values())
+
+
+def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str], resume: bool,
+             say, started: float, ctx: dict) -> dict:
     stacks = load_stacks()
     run_id = rundir.path.name
-    started = time.time()
     repeat = plan.options.repeat
     if repeat < 1:
         raise UserError(f"--repeat must be an integer of at least 1, not {repeat}")
+    plan_cells = [c for c, _, _ in plan.not_runnable] + list(plan.runnable)
     if resume and rundir.run_file.exists():
         run = rundir.load_run()
         check_resume_repeat(run, repeat)
+        run = reconcile.reconcile(rundir, run, {c.id: c.stack for c in plan_cells},
+                                  modify=True, say=say).run
         run["finished"] = None
+        run["current"] = None
+        ctx["run"] = run
     else:
         run = {
             "schema_version": 1, "kind": "run", "run_id": run_id, "suite": plan.suite.name,
@@ -126,11 +238,22 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
             "quick": plan.options.quick, "repeat": repeat, "started": results.utcnow(),
             "finished": None, "wall_s": None, "host_fingerprint": fingerprint.host_fingerprint(),
             "kit": results.kit_info(), "stacks": {}, "cells": [],
-            "cpu_peak": _cpu_peak(say),
+            "options": {"device": plan.options.device, "min_samples": plan.options.min_samples,
+                        "time_budget_s": plan.options.time_budget_s,
+                        "data": (plan.options.data or {}).get("root"),
+                        "cells": list(plan.options.cells)},
+            "driver": _driver(), "current": None, "cpu_peak": None,
         }
+        for c in plan_cells:  # every cell is listed before anything runs
+            _entry(run, c, "pending", "not run yet", None)
+        ctx["run"] = run
+        rundir.write_run(run)  # before the CPU probe: a driver killed from here on leaves a run
+        run["cpu_peak"] = _cpu_peak(say)
+    run["driver"] = _driver()
     if plan.options.data:
         run["data"] = plan.options.data
     prior_wall = run.get("wall_s") or 0.0
+    ctx["prior_wall"] = prior_wall
     entries = {e["cell_id"]: e for e in run["cells"]}
 
     def record(cell: Cell, status: str, reason: str | None, wall: float | None) -> None:
@@ -138,6 +261,8 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
                             "reason": reason, "process_wall_s": wall,
                             "result_file": str(Path("cells") / results.cell_filename(cell.id))}
         run["cells"] = list(entries.values())
+        run["current"] = None
+        ctx["current"] = None
         run["wall_s"] = prior_wall + time.time() - started
         rundir.write_run(run)
 
@@ -183,11 +308,14 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
         if v["status"] == "jit":
             say(f"preflight: {c.id}: {'; '.join(v['reasons'])}")
         todo.append((c, procs))
+    if hasattr(runner, "reap_leftovers"):  # containers of this run, or of drivers that died
+        runner.reap_leftovers(rundir.path, say)
     history = {**recorded_times(runner.name, plan.options.quick, plan.options.protocol),
                **results.past_cell_times(rundir.path.parent, runner.name, plan.options.quick,
                                          plan.options.protocol, exclude=rundir.path)}
     progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
                         repeat=repeat)
+    ctx["progress"] = progress
     by_stack: dict[str, list[tuple[Cell, list]]] = {}
     for c, procs in todo:
         by_stack.setdefault(c.stack, []).append((c, procs))
@@ -229,10 +357,18 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
             for c, _ in now:
                 progress.start(c, process=rnd)
                 kwargs = {} if rnd is None else {"process": rnd}
+                run["current"] = {"cell_id": c.id, "process": rnd, "started": results.utcnow(),
+                                  "driver": run["driver"]}
+                rundir.write_run(run)  # a driver killed now leaves the running cell on record
+                ctx["current"] = (c, rnd, time.monotonic())
                 try:
                     outcome = runner.run_cell(prepared, job_path, job_cells[c.id], rundir.cells_dir,
                                               rundir.log_path(c.id, rnd), **kwargs)
+                except (lifecycle.Interrupted, lifecycle.EngineLost):
+                    raise
                 except Exception as e:  # a runner bug must not end the suite either
+                    if lifecycle.is_storage_error(e):
+                        raise
                     outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}", 0.0,
                                           None, {"traceback": traceback.format_exc()[-2000:]})
                 res = _finish_result(rundir, run_id, c, outcome, spec, runner.name,
@@ -243,6 +379,9 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
                     record_merged(c, merge_processes.merge_cell(rundir, c.id, repeat, run_id))
                 progress.done(c, res["status"], outcome.process_wall_s, res["reason"], process=rnd)
     runner.cleanup()
+    run = reconcile.reconcile(rundir, run, modify=True, say=say).run  # what is on disk now
+    ctx["run"] = run
+    run["current"] = None
     run["finished"] = results.utcnow()
     run["wall_s"] = prior_wall + time.time() - started
     rundir.write_run(run)
@@ -251,7 +390,7 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
 
 
 def exit_code(run: dict) -> int:
-    """1 when some cell did not finish ok (a `pending` cell of an interrupted --repeat run too)."""
+    """1 when some cell did not finish ok (`pending`, `interrupted`, `missing`, `invalid` too)."""
     bad = [c for c in run["cells"] if c["status"] not in ("ok", "not_implemented", "skipped")]
     return 1 if bad else 0
 

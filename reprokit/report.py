@@ -23,7 +23,7 @@ import jinja2
 from markupsafe import Markup
 
 import reprokit
-from reprokit import compare_published, datasets, plots, results, suites, validate
+from reprokit import compare_published, datasets, plots, reconcile, results, suites, validate
 from reprokit.analysis import claims, cpus, devices, diff, flops, overview, roofline, stats, verdicts
 from reprokit.errors import UserError
 
@@ -493,9 +493,20 @@ def _not_run(run: dict, cells: dict[str, dict]) -> list[dict]:
     return out
 
 
+def _incomplete(run: dict) -> list[dict]:
+    """Cells with no usable result (missing, invalid, interrupted, pending), each with its reason:
+    the report says so at the top instead of claiming every cell ran."""
+    return [{"cell_id": e["cell_id"], "stack": e.get("stack"), "status": e["status"],
+             "label": e["status"].upper(), "reason": e.get("reason")}
+            for e in reconcile.incomplete(run)]
+
+
 def build_context(rundir: results.RunDir) -> dict:
-    run = rundir.load_run()
-    cell_list = rundir.load_cells()
+    # run.json as the files on disk have it (reconcile.py): an unreadable, invalid or deleted result
+    # is listed as such and the others are reported; nothing is written here
+    rec = reconcile.reconcile(rundir, modify=False)
+    run = rec.run
+    cell_list = sorted(rec.cells.values(), key=lambda c: results.cell_filename(c["cell_id"]))
     cells = {c["cell_id"]: c for c in cell_list}
     host = run.get("host_fingerprint") or {}
     description, source_ids, suite_note = _suite_info(run["suite"], cell_list)
@@ -545,6 +556,9 @@ def build_context(rundir: results.RunDir) -> dict:
         "overhead": _overhead(run, cells),
         "unmatched": compare_published.unmatched(published, cell_list),
         "not_run": _not_run(run, cells),
+        "incomplete": _incomplete(run),
+        "incidents": [{"kind": i.get("kind"), "at": i.get("at"), "cell_id": i.get("cell_id"),
+                       "text": i.get("text")} for i in run.get("incidents") or []],
         "environments": {
             "host": _host_summary(host, flops.cpu_peak_of(run)),
             "stacks": [_stack_summary(s, cs, stack_specs.get(s, {}))

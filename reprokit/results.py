@@ -59,7 +59,7 @@ def write_json_atomic(path: Path, doc: Any, schema: str | None = None) -> None:
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are meant to be shared
         with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=False)
+            json.dump(doc, f, indent=1, sort_keys=False, allow_nan=False)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -88,12 +88,34 @@ def cell_filename(cell_id: str, process: int | None = None) -> str:
     return f"{stem}.json" if process is None else f"{stem}.p{process}.json"
 
 
+# The largest sample value a cell result may hold: above it a number is a corruption (1e308), not
+# a measurement (the fastest rates measured are ~1e7 words/s; a GPU's FLOP/s stays below 1e15).
+PLAUSIBLE_MAX = 1e15
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is not a finite number")
+    return v
+
+
+def loads_strict(text: str) -> Any:
+    """JSON as the standard has it: NaN, Infinity and numbers too large for a double are errors
+    (Python's json module accepts them by default)."""
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def read_json(path: Path, schema: str) -> dict:
     try:
-        doc = json.loads(path.read_text())
+        doc = loads_strict(path.read_text())
     except FileNotFoundError as e:
         raise UserError(f"{path} does not exist; give a run directory under results/") from e
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError) as e:  # JSONDecodeError is a ValueError
         raise UserError(f"{path} is unreadable ({e}); re-run the cell or remove the file") from e
     validate.check(schema, doc, str(path))
     return doc
@@ -120,6 +142,11 @@ class RunDir:
     @property
     def logs_dir(self) -> Path:
         return self.path / "logs"
+
+    @property
+    def invalid_dir(self) -> Path:
+        """Where unreadable or invalid result files are moved aside (kept, never deleted)."""
+        return self.cells_dir / ".invalid"
 
     def cell_path(self, cell_id: str, process: int | None = None) -> Path:
         """The cell's main result, or with `process` N its process file (run --repeat K)."""
@@ -153,7 +180,8 @@ class RunDir:
         """Every cell's main result (merged ones included); process files are left out."""
         if not self.cells_dir.is_dir():
             return []
-        docs = [read_json(p, "cell_result") for p in sorted(self.cells_dir.glob("*.json"))]
+        docs = [read_json(p, "cell_result") for p in sorted(self.cells_dir.glob("*.json"))
+                if not p.name.startswith(".")]  # .tmp-* of a write cut short
         return [d for d in docs if "process" not in d]
 
 

@@ -1,4 +1,12 @@
-"""`reproduce.py report RUN`: re-render a run's report from its stored results alone."""
+"""`reproduce.py report RUN`: re-render a run's report from its stored results alone.
+
+First run.json is reconciled with the files on disk (reprokit/reconcile.py; not while a driver
+holds the run's lock): a result run.json does not list is adopted, an unreadable or invalid one is
+moved to cells/.invalid/, a deleted one is marked missing. The report renders every usable cell and
+lists the others. Exit status 0 when every cell of the run has its result (failed cells included:
+that is their result), 1 when some cell is missing, invalid, interrupted or not run yet (one line
+says which and how to resume), 2 a user error.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +17,26 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    import sys
     from pathlib import Path
 
-    from reprokit import checks, report, results
+    from reprokit import checks, reconcile, report, results
 
     rundir = results.resolve_run(args.run, Path(args.results))
     # the report is written into the run directory: a read-only one is refused before rendering
     checks.writable_dir(rundir.path, f"the run directory {rundir.path}", "make it writable, or "
                         "copy the run to a writable disk and report the copy")
+    rec = reconcile.reconcile(rundir, modify=True)
     for p in report.render(rundir):
         print(p)
+    bad = reconcile.incomplete(rec.run)
+    if bad:
+        counts: dict[str, int] = {}
+        for e in bad:
+            counts[e["status"]] = counts.get(e["status"], 0) + 1
+        shown = ", ".join(f"{n} {s.upper()}" for s, n in sorted(counts.items()))
+        print(f"reproduce.py: the run is incomplete: {shown} ({', '.join(e['cell_id'] for e in bad[:3])}"
+              f"{', ...' if len(bad) > 3 else ''}); the report lists them; `run --suite "
+              f"{rec.run.get('suite')} --resume {rundir.path}` measures them", file=sys.stderr)
+        return 1
     return 0

@@ -1,11 +1,20 @@
-"""`reproduce.py run --suite S`: plan, run every cell, write results and the report."""
+"""`reproduce.py run --suite S`: plan, run every cell, write results and the report.
+
+One driver per run: the run directory is made exclusively and locked (reprokit/lifecycle.py)
+before anything is written into it; `--resume RUN` takes the same lock, reconciles run.json with
+the files on disk (reprokit/reconcile.py) and refuses when an option that changes measurements
+differs from the run's. Exit status: 0 every cell measured; 1 some cell did not finish ok, or the
+Docker engine stopped answering mid-run; 2 a user error (one line); 3 a bug of the kit; 128 + the
+signal when interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP: the running cell is stopped and
+recorded as interrupted, no report is rendered, `--resume RUN` continues).
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from reprokit import checks, datasets, results, suites
+from reprokit import checks, datasets, lifecycle, reconcile, results, suites
 from reprokit.errors import UserError
 from reprokit.execute import check_resume_repeat, execute, exit_code
 from reprokit.plan import Options, make_plan
@@ -39,7 +48,8 @@ def add_arguments(p) -> None:
                         "processes are merged into the cell's result, with each one's count")
     p.add_argument("--resume", metavar="RUN",
                    help="continue RUN, skipping cells already ok (with --repeat K: the processes "
-                        "already ok; K comes from RUN)")
+                        "already ok; K comes from RUN); the other options that change measurements "
+                        "must be the run's")
     p.add_argument("--no-report", action="store_true", help="do not render the report")
     p.add_argument("--data", metavar="DIR",
                    help="real data files (see `reproduce.py data`): cells that read PTB, "
@@ -98,6 +108,8 @@ def run(args) -> int:
                       repeat=repeat or 1)
     plan = make_plan(suite, options)
     check_inputs(args, plan, resumed)
+    if resumed is not None:  # one driver per run: the lock before anything is written
+        lifecycle.acquire(resumed.path)
     if args.data:
         options.data = datasets.prepare_run(plan.runnable, args.data, args.data_lock,
                                             say=lambda m: print(m, file=sys.stderr))
@@ -106,9 +118,12 @@ def run(args) -> int:
     plan.options.device = device
     print(f"runner: {runner.name} ({why}); device: {device}", file=sys.stderr)
     if resumed is not None:
+        reconcile.check_resume(resumed.load_run(),
+                               reconcile.resume_options(plan.options, runner.name, suite.name))
         rundir = resumed
-    else:
-        rundir = results.RunDir(root / results.new_run_id(suite.name))
+    else:  # made exclusively (a suffix when another driver made the same id), then locked
+        rundir = results.RunDir(lifecycle.make_run_dir(root, results.new_run_id(suite.name)))
+        lifecycle.acquire(rundir.path)
     print(f"results: {rundir.path}", file=sys.stderr)
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     run_record = execute(plan, runner, rundir, sys.argv[:], resume=bool(args.resume), say=say)

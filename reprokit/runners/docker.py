@@ -26,7 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
-from reprokit import images
+from reprokit import images, lifecycle
 from reprokit.errors import UserError
 from reprokit.runners.base import BENCH, CellOutcome, StackUnavailable
 
@@ -57,13 +57,23 @@ def parse_gpus(gpus: str | None):
 
 
 def describe_exit(code: int, oom_killed: bool, mem_limit: str) -> tuple[str, str]:
+    """(status, reason) of a container that ended without a result of its own. The OOM killer
+    only with the engine's evidence (State.OOMKilled)."""
     if oom_killed:
         return "oom", (f"container killed by the kernel OOM killer at its {mem_limit} memory "
                        "limit; raise REPROKIT_DOCKER_MEMORY or use smaller cells")
+    if code == 128 + signal.SIGALRM:
+        return "timeout", ("the harness's own time limit (the cell's timeout_s plus "
+                           f"{lifecycle.TIMEOUT_GRACE_S} s) ended it")
+    if code == lifecycle.HEARTBEAT_EXIT:
+        return "crashed", ("the cell stopped itself: the driver's heartbeat went stale (the driver "
+                           "was stopped or killed; see the log)")
     if code > 128 and code - 128 in signal.Signals._value2member_map_:
         sig = signal.Signals(code - 128).name
-        who = " from outside the kit (docker kill/stop or the host)" if sig == "SIGKILL" else ""
-        return "crashed", f"container killed by {sig} (exit {code}){who}"
+        who = {"SIGKILL": " from outside the kit (docker kill or the host; no out-of-memory "
+                          "evidence: State.OOMKilled is false)",
+               "SIGTERM": " from outside the kit (docker stop, or the engine shutting down)"}
+        return "crashed", f"container killed by {sig} (exit {code}){who.get(sig, '')}"
     return "crashed", f"container exited with status {code} without writing a result"
 
 
@@ -114,6 +124,7 @@ class DockerRunner:
         self.client = client or docker.from_env(timeout=120)
         self.containers: set[str] = set()
         self._users: dict[str, str] = {}
+        self._pinger = None
 
     # -- prepare ---------------------------------------------------------------------------
     def prepare(self, stack: str, stack_spec: dict, say=None) -> dict:
@@ -196,18 +207,32 @@ class DockerRunner:
             kwargs["device_requests"] = [parse_gpus(self.gpus)]
         cmd = ["python3", f"{BENCH_IN_CONTAINER}/harness.py",
                f"{RESULTS_IN_CONTAINER}/jobs/{cjob.name}", "--cell", cell["id"]]
+        pid = os.getpid()
         labels = {"reprokit.stack": prepared["stack"], "reprokit.cell": cell["id"],
-                  "reprokit.run": run_dir.name}
+                  "reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
+                  "reprokit.driver.pid": str(pid), "reprokit.driver.host": lifecycle.host_name(),
+                  "reprokit.driver.start": lifecycle.process_start_ticks(pid) or ""}
         if process is not None:  # run --repeat K: this is process N, writing <cell>.p<N>.json
             cmd += ["--process", str(process)]
             labels["reprokit.process"] = str(process)
         name = f"reprokit-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
-        container = self.client.containers.create(
-            found.image_id, cmd, name=name, mounts=mounts, working_dir=BENCH_IN_CONTAINER,
-            environment=prepared["env"], user=user, network_mode="none", privileged=False,
-            cap_drop=sec["cap_drop"], security_opt=sec["security_opt"], read_only=True,
-            tmpfs=sec["tmpfs"], mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
-            pids_limit=self.pids_limit, init=True, detach=True, labels=labels, **kwargs)
+        # a container cannot see its driver's pid: it watches the run's heartbeat file instead
+        heartbeat = lifecycle.Heartbeat(run_dir)
+        heartbeat.beat(force=True)
+        env = {**prepared["env"], "REPROKIT_HEARTBEAT": f"{RESULTS_IN_CONTAINER}/{heartbeat.path.name}",
+               "REPROKIT_HEARTBEAT_STALE_S": str(heartbeat.stale_s)}
+        try:
+            container = self.client.containers.create(
+                found.image_id, cmd, name=name, mounts=mounts, working_dir=BENCH_IN_CONTAINER,
+                environment=env, user=user, network_mode="none", privileged=False,
+                cap_drop=sec["cap_drop"], security_opt=sec["security_opt"], read_only=True,
+                tmpfs=sec["tmpfs"], mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
+                pids_limit=self.pids_limit, init=True, detach=True, labels=labels, **kwargs)
+        except (requests.exceptions.ConnectionError, docker.errors.DockerException) as e:
+            if not self.engine_answers():
+                raise lifecycle.EngineLost(f"the Docker engine does not answer ({type(e).__name__}) "
+                                           f"at the start of {cell['id']}") from None
+            raise
         self.containers.add(container.id)
         info = {"image_id": found.image_id, "image_tag": found.tag, "image_digest": found.digest,
                 "image_lock": found.lock_status, "container_id": container.id,
@@ -220,24 +245,49 @@ class DockerRunner:
         timeout = float(cell.get("timeout_s") or 1200)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
+        lost = "the Docker engine stopped answering during the cell"
         try:
             container.start()
-            try:
-                code = container.wait(timeout=timeout)["StatusCode"]
-                timed_out = False
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                timed_out = True
+            code, timed_out = None, False
+            while code is None:  # in slices, touching the heartbeat between them
+                left = timeout - (time.monotonic() - start)
+                if left <= 0:
+                    timed_out = True
+                    break
+                try:
+                    code = container.wait(timeout=min(left, heartbeat.interval))["StatusCode"]
+                except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
+                    if not self.engine_answers():  # not a slice's end: the engine is gone
+                        raise lifecycle.EngineLost(f"{lost} ({type(e).__name__})") from None
+                    heartbeat.beat()
+            if timed_out:
                 try:
                     container.kill()
                 except docker.errors.APIError:  # it ended between the timeout and the kill
                     pass
                 code = container.wait(timeout=60)["StatusCode"]
             wall = time.monotonic() - start
-            container.reload()
-            state = container.attrs["State"]
-            log_path.write_bytes(container.logs(stdout=True, stderr=True))
+            if code == 128 + signal.SIGTERM and not self.engine_answers():
+                raise lifecycle.EngineLost(f"{lost} (it stopped the cell's container, exit {code})")
+            try:
+                container.reload()
+                state = container.attrs["State"]
+                log_path.write_bytes(container.logs(stdout=True, stderr=True))
+            except requests.exceptions.ConnectionError as e:
+                if not self.engine_answers():
+                    raise lifecycle.EngineLost(f"{lost} ({type(e).__name__})") from None
+                raise
+        except BaseException:  # interrupted, or the engine is gone: keep what it printed
+            try:
+                log_path.write_bytes(container.logs(stdout=True, stderr=True))
+            except Exception:
+                pass
+            raise
         finally:
-            self._remove(container.id)
+            try:
+                self._remove(container.id)  # kills it if it still runs
+            except (requests.exceptions.ConnectionError, docker.errors.DockerException):
+                pass  # the engine is gone; the next run or --resume removes it
         info.update({"exit_code": code, "oom_killed": bool(state.get("OOMKilled"))})
         if timed_out:
             return CellOutcome("timeout", f"cell exceeded its {timeout:.0f} s timeout; its container "
@@ -247,6 +297,52 @@ class DockerRunner:
             return CellOutcome("ok", None, wall, str(log_path), info)
         status, reason = describe_exit(code, bool(state.get("OOMKilled")), self.mem_limit)
         return CellOutcome(status, reason, wall, str(log_path), info)
+
+    def engine_answers(self) -> bool:
+        """Whether the engine answers a ping within a few seconds."""
+        import docker
+
+        try:
+            if self._pinger is None:
+                self._pinger = docker.from_env(timeout=5)
+            return bool(self._pinger.ping())
+        except Exception:
+            return False
+
+    def reap_leftovers(self, run_dir: Path, say=None) -> list[str]:
+        """Remove the containers left by this run (its lock is held: none of them is running for
+        a live driver) and by drivers on this host that are dead (pid and start time labels).
+        Containers of live drivers, of other hosts and of older kits (no driver labels) stay."""
+        run_dir = str(Path(run_dir).resolve())
+        me = lifecycle.host_name()
+        try:
+            found = self.client.containers.list(all=True, filters={"label": "reprokit.run"})
+        except Exception:
+            return []
+        gone = []
+        for c in found:
+            labels = c.labels or {}
+            why = None
+            if labels.get("reprokit.run_dir") == run_dir and c.id not in self.containers:
+                why = "of this run"
+            elif labels.get("reprokit.driver.host") == me and labels.get("reprokit.driver.pid"):
+                try:
+                    pid = int(labels["reprokit.driver.pid"])
+                except ValueError:
+                    continue
+                if not lifecycle.pid_alive(pid, labels.get("reprokit.driver.start") or None):
+                    why = f"of a dead driver (pid {pid})"
+            if why is None:
+                continue
+            try:
+                c.remove(force=True)
+            except Exception:
+                continue
+            gone.append(c.name)
+            if say:
+                say(f"docker: removed leftover container {c.name} ({labels.get('reprokit.cell')}, "
+                    f"run {labels.get('reprokit.run')}) {why}")
+        return gone
 
     # -- cleanup ---------------------------------------------------------------------------
     def _remove(self, cid: str) -> None:

@@ -1,7 +1,10 @@
 """Local runner: each cell in its own process on this machine (no Docker), one interpreter per stack.
 
 A cell's crash, hang or out-of-memory ends only that cell's process: the runner records the reason
-and the suite goes on.
+and the suite goes on. A cell never outlives its driver: it runs in a process group of its own with
+PR_SET_PDEATHSIG=SIGKILL (Linux; elsewhere it watches the run's heartbeat file), the whole group is
+killed on a timeout, an interruption of the driver, and after the cell, and bench/harness.py arms
+its own alarm at timeout_s plus a grace period.
 """
 
 from __future__ import annotations
@@ -13,18 +16,34 @@ import subprocess
 import time
 from pathlib import Path
 
-from reprokit import envs
+from reprokit import envs, lifecycle
 from reprokit.runners.base import BENCH, CellOutcome
 
 
-def describe_exit(code: int) -> tuple[str, str]:
+def describe_exit(code: int, oom: lifecycle.OomWatch | None = None) -> tuple[str, str]:
+    """(status, reason) of a harness that exited with `code` without a result of its own. A SIGKILL
+    is the out-of-memory killer only with evidence (`oom`: the cgroup counter, the kernel log)."""
     if code < 0:
         sig = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
         if -code == signal.SIGKILL:
-            return "oom", ("process killed by SIGKILL (the kernel's out-of-memory killer does this; "
-                           "free memory or run fewer cells at once)")
+            if oom is not None:
+                return oom.verdict()
+            return "crashed", "killed by SIGKILL (no out-of-memory evidence was looked for)"
+        if -code == signal.SIGALRM:
+            return "timeout", ("the harness's own time limit (the cell's timeout_s plus "
+                               f"{lifecycle.TIMEOUT_GRACE_S} s) ended it")
         return "crashed", f"process died on signal {sig}"
+    if code == lifecycle.HEARTBEAT_EXIT:
+        return "crashed", ("the cell stopped itself: the driver's heartbeat went stale (the driver "
+                           "was stopped or killed; see the log)")
     return "crashed", f"process exited with status {code} without writing a result"
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class LocalRunner:
@@ -34,7 +53,8 @@ class LocalRunner:
         self.say = say
         self.memory_limit_mb = memory_limit_mb
 
-    def _limits(self) -> None:  # runs in the child before exec
+    def _child_setup(self) -> None:  # runs in the child between fork and exec
+        lifecycle.set_parent_death_signal(signal.SIGKILL)  # the cell dies with its driver
         if self.memory_limit_mb:
             limit = self.memory_limit_mb * 2**20
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -49,21 +69,47 @@ class LocalRunner:
 
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
                  log_path: Path, process: int | None = None) -> CellOutcome:
+        """Run the cell in a process group of its own. It dies with the driver (parent-death
+        signal; where there is none, the run's heartbeat file), is killed with its group on a
+        timeout and when the driver is interrupted (the exception propagates), and leaves no
+        process behind."""
         cmd = [prepared["python"], str(BENCH / "harness.py"), str(Path(job_path).resolve()),
                "--cell", cell["id"]]
         if process is not None:  # run --repeat K: this is process N, writing <cell>.p<N>.json
             cmd += ["--process", str(process)]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         timeout = float(cell.get("timeout_s") or 1200)
+        env = dict(prepared["env"])
+        heartbeat = None
+        if not lifecycle.has_parent_death_signal():  # no PR_SET_PDEATHSIG: the heartbeat file
+            heartbeat = lifecycle.Heartbeat(Path(job_path).resolve().parent.parent)
+            heartbeat.beat(force=True)
+            env["REPROKIT_HEARTBEAT"] = str(heartbeat.path)
+            env["REPROKIT_HEARTBEAT_STALE_S"] = str(heartbeat.stale_s)
         start = time.monotonic()
         with open(log_path, "w") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=prepared["env"],
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                     cwd=str(BENCH), start_new_session=True,
-                                    preexec_fn=self._limits if self.memory_limit_mb else None)
+                                    preexec_fn=self._child_setup)
             try:
-                code = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                oom = lifecycle.OomWatch(proc.pid)
+                code = None
+                while code is None:
+                    left = timeout - (time.monotonic() - start)
+                    if left <= 0:
+                        break
+                    try:
+                        code = proc.wait(timeout=min(left, heartbeat.interval) if heartbeat
+                                         else left)
+                    except subprocess.TimeoutExpired:
+                        if heartbeat:
+                            heartbeat.beat()
+            except BaseException:  # interrupted (SIGINT/SIGTERM): the cell goes with the driver
+                _kill_group(proc.pid)
+                proc.wait()
+                raise
+            _kill_group(proc.pid)  # whatever the harness left behind in its group
+            if code is None:
                 proc.wait()
                 return CellOutcome("timeout", f"cell exceeded its {timeout:.0f} s timeout and was "
                                    "killed; raise timeout_s in the suite or use --quick",
@@ -72,7 +118,7 @@ class LocalRunner:
         info = {"python": prepared["python"], "exit_code": code}
         if code == 0:  # the harness wrote a result; its status (ok or failed) is in the file
             return CellOutcome("ok", None, wall, str(log_path), info)
-        status, reason = describe_exit(code)
+        status, reason = describe_exit(code, oom)
         return CellOutcome(status, reason, wall, str(log_path), info)
 
     def cleanup(self) -> None:
