@@ -174,7 +174,7 @@ def test_a_repeat_below_1_or_not_an_integer_is_one_line_and_exit_2(tmp_path, bad
             "--results", str(tmp_path), "--no-report")
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--repeat must be an integer of at least 1" in lines[0], p.stderr
+    assert len(lines) == 1 and "--repeat must be a whole number from 1 to 100" in lines[0], p.stderr
     assert not list(tmp_path.glob("*/run.json"))
 
 
