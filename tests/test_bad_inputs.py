@@ -11,9 +11,9 @@ Read-only directories and a full disk are real: a tmpfs remounted read-only and 
 Root ignores permission bits, so these need mount (the tests run as root in CI); a test that
 cannot set its precondition fails saying so, it never skips.
 
-Regenerate the table after changing a message: `python tests/test_bad_inputs.py --table` runs
-every case and prints the rows with the messages they really get (review them, then paste them
-into CASES and docs/BAD_INPUTS.md).
+After changing a message: `python tests/test_bad_inputs.py --table` runs every case for real and
+prints the message each gets; review them, paste them into CASES, then
+`python tests/test_bad_inputs.py --write-docs` rewrites the table of docs/BAD_INPUTS.md from CASES.
 """
 
 from __future__ import annotations
@@ -137,7 +137,15 @@ def _data(tmp: Path, name: str, content: bytes) -> None:
     (d / name).write_bytes(content)
 
 
+def _good_ptb(tmp: Path) -> None:
+    for split in ("train", "valid", "test"):
+        _data(tmp, f"ptb.{split}.txt", b" the cat sat on the mat \n a dog ran \n")
+
+
 SITUATIONS = {
+    "no-gpu": ("this host has no GPU (NVML finds none; on a host with one the in-process test hides "
+               "it)", lambda t, m: None),
+    "data-good-ptb": ("`data/ptb/` holds three good PTB files", lambda t, m: _good_ptb(t)),
     "file": ("`results.txt` is a file", lambda t, m: (t / "results.txt").write_text("a file\n")),
     "empty-dir": ("`empty/` is an empty directory", lambda t, m: (t / "empty").mkdir()),
     "ro": ("`ro/` is a read-only file system (tmpfs remounted ro) holding a smoke run `ro/run`", _ro),
@@ -296,18 +304,18 @@ CASES = [
     Case("", "reproduce.py run --suite smoke --device cpu --runner docker --gpus 1",
          "reproduce.py: error: --gpus asks for GPUs but --device cpu for none; drop --gpus or pass "
          "--device gpu"),
-    Case("", "reproduce.py run --suite smoke --device gpu",
+    Case("no-gpu", "reproduce.py run --suite smoke --device gpu",
          "reproduce.py: error: --device gpu: this host has no GPU (no NVIDIA driver: "
          "NVMLError_LibraryNotFound: NVML Shared Library Not Found); run with --device cpu (or auto), or "
          "on a host with an NVIDIA GPU and its driver"),
-    Case("", "reproduce.py run --suite smoke --runner docker --gpus 1",
+    Case("no-gpu", "reproduce.py run --suite smoke --runner docker --gpus 1",
          "reproduce.py: error: --gpus 1: this host has no GPU (no NVIDIA driver: "
          "NVMLError_LibraryNotFound: NVML Shared Library Not Found); run with --device cpu (or auto), or "
          "on a host with an NVIDIA GPU and its driver"),
-    Case("", "reproduce.py preflight --suite smoke --device gpu",
+    Case("no-gpu", "reproduce.py preflight --suite smoke --device gpu",
          "reproduce.py: error: preflight --device gpu: this host has no GPU (no NVIDIA driver: "
          "NVMLError_LibraryNotFound: NVML Shared Library Not Found); run it with --device cpu, or on the "
-         "host with the NVIDIA GPU and its driver", proc=True),
+         "host with the NVIDIA GPU and its driver"),
     Case("", "reproduce.py preflight --suite smoke --runner slurm",
          "reproduce.py: error: argument --runner: invalid choice: 'slurm' (choose from 'local', "
          "'docker'); see `reproduce.py preflight --help`"),
@@ -365,6 +373,10 @@ CASES = [
          "with the file from simple-examples.tgz, or remove the ptb files to use the stand-in (see "
          "`reproduce.py data`)"),
     Case("data-binary", "reproduce.py data --check data",
+         "reproduce.py: error: data file $TMP/data/nietzsche.txt is not a text file (a NUL byte at offset "
+         "8); replace it with the file from the data set release, or remove the nietzsche files to use "
+         "the stand-in (see `reproduce.py data`)"),
+    Case("data-good-ptb data-binary", "reproduce.py data --check data",
          "reproduce.py: error: data file $TMP/data/nietzsche.txt is not a text file (a NUL byte at offset "
          "8); replace it with the file from the data set release, or remove the nietzsche files to use "
          "the stand-in (see `reproduce.py data`)"),
@@ -478,8 +490,11 @@ def run_case(case: Case, tmp: Path, monkeypatch, capsys) -> tuple[int, str, str]
         p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), *argv], cwd=tmp,
                            capture_output=True, text=True, timeout=120, env={**os.environ, **env})
         return p.returncode, p.stdout, p.stderr
-    from reprokit import cli
+    from reprokit import cli, fingerprint
 
+    if "no-gpu" in case.situation.split() and fingerprint.nvml_gpus()[0]:
+        monkeypatch.setattr(fingerprint, "nvml_gpus", lambda: ([], {
+            "available": False, "reason": "no NVIDIA driver: hidden by the test"}))
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.chdir(tmp)
@@ -547,7 +562,8 @@ def test_docs_table_and_the_cases_agree():
 
 def test_a_subprocess_row_and_an_in_process_row_of_each_command():
     proc = {shlex.split(c.command)[1] for c in CASES if c.proc}
-    assert {"run", "compare", "restore", "data", "preflight", "report"} <= proc
+    assert {"run", "compare", "restore", "data", "report"} <= proc
+    assert not [c for c in CASES if c.proc and "no-gpu" in c.situation]  # hidden in-process only
     cmds = {shlex.split(c.command)[1] for c in CASES}
     assert {"run", "compare", "preflight", "build", "archive", "restore", "data", "report",
             "list"} <= cmds
@@ -630,6 +646,17 @@ def _print_table() -> None:
             print(f"{i + 1}\t{p.returncode}\t{case.command}\t{msg}")
 
 
+def _write_docs() -> None:
+    """Rewrite the table of docs/BAD_INPUTS.md from CASES (whose messages come from --table)."""
+    lines = DOC.read_text().splitlines()
+    kept = [line for line in lines if not ROW.match(line)]
+    at = kept.index("|---|---|---|---|---|") + 1
+    rows = [table_row(i + 1, c) for i, c in enumerate(CASES)]
+    DOC.write_text("\n".join(kept[:at] + rows + kept[at:]) + "\n")
+
+
 if __name__ == "__main__":
     if "--table" in sys.argv:
         _print_table()
+    if "--write-docs" in sys.argv:
+        _write_docs()
