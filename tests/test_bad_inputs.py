@@ -660,3 +660,26 @@ if __name__ == "__main__":
         _print_table()
     if "--write-docs" in sys.argv:
         _write_docs()
+
+
+# -- what is not a bad input: a full or read-only disk met later is exit 2, a bug exit 3 ----------
+@pytest.mark.parametrize("exc, code", [
+    (OSError(28, "No space left on device", "results/r/cells/x.json"), 2),
+    (OSError(30, "Read-only file system", "results/r/run.json"), 2),
+    (FileNotFoundError(2, "No such file or directory", "/nowhere"), 3),
+    (KeyError("cells"), 3),
+])
+def test_errors_met_after_the_checks_are_one_line(exc, code, monkeypatch, capsys):
+    from reprokit import cli
+    from reprokit.commands import fingerprint as fp_cmd
+
+    def boom(args):
+        raise exc
+    monkeypatch.setattr(fp_cmd, "run", boom)
+    assert cli.main(["fingerprint"]) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    if code == 2:
+        assert err[0].startswith("reproduce.py: error: results/r/") and "; " in err[0]
+    else:
+        assert err[0].startswith("reproduce.py: internal error: ") and "--debug" in err[0]
