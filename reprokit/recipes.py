@@ -20,6 +20,7 @@ import posixpath
 import re
 import sys
 import textwrap
+import urllib.parse
 from pathlib import Path
 
 import jinja2
@@ -203,9 +204,15 @@ def _venv(image_dir: str, params: dict, distros: dict) -> dict | None:
     notes = [pip["note"]] if pip else []
     if spec.get("comment"):
         notes.append(spec["comment"].rstrip("."))
+    extra = [urllib.parse.unquote(e["url"].rsplit("/", 1)[-1])
+             for e in (flavours["gpu"].get("wheelhouse") or {}).get("extra_files") or []]
+    if extra:
+        notes.append("then the wheels of recipe.yaml extra_files (not on PyPI; reproduce.py build "
+                     "downloaded them into ./wheels with their sha256 checked or recorded) by path, "
+                     "without dependencies (those are pinned in requirements-gpu.txt)")
     return {"pip": pip["version"] if pip else None,
             "comment": f"gpu: {'; '.join(notes)}." if notes else None,
-            "gpu": spec.get("gpu") or []}
+            "extra": extra, "gpu": spec.get("gpu") or []}
 
 
 def context(image_dir: str, root: Path | None = None, params: dict | None = None,

@@ -22,6 +22,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from reprokit import checks, images, recipes, suites
@@ -99,10 +100,53 @@ def pip_download(reqs: list[Path], dest: Path, base: str, wheelhouse: Path | Non
                         "CPU build (e.g. torch==X+cpu) in the requirement file")
 
 
+def fetch_extra_files(rec: Recipe, flavour: str, dest: Path, wheelhouse: Path | None,
+                      recorded: dict[str, str] | None, say) -> list[dict]:
+    """The recipe's `extra_files` (wheels not on PyPI, e.g. download.pytorch.org's torch builds)
+    into dest, each checked against its sha256: recipe.yaml's, else the one an earlier build
+    recorded in the lock (`recorded`: wheels/<file> -> sha256), else recorded now (first build).
+    With --wheelhouse DIR the file is taken from DIR (offline), with the same check."""
+    from reprokit import wheelhouse as wh
+
+    spec = rec.flavour(flavour) or {}
+    out = []
+    for e in wh.extra_file_pins(spec):
+        target = dest / e["filename"]
+        key = f"{WHEELS}/{e['filename']}"
+        want = e.get("sha256") or (recorded or {}).get(key)
+        if wheelhouse is not None:
+            local = wheelhouse / e["filename"]
+            if not local.is_file():
+                raise UserError(f"--wheelhouse {wheelhouse} has no {e['filename']} (recipe.yaml "
+                                f"extra_files of images/{rec.image_dir}); download {e['url']} there")
+            shutil.copy2(local, target)
+        else:
+            say(f"fetching {e['url']}")
+            try:
+                with urllib.request.urlopen(e["url"], timeout=600) as r, open(target, "wb") as f:
+                    shutil.copyfileobj(r, f, 1 << 20)
+            except (OSError, ValueError) as err:
+                raise UserError(f"cannot download {e['url']} (recipe.yaml extra_files of "
+                                f"images/{rec.image_dir}): {err}") from None
+        got = images.file_sha256(target)
+        if want and got != want:
+            raise UserError(f"sha256 mismatch for {e['url']}: expected {want} ("
+                            f"{'recipe.yaml' if e.get('sha256') else 'recorded by an earlier build'}), "
+                            f"got {got}")
+        source = ("recipe.yaml" if e.get("sha256") else
+                  "enforced: recorded by an earlier build" if want else "recorded on first build")
+        say(f"  {e['filename']}: sha256 {got} ({source})")
+        out.append({"url_arg": None, "url": e["url"], "sha256_arg": None, "sha256": got,
+                    "file": key, "source": source})
+    return out
+
+
 def make_context(rec: Recipe, flavour: str, base: str, wheelhouse: Path | None, ctx: Path,
-                 say) -> dict[str, str]:
-    """Copy the recipe and the shared files it uses into ctx, download its wheels into ctx/wheels;
-    return {file: sha256}."""
+                 say, recorded: dict[str, str] | None = None,
+                 fetched: list[dict] | None = None) -> dict[str, str]:
+    """Copy the recipe and the shared files it uses into ctx, download its wheels into ctx/wheels
+    (and its extra_files, sha256-checked; their records appended to `fetched`); return
+    {file: sha256}."""
     for p in rec.path.iterdir():
         if p.name in SKIP:
             continue
@@ -113,6 +157,9 @@ def make_context(rec: Recipe, flavour: str, base: str, wheelhouse: Path | None, 
     for p in rec.shared_files():
         shutil.copy2(p, ctx / p.name)
     (ctx / WHEELS).mkdir()
+    extra = fetch_extra_files(rec, flavour, ctx / WHEELS, wheelhouse, recorded, say)
+    if fetched is not None:
+        fetched.extend(extra)
     reqs = rec.requirements(flavour)
     if reqs:
         flags = rec.pip_flags(flavour) if flavour != "cpu" else None
@@ -249,11 +296,14 @@ def build_image(client, image_dir: str, flavour: str = "cpu", base: str = BASE_I
     old = load_lock(lock)["images"].get(lock_key(image_dir, flavour)) or {}
     recorded = {d["sha256_arg"]: d["sha256"] for d in old.get("downloads", [])
                 if d.get("sha256_arg") and d.get("sha256")}
+    recorded_files = {d["file"]: d["sha256"] for d in old.get("downloads", [])
+                      if d.get("file") and d.get("sha256")}
     build_args = rec.build_args(flavour, from_image, recorded)
+    extra: list[dict] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"reprokit-ctx-{image_dir}-") as tmp:
         ctx = Path(tmp)
-        files = make_context(rec, flavour, from_image, wheelhouse, ctx, say)
+        files = make_context(rec, flavour, from_image, wheelhouse, ctx, say, recorded_files, extra)
         digest = inputs_hash(files, build_args, base_img.id)
         tag = exact_tag(image_dir, flavour, digest)
         existing = get_image(client, tag)
@@ -279,7 +329,7 @@ def build_image(client, image_dir: str, flavour: str = "cpu", base: str = BASE_I
                        "repo_digests": base_img.attrs.get("RepoDigests") or []},
         "build_args": build_args, "files": files,
         "downloads": match_downloads(rec.downloads(flavour), recorded_downloads(client, image_id),
-                                     build_args, rec.args),
+                                     build_args, rec.args) + extra,
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "build_seconds": round(seconds, 1), "engine": _engine(client),
     }
@@ -301,6 +351,10 @@ def add_arguments(p) -> None:
                    help=f"local base image of the cpu flavour (default {images.BASE_IMAGE})")
     p.add_argument("--force", action="store_true", help="rebuild even when the inputs are unchanged")
     p.add_argument("--lock", type=Path, help="lock file (default images/lock.json)")
+    p.add_argument("--check-wheelhouse", action="store_true",
+                   help="only check that the flavour's wheelhouse resolves for its target interpreter "
+                        "(PyPI metadata and sha256, no engine needed; python -m reprokit.wheelhouse); "
+                        "a gpu build runs this check first")
 
 
 def image_dirs(suite: str | None, stacks: list[str] | None, dirs: list[str] | None) -> list[str]:
@@ -332,15 +386,39 @@ def client():
                         "or start dockerd") from None
 
 
+def check_wheelhouses(dirs: list[str], flavour: str, say) -> None:
+    """The wheelhouse check of reprokit/wheelhouse.py for these images; a UserError listing the
+    first problems when any wheelhouse would not resolve for its target interpreter."""
+    from reprokit import wheelhouse as wh
+
+    try:
+        reports = wh.check(dirs, (flavour,), say=say)
+    except wh.IndexError_ as e:
+        raise UserError(f"the wheelhouse check cannot read the package index ({e}); "
+                        "it needs https://pypi.org") from None
+    problems = [line for r in reports for line in r.problems]
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise UserError(f"the {flavour} wheelhouse does not resolve for its target interpreter: "
+                        + "; ".join(problems[:3]) + more + " (python -m reprokit.wheelhouse --check "
+                        "lists them all)")
+
+
 def run(args) -> int:
     if args.wheelhouse is not None:
         checks.input_dir(args.wheelhouse, "--wheelhouse", "pass the directory holding the wheels, or "
                          "drop --wheelhouse to download them")
     dirs = image_dirs(args.suite, args.stack, args.image)
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    if args.check_wheelhouse:
+        check_wheelhouses(dirs, args.flavour, say)
+        print(f"{len(dirs)} image(s): the {args.flavour} wheelhouse resolves for its target interpreter")
+        return 0
     checks.output_file(images.lock_path(args.lock), "--lock", "pass --lock PATH naming a file in a "
                        "directory you can write to")
+    if args.flavour == "gpu" and args.wheelhouse is None:  # the first thing a GPU build does
+        check_wheelhouses(dirs, args.flavour, say)
     c = client()
-    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     for d in dirs:  # every base present before the first (long) build starts
         check_base(c, d, args.flavour, args.base)
     for d in dirs:
