@@ -15,6 +15,7 @@ UserError naming the file and the fix.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import posixpath
 import re
@@ -36,6 +37,7 @@ FETCH = "fetch_sha256.sh"  # the verified download helper, copied into build con
 MARKER = "recorded on first build"
 WIDTH = 100
 FLAVOURS = ("cpu", "gpu")
+STUB_DIR = "/opt/reprokit/cuda-stub"  # build stage: the CUDA driver stub, as libcuda.so.1
 
 
 def blocks(root: Path | None = None) -> Path:
@@ -230,7 +232,18 @@ def context(image_dir: str, root: Path | None = None, params: dict | None = None
     by_arg = {d["url_arg"]: {**d, "name": d.get("file") or posixpath.basename(d["url"])} for d in dls}
     _check_downloads(image_dir, list(by_arg.values()))
     two = "build" in df
-    build = _stage(image_dir, df.get("build"), params, distros, by_arg, True, False, root) if two else None
+    stub = df.get("cuda_stub")
+    build_spec = df.get("build")
+    if stub:
+        if not two:
+            raise _fail(image_dir, "`cuda_stub` needs the two-stage layout (a `build` section): the "
+                        "import check runs in a stage of its own")
+        build_spec = copy.deepcopy(build_spec or {})
+        build_spec["dirs"] = list(build_spec.get("dirs") or []) + [STUB_DIR]
+        gpu_spec = build_spec.setdefault("gpu", {})
+        gpu_spec["steps"] = list(gpu_spec.get("steps") or []) + [
+            f"cp {stub['source']} {STUB_DIR}/libcuda.so.1"]
+    build = _stage(image_dir, build_spec, params, distros, by_arg, True, False, root) if two else None
     final = _stage(image_dir, df.get("final"), params, distros, by_arg, not two, not two, root)
     fetched = (build["downloads"] if build else []) + final["downloads"]
     unused = set(by_arg) - {d["url_arg"] for d in fetched}
@@ -252,6 +265,7 @@ def context(image_dir: str, root: Path | None = None, params: dict | None = None
         "build": build, "final": final, "venv": venv,
         "path": df.get("path") or [], "env": df.get("env") or {}, "env_comment": df.get("env_comment"),
         "framework": df.get("framework"), "framework_gpu": df.get("framework_gpu"),
+        "cuda_stub": {"dir": STUB_DIR, "comment": stub["comment"]} if stub else None,
         "python": "python" if venv else "python3",
     }
 

@@ -562,3 +562,224 @@ def test_a_lock_file_that_breaks_its_schema_is_refused_with_the_fix(tmp_path):
     lock.write_text("{not json")
     with pytest.raises(UserError, match="unreadable"):
         images.load_lock(lock)
+
+
+# ------------------------------------------------------------------ the CUDA driver stub
+
+
+# Images whose framework library needs libcuda.so.1 to import (TF 1.x, mxnet-cu90; TF 2.0 [U]):
+# their build-time import check must load the toolkit's stub, never a driver.
+STUB_IMAGES = ["legacy-2017-tensorflow", "2018-keras-tf", "2018-tf-cudnnlstm", "2018-keras-mxnet",
+               "2019-tensorflow"]
+
+
+def stages(image: str) -> list[dict]:
+    """Each stage of the Dockerfile: base (FROM argument), alias and its instructions."""
+    out: list[dict] = []
+    for keyword, rest, _ in instructions(dockerfile(image)):
+        if keyword == "FROM":
+            words = rest.split()
+            alias = words[2] if len(words) == 3 and words[1].upper() == "AS" else None
+            out.append({"base": words[0], "alias": alias, "ins": []})
+        elif out:
+            out[-1]["ins"].append((keyword, rest))
+    return out
+
+
+def runtime_chain(image: str) -> list[dict]:
+    """The stages whose layers make up the image: the last one and every stage it is FROM."""
+    all_stages = stages(image)
+    by_alias = {s["alias"]: s for s in all_stages if s["alias"]}
+    chain = [all_stages[-1]]
+    while chain[-1]["base"] in by_alias:
+        chain.append(by_alias[chain[-1]["base"]])
+    return chain
+
+
+@pytest.mark.parametrize("image", IMAGE_DIRS)
+def test_no_layer_of_the_image_has_the_cuda_stub(image):
+    """Static: no instruction of a stage that becomes the image installs, copies, links or puts on a
+    loader path the driver stub; what the image copies from other stages is never the stub."""
+    by_alias = {s["alias"]: s for s in stages(image) if s["alias"]}
+    for stage in runtime_chain(image):
+        for keyword, rest in stage["ins"]:
+            assert "cuda-stub" not in rest and "stubs/libcuda" not in rest, (image, keyword, rest)
+            if keyword == "ENV":
+                assert "stubs" not in rest, f"{image}: a stub directory on a loader path: {rest}"
+            if keyword == "RUN":
+                assert not re.search(r"ld\.so\.conf\S*\s*$", rest) or "stubs" not in rest
+                assert "libcuda.so.1" not in rest, f"{image}: makes a libcuda.so.1: {rest}"
+            if keyword == "COPY" and "--from=" in rest:
+                source_stage = re.search(r"--from=(\S+)", rest).group(1)
+                sources = [t for t in rest.split() if not t.startswith("--")][:-1]
+                assert not any("stub" in s or "libcuda" in s for s in sources), rest
+                stub = "/opt/reprokit/cuda-stub"
+                for src in sources:  # neither the stub's directory nor one holding it
+                    assert not (stub + "/").startswith(src.rstrip("/") + "/"), rest
+                if source_stage == "check":  # the stage that loaded the stub gives only its result
+                    assert sources == ["/opt/reprokit/provenance/framework.txt"], rest
+                assert source_stage in by_alias
+
+
+@pytest.mark.parametrize("image", STUB_IMAGES)
+def test_the_import_check_loads_the_stub_in_a_stage_of_its_own(image):
+    r = recipe(image)
+    assert r["dockerfile"]["cuda_stub"]["source"].endswith("/stubs/libcuda.so")
+    all_stages = stages(image)
+    build = next(s for s in all_stages if s["alias"] == "build")
+    check = next(s for s in all_stages if s["alias"] == "check")
+    assert check not in runtime_chain(image) and build not in runtime_chain(image)
+    build_text = " ".join(r for _, r in build["ins"])
+    assert f"cp {r['dockerfile']['cuda_stub']['source']} /opt/reprokit/cuda-stub/libcuda.so.1" in build_text
+    copies = [r for k, r in check["ins"] if k == "COPY"]
+    assert copies == ["--from=build /opt/reprokit/cuda-stub /opt/reprokit/cuda-stub"]
+    runs = [r for k, r in check["ins"] if k == "RUN"]
+    assert len(runs) == 1 and runs[0].startswith(
+        'LD_LIBRARY_PATH="/opt/reprokit/cuda-stub${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}" python -c ')
+    assert "tee /opt/reprokit/provenance/framework.txt" in runs[0]
+    final = all_stages[-1]
+    assert final["base"] == "runtime" and (
+        "COPY", "--from=check /opt/reprokit/provenance/framework.txt /opt/reprokit/provenance/framework.txt"
+    ) in final["ins"]
+    assert not any(k == "RUN" for k, _ in final["ins"]), "the image's own stage runs nothing"
+    if r["dockerfile"].get("framework_gpu"):
+        assert runs[0].count("LD_LIBRARY_PATH=") == 2  # the gpu-only import sees the stub too
+
+
+@pytest.mark.parametrize("image", [d for d in IMAGE_DIRS if d not in STUB_IMAGES])
+def test_images_without_a_stub_import_in_their_final_stage(image):
+    """torch wheels load libcuda lazily, the Theano import does not touch CUDA without device=cuda/gpu,
+    modern and smoke-python need no driver to import: their check stays in the image's stage."""
+    assert "cuda_stub" not in recipe(image)["dockerfile"]
+    assert [s["alias"] for s in stages(image)] in ([None], ["build", None])
+
+
+def test_the_generator_refuses_a_stub_without_a_build_stage(tmp_images):
+    edit_recipe(tmp_images, "legacy-2017-theano", lambda d: d["dockerfile"].update(
+        cuda_stub={"source": "/usr/local/cuda/lib64/stubs/libcuda.so", "comment": "x"}))
+    with pytest.raises(UserError, match="`cuda_stub` needs the two-stage layout"):
+        recipes.render("legacy-2017-theano", tmp_images)
+
+
+@pytest.mark.parametrize("change", [
+    ("COPY --from=check /opt/reprokit/provenance/framework.txt", "COPY --from=check /opt/reprokit"),
+    ("COPY --from=build /opt/venv /opt/venv",
+     "COPY --from=build /opt/reprokit/cuda-stub /usr/lib\nCOPY --from=build /opt/venv /opt/venv"),
+    ("    TF_CPP_MIN_LOG_LEVEL=1",
+     "    LD_LIBRARY_PATH=/usr/local/cuda/lib64/stubs \\\n    TF_CPP_MIN_LOG_LEVEL=1"),
+])
+def test_the_stub_test_fails_on_a_stub_in_the_image(tmp_path, monkeypatch, change):
+    (tmp_path / "bad").mkdir()
+    text = (IMAGES / "2018-keras-tf" / "Dockerfile").read_text()
+    assert change[0] in text
+    (tmp_path / "bad" / "Dockerfile").write_text(text.replace(change[0], change[1], 1))
+    monkeypatch.setattr(sys.modules[__name__], "IMAGES", tmp_path)
+    with pytest.raises(AssertionError):
+        test_no_layer_of_the_image_has_the_cuda_stub("bad")
+
+
+# ------------------------------------------------- TF 1.2.1 source build: pre-fetched archives
+
+
+def tf_deps_module():
+    import importlib.util
+    path = IMAGES / "legacy-2017-tensorflow" / "tf_deps.py"
+    spec = importlib.util.spec_from_file_location("tf_deps", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tf_deps_runs_on_the_image_python():
+    import ast
+    ast.parse((IMAGES / "legacy-2017-tensorflow" / "tf_deps.py").read_text(), feature_version=(3, 5))
+
+
+def test_tf_deps_fetches_every_pinned_archive_by_its_sha256_and_serves_them(tmp_path, monkeypatch):
+    import hashlib
+    import http.server
+    import threading
+
+    served = tmp_path / "served"
+    served.mkdir()
+    payloads = {"eigen.tar.gz": b"eigen" * 1000, "junit.jar": b"junit", "six.tar.gz": b"six",
+                "web.js": b"closure"}
+    for name, data in payloads.items():
+        (served / name).write_bytes(data)
+    sha = {n: hashlib.sha256(d).hexdigest() for n, d in payloads.items()}
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=str(served), **k)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    src = tmp_path / "tensorflow"
+    (src / "tensorflow").mkdir(parents=True)
+    (src / "WORKSPACE").write_text(
+        'http_archive(\n    name = "io_bazel_rules_closure",\n'
+        f'    sha256 = "{sha["six.tar.gz"]}",\n    urls = ["{base}/six.tar.gz"],\n)\n')
+    (src / "tensorflow" / "workspace.bzl").write_text(f'''
+def tf_workspace():
+  native.new_http_archive(
+      name = "eigen_archive",
+      urls = [
+          "{base}/dead/eigen.tar.gz",  # a dead URL first (bitbucket)
+          "{base}/eigen.tar.gz",
+      ],
+      sha256 = "{sha["eigen.tar.gz"]}",
+      build_file = str(Label("//:eigen.BUILD")),
+  )
+  native.http_jar(
+      name = "junit_jar",
+      url = "{base}/junit.jar",
+      sha256 = "{sha["junit.jar"]}",
+  )
+  filegroup_external(
+      name = "web_files",
+      sha256_urls = {{
+          "{sha["web.js"]}": ["{base}/web.js"],
+      }},
+  )
+''')
+    tf_deps = tf_deps_module()
+    monkeypatch.setattr(tf_deps, "MIRRORS", ())  # no network beyond the local server
+    found = {a["name"]: a for a in tf_deps.archives(str(src))}
+    assert set(found) == {"io_bazel_rules_closure", "eigen_archive", "junit_jar", "web_files"}
+    deps, listing, record = tmp_path / "deps", tmp_path / "tf-deps.sha256", tmp_path / "downloads.sha256"
+    assert tf_deps.fetch(str(src), str(deps), str(listing), str(record)) == 4
+    assert (deps / sha["eigen.tar.gz"] / "eigen.tar.gz").read_bytes() == payloads["eigen.tar.gz"]
+    lines = listing.read_text().splitlines()
+    assert f"{sha['eigen.tar.gz']}  eigen_archive  {base}/eigen.tar.gz" in lines
+    recorded = record.read_text().splitlines()
+    assert all(re.fullmatch(r"[0-9a-f]{64}  \S+  http://\S+", line) for line in recorded)
+    # serve: the Bazel files now name only the local server, which serves the same bytes
+    check = ("import re, sys, urllib.request; t = open('tensorflow/workspace.bzl').read(); "
+             "urls = re.findall(r'\"(http://[^\"]+)\"', t); "
+             "assert urls and all('/dead/' not in u for u in urls), urls; "
+             "[urllib.request.urlopen(u).read() for u in urls]; print(len(urls))")
+    monkeypatch.chdir(tmp_path)
+    assert tf_deps.serve(str(deps), str(src), [sys.executable, "-c", check]) == 0
+    text = (src / "tensorflow" / "workspace.bzl").read_text()
+    assert base not in text and sha["eigen.tar.gz"] + "/eigen.tar.gz" in text
+    # an archive no URL serves with its pinned sha256 stops the build, naming it
+    (served / "eigen.tar.gz").write_bytes(b"tampered")
+    (src / "tensorflow" / "workspace.bzl").write_text(
+        f'native.http_archive(\n  name = "eigen_archive",\n  urls = ["{base}/eigen.tar.gz"],\n'
+        f'  sha256 = "{sha["eigen.tar.gz"]}",\n)\n')
+    (src / "WORKSPACE").write_text("")
+    with pytest.raises(SystemExit, match="1 archive.*eigen_archive"):
+        tf_deps.fetch(str(src), str(tmp_path / "deps2"))
+    server.shutdown()
+
+
+def test_the_tf_source_build_uses_the_bazel_flags_and_the_prefetched_archives():
+    text = " ".join(rest for k, rest, _ in instructions(dockerfile("legacy-2017-tensorflow")) if k == "RUN")
+    assert "bazel --batch build --spawn_strategy=standalone --genrule_strategy=standalone" in text
+    assert text.index("tf_deps.py fetch") < text.index("tf_deps.py serve") < text.index("./configure")
+    about = recipe("legacy-2017-tensorflow")["dockerfile"]["about"]
+    assert "Why a source build and not the published tensorflow-gpu==1.2.1 wheel" in about
