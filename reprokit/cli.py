@@ -6,7 +6,7 @@ Exit status: 0 every cell measured; 1 some cells failed (results still written, 
 them); 2 a user error: one line naming the problem and the fix, checked before any work starts
 (bad numbers, paths, archives, data files, a GPU request without a GPU: reprokit/checks.py,
 docs/BAD_INPUTS.md); 3 an internal error, which is a bug in the kit (one line; `--debug` shows the
-traceback to report); 130 interrupted.
+traceback to report); 128 + the signal when interrupted (130 on Ctrl-C).
 """
 
 from __future__ import annotations
