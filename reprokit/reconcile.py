@@ -220,7 +220,8 @@ def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str,
         cid = current.get("cell_id")
         drv = current.get("driver") or {}
         what = (f"the driver (pid {drv.get('pid')} on {drv.get('host')}) ended without finishing "
-                f"the run while {cid} was running (killed outright, e.g. SIGKILL or a reboot)")
+                f"the run while {cid} was running (killed outright, e.g. by SIGKILL or a reboot, "
+                "or it could not write run.json any more: a full or read-only disk)")
         if cid in entries and cid not in out.cells and cid not in bad:
             set_entry(cid, "interrupted", f"{what}; no result was written; --resume RUN "
                                           "re-measures it")

@@ -179,6 +179,21 @@ class DockerRunner:
 
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
                  log_path: Path, process: int | None = None) -> CellOutcome:
+        """Run the cell in a fresh container; lifecycle.EngineLost when the engine stops
+        answering (the executor records the cell as interrupted and stops the run)."""
+        import docker
+        import requests
+
+        try:
+            return self._run_cell(prepared, job_path, cell, results_dir, log_path, process)
+        except (requests.exceptions.ConnectionError, docker.errors.DockerException) as e:
+            if self.engine_gone():
+                raise lifecycle.EngineLost(f"the Docker engine stopped answering during "
+                                           f"{cell['id']} ({type(e).__name__})") from None
+            raise
+
+    def _run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
+                  log_path: Path, process: int | None = None) -> CellOutcome:
         import docker
         import requests
 
@@ -229,7 +244,7 @@ class DockerRunner:
                 tmpfs=sec["tmpfs"], mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
                 pids_limit=self.pids_limit, init=True, detach=True, labels=labels, **kwargs)
         except (requests.exceptions.ConnectionError, docker.errors.DockerException) as e:
-            if not self.engine_answers():
+            if self.engine_gone():
                 raise lifecycle.EngineLost(f"the Docker engine does not answer ({type(e).__name__}) "
                                            f"at the start of {cell['id']}") from None
             raise
@@ -257,7 +272,7 @@ class DockerRunner:
                 try:
                     code = container.wait(timeout=min(left, heartbeat.interval))["StatusCode"]
                 except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
-                    if not self.engine_answers():  # not a slice's end: the engine is gone
+                    if "timed out" not in str(e) and self.engine_gone():  # not a slice's end
                         raise lifecycle.EngineLost(f"{lost} ({type(e).__name__})") from None
                     heartbeat.beat()
             if timed_out:
@@ -267,16 +282,11 @@ class DockerRunner:
                     pass
                 code = container.wait(timeout=60)["StatusCode"]
             wall = time.monotonic() - start
-            if code == 128 + signal.SIGTERM and not self.engine_answers():
+            if code == 128 + signal.SIGTERM and self.engine_gone():
                 raise lifecycle.EngineLost(f"{lost} (it stopped the cell's container, exit {code})")
-            try:
-                container.reload()
-                state = container.attrs["State"]
-                log_path.write_bytes(container.logs(stdout=True, stderr=True))
-            except requests.exceptions.ConnectionError as e:
-                if not self.engine_answers():
-                    raise lifecycle.EngineLost(f"{lost} ({type(e).__name__})") from None
-                raise
+            container.reload()
+            state = container.attrs["State"]
+            log_path.write_bytes(container.logs(stdout=True, stderr=True))
         except BaseException:  # interrupted, or the engine is gone: keep what it printed
             try:
                 log_path.write_bytes(container.logs(stdout=True, stderr=True))
@@ -308,6 +318,18 @@ class DockerRunner:
             return bool(self._pinger.ping())
         except Exception:
             return False
+
+    def engine_gone(self, settle_s: float = 3.0) -> bool:
+        """After a failed call: whether the engine stopped answering. An engine shutting down
+        still answers pings for a moment after it has dropped a connection, so a ping that
+        succeeds is asked again for `settle_s` before the engine counts as alive."""
+        end = time.monotonic() + settle_s
+        while True:
+            if not self.engine_answers():
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.5)
 
     def reap_leftovers(self, run_dir: Path, say=None) -> list[str]:
         """Remove the containers left by this run (its lock is held: none of them is running for
@@ -358,5 +380,11 @@ class DockerRunner:
         self.containers.discard(cid)
 
     def cleanup(self) -> None:
+        import docker
+        import requests
+
         for cid in list(self.containers):
-            self._remove(cid)
+            try:
+                self._remove(cid)
+            except (requests.exceptions.ConnectionError, docker.errors.DockerException):
+                self.containers.discard(cid)  # the engine is gone: the next run removes it
