@@ -14,14 +14,22 @@ backward pass meets subnormal values, ~10x slower on x86 (see _lstm000.py). By d
 calls torch.set_flush_denormal(True) before any tensor work, as TensorFlow does by default on its
 CPU threads; params.flush_denormal=false turns that off. Either way it is recorded.
 
+The API is chosen by the torch version (_versions.at_least; each stack's choice is checked against
+that version's API list by tests/test_api_paths.py): torch >= 0.4 as below; torch 0.1.12 (the
+torch-0.1 GPU image) through the API of its time -- Variable, .cuda(), volatile inputs for the
+forward pass, loss.data[0] -- with no flush-to-zero switch (torch.set_flush_denormal came later).
+THE 0.1.12 PATH HAS NEVER RUN (no PyTorch 0.1.12 on the project machines, and no GPU).
+
 Python 3.5 syntax; imports only torch and the standard library.
 """
 import timing
 
 try:  # imported as workloads.s000_pytorch by the harness, or directly in tests
     from workloads import _lstm000 as common
+    from workloads import _versions
 except ImportError:  # pragma: no cover
     import _lstm000 as common
+    import _versions
 
 FRAMEWORK = "torch"
 VARIANTS = ("nn_lstm",)
@@ -36,6 +44,8 @@ def run(ctx):
     ftz_requested = common.flush_denormal_requested(ctx)
     import torch
 
+    if not _versions.at_least(torch, 0, 4):  # PyTorch 0.1.12 (never run here)
+        return _run_legacy(ctx, torch, batch, seq, hidden, ftz_requested)
     # before any tensor work, so that intra-op threads started later inherit it
     ftz_on = bool(torch.set_flush_denormal(True)) if ftz_requested else False
     try:
@@ -130,4 +140,82 @@ def _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on):
         "loss_after_timed_train": final_loss,
         "last_output_frac_abs_gt_0.999": float((last.abs() > 0.999).float().mean()),
         "weight_abs_max_after": float(max(p.detach().abs().max() for p in lstm.parameters())),
+    }
+
+
+def _run_legacy(ctx, torch, batch, seq, hidden, ftz_requested):
+    """PyTorch before 0.4 (0.1.12, the torch-0.1 image): autograd Variables, .cuda(), volatile
+    inputs for the forward pass, loss.data[0]. NEVER RUN HERE (no PyTorch 0.1.12, no GPU); its
+    calls are checked against the PyTorch 0.1.12 API list by tests/test_api_paths.py."""
+    from torch.autograd import Variable
+
+    torch.manual_seed(1234)
+    gpu = ctx.device == "gpu" and torch.cuda.is_available()
+    if ctx.device == "gpu" and not gpu:
+        raise RuntimeError("cell asks for a GPU but torch.cuda.is_available() is False")
+
+    def sync():
+        if gpu:
+            torch.cuda.synchronize()
+
+    x_data = torch.rand(seq, batch, hidden)
+    y_data = torch.rand(batch, hidden)
+    if gpu:
+        x_data, y_data = x_data.cuda(), y_data.cuda()
+    x, y = Variable(x_data), Variable(y_data)
+    x_forward = Variable(x_data, volatile=True)  # no graph for the forward-only pass
+    sync()
+    t0 = timing.clock()
+    lstm = torch.nn.LSTM(hidden, hidden, 1)
+    if gpu:
+        lstm.cuda()
+    opt = torch.optim.SGD(lstm.parameters(), lr=LEARNING_RATE)
+    t_built = timing.clock()
+
+    def train_step():
+        opt.zero_grad()
+        out, _ = lstm(x)
+        loss = ((out[-1] - y) ** 2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def forward_step():
+        out, _ = lstm(x_forward)
+        return out[-1]
+
+    first_loss = float(train_step().data[0])
+    sync()
+    t_end = timing.clock()
+    ctx.record_single("compile_time", t_end - t0, "s",
+                      "model and optimiser construction plus one train step (device init "
+                      "excluded)", sync_desc="torch.cuda.synchronize()" if gpu else None)
+    ctx.describe(framework="torch", framework_version=torch.__version__,
+                 api="torch.nn.LSTM on autograd Variables (PyTorch 0.1.12 API; cuDNN on GPU)")
+    ctx.note(common.WORKLOAD_SUMMARY + "; cost = SUM of squared errors of the last step (as the "
+             "original TF script); nn.LSTM default init; torch.manual_seed(1234).")
+    state = ("not available in PyTorch %s (torch.set_flush_denormal came with 0.4): NOT set%s"
+             % (torch.__version__, "" if ftz_requested else "; not requested either"))
+    ctx.note(common.denormal_note("PyTorch", state))
+    ctx.note("This PyTorch 0.1.12 code path was written without PyTorch 0.1.12 or a GPU and has "
+             "never run; its calls are checked against the PyTorch 0.1.12 API list "
+             "(tests/test_api_paths.py).")
+    ctx.extra["compile_breakdown_s"] = {"model_and_optimiser": t_built - t0,
+                                        "first_train_step": t_end - t_built}
+    ctx.extra["flush_denormal"] = {"requested": ftz_requested, "active": False,
+                                   "how": "unavailable in this PyTorch"}
+    sync_desc = "torch.cuda.synchronize() after each iteration" if gpu else None
+    ctx.measure("forward_time_per_example", forward_step, unit="ms", kind="ms_per_item",
+                items=batch, sync=sync, sync_desc=sync_desc,
+                method="one forward pass over the whole sequence (volatile input), last step "
+                       "kept; input already on the device")
+    ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
+                items=batch, sync=sync, sync_desc=sync_desc,
+                method="forward, sum-of-squares loss on the last step, backward, SGD update")
+    common.record_first_vs_later(ctx, t_end - t_built, batch)
+    last = forward_step().data
+    ctx.extra["numerics"] = {
+        "loss_first_train_step": first_loss,
+        "loss_after_timed_train": float(((last - y_data) ** 2).sum()),
+        "last_output_frac_abs_gt_0.999": float((last.abs() > 0.999).float().mean()),
     }

@@ -14,8 +14,10 @@ covers the loss, minimize (the gradient graph), Session creation, variable initi
 train step. Per-example values = seconds per batch / batch.
 
 Runs through the TF1 graph API: tf.compat.v1 on TensorFlow >= 1.13 (graph + Session, placeholders,
-feed_dict), plain `tf` on older TF 1.x. Branches marked "never run here" are written for a TF 1.x
-stack (tf.contrib) or a GPU and were never executed by this kit's authors.
+feed_dict), plain `tf` on older TF 1.x (the tf-1.2 GPU image: the original tf.contrib classes). The
+API is chosen by the TensorFlow version (_versions.at_least; each stack's choice is checked against
+that version's API list by tests/test_api_paths.py). Branches marked "never run here" are written
+for a TF 1.x stack (tf.contrib) or a GPU and were never executed by this kit's authors.
 Python 3.5 syntax; imports only tensorflow, numpy and the standard library.
 """
 import os
@@ -25,8 +27,10 @@ import timing
 
 try:  # imported as workloads.s000_tensorflow by the harness, or directly in tests
     from workloads import _lstm000 as common
+    from workloads import _versions
 except ImportError:  # pragma: no cover
     import _lstm000 as common
+    import _versions
 
 FRAMEWORK = "tensorflow"
 VARIANTS = ("basic_lstm", "fused_lstm", "cudnn_lstm")
@@ -39,18 +43,15 @@ ORIGINAL_API = {
 
 
 def _v1(tf):
-    """The TF1 graph API: tf.compat.v1 where it exists (TF >= 1.13), else tf itself."""
-    compat = getattr(tf, "compat", None)
-    if compat is not None and hasattr(compat, "v1"):
-        return compat.v1
+    """The TF1 graph API: tf.compat.v1 from TF 1.13 on, else tf itself."""
+    if _versions.at_least(tf, 1, 13):
+        return tf.compat.v1
     return tf
 
 
 def _has_contrib(tf):
-    try:
-        return hasattr(tf, "contrib") and tf.contrib is not None
-    except Exception:  # TF 2.x raises on attribute access of removed modules in some versions
-        return False
+    """tf.contrib (and the original classes) exist in TensorFlow 1.x only."""
+    return not _versions.at_least(tf, 2)
 
 
 # ---- basic_lstm -----------------------------------------------------------------------------
@@ -97,15 +98,15 @@ def _basic_lstm_cell(tf, v1, hidden):
     """Returns (cell, api text, substitute or None)."""
     if _has_contrib(tf):  # TF 1.x: the original class (never run here)
         return tf.contrib.rnn.BasicLSTMCell(hidden), ORIGINAL_API["basic_lstm"], None
-    try:  # TF 2.x with Keras 2 behind tf.compat.v1 (TF < 2.16, or TF_USE_LEGACY_KERAS + tf_keras)
+    if not _versions.at_least(tf, 2, 16):  # TF 2.x with Keras 2 behind tf.compat.v1 (never run here)
         cls = v1.nn.rnn_cell.BasicLSTMCell
         return (cls(hidden), "tf.compat.v1.nn.rnn_cell.BasicLSTMCell (%s.%s) + "
                 "tf.compat.v1.nn.dynamic_rnn(time_major=True)" % (cls.__module__, cls.__name__),
                 ("tf.contrib.rnn.BasicLSTMCell", "tf.compat.v1.nn.rnn_cell.BasicLSTMCell",
                  "tf.contrib was removed in TF 2.0; the same legacy cell lives on under "
                  "tf.compat.v1"))
-    except (AttributeError, ImportError):
-        pass
+    if not _versions.available("tf_keras"):  # TF >= 2.16 without Keras 2: the kit's own cell
+        return _kit_cell(v1, hidden)
     try:  # TF >= 2.16 (Keras 3 default) with the tf_keras package installed
         import tf_keras.api._v1.keras as keras_v1  # noqa: F401 (private path, TF 2.16+)
         cls = keras_v1.__internal__.legacy.rnn_cell.BasicLSTMCell
@@ -117,6 +118,10 @@ def _basic_lstm_cell(tf, v1, hidden):
                  "to Keras 3, which has no TF1 cells; tf_keras (Keras 2) still ships the cell"))
     except (AttributeError, ImportError):
         pass
+    return _kit_cell(v1, hidden)
+
+
+def _kit_cell(v1, hidden):
     return (_BasicLSTMEquivalent(v1, hidden, hidden),
             "kit-written cell with BasicLSTMCell's arithmetic + tf.compat.v1.nn.dynamic_rnn"
             "(time_major=True)",
@@ -141,10 +146,10 @@ def _build_fused(tf, v1, x, batch, seq, hidden, gpu):
         cell = tf.contrib.rnn.LSTMBlockFusedCell(hidden)
         output, _ = cell(x, dtype=tf.float32)
         return output, ORIGINAL_API["fused_lstm"], [], [], None
-    raw = getattr(tf, "raw_ops", None)
-    if raw is None or not hasattr(raw, "BlockLSTM"):
+    if not _versions.at_least(tf, 2):
         raise RuntimeError("fused_lstm: this TensorFlow %s has neither tf.contrib.rnn."
                            "LSTMBlockFusedCell nor tf.raw_ops.BlockLSTM" % tf.__version__)
+    raw = tf.raw_ops
     # The variables LSTMBlockFusedCell made: kernel [in + h, 4h] (default glorot-uniform), bias
     # [4h] zeros; no peepholes; forget_bias 1.0; cell_clip None, which the cell passed as -1 (off).
     with v1.variable_scope("lstm_cell"):
@@ -170,21 +175,16 @@ def _build_fused(tf, v1, x, batch, seq, hidden, gpu):
 
 def _cudnn_contrib(tf, x, batch, hidden):
     """TF 1.x tf.contrib.cudnn_rnn on a GPU. NEVER RUN HERE (no TF 1.x stack, no GPU)."""
-    cudnn_rnn = tf.contrib.cudnn_rnn
-    probe = cudnn_rnn.CudnnLSTM
-    try:
-        layer = probe(num_layers=1, num_units=hidden, input_size=hidden)  # TF <= 1.3 API
-        old_api = hasattr(layer, "params_size")
-    except TypeError:
-        old_api = False
-    if old_api:
+    if not _versions.at_least(tf, 1, 4):  # TF <= 1.3 (the tf-1.2 image): opaque params object
+        layer = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=hidden, input_size=hidden)
         params = tf.Variable(tf.ones([layer.params_size()]), validate_shape=False)
         zeros = tf.zeros([1, batch, hidden])
         output, _h, _c = layer(input_data=x, input_h=zeros, input_c=zeros, params=params,
                                is_training=True)
         return output, "tf.contrib.cudnn_rnn.CudnnLSTM (TF <= 1.3 API, params all ones)"
-    layer = probe(num_layers=1, num_units=hidden, kernel_initializer=tf.ones_initializer(),
-                  bias_initializer=tf.ones_initializer())
+    layer = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=hidden,
+                                           kernel_initializer=tf.ones_initializer(),
+                                           bias_initializer=tf.ones_initializer())
     output, _ = layer(x, training=True)
     return output, "tf.contrib.cudnn_rnn.CudnnLSTM (TF >= 1.4 layer API, weights/biases ones)"
 
@@ -207,20 +207,15 @@ def _cudnn_raw(tf, v1, x, batch, hidden):
 def _keras_lstm(tf):
     """Keras 2 (tf_keras, which has time_major) when installed, else tf.keras (Keras 3 on TF
     >= 2.16). Returns (keras module, label)."""
-    try:
+    if _versions.available("tf_keras"):
         import tf_keras
         return tf_keras, "tf_keras %s" % getattr(tf_keras, "__version__", "?")
-    except ImportError:
-        pass
-    keras = tf.keras
-    version = getattr(keras, "__version__", None)
-    if version is None:
-        try:
-            import keras as keras_pkg
-            version = keras_pkg.__version__
-        except Exception:
-            version = "?"
-    return keras, "tf.keras (Keras %s)" % version
+    if _versions.available("keras"):
+        import keras as keras_pkg
+        version = keras_pkg.__version__
+    else:
+        version = getattr(tf.keras, "__version__", "?")
+    return tf.keras, "tf.keras (Keras %s)" % version
 
 
 def _build_cudnn(tf, v1, x, batch, seq, hidden, gpu):
@@ -232,7 +227,7 @@ def _build_cudnn(tf, v1, x, batch, seq, hidden, gpu):
         sub = ("tf.contrib.cudnn_rnn.CudnnLSTM", "tf.raw_ops.CudnnRNN",
                "tf.contrib was removed in TF 2.0; the op the class wrapped is still in core")
         return output, api, [sub], [], None
-    if _has_contrib(tf) or _major(tf) < 2:  # TF 1.x on CPU (never run here)
+    if not _versions.at_least(tf, 2):  # TF 1.x on CPU (never run here)
         raise RuntimeError("cudnn_lstm needs a GPU on TensorFlow %s: tf.contrib.cudnn_rnn runs "
                            "only on cuDNN and this kit defines its CPU stand-in (the Keras LSTM "
                            "layer) for TensorFlow 2 only" % tf.__version__)
@@ -288,11 +283,11 @@ def _major(tf):
 
 
 def _gpu_available(tf):
-    config = getattr(tf, "config", None)
-    if config is not None and hasattr(config, "list_physical_devices"):
-        return bool(config.list_physical_devices("GPU"))
-    test = getattr(tf, "test", None)  # TF 1.x (never run here)
-    return bool(test is not None and test.is_gpu_available())
+    if _versions.at_least(tf, 2, 1):
+        return bool(tf.config.list_physical_devices("GPU"))
+    if _versions.at_least(tf, 2):
+        return bool(tf.config.experimental.list_physical_devices("GPU"))
+    return bool(tf.test.is_gpu_available())  # TF 1.x (never run here)
 
 
 def run(ctx):
@@ -348,7 +343,7 @@ def run(ctx):
                                "tf" if v1 is tf else "tf.compat.v1"))
     for original, used, why in subs:
         ctx.substitute(original, used, why)
-    if _major(tf) >= 2:
+    if _versions.at_least(tf, 2):
         ctx.substitute("TensorFlow 1.x top-level graph API (tf.placeholder, tf.Session, "
                        "tf.train.GradientDescentOptimizer, tf.initialize_all_variables)",
                        "the same calls under tf.compat.v1 (global_variables_initializer), in an "

@@ -25,8 +25,10 @@ import timing
 
 try:
     from workloads import _params as params_
+    from workloads import _versions
 except ImportError:  # pragma: no cover
     import _params as params_
+    import _versions
 
 FRAMEWORK = "torch"
 
@@ -85,9 +87,9 @@ def _layout(torch, tokens, batch, seq):
 
 
 def _loss_value(loss):
-    if hasattr(loss, "item"):
+    if hasattr(loss, "item"):  # PyTorch >= 0.4
         return float(loss.item())
-    return float(loss.data[0])  # PyTorch 0.1.12
+    return float(loss.data[0])  # PyTorch 0.1.12 (never run here)
 
 
 def _timed_loop(budget, step, warmup, sync=None):
@@ -148,12 +150,12 @@ def run(ctx):
     model = WordLM()
     if gpu:
         model = model.cuda()
-    try:
+    if _versions.at_least(torch, 0, 4, 1):  # `reduction` from PyTorch 0.4.1 on
         criterion = nn.CrossEntropyLoss(reduction="sum")
         ctx.substitute("nn.CrossEntropyLoss(size_average=False)",
                        "nn.CrossEntropyLoss(reduction='sum')",
                        "same summed loss; current PyTorch spells it with `reduction`")
-    except TypeError:  # PyTorch 0.1.12
+    else:  # PyTorch 0.1.12, as published (never run here)
         criterion = nn.CrossEntropyLoss(size_average=False)
     optimizer = torch.optim.Adam(model.parameters(), lr=float(p["lr"]))
 

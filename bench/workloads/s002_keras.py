@@ -7,9 +7,14 @@ numpy arrays (sliced per batch, shuffled every epoch). Data sets:
   nietzsche        windows of 40 one-hot characters, step 3, D = 57 -> 200,285 samples
   wikitext2-char   the same windows over WikiText-2 raw as preprocessed by Keras-MXNet, D <= 37
 
-Variants:
-  tensorflow  tf.keras of the installed TensorFlow (Keras 3) standing in for Keras 2.1.6 on TF 1.8.
-  mxnet       MXNet Gluon standing in for keras-mxnet 2.1.6 on MXNet 1.2: a hybridized
+Variants, and the API each takes (chosen by what the stack installs: _versions.available/at_least;
+checked per stack by tests/test_api_paths.py against each version's API list):
+  Keras 2.x installed (the GPU images: Keras 2.1.6 on TF 1.8, keras-mxnet 2.1.6.1 on MXNet 1.2):
+              the original's own code, Sequential([LSTM(128, unroll=True), Dense(softmax)]) with
+              Keras 2.1.6's defaults (hard_sigmoid, implementation=1), RMSprop(lr=0.01),
+              multi_gpu_model for gpus > 1. NEVER RUN HERE (no Keras 2 on the project machines).
+  tensorflow  with Keras 3: tf.keras of the installed TensorFlow standing in for Keras 2.1.6 on TF 1.8.
+  mxnet       without Keras: MXNet Gluon standing in for keras-mxnet 2.1.6 on MXNet 1.2: a hybridized
               gluon.rnn.LSTMCell unrolled over the 40 steps + Dense, the same loss and optimiser.
               keras-mxnet itself installs on Python 3.11 (pure-Python wheel) but does not import
               there (collections.Iterable), and with that patched it fails to build this model on
@@ -35,8 +40,10 @@ import timing
 
 try:
     from workloads import _params as params_
+    from workloads import _versions
 except ImportError:  # pragma: no cover
     import _params as params_
+    import _versions
 
 
 # the framework whose build information the stack fingerprint records, per variant
@@ -275,6 +282,97 @@ def _tensorflow(ctx, p, data):
     return train_step, desc, (gpu_memory if on_gpu else None), sync
 
 
+def _keras2(ctx, p, data):
+    """Keras 2.x: Keras 2.1.6 on TensorFlow 1.8 (variant tensorflow) or keras-mxnet 2.1.6.1 on
+    MXNet 1.2 (variant mxnet), the seed's own API and model. NEVER RUN HERE (no Keras 2 and no GPU
+    on the project machines); its calls are checked against the Keras 2.1.6 / TensorFlow 1.8 /
+    MXNet 1.2 API lists by tests/test_api_paths.py."""
+    import keras
+
+    gpus = int(p["gpus"])
+    seed = int(p["seed"])
+    if ctx.variant == "tensorflow":
+        import tensorflow as tf
+        tf.set_random_seed(seed)
+        backend_version = tf.__version__
+        available = _tf1_gpu_count() if ctx.device == "gpu" else 0
+    else:
+        import mxnet as mx
+        mx.random.seed(seed)
+        backend_version = mx.__version__
+        available = len(mx.test_utils.list_gpus()) if ctx.device == "gpu" else 0
+    if p["replicas_on_cpu"]:
+        raise ValueError("replicas_on_cpu is a test of the Keras 3 / Gluon paths only")
+    check_gpus(ctx, gpus, available)
+    model = keras.models.Sequential()
+    model.add(keras.layers.LSTM(int(p["hidden"]), input_shape=(data.seq, data.d),
+                                unroll=p["unroll"] == "unroll"))
+    model.add(keras.layers.Dense(data.d, activation="softmax"))
+    if gpus > 1:  # never run on GPUs
+        if ctx.variant == "tensorflow":
+            model = keras.utils.multi_gpu_model(model, gpus=gpus, cpu_merge=False)
+        else:
+            model = keras.utils.multi_gpu_model(model, gpus=gpus)
+    model.compile(loss="categorical_crossentropy",
+                  optimizer=keras.optimizers.RMSprop(lr=float(p["lr"])))
+
+    def train_step(x, y):
+        return float(model.train_on_batch(x, y))
+
+    def gpu_memory():  # never run on a GPU
+        if ctx.variant == "tensorflow":
+            return _tf1_peak_memory(keras, gpus), (
+                "tf.contrib.memory_stats.MaxBytesInUse() per GPU in Keras's session, in MiB (GPU 0 "
+                "in samples, all GPUs in extra); the published TF figures are TF 1.8's default "
+                "grab-almost-all allocation, not usage (section 3.2)")
+        return _nvidia_smi_used(gpus), (
+            "MiB in use per GPU from nvidia-smi --query-gpu=memory.used after the timed batches "
+            "(MXNet 1.2 has no memory query; MXNet's pool included); the published MXNet figures "
+            "are presumably nvidia-smi (unverified, section 3.2)")
+
+    ctx.substitute("Keras %s model.fit over whole epochs" % keras.__version__,
+                   "the same compiled model trained with train_on_batch in a Keras-2.1.6-style "
+                   "fit loop (index shuffled every epoch, one host slice per batch)",
+                   "one timed sample per batch instead of whole epochs (budgeted runs)")
+    backend = "tensorflow" if ctx.variant == "tensorflow" else "mxnet"
+    desc = {"framework": "keras", "framework_version": keras.__version__, "backend": backend,
+            "backend_version": backend_version,
+            "api": "keras.models.Sequential([LSTM(%d, unroll=%s), Dense(softmax)]) with Keras 2 "
+                   "defaults (hard_sigmoid, implementation=1), RMSprop(lr=%s), train_on_batch%s"
+                   % (int(p["hidden"]), p["unroll"] == "unroll", p["lr"],
+                      "; multi_gpu_model(gpus=%d)" % gpus if gpus > 1 else "")}
+    ctx.note("This Keras 2 code path was written without Keras 2 or a GPU and has never run; its "
+             "calls are checked against the Keras %s and %s %s API lists (tests/test_api_paths.py)."
+             % (keras.__version__, backend, backend_version))
+    sync = "implicit: train_on_batch returns the loss as a host float"
+    on_gpu = gpus > 0
+    return train_step, desc, (gpu_memory if on_gpu else None), sync
+
+
+def _tf1_gpu_count():
+    """GPUs TensorFlow 1.x sees (never run here)."""
+    from tensorflow.python.client import device_lib
+    return sum(1 for d in device_lib.list_local_devices() if d.device_type == "GPU")
+
+
+def _tf1_peak_memory(keras, gpus):
+    """Peak bytes in use per GPU, TensorFlow 1.x contrib memory_stats (never run here)."""
+    import tensorflow as tf
+    ops = []
+    for i in range(gpus):
+        with tf.device("/gpu:%d" % i):
+            ops.append(tf.contrib.memory_stats.MaxBytesInUse())
+    return [v / 2.0 ** 20 for v in keras.backend.get_session().run(ops)]
+
+
+def _nvidia_smi_used(gpus):
+    """MiB in use per GPU as nvidia-smi reports it (never run here)."""
+    import subprocess
+    out = subprocess.check_output(["nvidia-smi", "--query-gpu=memory.used",
+                                   "--format=csv,noheader,nounits"]).decode()
+    return [float(v) for v in out.split()][:gpus]
+
+
 def _mxnet(ctx, p, data):
     import mxnet as mx
     from mxnet import autograd, gluon
@@ -369,6 +467,18 @@ def _mxnet(ctx, p, data):
     return train_step, desc, (gpu_memory if on_gpu else None), sync
 
 
+def _backend(ctx):
+    """Keras 2.x where the stack installs it (the GPU images: the original's API), else Keras 3 over
+    TensorFlow (variant tensorflow) or MXNet Gluon (variant mxnet, no Keras)."""
+    if _versions.available("keras"):
+        import keras
+        if not _versions.at_least(keras, 3):
+            return _keras2
+    if ctx.variant == "tensorflow":
+        return _tensorflow
+    return _mxnet
+
+
 # -----------------------------------------------------------------------------------------------
 def _record(ctx, name, t, unit, items, values, derivation, method, sync):
     m = ctx.record_timed(name, t, "s", "s", items, method, sync)
@@ -386,8 +496,7 @@ def run(ctx):
     t0 = timing.clock()
     data = Data(np, p)
     data_s = timing.clock() - t0
-    backend = _tensorflow if ctx.variant == "tensorflow" else _mxnet
-    train_step, desc, gpu_memory, sync = backend(ctx, p, data)
+    train_step, desc, gpu_memory, sync = _backend(ctx)(ctx, p, data)
     ctx.describe(**desc)
 
     losses = []

@@ -43,7 +43,7 @@ library.
 """
 import timing
 
-from workloads import _lm003
+from workloads import _lm003, _versions
 
 FRAMEWORK = "tensorflow"
 
@@ -124,16 +124,14 @@ class LanguageModel(object):
 
     def _cudnn_layer(self, hdim):
         tf = self.tf
-        old = getattr(tf.compat.v1.keras.layers, "CuDNNLSTM", None)
-        if self.gpu and old is not None:
-            self.cudnn_api = "tf.compat.v1.keras.layers.CuDNNLSTM (as published)"
-            return old(hdim, return_sequences=True, return_state=True)
-        if self.gpu:
-            try:  # Keras 3 can be told to insist on cuDNN; never run on a GPU
-                layer = tf.keras.layers.LSTM(hdim, return_sequences=True, return_state=True,
-                                             use_cudnn=True)
-            except TypeError:  # Keras 2 chooses cuDNN by itself when the arguments allow it
-                layer = tf.keras.layers.LSTM(hdim, return_sequences=True, return_state=True)
+        if self.gpu:  # never run on a GPU
+            if not _versions.at_least(tf, 2, 16):  # Keras 2 inside TF: CuDNNLSTM, as published
+                self.cudnn_api = "tf.compat.v1.keras.layers.CuDNNLSTM (as published)"
+                return tf.compat.v1.keras.layers.CuDNNLSTM(hdim, return_sequences=True,
+                                                           return_state=True)
+            # Keras 3 (TF >= 2.16) can be told to insist on cuDNN
+            layer = tf.keras.layers.LSTM(hdim, return_sequences=True, return_state=True,
+                                         use_cudnn=True)
             self.cudnn_api = "tf.keras.layers.LSTM on its cuDNN path"
             return layer
         self.cudnn_api = "tf.keras.layers.LSTM (CPU: backend kernels, no cuDNN)"
@@ -320,7 +318,7 @@ class EagerStep(object):
 
 def _configure_eager(tf, ctx, gpu):
     """The original eager config: inter_op 56, intra_op 0, GPU memory fraction 0.2 + growth."""
-    threading = getattr(getattr(tf, "config", None), "threading", None)
+    threading = tf.config.threading  # TF >= 2.0, which this workload needs
     if threading is not None:
         try:
             threading.set_inter_op_parallelism_threads(56)
@@ -433,13 +431,11 @@ def run(ctx):
 
 
 def _substitutes(tf, ctx, mode, impl, gpu):
-    keras_version = getattr(tf.keras, "__version__", None)
-    if keras_version is None:
-        try:
-            import keras
-            keras_version = keras.__version__
-        except Exception:
-            keras_version = "unknown"
+    if _versions.at_least(tf, 2, 16) and _versions.available("keras"):  # Keras 3, its own package
+        import keras
+        keras_version = keras.__version__
+    else:
+        keras_version = getattr(tf.keras, "__version__", "unknown")
     uses_keras = impl in ("static", "cudnn") or mode == "eager"
     if uses_keras and str(keras_version).split(".")[0] == "3":
         ctx.substitute("tf.keras bundled with TensorFlow 2.0.0-alpha0 (Keras 2 API)",
@@ -451,7 +447,7 @@ def _substitutes(tf, ctx, mode, impl, gpu):
                        "tf.keras.layers.LSTM x3 on the CPU",
                        "CuDNNLSTM needs a GPU; the nearest CPU equivalent is the standard LSTM "
                        "layer (no published CPU row exists for this variant)")
-    elif impl == "cudnn" and not hasattr(tf.compat.v1.keras.layers, "CuDNNLSTM"):
+    elif impl == "cudnn" and _versions.at_least(tf, 2, 16):  # CuDNNLSTM left with Keras 2
         ctx.substitute("tf.compat.v1.keras.layers.CuDNNLSTM x3",
                        "tf.keras.layers.LSTM x3 on its cuDNN path",
                        "CuDNNLSTM is gone from this TensorFlow version")

@@ -6,7 +6,19 @@ Workload (seed_workloads.md section 5.1, tensorflow/models ptb_word_lm.py LargeC
 (cudnn) between layers; all variables uniform(-0.04, 0.04) (cell biases zero for basic/block); loss
 = sum over the 35 steps of the batch-mean cross-entropy; gradients clipped to global norm 10; plain
 SGD, lr 1.0. The LSTM state is fetched after every step and fed into the next (as run_epoch does).
-TF1 graph code through tf.compat.v1 of the installed TensorFlow:
+The API is chosen by the TensorFlow version inside the stack (_versions.at_least; the choice is
+checked per stack by tests/test_api_paths.py against each version's API list):
+
+TensorFlow 1.x before 1.13 (the tf-1.8 GPU image): the tutorial's own classes, as the seed ran
+them. NEVER RUN HERE (no TensorFlow 1.x on the project machines, and no GPU):
+  basic  tf.contrib.rnn.BasicLSTMCell(forget_bias=0) + DropoutWrapper + MultiRNNCell, unrolled
+         35 steps in a "RNN" variable scope.
+  block  tf.contrib.rnn.LSTMBlockCell(forget_bias=0) in the same stack.
+  cudnn  GPU: tf.contrib.cudnn_rnn.CudnnLSTM (the 1.8 layer API: opaque parameters, weights and
+         biases uniform +-0.04, dropout between layers). CPU: tf.contrib.rnn.LSTMBlockFusedCell per
+         layer (biases zero), dropout between layers only; recorded as a substitute.
+
+TensorFlow >= 1.13 / 2.x (the CPU images and the modern image): TF1 graph code through tf.compat.v1:
   basic  BasicLSTMCell(forget_bias=0) + DropoutWrapper: the cell's arithmetic written out (one
          [in+H, 4H] product, gates i, j, f, o), because tf.compat.v1.nn.rnn_cell.BasicLSTMCell is
          gone with Keras 3. Unrolled 35 steps.
@@ -34,8 +46,10 @@ import timing
 
 try:
     from workloads import _params as params_
+    from workloads import _versions
 except ImportError:  # pragma: no cover
     import _params as params_
+    import _versions
 
 FRAMEWORK = "tensorflow"
 
@@ -124,6 +138,36 @@ def register_lstm_block_cell_grad(tf):
     _GRAD_REGISTERED.append(True)
 
 
+def _graph_api(tf):
+    """The TF1 graph API: tf.compat.v1 from TensorFlow 1.13 on, else tf itself (TF 1.x)."""
+    if _versions.at_least(tf, 1, 13):
+        return tf.compat.v1
+    return tf
+
+
+def _dropout(tf, x, keep):
+    """Dropout keeping a fraction `keep`: `rate` from TensorFlow 1.13 on, `keep_prob` before."""
+    if _versions.at_least(tf, 1, 13):
+        return tf.nn.dropout(x, rate=1.0 - keep)
+    return tf.nn.dropout(x, keep_prob=keep)
+
+
+def _floormod(tf, x, y):
+    if _versions.at_least(tf, 1, 13):
+        return tf.math.floormod(x, y)
+    return tf.floormod(x, y)
+
+
+def _gpu_count(tf):
+    """GPUs this TensorFlow sees: tf.config from 2.1 on; device_lib on TF 1.x (never run here)."""
+    if _versions.at_least(tf, 2, 1):
+        return len(tf.config.list_physical_devices("GPU"))
+    if _versions.at_least(tf, 2):
+        return len(tf.config.experimental.list_physical_devices("GPU"))
+    from tensorflow.python.client import device_lib
+    return sum(1 for d in device_lib.list_local_devices() if d.device_type == "GPU")
+
+
 class Tower(object):
     """One copy of the model's forward pass on one batch: inputs, state feeds, cost, final state."""
 
@@ -142,8 +186,16 @@ class Tower(object):
             inputs = tf.nn.embedding_lookup(embedding, x)
         with tf.device(device):
             if keep < 1:
-                inputs = tf.nn.dropout(inputs, rate=1.0 - keep)
-            if variant == "cudnn" and not cpu_substitute:  # never run on a GPU
+                inputs = _dropout(tf, inputs, keep)
+            if not _versions.at_least(tf, 1, 13):  # TF 1.x: the tutorial's classes (never run here)
+                if variant == "cudnn" and not cpu_substitute:  # never run on a GPU
+                    output = self._cudnn_contrib(tf, v1, inputs, batch, hidden, layers, keep)
+                elif variant == "cudnn":
+                    output = self._fused_contrib(tf, v1, inputs, batch, hidden, layers, keep)
+                else:
+                    output = self._cells_contrib(tf, v1, variant, inputs, batch, steps, hidden,
+                                                 layers, keep)
+            elif variant == "cudnn" and not cpu_substitute:  # never run on a GPU
                 output = self._cudnn(tf, v1, inputs, batch, steps, hidden, layers, keep)
             elif variant == "cudnn":
                 output = self._fused(tf, v1, inputs, batch, steps, hidden, layers, keep)
@@ -152,7 +204,7 @@ class Tower(object):
                                         keep)
             softmax_w = v1.get_variable("softmax_w", [hidden, vocab], dtype=tf.float32)
             softmax_b = v1.get_variable("softmax_b", [vocab], dtype=tf.float32)
-            logits = tf.compat.v1.nn.xw_plus_b(output, softmax_w, softmax_b)
+            logits = v1.nn.xw_plus_b(output, softmax_w, softmax_b)
             # sequence_loss(average_across_timesteps=False, average_across_batch=True), summed
             xent = tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=tf.reshape(y, [-1]), logits=logits)
@@ -190,7 +242,7 @@ class Tower(object):
                         x=x, cs_prev=c, h_prev=h, w=w, wci=zeros, wcf=zeros, wco=zeros, b=b,
                         forget_bias=0.0, cell_clip=-1.0, use_peephole=False)
                 cell[2], cell[3] = c, h
-                x = tf.nn.dropout(h, rate=1.0 - keep) if keep < 1 else h  # DropoutWrapper
+                x = _dropout(tf, h, keep) if keep < 1 else h  # DropoutWrapper
             outputs.append(x)
         for cell in cells:
             self.final.extend([cell[2], cell[3]])
@@ -212,8 +264,66 @@ class Tower(object):
             self.final.extend([cs[-1], hs[-1]])
             x = hs
             if keep < 1 and layer < layers - 1:  # cuDNN dropout: between layers only
-                x = tf.nn.dropout(x, rate=1.0 - keep)
+                x = _dropout(tf, x, keep)
         return tf.reshape(tf.transpose(x, [1, 0, 2]), [-1, hidden])
+
+    # -- TensorFlow 1.x before 1.13: the tutorial's own classes. NEVER RUN HERE (no TF 1.x, no GPU)
+    def _cells_contrib(self, tf, v1, variant, inputs, batch, steps, hidden, layers, keep):
+        """basic: BasicLSTMCell(forget_bias=0.0); block: LSTMBlockCell(forget_bias=0.0); each in
+        a DropoutWrapper(output_keep_prob), stacked by MultiRNNCell, unrolled over the steps as the
+        tutorial's _build_rnn_graph_lstm did; the initial state is fed like the other paths."""
+        rnn = tf.contrib.rnn
+        cells, state = [], []
+        for layer in range(layers):
+            if variant == "basic":
+                cell = rnn.BasicLSTMCell(hidden, forget_bias=0.0, state_is_tuple=True)
+            else:
+                cell = rnn.LSTMBlockCell(hidden, forget_bias=0.0)
+            if keep < 1:
+                cell = rnn.DropoutWrapper(cell, output_keep_prob=keep)
+            cells.append(cell)
+            c = self._state_feed(tf, v1, [batch, hidden], "c_%d" % layer)
+            h = self._state_feed(tf, v1, [batch, hidden], "h_%d" % layer)
+            state.append(rnn.LSTMStateTuple(c, h))
+        stack = rnn.MultiRNNCell(cells, state_is_tuple=True)
+        state = tuple(state)
+        outputs = []
+        with v1.variable_scope("RNN"):
+            for t in range(steps):
+                if t > 0:
+                    v1.get_variable_scope().reuse_variables()
+                out, state = stack(inputs[:, t, :], state)
+                outputs.append(out)
+        for layer_state in state:
+            self.final.extend([layer_state.c, layer_state.h])
+        return tf.reshape(tf.concat(outputs, 1), [-1, hidden])
+
+    def _fused_contrib(self, tf, v1, inputs, batch, hidden, layers, keep):
+        """CPU stand-in for CudnnLSTM on TF 1.x: LSTMBlockFusedCell per layer (never run here)."""
+        x = tf.transpose(inputs, [1, 0, 2])
+        for layer in range(layers):
+            c = self._state_feed(tf, v1, [batch, hidden], "c_%d" % layer)
+            h = self._state_feed(tf, v1, [batch, hidden], "h_%d" % layer)
+            with v1.variable_scope("fused_%d" % layer):
+                cell = tf.contrib.rnn.LSTMBlockFusedCell(hidden, forget_bias=0.0)
+                x, final = cell(x, initial_state=(c, h), dtype=tf.float32)
+            self.final.extend([final[0], final[1]])
+            if keep < 1 and layer < layers - 1:
+                x = _dropout(tf, x, keep)
+        return tf.reshape(tf.transpose(x, [1, 0, 2]), [-1, hidden])
+
+    def _cudnn_contrib(self, tf, v1, inputs, batch, hidden, layers, keep):
+        """tf.contrib.cudnn_rnn.CudnnLSTM, the TF 1.8 layer API (never run on a GPU)."""
+        scale = float(self.init_scale)
+        init = v1.random_uniform_initializer(-scale, scale)
+        lstm = tf.contrib.cudnn_rnn.CudnnLSTM(layers, hidden, dropout=1.0 - keep,
+                                              kernel_initializer=init, bias_initializer=init)
+        h = self._state_feed(tf, v1, [layers, batch, hidden], "h")
+        c = self._state_feed(tf, v1, [layers, batch, hidden], "c")
+        out, (h_out, c_out) = lstm(tf.transpose(inputs, [1, 0, 2]), initial_state=(h, c),
+                                   training=True)
+        self.final.extend([h_out, c_out])
+        return tf.reshape(tf.transpose(out, [1, 0, 2]), [-1, hidden])
 
     def _cudnn(self, tf, v1, inputs, batch, steps, hidden, layers, keep):  # never run on a GPU
         size = tf.raw_ops.CudnnRNNParamsSize(
@@ -236,22 +346,23 @@ class Tower(object):
 def run(ctx):
     import tensorflow as tf
 
-    v1 = tf.compat.v1
+    v1 = _graph_api(tf)
+    tf1 = not _versions.at_least(tf, 1, 13)  # the tutorial's classes (never run here)
     p = _params(ctx)
     variant = ctx.variant
     gpus = int(p["gpus"])
     batch, steps = int(p["batch"]), int(p["seq_len"])
-    visible = tf.config.list_physical_devices("GPU")
+    visible = _gpu_count(tf)
     devices = p["tower_devices"]
     if devices is None:
-        if gpus > 0 and (ctx.device != "gpu" or len(visible) < gpus):
+        if gpus > 0 and (ctx.device != "gpu" or visible < gpus):
             raise RuntimeError("cell needs %d GPUs, this host has %d%s"
-                               % (gpus, len(visible) if ctx.device == "gpu" else 0,
+                               % (gpus, visible if ctx.device == "gpu" else 0,
                                   "" if ctx.device == "gpu" else " (job device is cpu)"))
         devices = ["/gpu:%d" % i for i in range(gpus)] if gpus > 0 else ["/cpu:0"]
     on_gpu = any("gpu" in d.lower() for d in devices)
     cpu_substitute = variant == "cudnn" and not on_gpu
-    if variant == "block":
+    if variant == "block" and _versions.at_least(tf, 1, 13):
         register_lstm_block_cell_grad(tf)
 
     tokens, data_label = _corpus(p)
@@ -277,7 +388,7 @@ def run(ctx):
             for k, dev in enumerate(devices):
                 with v1.variable_scope(v1.get_variable_scope(), reuse=k > 0):
                     with tf.name_scope("tower_%d" % k):
-                        index = tf.math.floormod(current * towers + k, epoch_size)
+                        index = _floormod(tf, current * towers + k, epoch_size)
                         built.append(Tower(tf, v1, p, variant, data, index, dev, cpu_substitute))
             tvars = v1.trainable_variables()
             cost = tf.add_n([tw.cost for tw in built]) / float(towers)
@@ -290,7 +401,7 @@ def run(ctx):
             train_op = v1.train.GradientDescentOptimizer(lr).apply_gradients(
                 zip(grads, tvars), global_step=v1.train.get_or_create_global_step())
             with tf.control_dependencies([train_op]):
-                advance = counter.assign(tf.math.floormod(current + 1, epoch_size))
+                advance = counter.assign(_floormod(tf, current + 1, epoch_size))
             init_op = v1.global_variables_initializer()
         n_params = sum(int(v.shape.num_elements() or 0) for v in tvars)
     config = v1.ConfigProto(allow_soft_placement=True)
@@ -324,10 +435,7 @@ def run(ctx):
               "softmax over %d, summed sequence loss, gradients, clip to global norm %s, SGD "
               "update; final LSTM state fetched and fed into the next step%s"
               % (batch, steps, p["keep_prob"], int(p["layers"]), int(p["hidden"]),
-                 {"basic": "BasicLSTMCell arithmetic, unrolled",
-                  "block": "LSTMBlockCell kernel per step, unrolled",
-                  "cudnn": "fused BlockLSTM kernel per layer (CPU substitute for CudnnLSTM)"
-                  if cpu_substitute else "CudnnRNN over the whole sequence"}[variant],
+                 _lstm_text(variant, cpu_substitute, tf1),
                  p["vocab"], p["max_grad_norm"],
                  "; %d towers, each on its own batch" % towers if towers > 1 else ""))
     sync = ("implicit: session.run returns host values (cost, final state)" if on_gpu else
@@ -348,6 +456,65 @@ def run(ctx):
     ctx.extra["dataset"] = data_label
     ctx.extra["model"] = {"parameters": n_params, "epoch_size": epoch_size, "towers": towers,
                           "devices": devices, "build_and_init_seconds": build_s}
+    if not _versions.at_least(tf, 1, 13):  # never run here
+        _describe_contrib(ctx, tf, p, variant, cpu_substitute)
+    else:
+        _describe_compat(ctx, tf, p, variant, cpu_substitute)
+    if towers > 1:
+        ctx.substitute("Grappler AutoParallel (util.auto_parallel, num_replicas=%d)" % towers,
+                       "explicit in-graph towers on %s, one batch each, gradients averaged"
+                       % ", ".join(devices),
+                       "AutoParallel rewrote a queue-fed graph; the graph here has no queue")
+        ctx.note("The multi-tower path has never run on GPUs.")
+    ctx.substitute("reader.ptb_producer (range_input_producer queue + strided slice)",
+                   "a graph variable holding the batch index, advanced after every step, "
+                   "slicing the same [batch, batch_len] id matrix",
+                   "queue runners are deprecated in TensorFlow 2; same windows, no queue thread")
+    if data_label.get("stand_in") and p["dataset"] == "ptb":
+        ctx.substitute("PTB ptb.train.txt (929,589 words)",
+                       "deterministic stand-in token ids (bench/corpora.py %s)"
+                       % corpora.GENERATOR,
+                       "no params.data_dir given; speed depends on shapes only")
+    ctx.note("Samples are single steps after %d untimed warm-up step(s); the tutorial printed a "
+             "cumulative average from the epoch start (see extra.cumulative_wps)." % len(warm))
+
+
+def _lstm_text(variant, cpu_substitute, tf1):
+    if tf1:  # never run here
+        return {"basic": "tf.contrib.rnn.BasicLSTMCell, unrolled",
+                "block": "tf.contrib.rnn.LSTMBlockCell, unrolled",
+                "cudnn": "tf.contrib.rnn.LSTMBlockFusedCell per layer (CPU substitute for "
+                         "CudnnLSTM)" if cpu_substitute else
+                         "tf.contrib.cudnn_rnn.CudnnLSTM over the whole sequence"}[variant]
+    return {"basic": "BasicLSTMCell arithmetic, unrolled",
+            "block": "LSTMBlockCell kernel per step, unrolled",
+            "cudnn": "fused BlockLSTM kernel per layer (CPU substitute for CudnnLSTM)"
+            if cpu_substitute else "CudnnRNN over the whole sequence"}[variant]
+
+
+def _describe_contrib(ctx, tf, p, variant, cpu_substitute):
+    """TensorFlow 1.x before 1.13: the tutorial's own classes. NEVER RUN HERE."""
+    ctx.describe(framework="tensorflow", framework_version=tf.__version__,
+                 api="tf graph + Session (TensorFlow 1.x); %s" % _lstm_text(variant, cpu_substitute,
+                                                                           True))
+    if variant == "cudnn" and cpu_substitute:
+        ctx.substitute("tf.contrib.cudnn_rnn.CudnnLSTM (cuDNN, GPU only)",
+                       "tf.contrib.rnn.LSTMBlockFusedCell(forget_bias=0) per layer, biases zero, "
+                       "dropout between layers only",
+                       "no cuDNN on the CPU; the fused whole-sequence kernel is the nearest CPU "
+                       "counterpart. Speed is NOT comparable with the published cuDNN figure")
+    elif variant == "cudnn":
+        ctx.substitute("tf.contrib.cudnn_rnn.CudnnLSTM (old API, YJ's unpublished patch)",
+                       "tf.contrib.cudnn_rnn.CudnnLSTM, the TensorFlow %s layer API (weights and "
+                       "biases uniform(+-%s))" % (tf.__version__, p["init_scale"]),
+                       "YJ's patch is unpublished; the layer API of the same release wraps the "
+                       "same cuDNN RNN")
+    ctx.note("This TensorFlow 1.x code path was written without TensorFlow 1.x or a GPU and has "
+             "never run; its calls are checked against the TensorFlow %s API list "
+             "(tests/test_api_paths.py)." % tf.__version__)
+
+
+def _describe_compat(ctx, tf, p, variant, cpu_substitute):
     ctx.describe(framework="tensorflow", framework_version=tf.__version__,
                  api="tf.compat.v1 graph + Session; %s" % {
                      "basic": "BasicLSTMCell arithmetic written out (matmul, split, sigmoid/tanh)",
@@ -380,22 +547,5 @@ def run(ctx):
                        "tf.raw_ops.CudnnRNN with a CudnnRNNParamsSize buffer uniform(+-%s)"
                        % p["init_scale"], "tf.contrib is gone; the op remains")
         ctx.note("The CudnnRNN path was written without a GPU and has never run.")
-    if towers > 1:
-        ctx.substitute("Grappler AutoParallel (util.auto_parallel, num_replicas=%d)" % towers,
-                       "explicit in-graph towers on %s, one batch each, gradients averaged"
-                       % ", ".join(devices),
-                       "AutoParallel rewrote a queue-fed graph; the graph here has no queue")
-        ctx.note("The multi-tower path has never run on GPUs.")
-    ctx.substitute("reader.ptb_producer (range_input_producer queue + strided slice)",
-                   "a graph variable holding the batch index, advanced after every step, "
-                   "slicing the same [batch, batch_len] id matrix",
-                   "queue runners are deprecated in TensorFlow 2; same windows, no queue thread")
-    if data_label.get("stand_in") and p["dataset"] == "ptb":
-        ctx.substitute("PTB ptb.train.txt (929,589 words)",
-                       "deterministic stand-in token ids (bench/corpora.py %s)"
-                       % corpora.GENERATOR,
-                       "no params.data_dir given; speed depends on shapes only")
     ctx.substitute("TensorFlow 1.8", "TensorFlow %s through tf.compat.v1" % tf.__version__,
                    "TensorFlow 1.8 has no wheel for Python 3.11")
-    ctx.note("Samples are single steps after %d untimed warm-up step(s); the tutorial printed a "
-             "cumulative average from the epoch start (see extra.cumulative_wps)." % len(warm))
