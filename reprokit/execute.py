@@ -132,7 +132,18 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
     a Docker engine that stops answering raises lifecycle.EngineLost (exit 1). Measured cells are
     never lost: each is on disk before the next starts."""
     rundir.path.mkdir(parents=True, exist_ok=True)
-    lifecycle.acquire(rundir.path, argv)
+    # the CLI takes the lock before anything else and holds it until it exits; a caller that did
+    # not (a test, a script) gets it for the run only
+    lock = None if lifecycle.holds(rundir.path) else lifecycle.acquire(rundir.path, argv)
+    try:
+        return _execute_guarded(plan, runner, rundir, argv, resume, say)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
+                     resume: bool, say) -> dict:
     started = time.time()
     ctx: dict = {"current": None, "run": None, "progress": None}
     with lifecycle.signal_guard():

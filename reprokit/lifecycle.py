@@ -155,6 +155,11 @@ def describe_holder(h: dict | None) -> str:
             + (f" (started {h['started']})" if h.get("started") else ""))
 
 
+def holds(run_dir: Path) -> bool:
+    """Whether this process holds the run's lock."""
+    return Path(run_dir).resolve() in _held
+
+
 def acquire(run_dir: Path, argv: list[str] | None = None) -> RunLock:
     """Take the run's lock (idempotent within this process); UserError naming the live writer."""
     run_dir = Path(run_dir)

@@ -238,6 +238,28 @@ def test_sigkill_of_the_driver_takes_its_cell_with_it(tmp_path):
     no_harness_left(rundir, within=2)
 
 
+def test_a_driver_killed_before_its_first_cell_leaves_a_run_to_resume(tmp_path):
+    """run.json is written before the CPU probe: a driver killed during the probe or its first
+    cell leaves a run that `report` and `--resume` know."""
+    d = Driver(tmp_path / "results", "--runner", "local", *SLOW)
+    try:
+        rundir = d.rundir()  # waits for run.json
+        os.kill(d.pid, signal.SIGKILL)
+        d.wait(10)
+    finally:
+        d.kill()
+    no_harness_left(rundir, within=5)
+    run = rundir.load_run()
+    assert {e["cell_id"] for e in run["cells"]} == {MATMUL, LSTM}
+    p, md = report(rundir)
+    assert p.returncode == 1 and "incomplete" in p.stderr, p.stderr
+    assert "**PENDING**" in md or "**INTERRUPTED**" in md
+    p = resume(rundir, "--runner", "local", *SLOW)
+    assert p.returncode == 0, p.stderr
+    assert sorted(started_cells(p.stderr)) == sorted([MATMUL, LSTM]), p.stderr
+    assert {e["status"] for e in rundir.load_run()["cells"]} == {"ok"}
+
+
 def test_sigkill_of_the_cell_is_a_crash_not_out_of_memory(tmp_path):
     d = Driver(tmp_path / "results", "--runner", "local", *SLOW)
     try:

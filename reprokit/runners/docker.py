@@ -12,6 +12,10 @@ Uses the docker SDK (never the CLI). A cell runs `python /opt/reprokit/bench/har
   - memory and process-count limits; a per-cell timeout that kills the container (status
     "timeout"); the kernel OOM killer seen through State.OOMKilled (status "oom").
 The container's output is saved as the cell's log and the container is removed afterwards.
+A container never outlives its driver for long: it is labelled with the run directory and the
+driver's pid, host and start time (leftovers of this run and of dead drivers are removed when a run
+starts or resumes), and the harness stops itself when the run's heartbeat file, which the driver
+touches while it waits, goes stale. An engine that stops answering mid-cell is lifecycle.EngineLost.
 
 GPU paths (device "gpu": DeviceRequest, NVIDIA_* variables) have never run on a GPU: no machine
 this kit was developed on has one. They are built from the documented Engine API only.
