@@ -21,6 +21,7 @@ written or moved: the returned record says the same in memory.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,25 +215,30 @@ def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str,
             note(f"{cid}: run.json said {e.get('status')}, its result file says {doc['status']}: "
                  "kept the file's")
         set_entry(cid, doc["status"], doc.get("reason"), doc)
-    # the driver ended without finishing the run: its running cell was interrupted
+    # the driver ended without finishing the run: its running cell (if any) was interrupted
     current = run.get("current")
-    if run.get("finished") is None and current and not holder:
-        cid = current.get("cell_id")
-        drv = current.get("driver") or {}
+    drv = (current or {}).get("driver") or run.get("driver") or {}
+    me = drv.get("pid") == os.getpid() and drv.get("host") == lifecycle.host_name()
+    if run.get("finished") is None and not holder and not me:  # not this driver's own run
+        cid = (current or {}).get("cell_id")
         what = (f"the driver (pid {drv.get('pid')} on {drv.get('host')}) ended without finishing "
-                f"the run while {cid} was running (killed outright, e.g. by SIGKILL or a reboot, "
-                "or it could not write run.json any more: a full or read-only disk)")
+                "the run" + (f" while {cid} was running" if cid else "") + " (killed outright, e.g. "
+                "by SIGKILL or a reboot, or it could not write run.json any more: a full or "
+                "read-only disk)")
         if cid in entries and cid not in out.cells and cid not in bad:
             set_entry(cid, "interrupted", f"{what}; no result was written; --resume RUN "
                                           "re-measures it")
         incidents = run.setdefault("incidents", [])
-        if not any(i.get("kind") == "driver_lost" and i.get("cell_id") == cid
-                   and i.get("started") == current.get("started") for i in incidents):
+        if not any(i.get("kind") == "driver_lost" and i.get("driver_pid") == drv.get("pid")
+                   for i in incidents):
             incidents.append({"kind": "driver_lost", "at": lifecycle.utcnow(), "cell_id": cid,
-                              "started": current.get("started"), "text": what})
+                              "started": (current or {}).get("started"),
+                              "driver_pid": drv.get("pid"), "text": what})
             note(what)
-        run["current"] = None
-        changed = True
+            changed = True
+        if current:
+            run["current"] = None
+            changed = True
     # listed as measured, but no usable file
     for cid, e in entries.items():
         if cid in out.cells:

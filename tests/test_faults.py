@@ -96,8 +96,9 @@ def run_json(rundir: results.RunDir) -> dict:
         return {}
 
 
-def harness_pids(rundir: results.RunDir) -> list[int]:
-    """Processes running bench/harness.py on a job of this run (a /proc scan; no psutil)."""
+def harness_pids(rundir: results.RunDir, cell_id: str | None = None) -> list[int]:
+    """Processes running bench/harness.py on a job of this run (for `cell_id` only, when given):
+    a /proc scan, no psutil."""
     needle = str(rundir.path.resolve())
     out = []
     for d in Path("/proc").iterdir():
@@ -107,25 +108,20 @@ def harness_pids(rundir: results.RunDir) -> list[int]:
             args = (d / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if any(a.endswith("harness.py") for a in args) and any(needle in a for a in args):
+        if any(a.endswith("harness.py") for a in args) and any(needle in a for a in args) \
+                and (cell_id is None or cell_id in args):
             out.append(int(d.name))
     return out
 
 
-def cell_running(rundir: results.RunDir, cell_id: str, process: int | None = None) -> bool:
-    cur = run_json(rundir).get("current") or {}
-    return cur.get("cell_id") == cell_id and cur.get("process") == process
-
-
-def wait_mid_cell(driver: Driver, cell_id: str, process: int | None = None,
-                  local: bool = True) -> results.RunDir:
+def wait_mid_cell(driver: Driver, cell_id: str) -> results.RunDir:
     """Wait until `cell_id` runs (its harness process exists) and has run for a second."""
     rundir = driver.rundir()
-    wait_until(lambda: cell_running(rundir, cell_id, process) and (not local or harness_pids(rundir)),
-               120, f"{cell_id} to start ({driver.stderr()[-500:]})")
+    wait_until(lambda: harness_pids(rundir, cell_id), 120,
+               f"{cell_id} to start ({driver.stderr()[-500:]})")
     time.sleep(1.0)
     assert driver.proc.poll() is None, driver.stderr()
-    assert cell_running(rundir, cell_id, process), f"{cell_id} ended too soon: slow it down"
+    assert harness_pids(rundir, cell_id), f"{cell_id} ended too soon: slow it down"
     return rundir
 
 
@@ -633,18 +629,28 @@ def smoke_image(client, lock):
     return build_image(client, "smoke-python", say=lambda *_: None)
 
 
-def containers_of(client, rundir: results.RunDir, all_: bool = True) -> list:
-    return client.containers.list(all=all_, filters={
-        "label": f"reprokit.run_dir={rundir.path.resolve()}"})
+def containers_of(client, rundir: results.RunDir, all_: bool = True, process: int | None = None):
+    """The run's containers (by its run id; the run ids of these tests' runs are unique on the
+    host only within a second, so also by the mounted run directory)."""
+    found = client.containers.list(all=all_, filters={"label": f"reprokit.run={rundir.path.name}"})
+    mine = []
+    for c in found:
+        mounts = {m.get("Source") for m in c.attrs.get("Mounts") or []}
+        if str(rundir.path.resolve()) in mounts and (
+                process is None or (c.labels or {}).get("reprokit.process") == str(process)):
+            mine.append(c)
+    return mine
 
 
 def mid_process_2(d: Driver, client) -> tuple[results.RunDir, object]:
     rundir = d.rundir()
-    wait_until(lambda: cell_running(rundir, MATMUL, 2) and containers_of(client, rundir, False),
-               180, f"process 2's container ({d.stderr()[-500:]})")
+    wait_until(lambda: containers_of(client, rundir, False, process=2), 180,
+               f"process 2's container ({d.stderr()[-500:]})")
     time.sleep(1.0)
-    (container,) = containers_of(client, rundir, False)
-    assert d.proc.poll() is None and cell_running(rundir, MATMUL, 2), d.stderr()
+    (container,) = containers_of(client, rundir, False, process=2)
+    assert d.proc.poll() is None, d.stderr()
+    container.reload()
+    assert container.status == "running", "process 2 ended too soon: slow it down"
     return rundir, container
 
 
@@ -711,8 +717,9 @@ def test_docker_a_killed_driver_leaves_a_container_that_stops_itself(client, smo
 
 
 class PrivateEngine:
-    """A dockerd of the test's own (data root, socket, no bridge, no iptables), so stopping it
-    mid-run takes no other test's engine away."""
+    """A dockerd of the test's own (data root, socket, no bridge, no iptables) in a network
+    namespace of its own (dockerd with --bridge none deletes the host's docker0), so stopping it
+    mid-run takes nothing away from the engine every other test uses."""
 
     def __init__(self, client, image_tag: str):
         import tempfile
@@ -727,12 +734,14 @@ class PrivateEngine:
 
     def start(self) -> None:
         import shutil
-        dockerd = shutil.which("dockerd")
+        dockerd, unshare = shutil.which("dockerd"), shutil.which("unshare")
         assert dockerd, "dockerd is not installed (scripts/test.sh installs docker.io)"
+        assert unshare, "unshare (util-linux) is not installed"
         self.log = open(self.dir / "dockerd.log", "a")
         self.proc = subprocess.Popen(
-            [dockerd, "--data-root", str(self.dir / "data"), "--exec-root", str(self.dir / "exec"),
-             "--pidfile", str(self.dir / "docker.pid"), "--host", self.host, "--bridge", "none",
+            [unshare, "--net", dockerd, "--data-root", str(self.dir / "data"),
+             "--exec-root", str(self.dir / "exec"), "--pidfile", str(self.dir / "docker.pid"),
+             "--host", self.host, "--bridge", "none",
              "--iptables=false", "--ip-masq=false", "--containerd-namespace", "rkd",
              "--containerd-plugins-namespace", "rkd-plugins"],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -767,6 +776,7 @@ class PrivateEngine:
 
 @pytest.mark.docker
 def test_docker_the_engine_stopped_mid_cell(client, smoke_image, tmp_path):
+    links = sorted(os.listdir("/sys/class/net"))
     eng = PrivateEngine(client, smoke_image["tag"])
     try:
         env = {**os.environ, "DOCKER_HOST": eng.host}
@@ -796,4 +806,5 @@ def test_docker_the_engine_stopped_mid_cell(client, smoke_image, tmp_path):
         assert not containers_of(own, rundir)
     finally:
         eng.close()
-    client.ping()  # the engine every other test uses is still there
+    client.ping()  # the engine every other test uses is still there, its network too
+    assert sorted(os.listdir("/sys/class/net")) == links
