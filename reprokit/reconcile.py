@@ -42,8 +42,11 @@ class Reconciled:
     modified: bool = False  # whether files were moved or run.json written
 
 
-def cell_id_of(filename: str) -> str:
-    """The cell id of a main result file name (results.cell_filename reversed)."""
+def cell_id_of(filename: str, known: dict[str, str] | None = None) -> str:
+    """The cell id of a main result file name. results.cell_filename is not reversible when an id
+    holds '__' itself, so the ids run.json knows come first (`known`: file name -> cell id)."""
+    if known and filename in known:
+        return known[filename]
     return filename[:-5].replace("__", "/")
 
 
@@ -162,13 +165,14 @@ def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str,
     files = sorted(p for p in cells_dir.glob("*.json") if not p.name.startswith(".")) \
         if cells_dir.is_dir() else []
     bad: dict[str, str] = {}  # cell id -> reason its main result is unusable
+    known = {results.cell_filename(cid): cid for cid in entries}
     # process files first (run --repeat K): a bad one is moved aside and the cell merged again
     remerge: set[str] = set()
     for p in files:
         m = PROCESS_FILE.match(p.name)
         if not m:
             continue
-        cid = cell_id_of(m["stem"] + ".json")
+        cid = cell_id_of(m["stem"] + ".json", known)
         n = int(m["n"])
         _, problem = check_result(p, run_id, cid, n)
         if problem:
@@ -178,7 +182,7 @@ def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str,
     for p in files:
         if PROCESS_FILE.match(p.name):
             continue
-        cid = cell_id_of(p.name)
+        cid = cell_id_of(p.name, known)
         doc, problem = check_result(p, run_id, cid, None)
         if problem:
             why = aside(p, problem)

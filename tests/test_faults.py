@@ -587,6 +587,10 @@ def test_reconcile_reads_strictly():
     with pytest.raises(ValueError):
         results.loads_strict('{"a": 1e400}')
     assert reconcile.cell_id_of("smoke__python__matmul__n24.json") == MATMUL
+    # an id holding '__' itself: the file name cannot be reversed, run.json's id is taken
+    odd = "000/pytorch/x__y/b1"
+    assert reconcile.cell_id_of(results.cell_filename(odd)) != odd
+    assert reconcile.cell_id_of(results.cell_filename(odd), {results.cell_filename(odd): odd}) == odd
 
 
 # -- the Docker runner ------------------------------------------------------------------------------
