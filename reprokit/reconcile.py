@@ -303,7 +303,8 @@ def _show(key: str, value) -> str:
 
 def check_resume(run: dict, now: dict) -> None:
     """UserError (one line) when a setting that changes measurements differs from the run's.
-    Older runs record fewer settings: what they do not record is not compared."""
+    Older runs record fewer settings: what they do not record is not compared, nor what `now`
+    leaves out (the command checks the plain options before it prepares data or picks a runner)."""
     stored = {"suite": run.get("suite"), "runner": run.get("runner"),
               "quick": bool(run.get("quick")), "protocol": run.get("protocol"),
               "repeat": int(run.get("repeat") or 1)}
@@ -315,7 +316,9 @@ def check_resume(run: dict, now: dict) -> None:
         if "data" in opts:
             stored["data"] = opts["data"]
     for key, was in stored.items():
-        given = now.get(key)
+        if key not in now:
+            continue
+        given = now[key]
         if key == "data" and was is not None and given is not None:
             same = Path(str(was)).resolve() == Path(str(given)).resolve()
         elif key == "time_budget_s" and was is not None and given is not None:

@@ -110,6 +110,10 @@ def run(args) -> int:
     check_inputs(args, plan, resumed)
     if resumed is not None:  # one driver per run: the lock before anything is written
         lifecycle.acquire(resumed.path)
+        early = reconcile.resume_options(plan.options, "", suite.name)
+        for later in ("runner", "device", "data"):  # known once data and runner are set up
+            del early[later]
+        reconcile.check_resume(resumed.load_run(), early)
     if args.data:
         options.data = datasets.prepare_run(plan.runnable, args.data, args.data_lock,
                                             say=lambda m: print(m, file=sys.stderr))
