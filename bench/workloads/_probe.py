@@ -1,0 +1,200 @@
+"""The GPU capability probe shared by the probe_<framework> workloads (suite gpu-smoke).
+
+A probe answers, in seconds, "do this stack's own cuBLAS and cuDNN kernels run on this GPU, and do
+they compute the right numbers?" before any benchmark is trusted on it (legacy_stacks.md 6, item 1):
+
+* one float32 GEMM (a @ b, n x n) through the framework's matrix product (cuBLAS on a GPU);
+* one LSTM step (one time step, batch x input -> hidden) through the framework's own RNN path (cuDNN
+  where the framework has a cuDNN LSTM; the framework's GEMM and elementwise kernels otherwise);
+* both checked against a float64 NumPy reference computed in the same process, then timed.
+
+The LSTM step uses one constant for every weight and bias, so every gate of a unit sees the same
+pre-activation z = w * (sum(x) + sum(h0) + n_bias): the reference is exact whatever order a
+framework or cuDNN keeps its gates and weight matrices in (cuDNN's opaque parameter buffers
+included); only the bias count differs (two bias vectors in cuDNN, PyTorch and MXNet, one in Keras
+and in a hand-written cell). c0 differs per unit, so the outputs differ per unit.
+
+`CUDA_FORCE_PTX_JIT=1` (job parameter `cuda_force_ptx_jit`, which the host sets when preflight finds
+that the stack reaches this GPU only through PTX): set in the environment before the framework is
+imported, so the driver ignores every cubin and JIT-compiles PTX; whatever still runs has PTX for
+all the kernels the probe touched (CUDA Ampere/Hopper compatibility guides, 1.3).
+
+THE GPU PATH OF EVERY PROBE HAS NEVER RUN: no machine of this project has a GPU. On a CPU the same
+code runs (tests/test_probes.py runs the probes of the modern stack, Theano and MXNet on CPU through
+the local runner), which checks the arithmetic, the reference and the recording, not a GPU.
+
+Standard library and NumPy only; Python 3.5 syntax (2.7-compatible).
+"""
+import os
+
+import timing
+
+DEFAULTS = {"n": 256, "batch": 16, "input": 64, "hidden": 64, "seed": 1234}
+GEMM_REL_TOL = 1e-2   # of max |reference|: loose enough for TF32 GEMMs (10-bit mantissa), far
+LSTM_ABS_TOL = 5e-3   # below what a wrong or missing kernel gives (zeros, NaN, garbage)
+
+# Known failure signatures (legacy_stacks.md 4.4): text in an error -> what it means.
+SIGNATURES = (
+    ("no kernel image is available", "no kernel image for this GPU (SASS-only kernels)"),
+    ("CUBLAS_STATUS_EXECUTION_FAILED", "cuBLAS kernel failed to execute"),
+    ("CUBLAS_STATUS_ARCH_MISMATCH", "cuBLAS architecture mismatch"),
+    ("CUBLAS_STATUS_NOT_INITIALIZED", "cuBLAS did not initialise"),
+    ("CUDNN_STATUS_EXECUTION_FAILED", "cuDNN kernel failed to execute"),
+    ("CUDNN_STATUS_ARCH_MISMATCH", "cuDNN architecture mismatch"),
+    ("cuDNN failed to initialize", "cuDNN did not initialise"),
+    ("Invalid cuda version", "libgpuarray rejected the driver's CUDA version"),
+    ("invalid value for --gpu-architecture", "NVRTC does not know this architecture"),
+    ("invalid device function", "no kernel image for this GPU (invalid device function)"),
+)
+
+
+class ProbeFailure(RuntimeError):
+    """A probe stage failed: the message is the cell's one-line reason (and the cache's error)."""
+
+
+def settings(ctx):
+    p = dict(DEFAULTS)
+    p.update(dict((k, v) for k, v in ctx.params.items() if k in DEFAULTS))
+    for key in DEFAULTS:
+        p[key] = int(p[key])
+        if p[key] < 1:
+            raise ValueError("probe parameter %s must be a positive integer, not %r" % (key, p[key]))
+    return p
+
+
+def force_ptx_jit(ctx):
+    """Set CUDA_FORCE_PTX_JIT=1 when the job asks for it on a GPU. Call BEFORE importing the
+    framework (the driver reads it when CUDA initialises). Returns what was done, for the record."""
+    wanted = bool(ctx.params.get("cuda_force_ptx_jit"))
+    if wanted and ctx.device == "gpu":
+        os.environ["CUDA_FORCE_PTX_JIT"] = "1"
+        return "CUDA_FORCE_PTX_JIT=1 set before the framework was imported"
+    if wanted:
+        return "asked for, not set: the cell runs on the CPU, where it means nothing"
+    return "not asked for (CUDA_FORCE_PTX_JIT=%s in the environment)" % (
+        os.environ.get("CUDA_FORCE_PTX_JIT") or "unset")
+
+
+def signature(text):
+    for needle, meaning in SIGNATURES:
+        if needle.lower() in text.lower():
+            return meaning
+    return None
+
+
+def stage(name, fn):
+    """Run one probe stage; any error becomes a ProbeFailure naming the stage and its signature."""
+    try:
+        return fn()
+    except ProbeFailure:
+        raise
+    except Exception as e:
+        text = ("%s: %s" % (type(e).__name__, e)).strip().splitlines()
+        text = text[0] if text else type(e).__name__
+        sig = signature(str(e))
+        raise ProbeFailure("%s failed%s: %s" % (name, " (%s)" % sig if sig else "", text[:300]))
+
+
+# -- inputs and references (NumPy, float64) ------------------------------------------------------
+def gemm_inputs(np, p):
+    rng = np.random.RandomState(p["seed"])
+    a = rng.uniform(0.0, 1.0, (p["n"], p["n"])).astype(np.float32)
+    b = rng.uniform(0.0, 1.0, (p["n"], p["n"])).astype(np.float32)
+    return a, b
+
+
+def lstm_inputs(np, p):
+    """x [batch, input], h0 and c0 [batch, hidden] (float32) and the weight constant w."""
+    rng = np.random.RandomState(p["seed"] + 1)
+    x = rng.uniform(0.0, 1.0, (p["batch"], p["input"])).astype(np.float32)
+    h0 = rng.uniform(0.0, 1.0, (p["batch"], p["hidden"])).astype(np.float32)
+    c0 = rng.uniform(-1.0, 1.0, (p["batch"], p["hidden"])).astype(np.float32)
+    w = 0.5 / (p["input"] + p["hidden"] + 2)  # z about 0.25: no gate saturates
+    return x, h0, c0, float(np.float32(w))
+
+
+def lstm_reference(np, x, h0, c0, w, n_bias):
+    """(h1, c1) of one LSTM step with every weight and bias equal to w (float64)."""
+    x, h0, c0 = (np.asarray(v, dtype=np.float64) for v in (x, h0, c0))
+    z = w * (x.sum(axis=1) + h0.sum(axis=1) + n_bias)
+    gate = 1.0 / (1.0 + np.exp(-z))
+    cand = np.tanh(z)
+    c1 = gate[:, None] * c0 + (gate * cand)[:, None]
+    h1 = gate[:, None] * np.tanh(c1)
+    return h1, c1
+
+
+def check_gemm(np, got, a, b):
+    ref = np.dot(a.astype(np.float64), b.astype(np.float64))
+    got = np.asarray(got, dtype=np.float64)
+    if got.shape != ref.shape:
+        raise ProbeFailure("GEMM returned shape %s, expected %s" % (got.shape, ref.shape))
+    if not np.all(np.isfinite(got)):
+        raise ProbeFailure("GEMM returned non-finite values (NaN or inf)")
+    err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+    if err > GEMM_REL_TOL:
+        raise ProbeFailure("GEMM result differs from the CPU reference: max |error| / max |ref| = "
+                           "%.3g > %g" % (err, GEMM_REL_TOL))
+    return {"max_rel_error": err, "tolerance": GEMM_REL_TOL, "shape": list(ref.shape)}
+
+
+def check_lstm(np, h1, c1, x, h0, c0, w, n_bias):
+    ref_h, ref_c = lstm_reference(np, x, h0, c0, w, n_bias)
+    out = {}
+    for name, got, ref in (("h", h1, ref_h), ("c", c1, ref_c)):
+        got = np.asarray(got, dtype=np.float64).reshape(ref.shape)
+        if not np.all(np.isfinite(got)):
+            raise ProbeFailure("LSTM step returned non-finite %s values (NaN or inf)" % name)
+        err = float(np.max(np.abs(got - ref)))
+        if err > LSTM_ABS_TOL:
+            raise ProbeFailure("LSTM step %s differs from the CPU reference: max |error| = %.3g > %g"
+                               % (name, err, LSTM_ABS_TOL))
+        out["max_abs_error_" + name] = err
+    out.update({"tolerance": LSTM_ABS_TOL, "weight": w, "bias_vectors": n_bias})
+    return out
+
+
+# -- the probe itself ----------------------------------------------------------------------------
+def run_probe(ctx, np, p, framework, version, gemm, lstm_step, gemm_api, lstm_api, ptx_note, device,
+              n_bias):
+    """Check, then time, `gemm()` -> a @ b and `lstm_step()` -> (h1, c1) as NumPy arrays (each call
+    copies its result to the host, which synchronises the device). Records the metrics
+    gemm_time, lstm_step_time (ms) and first_call_time (s: first GEMM and first LSTM step,
+    including library initialisation and any PTX JIT) and extra["probe"]."""
+    a, b = gemm_inputs(np, p)
+    x, h0, c0, w = lstm_inputs(np, p)
+    t0 = timing.clock()
+    got = stage("GEMM", gemm)
+    t_gemm = timing.clock() - t0
+    gemm_check = check_gemm(np, got, a, b)
+    t0 = timing.clock()
+    h1, c1 = stage("LSTM step", lstm_step)
+    t_lstm = timing.clock() - t0
+    lstm_check = check_lstm(np, h1, c1, x, h0, c0, w, n_bias)
+    ctx.record_single("first_call_time", t_gemm + t_lstm, "s",
+                      "first GEMM plus first LSTM step of the process, results copied to the host: "
+                      "library initialisation and any PTX JIT included")
+    sync = "the result is copied to the host inside every timed call (this synchronises the device)"
+    ctx.measure("gemm_time", lambda: stage("GEMM", gemm), unit="ms", kind="ms", items=1,
+                method="one %dx%d float32 GEMM through %s, result copied to the host"
+                       % (p["n"], p["n"], gemm_api), sync_desc=sync)
+    ctx.measure("lstm_step_time", lambda: stage("LSTM step", lstm_step), unit="ms", kind="ms",
+                items=1, method="one LSTM step (batch %d, input %d, hidden %d) through %s, h and c "
+                                "copied to the host" % (p["batch"], p["input"], p["hidden"], lstm_api),
+                sync_desc=sync)
+    ctx.describe(framework=framework, framework_version=version,
+                 api="probe: GEMM via %s; LSTM step via %s" % (gemm_api, lstm_api))
+    ctx.note("Capability probe (bench/workloads/_probe.py): results checked against a float64 NumPy "
+             "reference in the same process before timing; constant weights (%g) make the LSTM "
+             "reference independent of the weight layout." % w)
+    if device == "gpu":
+        ctx.note("GPU path of this probe: written without a GPU and never run on one before this "
+                 "run; its calls are checked against the framework's API list "
+                 "(tests/test_api_paths.py).")
+    ctx.extra["probe"] = {
+        "device": device, "cuda_force_ptx_jit": ptx_note, "gemm": gemm_check,
+        "lstm_step": lstm_check, "gemm_api": gemm_api, "lstm_api": lstm_api,
+        "first_gemm_s": t_gemm, "first_lstm_step_s": t_lstm,
+        "env": {"CUDA_FORCE_PTX_JIT": os.environ.get("CUDA_FORCE_PTX_JIT"),
+                "CUDA_CACHE_PATH": os.environ.get("CUDA_CACHE_PATH")},
+    }

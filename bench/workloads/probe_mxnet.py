@@ -1,0 +1,56 @@
+"""GPU capability probe, MXNet (stack keras-mxnet-1.2; suite gpu-smoke). See _probe.py for the checks.
+
+The keras-mxnet image's LSTM runs on MXNet, whose libmxnet.so carries its own static cuDNN 7.1.2 and
+links cuBLAS 9.0, so the probe goes to MXNet directly (Keras adds no kernel of its own):
+GEMM mxnet.nd.dot (cuBLAS on a GPU); LSTM step mxnet.nd.RNN(mode="lstm") over one time step (the
+cuDNN RNN on a GPU), its flat parameter vector filled with the constant; two bias vectors.
+mxnet.nd.RNN has a CPU implementation from MXNet 1.3 on, so on MXNet 1.2 the probe needs a GPU.
+
+THE GPU PATH HAS NEVER RUN (no GPU here), nor has MXNet 1.2.0 (not installable here); the calls are
+checked against the MXNet 1.2.0 API list by tests/test_api_paths.py. On the CPU it runs with the local
+runner's MXNet 1.9.1 (tests/test_probes.py).
+
+Python 3.5 syntax; imports only mxnet, numpy and the standard library.
+"""
+try:  # imported as workloads.probe_mxnet by the harness, or directly in tests
+    from workloads import _probe as common
+except ImportError:  # pragma: no cover
+    import _probe as common
+
+FRAMEWORK = "mxnet"
+
+
+def run(ctx):
+    p = common.settings(ctx)
+    ptx_note = common.force_ptx_jit(ctx)  # before mxnet is imported
+    import numpy as np
+    import mxnet as mx
+
+    gpu = ctx.device == "gpu"
+    if gpu and not mx.test_utils.list_gpus():
+        raise common.ProbeFailure("the cell asks for a GPU but MXNet %s lists none" % mx.__version__)
+    where = mx.gpu(0) if gpu else mx.cpu()
+    a_np, b_np = common.gemm_inputs(np, p)
+    x_np, h0_np, c0_np, w = common.lstm_inputs(np, p)
+    batch, inp, hidden = p["batch"], p["input"], p["hidden"]
+    a = mx.nd.array(a_np, ctx=where, dtype="float32")
+    b = mx.nd.array(b_np, ctx=where, dtype="float32")
+    x = mx.nd.array(x_np.reshape(1, batch, inp), ctx=where, dtype="float32")  # [seq, batch, input]
+    h0 = mx.nd.array(h0_np.reshape(1, batch, hidden), ctx=where, dtype="float32")
+    c0 = mx.nd.array(c0_np.reshape(1, batch, hidden), ctx=where, dtype="float32")
+    size = 4 * hidden * (inp + hidden) + 2 * 4 * hidden  # i2h, h2h weights; two bias vectors
+    params = mx.nd.array(np.full((size,), w, dtype=np.float32), ctx=where, dtype="float32")
+
+    def gemm():
+        return mx.nd.dot(a, b).asnumpy()
+
+    def lstm_step():
+        outs = mx.nd.RNN(x, params, h0, c0, state_size=hidden, num_layers=1, mode="lstm",
+                         state_outputs=True)
+        return (outs[1].asnumpy().reshape(batch, hidden),
+                outs[2].asnumpy().reshape(batch, hidden))
+
+    common.run_probe(ctx, np, p, "mxnet", mx.__version__, gemm, lstm_step,
+                     "mxnet.nd.dot" + (" (cuBLAS)" if gpu else ""),
+                     "mxnet.nd.RNN mode=lstm" + (" (cuDNN)" if gpu else " (MXNet's CPU RNN)"),
+                     ptx_note, ctx.device, n_bias=2)

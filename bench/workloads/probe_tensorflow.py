@@ -1,0 +1,128 @@
+"""GPU capability probe, TensorFlow (stacks tf-1.2, tf-1.8, keras-tf-1.8, tf-2.0, tf-modern; suite
+gpu-smoke). See _probe.py for the checks.
+
+The API is chosen by the TensorFlow version (_versions.at_least; tests/test_api_paths.py checks each
+stack's path against that version's API list):
+
+* TensorFlow 1.x (graph and Session): GEMM tf.matmul (cuBLAS); LSTM step
+  tf.contrib.cudnn_rnn.CudnnLSTM over one time step (cuDNN): before 1.4 (the tf-1.2 image) the
+  opaque-parameter API, its buffer filled with the constant; from 1.4 (tf-1.8, keras-tf-1.8) the
+  layer API with constant initialisers. cuDNN keeps two bias vectors. TF 1.x runs only in the GPU
+  images (their CPU flavours install TensorFlow 2), so the TF 1.x path needs a GPU.
+* TensorFlow 2.x (eager): GEMM tf.matmul; LSTM step tf.keras.layers.LSTM (cuDNN on a GPU when its
+  defaults hold, as here; a generic loop on the CPU), weights set to the constant after the layer
+  is built; one bias vector.
+
+THE GPU PATH HAS NEVER RUN (no GPU here), nor have TensorFlow 1.2.1, 1.8.0 or 2.0.0 (not installable
+here). The TF 2 path runs on the CPU with the installed TensorFlow (tests/test_probes.py).
+
+Python 3.5 syntax; imports only tensorflow, numpy and the standard library.
+"""
+try:  # imported as workloads.probe_tensorflow by the harness, or directly in tests
+    from workloads import _probe as common
+    from workloads import _versions
+except ImportError:  # pragma: no cover
+    import _probe as common
+    import _versions
+
+FRAMEWORK = "tensorflow"
+
+
+def _gpu_available(tf):
+    if _versions.at_least(tf, 2, 1):
+        return bool(tf.config.list_physical_devices("GPU"))
+    if _versions.at_least(tf, 2):
+        return bool(tf.config.experimental.list_physical_devices("GPU"))
+    return bool(tf.test.is_gpu_available())  # TF 1.x (never run here)
+
+
+def run(ctx):
+    p = common.settings(ctx)
+    ptx_note = common.force_ptx_jit(ctx)  # before tensorflow is imported
+    import numpy as np
+    import tensorflow as tf
+
+    gpu = ctx.device == "gpu"
+    if gpu and not _gpu_available(tf):
+        raise common.ProbeFailure("the cell asks for a GPU but TensorFlow %s sees none"
+                                  % tf.__version__)
+    if not _versions.at_least(tf, 2):
+        return _run_graph(ctx, np, tf, p, ptx_note, gpu)
+    return _run_eager(ctx, np, tf, p, ptx_note, gpu)
+
+
+def _run_eager(ctx, np, tf, p, ptx_note, gpu):
+    """TensorFlow 2.x."""
+    a_np, b_np = common.gemm_inputs(np, p)
+    x_np, h0_np, c0_np, w = common.lstm_inputs(np, p)
+    device = "/GPU:0" if gpu else "/CPU:0"
+    with tf.device(device):
+        a, b = tf.constant(a_np), tf.constant(b_np)
+        x = tf.constant(x_np.reshape(p["batch"], 1, p["input"]))  # batch-major, one time step
+        h0, c0 = tf.constant(h0_np), tf.constant(c0_np)
+        layer = tf.keras.layers.LSTM(p["hidden"], return_state=True)
+        layer(x, initial_state=[h0, c0])  # builds the weights: kernel, recurrent_kernel, bias
+        layer.set_weights([np.full(v.shape, w, dtype=np.float32) for v in layer.get_weights()])
+
+    def gemm():
+        with tf.device(device):
+            return tf.matmul(a, b).numpy()
+
+    def lstm_step():
+        with tf.device(device):
+            _out, h1, c1 = layer(x, initial_state=[h0, c0])
+        return np.asarray(h1), np.asarray(c1)
+
+    common.run_probe(ctx, np, p, "tensorflow", tf.__version__, gemm, lstm_step,
+                     "tf.matmul" + (" (cuBLAS)" if gpu else ""),
+                     "tf.keras.layers.LSTM" + (" (cuDNN when its defaults hold)" if gpu
+                                               else " (generic CPU loop)"),
+                     ptx_note, ctx.device, n_bias=1)
+
+
+def _run_graph(ctx, np, tf, p, ptx_note, gpu):
+    """TensorFlow 1.x, GPU only. NEVER RUN HERE (no TensorFlow 1.x, no GPU)."""
+    if not gpu:
+        raise common.ProbeFailure("the TensorFlow %s probe needs a GPU: its LSTM step is "
+                                  "tf.contrib.cudnn_rnn.CudnnLSTM, which has no CPU kernel"
+                                  % tf.__version__)
+    a_np, b_np = common.gemm_inputs(np, p)
+    x_np, h0_np, c0_np, w = common.lstm_inputs(np, p)
+    batch, hidden = p["batch"], p["hidden"]
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/gpu:0"):
+        product = tf.matmul(tf.constant(a_np), tf.constant(b_np))
+        x = tf.constant(x_np.reshape(1, batch, p["input"]))  # time-major, one time step
+        h0 = tf.constant(h0_np.reshape(1, batch, hidden))
+        c0 = tf.constant(c0_np.reshape(1, batch, hidden))
+        if not _versions.at_least(tf, 1, 4):  # TF <= 1.3 (the tf-1.2 image): opaque params
+            model = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=hidden,
+                                                   input_size=p["input"])
+            params = tf.ones([model.params_size()]) * w
+            _out, h1, c1 = model(input_data=x, input_h=h0, input_c=c0, params=params,
+                                 is_training=False)
+            api = "tf.contrib.cudnn_rnn.CudnnLSTM (TF <= 1.3 opaque-parameter API)"
+        else:  # TF 1.8 (tf-1.8, keras-tf-1.8): the layer API
+            layer = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=hidden,
+                                                   kernel_initializer=tf.constant_initializer(w),
+                                                   bias_initializer=tf.constant_initializer(w))
+            _out, state = layer(x, initial_state=(h0, c0), training=False)
+            h1, c1 = state
+            api = "tf.contrib.cudnn_rnn.CudnnLSTM (TF 1.4+ layer API)"
+        init = tf.global_variables_initializer()
+    session = tf.Session(graph=graph)
+    session.run(init)
+
+    def gemm():
+        return session.run(product)
+
+    def lstm_step():
+        h, c = session.run([h1, c1])
+        return h.reshape(batch, hidden), c.reshape(batch, hidden)
+
+    try:
+        common.run_probe(ctx, np, p, "tensorflow", tf.__version__, gemm, lstm_step,
+                         "tf.matmul in a Session (cuBLAS)", api + " (cuDNN)", ptx_note,
+                         ctx.device, n_bias=2)
+    finally:
+        session.close()
