@@ -193,6 +193,31 @@ class CellContext(object):
         self.implementation.update(fields)
 
 
+def _cuda_cache_state():
+    """The CUDA JIT cache before the cell's workload imports anything (bench/gpu_runtime.py)."""
+    try:
+        import gpu_runtime
+        return gpu_runtime.cuda_cache_state()
+    except Exception as e:  # never costs a measurement
+        return {"error": "%s: %s" % (type(e).__name__, e)}
+
+
+def _add_gpu_runtime(fingerprint, cache_before):
+    """The stack fingerprint's `cuda_cache` (cold: empty when the cell started) and, where the
+    stack needs it, `libcuda_link` (the libcuda.so link made at the container's start)."""
+    if not isinstance(fingerprint, dict):
+        return
+    try:
+        import gpu_runtime
+        fingerprint["cuda_cache"] = gpu_runtime.cuda_cache_record(cache_before,
+                                                                  gpu_runtime.cuda_cache_state())
+        link = gpu_runtime.libcuda_record()
+        if link is not None:
+            fingerprint["libcuda_link"] = link
+    except Exception as e:
+        fingerprint["cuda_cache"] = {"error": "%s: %s" % (type(e).__name__, e)}
+
+
 def _stack_fingerprint(framework):
     try:
         import stack_fingerprint
@@ -236,6 +261,7 @@ def run_cell(cell, job, process=None):
     }
     if process is not None:
         result["process"] = process
+    cache_before = _cuda_cache_state()
     load_before = _load_avg()
     start = timing.clock()
     framework = None
@@ -264,6 +290,7 @@ def run_cell(cell, job, process=None):
     result["metrics"] = ctx.metrics
     result["implementation"] = ctx.implementation
     result["stack_fingerprint"] = _stack_fingerprint(framework)
+    _add_gpu_runtime(result["stack_fingerprint"], cache_before)
     if ctx.extra:
         result["extra"] = ctx.extra
     path = os.path.join(job["out_dir"], cell_filename(cell["id"], process))
@@ -319,6 +346,9 @@ def watch_heartbeat(path, stale_s, poll_s=1.0):
 
 
 def main(argv=None):
+    if argv is None:  # a process of its own: a GPU container's libcuda.so link (may re-exec)
+        import gpu_runtime
+        gpu_runtime.link_libcuda()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)

@@ -10,10 +10,16 @@ numbers were published on GPUs, compose/<suite>.gpu.yml.
 
 One service per stack of the suite: image = the stack's alias tag reprokit/<dir>:<flavour> (moved
 by `reproduce.py build` to the newest build; the exact tag and image ID are in images/lock.json),
-command = the harness on that stack's whole job, and the DockerRunner's mounts and security
-settings. Per-cell timeouts are the DockerRunner's job: compose runs each stack's job in one
-container. File format 3.8, accepted by docker-compose 1.29 and `docker compose`.
-The GPU files (deploy.resources.reservations.devices) were never run: no GPU here.
+command = the harness on that stack's whole job, and the DockerRunner's container as
+reprokit/runners/cell_container.py describes it (environment, mounts) with its security settings.
+Per-cell timeouts are the DockerRunner's job: compose runs each stack's job in one container.
+GPU services reserve GPUs by id (deploy.resources.reservations.devices.device_ids: 0..N-1 for
+the most GPUs a cell of the stack needs), with NVIDIA_VISIBLE_DEVICES naming the same ids, and
+mount the stack image's CUDA JIT cache volume (its name comes from compose.env, written by
+`run-dir`, which also creates the volume and hands it to the run's user when an engine answers;
+without one compose creates reprokit-jit-<dir>-gpu itself). CPU services set
+NVIDIA_VISIBLE_DEVICES=void. File format 3.8, accepted by docker-compose 1.29 and `docker compose`.
+The GPU files were never run: no GPU here.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import yaml
 
 from reprokit import images, results, suites
 from reprokit.plan import Options, make_job, make_plan
+from reprokit.runners import cell_container as spec
 from reprokit.runners.docker import (
     BENCH_IN_CONTAINER,
     MEM_LIMIT,
@@ -41,8 +48,18 @@ COMPOSE = REPO / "compose"
 FORMAT = "3.8"
 
 
-def env_name(stack: str) -> str:
-    return "REPROKIT_IMAGE_ID_" + "".join(ch if ch.isalnum() else "_" for ch in stack).upper()
+def env_name(stack: str, prefix: str = "REPROKIT_IMAGE_ID_") -> str:
+    return prefix + "".join(ch if ch.isalnum() else "_" for ch in stack).upper()
+
+
+def jit_env_name(stack: str) -> str:
+    """compose.env's variable naming the stack's CUDA JIT cache volume."""
+    return env_name(stack, "REPROKIT_JIT_VOLUME_")
+
+
+def jit_key(stack: str) -> str:
+    """The compose file's own key of the stack's JIT cache volume."""
+    return "jit-" + "".join(ch if ch.isalnum() else "-" for ch in stack).lower()
 
 
 def suite_stacks(suite: suites.Suite) -> dict[str, int]:
@@ -58,17 +75,17 @@ def is_gpu_suite(suite: suites.Suite) -> bool:
     return bool(suite.sources)
 
 
-def service(stack: str, spec: dict, flavour: str, gpus: int) -> dict:
+def service(stack: str, spec_: dict, flavour: str, gpus: int) -> dict:
     run_dir = "${REPROKIT_RUN_DIR:-../results/compose}"
-    env = {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-           "TF_CPP_MIN_LOG_LEVEL": "2", "REPROKIT_IMAGE_ID": "${%s:-}" % env_name(stack)}
-    if flavour == "cpu":
-        env.update(spec["local"].get("env_vars", {}))
-    else:
-        env.update({"NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
-                    "CUDA_CACHE_PATH": "/tmp/cuda-cache", "CUDA_CACHE_MAXSIZE": "4294967296"})
+    ids = [str(i) for i in range(max(1, gpus))] if flavour == "gpu" else []
+    env = spec.environment(spec_, flavour, ids, image_id="${%s:-}" % env_name(stack))
+    jit = jit_key(stack) if flavour == "gpu" else None
+    volumes = []
+    for m in spec.mounts("../bench", run_dir, f"{run_dir}/cells", jit_volume=jit):
+        volumes.append({"type": m.type, "source": m.source, "target": m.target,
+                        "read_only": m.read_only})
     svc = {
-        "image": images.alias_tag(spec["image"], flavour),
+        "image": images.alias_tag(spec_["image"], flavour),
         "command": ["python3", f"{BENCH_IN_CONTAINER}/harness.py",
                     f"{RESULTS_IN_CONTAINER}/jobs/{stack}.docker.json"],
         "working_dir": BENCH_IN_CONTAINER,
@@ -84,27 +101,27 @@ def service(stack: str, spec: dict, flavour: str, gpus: int) -> dict:
         "memswap_limit": "${REPROKIT_DOCKER_MEMORY:-%s}" % MEM_LIMIT,
         "pids_limit": PIDS_LIMIT,
         "environment": env,
-        "volumes": [
-            {"type": "bind", "source": "../bench", "target": BENCH_IN_CONTAINER,
-             "read_only": True},
-            {"type": "bind", "source": run_dir, "target": RESULTS_IN_CONTAINER, "read_only": True},
-            {"type": "bind", "source": f"{run_dir}/cells", "target": f"{RESULTS_IN_CONTAINER}/cells",
-             "read_only": False},
-        ],
+        "volumes": volumes,
         "labels": {"org.reprokit.stack": stack},
     }
     if flavour == "gpu":  # never run: no GPU here
         svc["deploy"] = {"resources": {"reservations": {"devices": [
-            {"driver": "nvidia", "count": max(1, gpus), "capabilities": ["gpu"]}]}}}
+            {"driver": "nvidia", "device_ids": ids, "capabilities": ["gpu"]}]}}}
     return svc
 
 
 def compose_doc(suite_name: str, flavour: str = "cpu") -> dict:
     suite = suites.load_suite(suite_name)
     specs = suites.load_stacks()
-    return {"version": FORMAT,
-            "services": {stack: service(stack, specs[stack], flavour, gpus)
-                         for stack, gpus in suite_stacks(suite).items()}}
+    stacks = suite_stacks(suite)
+    doc: dict = {"version": FORMAT,
+                 "services": {stack: service(stack, specs[stack], flavour, gpus)
+                              for stack, gpus in stacks.items()}}
+    if flavour == "gpu":
+        doc["volumes"] = {jit_key(stack): {"name": "${%s:-%s}" % (
+            jit_env_name(stack), spec.jit_volume_default(specs[stack]["image"], flavour))}
+            for stack in stacks}
+    return doc
 
 
 def render(suite_name: str, flavour: str = "cpu") -> str:
@@ -174,11 +191,17 @@ def prepare_run_dir(suite_name: str, run_dir: Path, flavour: str = "cpu", quick:
         user = f"{os.getuid()}:{os.getgid()}"
     lines = [f"REPROKIT_RUN_DIR={run_dir}", f"REPROKIT_USER={user}"]
     if client is not None:
+        from reprokit.runners.docker import DockerRunner
+
         specs = suites.load_stacks()
+        runner = DockerRunner(device=plan.options.device, client=client, say=lambda *_: None)
         for stack in plan.by_stack():
             found = images.find_image(client, specs[stack]["image"], flavour)
             if found is not None:
                 lines.append(f"{env_name(stack)}={found.image_id}")
+                if flavour == "gpu":  # the runner's own volume, made the run user's
+                    jit = runner.jit_volume(found, specs[stack]["image"], user)
+                    lines.append(f"{jit_env_name(stack)}={jit['volume']}")
     env = run_dir / "compose.env"
     env.write_text("\n".join(lines) + "\n")
     return env

@@ -56,12 +56,14 @@ def test_gpu_files_reserve_nvidia_devices():
     for svc in doc["services"].values():
         (dev,) = svc["deploy"]["resources"]["reservations"]["devices"]
         assert dev["driver"] == "nvidia" and dev["capabilities"] == ["gpu"]
-        assert dev["count"] == 8  # the suite's largest cell needs 8 GPUs
+        # the suite's largest cell needs 8 GPUs: reserved by id, and the variable names the same
+        assert dev["device_ids"] == [str(i) for i in range(8)] and "count" not in dev
+        assert svc["environment"]["NVIDIA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
         assert svc["image"].endswith(":gpu")
     legacy = compose.compose_doc("legacy-2017", "gpu")
-    counts = {s["deploy"]["resources"]["reservations"]["devices"][0]["count"]
-              for s in legacy["services"].values()}
-    assert counts == {1}
+    ids = {tuple(s["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"])
+           for s in legacy["services"].values()}
+    assert ids == {("0",)}
 
 
 @pytest.mark.skipif(not HAVE_COMPOSE, reason="docker-compose is not installed")

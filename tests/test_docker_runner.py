@@ -19,7 +19,7 @@ from reprokit.commands.build import build_image
 from reprokit.execute import execute, exit_code
 from reprokit.plan import Options, make_plan
 from reprokit.runners.base import StackUnavailable
-from reprokit.runners.docker import DockerRunner, describe_exit, parse_gpus
+from reprokit.runners.docker import DockerRunner, describe_exit, device_request
 from reprokit.suites import Cell, Suite, load_stacks
 
 BUDGET = {"min_samples": 3, "max_samples": 20, "time_budget_s": 0, "warmup": 0}
@@ -96,13 +96,11 @@ def wait_for_container(client, cell_id, timeout=60):
 
 
 # -- without an engine: request construction ---------------------------------------------------
-def test_gpu_requests_are_built_from_the_gpus_option():
+def test_gpu_requests_name_exactly_the_cells_gpus():
     """GPU path by construction only: never run on a GPU."""
-    assert parse_gpus(None)["Count"] == -1
-    assert parse_gpus("2")["Count"] == 2
-    req = parse_gpus("0,3")
+    req = device_request(["0", "3"])
     assert req["DeviceIDs"] == ["0", "3"] and req["Capabilities"] == [["gpu"]]
-    assert parse_gpus("device=1")["DeviceIDs"] == ["1"]
+    assert not req.get("Count")  # ids, never a count: NVIDIA_VISIBLE_DEVICES names the same GPUs
 
 
 def test_exit_codes_are_described():

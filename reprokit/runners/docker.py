@@ -17,8 +17,17 @@ driver's pid, host and start time (leftovers of this run and of dead drivers are
 starts or resumes), and the harness stops itself when the run's heartbeat file, which the driver
 touches while it waits, goes stale. An engine that stops answering mid-cell is lifecycle.EngineLost.
 
-GPU paths (device "gpu": DeviceRequest, NVIDIA_* variables) have never run on a GPU: no machine
-this kit was developed on has one. They are built from the documented Engine API only.
+The container is the one reprokit/runners/cell_container.py describes (the compose files render the
+same description): environment, mounts and, for GPU cells, a device request naming exactly the
+cell's GPUs (`run --gpus` gives the pool, the cell's `gpus` parameter or 1 the count) with
+NVIDIA_VISIBLE_DEVICES set to the same ids ("void" without a request), and the CUDA JIT cache: a
+named volume per (image, host GPU architectures, driver) mounted read-write at CUDA_CACHE_PATH,
+created on first use and handed to the cell's user by a one-shot container (root with CAP_CHOWN
+only, no network, read-only root filesystem) that runs `chown -R` on it.
+
+GPU paths (device "gpu": DeviceRequest, NVIDIA_* variables, the libcuda.so link, the JIT cache on
+a GPU) have never run on a GPU: no machine this kit was developed on has one. They are built from
+the documented Engine API only; the cache volume is tested with the CPU smoke image.
 """
 
 from __future__ import annotations
@@ -32,32 +41,28 @@ from pathlib import Path
 
 from reprokit import images, lifecycle
 from reprokit.errors import UserError
+from reprokit.runners import cell_container as spec
 from reprokit.runners.base import BENCH, CellOutcome, StackUnavailable
+from reprokit.runners.cell_container import BENCH_IN_CONTAINER, DATA_IN_CONTAINER, RESULTS_IN_CONTAINER
 
-BENCH_IN_CONTAINER = "/opt/reprokit/bench"
-RESULTS_IN_CONTAINER = "/results"
-DATA_IN_CONTAINER = "/data"
 NOBODY = "65534:65534"
 MEM_LIMIT = "16g"  # REPROKIT_DOCKER_MEMORY overrides; source 001's word LM peaks at ~10 GB (OOM-killed at 8g)
 PIDS_LIMIT = 4096  # default; REPROKIT_DOCKER_PIDS overrides (threads count as pids)
 TMPFS = {"/tmp": "rw,exec,nosuid,nodev,size=2g"}  # exec: Theano loads the modules it compiles
 
 
-def parse_gpus(gpus: str | None):
-    """`--gpus`: None/"all" -> every GPU; "N" -> N GPUs; "0,1" or "device=0" -> those ids."""
+def device_request(ids: list[str]):
+    """The Engine API device request for exactly these GPUs (ids or UUIDs); never a count, so
+    NVIDIA_VISIBLE_DEVICES (container.visible_devices) and the request name the same GPUs."""
     import docker
 
-    spec = (gpus or "all").strip()
-    if spec.startswith("device="):
-        spec = spec[len("device="):]
-        ids = [s for s in spec.split(",") if s]
-        return docker.types.DeviceRequest(device_ids=ids, capabilities=[["gpu"]])
-    if spec == "all":
-        return docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])
-    if spec.isdigit():
-        return docker.types.DeviceRequest(count=int(spec), capabilities=[["gpu"]])
-    ids = [s.strip() for s in spec.split(",") if s.strip()]
-    return docker.types.DeviceRequest(device_ids=ids, capabilities=[["gpu"]])
+    return docker.types.DeviceRequest(device_ids=list(ids), capabilities=[["gpu"]])
+
+
+def docker_mount(m: spec.MountSpec):
+    import docker
+
+    return docker.types.Mount(m.target, m.source, type=m.type, read_only=m.read_only)
 
 
 def describe_exit(code: int, oom_killed: bool, mem_limit: str) -> tuple[str, str]:
@@ -115,12 +120,16 @@ class DockerRunner:
 
     def __init__(self, device: str = "cpu", gpus: str | None = None, say=print,
                  mem_limit: str | None = None, pids_limit: int | None = None,
-                 lock_path: Path | None = None, client=None):
+                 lock_path: Path | None = None, client=None, jit_cache: bool | None = None):
+        """`jit_cache`: mount the CUDA JIT cache volume (default: on GPU runs only; the tests turn
+        it on for a CPU run to check the volume on an engine without a GPU)."""
         import docker
 
         self.device = device
         self.flavour = "gpu" if device == "gpu" else "cpu"
         self.gpus = gpus
+        self.jit_cache = (device == "gpu") if jit_cache is None else bool(jit_cache)
+        self._host_key: str | None = None
         self.say = say
         self.mem_limit = mem_limit or os.environ.get("REPROKIT_DOCKER_MEMORY", MEM_LIMIT)
         self.pids_limit = int(pids_limit or os.environ.get("REPROKIT_DOCKER_PIDS", PIDS_LIMIT))
@@ -142,16 +151,56 @@ class DockerRunner:
                 f"image {images.alias_tag(stack_spec['image'], self.flavour)} not built; run "
                 f"`reproduce.py build --stack {stack}" +
                 (" --flavour gpu`" if self.flavour == "gpu" else "`"))
-        env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "HOME": "/tmp",
-               "TF_CPP_MIN_LOG_LEVEL": "2", "REPROKIT_IMAGE_ID": found.image_id}
-        if self.flavour == "cpu":
-            env.update(stack_spec.get("local", {}).get("env_vars", {}))
-        else:  # never run: no GPU here (see module doc)
-            env.update({"NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
-                        "CUDA_CACHE_PATH": "/tmp/cuda-cache", "CUDA_CACHE_MAXSIZE": "4294967296"})
+        # NVIDIA_VISIBLE_DEVICES is set per cell, with its device request (run_cell)
+        env = spec.environment(stack_spec, self.flavour, image_id=found.image_id)
         if found.digest:
             env["REPROKIT_IMAGE_DIGEST"] = found.digest
-        return {"stack": stack, "image": found, "env": env, "user": self._user_for(found)}
+        user = self._user_for(found)
+        jit = self.jit_volume(found, stack_spec["image"], user) if self.jit_cache else None
+        return {"stack": stack, "image": found, "env": env, "user": user, "jit_cache": jit}
+
+    def host_key(self) -> str:
+        """The host's GPU architectures and driver (container.host_gpu_key), asked once."""
+        if self._host_key is None:
+            from reprokit import fingerprint
+
+            gpus, nvidia = fingerprint.nvml_gpus()
+            self._host_key = spec.host_gpu_key(gpus, nvidia)
+        return self._host_key
+
+    def jit_volume(self, found, image_dir: str, user: str) -> dict:
+        """The image's CUDA JIT cache volume on this host: created (labelled) when missing, then
+        handed to `user` by a one-shot container, root with CAP_CHOWN only, no network and a
+        read-only root filesystem, running `chown -R` on the volume (a new volume's root is
+        root's, or the image directory's owner's, and another user may have filled it before).
+        Returns what the cell's runner info records."""
+        import docker
+
+        name = spec.jit_volume_name(image_dir, self.flavour, found.image_id, self.host_key())
+        path = spec.jit_cache_path()
+        created = False
+        try:
+            self.client.volumes.get(name)
+        except docker.errors.NotFound:
+            self.client.volumes.create(name=name, driver="local", labels={
+                "reprokit.jit": "cuda", "reprokit.jit.image": image_dir,
+                "reprokit.jit.flavour": self.flavour, "reprokit.jit.image_id": found.image_id,
+                "reprokit.jit.host": self.host_key()})
+            created = True
+        out = {"volume": name, "target": path, "created": created, "owner": user,
+               "maxsize": spec.jit_cache_env()["CUDA_CACHE_MAXSIZE"]}
+        if user == "0:0":
+            return out
+        try:
+            self.client.containers.run(
+                found.image_id, ["chown", "-R", user, path], user="0:0", network_mode="none",
+                cap_drop=["ALL"], cap_add=["CHOWN"], security_opt=["no-new-privileges"],
+                read_only=True, remove=True, mounts=[docker_mount(spec.MountSpec(
+                    path, name, type="volume", read_only=False))])
+        except docker.errors.ContainerError as e:  # the cell then records the cache unwritable
+            out["owner"] = None
+            out["owner_error"] = f"chown -R {user} {path} failed: {str(e)[:300]}"
+        return out
 
     def _user_for(self, found) -> str:
         """Numeric uid:gid to run as: the host user when not root, else the image's non-root
@@ -210,20 +259,21 @@ class DockerRunner:
         if os.getuid() == 0 and user != "0:0":
             uid, gid = (int(x) for x in user.split(":"))
             os.chown(cells_dir, uid, gid)  # the container's only writable mount
-        mounts = [
-            docker.types.Mount(BENCH_IN_CONTAINER, str(BENCH), type="bind", read_only=True),
-            docker.types.Mount(RESULTS_IN_CONTAINER, str(run_dir), type="bind", read_only=True),
-            docker.types.Mount(f"{RESULTS_IN_CONTAINER}/cells", str(cells_dir), type="bind",
-                               read_only=False),
-        ]
-        data_root = container_job_data_root(Path(job_path))
-        if data_root:
-            mounts.append(docker.types.Mount(DATA_IN_CONTAINER, str(data_root), type="bind",
-                                             read_only=True))
+        try:  # exactly the cell's GPUs (none on a CPU run or for a `gpus: 0` row)
+            gpu_ids = spec.gpu_ids(self.gpus, spec.cell_gpu_count(cell.get("params", {}),
+                                                                  self.device))
+        except ValueError as e:
+            return CellOutcome("skipped", f"{e}; pass --gpus with enough GPUs", 0.0, None,
+                               {"image_id": found.image_id, "image_tag": found.tag})
+        jit = prepared.get("jit_cache") if (gpu_ids or self.device != "gpu") else None
+        mount_specs = spec.mounts(str(BENCH), str(run_dir), str(cells_dir),
+                                  container_job_data_root(Path(job_path)),
+                                  jit["volume"] if jit else None)
+        mounts = [docker_mount(m) for m in mount_specs]
         sec = self.security(user)
         kwargs = {}
-        if self.device == "gpu":  # never run: no GPU here
-            kwargs["device_requests"] = [parse_gpus(self.gpus)]
+        if gpu_ids:  # never run: no GPU here
+            kwargs["device_requests"] = [device_request(gpu_ids)]
         cmd = ["python3", f"{BENCH_IN_CONTAINER}/harness.py",
                f"{RESULTS_IN_CONTAINER}/jobs/{cjob.name}", "--cell", cell["id"]]
         pid = os.getpid()
@@ -239,7 +289,8 @@ class DockerRunner:
         heartbeat = lifecycle.Heartbeat(run_dir)
         heartbeat.beat(force=True)
         env = {**prepared["env"], "REPROKIT_HEARTBEAT": f"{RESULTS_IN_CONTAINER}/{heartbeat.path.name}",
-               "REPROKIT_HEARTBEAT_STALE_S": str(heartbeat.stale_s)}
+               "REPROKIT_HEARTBEAT_STALE_S": str(heartbeat.stale_s),
+               "NVIDIA_VISIBLE_DEVICES": spec.visible_devices(gpu_ids)}
         try:
             container = self.client.containers.create(
                 found.image_id, cmd, name=name, mounts=mounts, working_dir=BENCH_IN_CONTAINER,
@@ -256,10 +307,13 @@ class DockerRunner:
         info = {"image_id": found.image_id, "image_tag": found.tag, "image_digest": found.digest,
                 "image_lock": found.lock_status, "container_id": container.id,
                 "container_name": name, "security": sec,
-                "mounts": [{"target": m["Target"], "source": m["Source"],
-                            "read_only": m["ReadOnly"]} for m in mounts]}
+                "mounts": [{"target": m.target, "source": m.source, "type": m.type,
+                            "read_only": m.read_only} for m in mount_specs],
+                "nvidia_visible_devices": env["NVIDIA_VISIBLE_DEVICES"]}
+        if jit:
+            info["jit_cache"] = jit
         if self.device == "gpu":
-            info["gpus"] = self.gpus or "all"
+            info["gpus"] = gpu_ids
             info["gpu_note"] = "GPU request path never run on a GPU during development"
         timeout = float(cell.get("timeout_s") or 1200)
         log_path.parent.mkdir(parents=True, exist_ok=True)
