@@ -358,7 +358,14 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
         ready[stack] = (prepared, spec, job_path, {jc["id"]: jc for jc in job["cells"]})
         return ready[stack]
 
-    rounds = [None] if repeat == 1 else list(range(1, repeat + 1))
+    concurrent = bool(getattr(runner, "concurrent", False))
+    if concurrent:  # a cluster runner: every cell submitted, outcomes collected as they finish
+        from reprokit.execute_concurrent import run_concurrent
+        if run_concurrent(plan, runner, rundir, run, by_stack, prepare, ready, record,
+                          record_merged, progress, say, resume, stacks):
+            progress.close()
+            return run  # --detach: the jobs run on; status/report/--resume re-attach
+    rounds = [] if concurrent else [None] if repeat == 1 else list(range(1, repeat + 1))
     for rnd in rounds:
         for stack, items in by_stack.items():
             now = [(c, procs) for c, procs in items if rnd in procs]

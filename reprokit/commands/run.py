@@ -28,8 +28,9 @@ def add_arguments(p) -> None:
     p.add_argument("--protocol", choices=["budget", "published"], default="budget",
                    help="budget: time-bounded sampling (default); published: the original "
                         "iteration counts (hours on a CPU)")
-    p.add_argument("--runner", choices=["auto", "local", "docker"], default="auto",
-                   help="auto (default): docker when an engine answers, local otherwise")
+    p.add_argument("--runner", choices=["auto", "local", "docker", "slurm"], default="auto",
+                   help="auto (default): docker when an engine answers, local otherwise; slurm: "
+                        "every cell as a Slurm job-array task (the --slurm-* options)")
     p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     p.add_argument("--gpus", type=checks.gpus_option,
                    help="GPU count or comma-separated ids for the docker runner")
@@ -54,9 +55,61 @@ def add_arguments(p) -> None:
     p.add_argument("--data", metavar="DIR",
                    help="real data files (see `reproduce.py data`): cells that read PTB, "
                         "WikiText-2 or Nietzsche use them instead of the stand-ins")
+    slurm_arguments(p)
     p.add_argument("--data-lock", metavar="PATH",
                    help="lock file of data digests (default: $REPROKIT_DATA_LOCK or "
                         "~/.cache/reprokit/data-lock.json)")
+
+
+def slurm_arguments(p) -> None:
+    from reprokit.runners.launchers import NAMES
+    from reprokit.runners.slurm import slurm_mem
+
+    g = p.add_argument_group("--runner slurm (reprokit/runners/slurm.py)")
+    g.add_argument("--slurm-launcher", choices=NAMES, default=None,
+                   help="how a cell starts inside its job: local (the stack's interpreter, default), "
+                        "docker, apptainer or pyxis (the last two never run here)")
+    g.add_argument("--slurm-partition", metavar="P")
+    g.add_argument("--slurm-account", metavar="A")
+    g.add_argument("--slurm-qos", metavar="Q")
+    g.add_argument("--slurm-constraint", metavar="C", help="node features (sbatch --constraint)")
+    g.add_argument("--slurm-mem", metavar="SIZE", type=slurm_mem,
+                   help="memory per cell (sbatch --mem; default the Docker runner's 16G)")
+    g.add_argument("--slurm-time", metavar="MIN",
+                   type=checks.option("--slurm-time", integer=True, low=1, high=525_600,
+                                      example="30"),
+                   help="time limit of every cell in minutes (default: its timeout_s + 1 min)")
+    g.add_argument("--slurm-no-exclusive", action="store_true",
+                   help="let cells share nodes (the report says so: timings then include the "
+                        "neighbours' load)")
+    g.add_argument("--slurm-image-dir", metavar="DIR",
+                   help="apptainer/pyxis launchers: the directory of <image>-<flavour>.sif/.sqsh")
+    g.add_argument("--detach", action="store_true",
+                   help="submit and return; `reproduce.py status RUN`, `report RUN` or `run "
+                        "--resume RUN` re-attach")
+
+
+def slurm_options(args, stored: dict | None = None):
+    """The SlurmOptions of this command; a resumed run keeps its own (a different --slurm-* option
+    is a user error)."""
+    from reprokit.runners.slurm import SlurmOptions
+
+    given = {"launcher": args.slurm_launcher, "partition": args.slurm_partition,
+             "account": args.slurm_account, "qos": args.slurm_qos,
+             "constraint": args.slurm_constraint, "mem": args.slurm_mem,
+             "time_min": args.slurm_time, "image_dir": args.slurm_image_dir,
+             "exclusive": False if args.slurm_no_exclusive else None}
+    if stored is not None:
+        for key, value in given.items():
+            if value is not None and stored.get(key) != value:
+                flag = "--slurm-no-exclusive" if key == "exclusive" else \
+                    "--slurm-" + {"time_min": "time", "image_dir": "image-dir"}.get(key, key)
+                raise UserError(f"cannot resume: the run was submitted with {key} "
+                                f"{stored.get(key)!r}, this command gives {flag} {value!r}; drop "
+                                f"{flag} to keep the run's")
+        return SlurmOptions.from_record({**stored, "detach": bool(args.detach)})
+    opts = {k: v for k, v in given.items() if v is not None}
+    return SlurmOptions(**{"launcher": "local", **opts}, detach=bool(args.detach))
 
 
 def check_inputs(args, plan, resumed: results.RunDir | None) -> None:
@@ -65,6 +118,20 @@ def check_inputs(args, plan, resumed: results.RunDir | None) -> None:
     created), free space for the run's estimate, a GPU when one is asked for."""
     if args.data_lock and not args.data:
         raise UserError("--data-lock applies with --data DIR only; add --data DIR or drop --data-lock")
+    used = [f for f, v in (("--slurm-launcher", args.slurm_launcher),
+                           ("--slurm-partition", args.slurm_partition),
+                           ("--slurm-account", args.slurm_account), ("--slurm-qos", args.slurm_qos),
+                           ("--slurm-constraint", args.slurm_constraint),
+                           ("--slurm-mem", args.slurm_mem), ("--slurm-time", args.slurm_time),
+                           ("--slurm-no-exclusive", args.slurm_no_exclusive),
+                           ("--slurm-image-dir", args.slurm_image_dir), ("--detach", args.detach))
+            if v]
+    if used and args.runner != "slurm":
+        raise UserError(f"{used[0]} applies to --runner slurm only; add --runner slurm or drop "
+                        f"{used[0]}")
+    if args.slurm_image_dir:
+        checks.input_dir(args.slurm_image_dir, "--slurm-image-dir", "pass the directory holding "
+                         "the <image>-<flavour>.sif or .sqsh files (README: Run on a Slurm cluster)")
     if args.gpus and args.runner == "local":
         raise UserError("--gpus applies to the docker runner only; drop --gpus or pass --runner docker")
     if args.gpus and args.device == "cpu":
@@ -96,6 +163,24 @@ def check_inputs(args, plan, resumed: results.RunDir | None) -> None:
                            "you can write to (digests are recorded there on first use)")
 
 
+def slurm_runner(args, plan, resumed: results.RunDir | None, root: Path):
+    """The Slurm runner, after a probe job has seen the results directory from a node."""
+    from reprokit.runners.select import choose_device
+    from reprokit.runners.slurm import SlurmRunner
+
+    stored = None
+    if resumed is not None:
+        stored = (resumed.load_run().get("slurm") or {}).get("options")
+    device = choose_device(args.device)
+    runner = SlurmRunner(slurm_options(args, stored), device=device,
+                         say=lambda m: print(m, file=sys.stderr, flush=True))
+    where = resumed.path if resumed is not None else root
+    where.mkdir(parents=True, exist_ok=True)
+    probe = runner.probe(where)
+    return runner, device, (f"asked for; probe job {probe['job_id']} saw {where} from node "
+                            f"{probe['node']}; launcher {runner.launcher.name}")
+
+
 def run(args) -> int:
     suite = suites.load_suite(args.suite)
     repeat = args.repeat
@@ -117,8 +202,11 @@ def run(args) -> int:
     if args.data:
         options.data = datasets.prepare_run(plan.runnable, args.data, args.data_lock,
                                             say=lambda m: print(m, file=sys.stderr))
-    runner, device, why = choose_runner(args.runner, args.device, args.gpus,
-                                        sorted(plan.by_stack()))
+    if args.runner == "slurm":
+        runner, device, why = slurm_runner(args, plan, resumed, root)
+    else:
+        runner, device, why = choose_runner(args.runner, args.device, args.gpus,
+                                            sorted(plan.by_stack()))
     plan.options.device = device
     print(f"runner: {runner.name} ({why}); device: {device}", file=sys.stderr)
     if resumed is not None:
@@ -131,6 +219,8 @@ def run(args) -> int:
     print(f"results: {rundir.path}", file=sys.stderr)
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     run_record = execute(plan, runner, rundir, sys.argv[:], resume=bool(args.resume), say=say)
+    if (run_record.get("slurm") or {}).get("detached"):
+        return 0  # the jobs run on: `status RUN` / `report RUN` / `--resume RUN` re-attach
     if not args.no_report:
         from reprokit import report
         for p in report.render(rundir):

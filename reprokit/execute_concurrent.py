@@ -1,0 +1,228 @@
+"""Execute a plan with a runner that runs many cells at once (`runner.concurrent`, the Slurm runner).
+
+reprokit/execute.py hands over here once the run record is written and the cells to run are
+known: every cell (every process with --repeat K) is submitted, then the outcomes are collected as
+they finish, each written (its result file, then run.json) before the next is looked at, so the
+reliability rules of a run hold as for the one-at-a-time runners:
+
+- one writer: the driver holds the run's lock throughout; `status`/`report` re-attach only when
+  they can take it (a live driver keeps following its own jobs);
+- nothing lost: a result the harness wrote is kept whatever Slurm says afterwards
+  (execute._finish_result reads it first); a cell without one gets a placeholder with its reason;
+- resume: the job ids are in run.json (`slurm.jobs`); `--resume` re-attaches to the tasks that are
+  still queued or running, collects the ones that ended, and re-submits only cells without a
+  result;
+- interrupt: SIGINT/SIGTERM/SIGHUP cancel what the driver submitted (scancel), the cancelled cells
+  are recorded as interrupted, and lifecycle.Interrupted goes on up (exit 128 + the signal);
+  `--detach` leaves the jobs running and returns at once.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from reprokit import lifecycle, merge_processes, reconcile, results
+from reprokit.runners.base import CellOutcome
+
+
+def _collect(rundir: results.RunDir, run_id: str, task, outcome: CellOutcome, stack_spec: dict,
+             runner_name: str, device: str, repeat: int, record, record_merged,
+             progress=None) -> dict:
+    from reprokit.execute import _finish_result
+
+    res = _finish_result(rundir, run_id, task.cell, outcome, stack_spec, runner_name, device,
+                         task.process)
+    if outcome.runner_info.get("launcher") == "local":  # the local stand-in ran: say what it is
+        subs = res.setdefault("implementation", {}).setdefault("substitutes", [])
+        missing = [s for s in stack_spec.get("local", {}).get("substitutes", []) if s not in subs]
+        if missing:
+            subs.extend(missing)
+            (rundir.write_cell if task.process is None else rundir.write_process)(res)
+    if task.process is None:
+        record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
+    else:
+        record_merged(task.cell, merge_processes.merge_cell(rundir, task.cell.id, repeat, run_id))
+    if progress is not None:
+        progress.start(task.cell, process=task.process)
+        progress.done(task.cell, res["status"], outcome.process_wall_s, res["reason"],
+                      process=task.process)
+    return res
+
+
+def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: dict, prepare,
+                   ready: dict, record, record_merged, progress, say, resume: bool,
+                   stacks: dict) -> bool:
+    """Submit every cell of `by_stack`, collect them as they finish. True when detached (the run
+    is left unfinished: its jobs run on)."""
+    from reprokit.runners.slurm import Task, say_detached
+
+    run_id = rundir.path.name
+    repeat = plan.options.repeat
+    slurm = run.setdefault("slurm", {})
+    slurm["options"] = runner.options.record()
+    slurm.setdefault("jobs", [])
+    tasks: dict[tuple, Task] = {}
+    prepared: dict[str, dict] = {}
+    for stack, items in by_stack.items():
+        if prepare(stack, items) is None:  # unavailable: its cells were recorded skipped
+            continue
+        p, _spec, job_path, job_cells = ready[stack]
+        prepared[stack] = p
+        for c, procs in items:
+            for proc in procs:
+                gpus = c.needs_gpus if plan.options.device == "gpu" else 0
+                tasks[(c.id, proc)] = Task(c, proc, job_cells[c.id], Path(job_path),
+                                           rundir.log_path(c.id, proc), gpus=gpus)
+    adopted = runner.adopt(rundir, slurm["jobs"], tasks) if resume and slurm["jobs"] else []
+    for t in adopted:
+        say(f"slurm: re-attached to {t.cell.id}" + (f" (process {t.process})" if t.process else "")
+            + f": job {t.job_id}")
+    fresh = [t for t in tasks.values() if t not in adopted]
+    records = runner.submit(rundir, prepared, fresh) if fresh else []
+    slurm["jobs"].extend(records)
+    for r in records:
+        say(f"slurm: submitted {len(r['tasks'])} cell(s) of {r['stack']} as job array {r['job_id']} "
+            f"({r['launcher']} launcher, {r['time_limit_min']} min each"
+            + ("" if runner.options.exclusive else ", NOT exclusive") + ")")
+    for t in tasks.values():
+        if t.process in (None, 1) or repeat == 1:
+            record(t.cell, "pending", f"submitted to Slurm as job {t.job_id}; not finished yet",
+                   None)
+    if runner.options.detach:
+        slurm["detached"] = True
+        rundir.write_run(run)
+        say(say_detached(rundir, records))
+        return True
+    slurm["detached"] = False
+    rundir.write_run(run)
+    collect = _collector(rundir, run_id, runner, plan.options.device, repeat, stacks, record,
+                         record_merged, progress)
+    try:
+        follow(runner, rundir, collect)
+    except lifecycle.Interrupted as e:
+        stop(runner, rundir, collect, f"interrupted by {e.signame}", run_id, plan.options.device)
+        raise
+    return False
+
+
+def _collector(rundir, run_id, runner, device, repeat, stacks, record, record_merged, progress):
+    def collect(task, outcome):
+        return _collect(rundir, run_id, task, outcome, stacks[task.cell.stack], runner.name,
+                        device, repeat, record, record_merged, progress)
+    return collect
+
+
+def follow(runner, rundir: results.RunDir, collect, until: float | None = None) -> None:
+    """Poll until nothing is outstanding (or `until`, a time.monotonic() deadline)."""
+    while runner.outstanding():
+        for task, outcome in runner.poll(rundir):
+            collect(task, outcome)
+        if not runner.outstanding() or (until is not None and time.monotonic() >= until):
+            return
+        time.sleep(runner.poll_s)
+
+
+def stop(runner, rundir: results.RunDir, collect, why: str, run_id: str, device: str,
+         wait_s: float = 30.0) -> None:
+    """Cancel what the driver follows, collect the cancelled tasks, placeholders for the rest."""
+    from reprokit.execute import placeholder_result
+
+    ids = runner.cancel(why)
+    if not ids:
+        return
+    end = time.monotonic() + wait_s
+    while runner.outstanding() and time.monotonic() < end:
+        for task, outcome in runner.poll(rundir):
+            collect(task, outcome)
+        time.sleep(0.5)
+    for t in runner.running():  # Slurm did not confirm in time: the cell is recorded anyway
+        doc = placeholder_result(run_id, t.cell, "interrupted",
+                                 f"{why}: the driver cancelled job {t.job_id} (scancel); "
+                                 "--resume re-runs it", device)
+        if t.process is None:
+            rundir.write_cell(doc)
+        collect(t, CellOutcome("interrupted", doc["reason"], 0.0, None,
+                               {"launcher": runner.launcher.name, "job_id": t.job_id}))
+    runner.tasks.clear()
+
+
+# -- re-attach: `status RUN`, `report RUN` ---------------------------------------------------------
+def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None:
+    """Collect what a detached (or orphaned) Slurm run's jobs finished since, into its results;
+    finish the run when nothing is left. Returns the run record, or None when the run is not a
+    Slurm run with jobs or a live driver holds it (it follows its own jobs)."""
+    from reprokit import suites
+    from reprokit.execute import _entry
+    from reprokit.runners.slurm import SlurmOptions, SlurmRunner, Task
+
+    run = rundir.load_run()
+    slurm = run.get("slurm") or {}
+    if run.get("runner") != "slurm" or not slurm.get("jobs") or run.get("finished"):
+        return None
+    if lifecycle.RunLock.held_by_other(rundir.path):
+        return None
+    lock = None if lifecycle.holds(rundir.path) else lifecycle.acquire(rundir.path)
+    try:
+        suite = suites.load_suite(run["suite"])
+        stacks = suites.load_stacks()
+        repeat = int(run.get("repeat") or 1)
+        device = (run.get("options") or {}).get("device", "cpu")
+        cells = {c.id: c for c in suite.cells}
+        entries = {e["cell_id"]: e for e in run["cells"]}
+        runner = SlurmRunner(SlurmOptions.from_record({**slurm.get("options", {}), "detach": True}),
+                             device=device, say=say or (lambda *_: None))
+        tasks = {}
+        for job in slurm["jobs"]:
+            for rt in job.get("tasks", []):
+                cid, proc = rt["cell_id"], rt.get("process")
+                if cid not in cells or entries.get(cid, {}).get("status") != "pending":
+                    continue
+                if proc is not None and rundir.cell_path(cid, proc).exists():
+                    continue
+                tasks[(cid, proc)] = Task(cells[cid], proc, {}, rundir.jobs_dir / f"{cells[cid].stack}.json",
+                                          rundir.log_path(cid, proc))
+        runner.adopt(rundir, slurm["jobs"], tasks)
+
+        def record(cell, status, reason, wall):
+            _entry(run, cell, status, reason, wall)
+            rundir.write_run(run)
+
+        def record_merged(cell, merged):
+            walls = [p["process_wall_s"] for p in merged["processes"]
+                     if isinstance(p.get("process_wall_s"), (int, float))]
+            record(cell, merged["status"], merged["reason"], sum(walls) if walls else None)
+
+        collect = _collector(rundir, run["run_id"], runner, device, repeat, stacks, record,
+                             record_merged, None)
+        follow(runner, rundir, collect, until=time.monotonic() + wait_s)
+        if not runner.outstanding() and not any(e["status"] == "pending" for e in run["cells"]):
+            run = reconcile.reconcile(rundir, run, modify=True).run
+            ends = []
+            for job in slurm["jobs"]:
+                for rt in job.get("tasks", []):
+                    try:
+                        rec = results.loads_strict((rundir.path / rt["record"]).read_text())
+                    except (OSError, ValueError, KeyError):
+                        continue
+                    if rec.get("ended"):
+                        ends.append(rec["ended"])
+            run["finished"] = max(ends) if ends else results.utcnow()
+            run["wall_s"] = _seconds_between(run["started"], run["finished"])
+            run["slurm"]["detached"] = False
+            rundir.write_run(run)
+        return run
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _seconds_between(a: str, b: str) -> float | None:
+    import datetime as dt
+
+    try:
+        fa = dt.datetime.fromisoformat(a.replace("Z", "+00:00"))
+        fb = dt.datetime.fromisoformat(b.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return None
+    return max(0.0, (fb - fa).total_seconds())

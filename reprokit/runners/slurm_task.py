@@ -1,0 +1,121 @@
+"""What one Slurm array task runs on its node: `python -m reprokit.runners.slurm_task TASKS.json`.
+
+The batch script of a stack's job array (reprokit/runners/slurm.py) runs this with the driver's
+interpreter (the kit and the run directory sit on a file system the nodes share). It picks its
+task by SLURM_ARRAY_TASK_ID from TASKS.json and:
+
+1. writes the task record `slurm/tasks/<job>_<task>.json`: job id, array job and task, node,
+   partition, the node's fingerprint (reprokit.fingerprint: CPU, memory, OS, NVIDIA GPUs through
+   NVML) and, once per node and run, its CPU GEMM peak (slurm/nodes/<node>.json);
+2. runs the launcher's command line (the local interpreter, `docker run`, `apptainer exec` or
+   `srun --container-image`), the harness's output going to the cell's log;
+3. on SIGTERM (scancel, the time limit, a node going down) passes it on to the command's process
+   group and, for the Docker launcher, kills the container by name (a container is not a child
+   of the job: Slurm's SIGKILL would leave it running);
+4. adds the end (exit status or signal, wall time) to the record and exits with the command's
+   status.
+
+The cell never watches the driver's heartbeat here: a Slurm job outlives its driver by design
+(`--detach`, a driver killed and re-attached with `--resume`). Its time limit is Slurm's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _write(path: Path, doc: dict) -> None:
+    from reprokit import results
+
+    results.write_json_atomic(path, doc)
+
+
+def _node_info(run_dir: Path, node: str) -> dict:
+    """The node's fingerprint, and its CPU peak measured once per node and run."""
+    from reprokit import fingerprint
+
+    fp = fingerprint.host_fingerprint()
+    peak_file = run_dir / "slurm" / "nodes" / f"{node}.json"
+    peak = None
+    try:
+        peak = json.loads(peak_file.read_text()).get("cpu_peak")
+    except (OSError, ValueError):
+        try:
+            from reprokit import cpu_peak
+
+            peak = cpu_peak.measure(backend="numpy")
+        except Exception as e:  # the probe must never cost the cell
+            peak = {"error": f"{type(e).__name__}: {e}"}
+        try:
+            _write(peak_file, {"node": node, "cpu_peak": peak, "fingerprint": fp})
+        except OSError:
+            pass
+    return {"node_fingerprint": fp, "node_cpu_peak": peak}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m reprokit.runners.slurm_task TASKS.json", file=sys.stderr)
+        return 2
+    doc = json.loads(Path(args[0]).read_text())
+    index = int(os.environ.get("SLURM_ARRAY_TASK_ID", "0"))
+    task = doc["tasks"][index]
+    run_dir = Path(doc["run_dir"])
+    node = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
+    array_job = os.environ.get("SLURM_ARRAY_JOB_ID") or os.environ.get("SLURM_JOB_ID", "")
+    record_path = Path(task["record"])
+    record = {"cell_id": task["cell_id"], "process": task.get("process"),
+              "job_id": f"{array_job}_{index}", "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+              "array_job_id": array_job, "array_task_id": index, "node": node,
+              "partition": os.environ.get("SLURM_JOB_PARTITION"), "launcher": doc["launcher"],
+              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "ended": None}
+    record.update(_node_info(run_dir, node))
+    _write(record_path, record)
+
+    env = dict(os.environ)
+    for k in ("REPROKIT_HEARTBEAT", "REPROKIT_HEARTBEAT_STALE_S"):
+        env.pop(k, None)
+    env.update(task.get("env") or {})
+    log = Path(task["log"])
+    log.parent.mkdir(parents=True, exist_ok=True)
+    stopping = {"signal": None}
+    start = time.monotonic()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(task["argv"], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                cwd=task.get("cwd") or None, start_new_session=True)
+
+        def stop(signum, _frame):
+            stopping["signal"] = signal.Signals(signum).name
+            name = task.get("docker_name")
+            if name:  # the container is the engine's child, not ours
+                subprocess.run(["docker", "kill", name], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=20, check=False)
+            try:
+                os.killpg(proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+            signal.signal(s, stop)
+        code = proc.wait()
+    record.update({"ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "wall_s": time.monotonic() - start, "exit_code": code,
+                   "stopped_by": stopping["signal"]})
+    try:
+        _write(record_path, record)
+    except OSError:
+        pass
+    if code < 0:
+        return 128 - code
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
