@@ -166,6 +166,38 @@ class CellContext(object):
             self.metrics[name]["state"] = state
         return self.metrics[name]
 
+    def record_as_published(self, name, definition, text, figure, segments, planned_iterations,
+                            planned_segments=1, scale=1.0):
+        """Metric `name` computed as its source defined it, recorded beside its per-iteration
+        samples as `as_published` (docs/FORMATS.md): `definition` names it, `text` says what the
+        source computed, `segments` (timing.split_segments) hold the raw seconds it is computed
+        from, `planned_iterations` per segment and `planned_segments` are the source's counts.
+        `complete` is false when fewer ran: the value is then an estimate (timing.segment_totals)
+        and the report labels it partial, never as the published figure."""
+        m = self.metrics[name]
+        key = "as_published"
+        segs = []
+        for s in segments:
+            seconds = checked_samples(name, key + ".seconds", s["seconds"])
+            other = max(0.0, float(s.get("other_seconds", 0.0)))
+            checked_samples(name, key + ".other_seconds", [other])
+            segs.append({"seconds": seconds, "warmup": int(s.get("warmup", 0)),
+                         "other_seconds": other,
+                         "items_per_iteration": float(s["items_per_iteration"])})
+        value = timing.as_published_value(figure, segs, planned_iterations, scale)
+        checked_samples(name, key + ".value", [value])
+        planned_iterations = int(planned_iterations)
+        complete = (len(segs) >= int(planned_segments)
+                    and all(len(s["seconds"]) >= planned_iterations for s in segs))
+        m[key] = {
+            "definition": definition, "text": text, "figure": figure, "scale": float(scale),
+            "unit": m["unit"], "value": value, "complete": complete,
+            "planned": {"segments": int(planned_segments),
+                        "iterations_per_segment": planned_iterations},
+            "segments": segs,
+        }
+        return m[key]
+
     def record_value(self, name, values, unit, method):
         """A non-time metric (memory, counts): values are samples in `unit`."""
         values = checked_samples(name, "samples", values)

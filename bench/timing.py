@@ -47,15 +47,20 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
 
     `should_stop(raw_seconds)` lets a caller stop early once enough samples are taken (for
     example when a confidence interval is narrow enough); it is only asked after min_samples.
-    Returns {"raw_seconds", "warmup_seconds", "stop_reason"}.
+    Returns {"raw_seconds", "warmup_seconds", "stop_reason", "wall_seconds"}: `wall_seconds` is
+    the wall time from before the first warm-up iteration to after the last timed one, everything
+    in between included (the `after` calls, the gaps between iterations), as a source that timed a
+    whole loop or epoch with one clock saw it.
     """
+    begin = clock()
     warm = [_once(step, sync, after) for _ in range(budget.warmup)]
     raw = []
     start = clock()
     if budget.published_count is not None:
         for _ in range(int(budget.published_count)):
             raw.append(_once(step, sync, after))
-        return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": "published_count"}
+        return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": "published_count",
+                "wall_seconds": clock() - begin}
     while True:
         raw.append(_once(step, sync, after))
         n = len(raw)
@@ -69,7 +74,8 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
             if clock() - start >= budget.time_budget_s:
                 reason = "time_budget"
                 break
-    return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": reason}
+    return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": reason,
+            "wall_seconds": clock() - begin}
 
 
 def derive(raw_seconds, kind, items):
@@ -87,3 +93,64 @@ def derive(raw_seconds, kind, items):
     if kind == "ms":
         return [1000.0 * s for s in raw_seconds], "1000 * seconds"
     raise ValueError("unknown metric kind %r" % kind)
+
+
+# -- the metric as the source defined it ----------------------------------------------------------
+# A source computed its figure from whole loops or epochs, not from separately timed iterations. The
+# kit records it beside the per-iteration samples as `as_published` (docs/FORMATS.md): one or more
+# segments (the timed loop, or one segment per epoch), each with the seconds of its iterations in
+# order, how many of them were warm-up, the time its clock saw outside them (`other_seconds`) and
+# the items one iteration holds. reprokit/analysis/published_metric.py recomputes the value from
+# the same segments with the same arithmetic (a test keeps the two equal).
+FIGURES = ("time_per_item", "rate", "time")
+
+
+def segment_totals(segment, planned_iterations):
+    """(seconds, items) of one segment as its source counted them: the sum of its iterations'
+    seconds plus `other_seconds`; when fewer than `planned_iterations` ran, the missing ones are
+    counted at the mean of the segment's steady iterations (those after its `warmup` first ones),
+    so a partial loop or epoch gives an estimate, which the result labels as partial."""
+    secs = [float(s) for s in segment["seconds"]]
+    n = len(secs)
+    if n == 0:
+        raise ValueError("a segment holds no iteration")
+    w = min(int(segment.get("warmup", 0)), n - 1)
+    steady = secs[w:]
+    total = sum(secs) + float(segment.get("other_seconds", 0.0))
+    planned = int(planned_iterations or n)
+    if planned > n:
+        total += (planned - n) * sum(steady) / len(steady)
+    return total, float(segment["items_per_iteration"]) * max(planned, n)
+
+
+def figure_of(figure, total, items, scale=1.0):
+    """One segment's figure: 'time_per_item' scale * seconds / items, 'rate' items / seconds,
+    'time' scale * seconds."""
+    if figure == "time_per_item":
+        return scale * total / items
+    if figure == "rate":
+        return items / total
+    if figure == "time":
+        return scale * total
+    raise ValueError("unknown figure %r (known: %s)" % (figure, ", ".join(FIGURES)))
+
+
+def as_published_value(figure, segments, planned_iterations, scale=1.0):
+    """The source's figure: the mean over the segments (epochs) of each segment's figure."""
+    if not segments:
+        raise ValueError("no segment to compute the published figure from")
+    values = [figure_of(figure, *segment_totals(s, planned_iterations), scale=scale)
+              for s in segments]
+    return sum(values) / len(values)
+
+
+def split_segments(seconds, per_segment, warmup, items_per_iteration, other_seconds=0.0):
+    """Consecutive iterations cut into segments of `per_segment` (epochs); the first `warmup`
+    iterations are the first segment's warm-up; `other_seconds` goes to the first segment."""
+    segs = []
+    per = max(1, int(per_segment))
+    for i in range(0, len(seconds), per):
+        segs.append({"seconds": list(seconds[i:i + per]), "warmup": max(0, min(warmup - i, per)),
+                     "other_seconds": other_seconds if i == 0 else 0.0,
+                     "items_per_iteration": items_per_iteration})
+    return segs

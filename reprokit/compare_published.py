@@ -74,9 +74,11 @@ def _cell_state(number: dict, cell: dict | None, run_entry: dict | None) -> tupl
 
 
 def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None = None) -> dict:
-    """One report row: the published number as written, the measurement in its unit (median, 95 %
-    CI, min-max, CV, noisy flag), the ratio in words and the verdict (label, reason, and the whole
-    verdict dict under `analysis`)."""
+    """One report row: the published number as written, the measurement in its unit (the figure of
+    the source's own definition when the cell recorded one, else the median; its interval, min-max,
+    CV, noisy flag; `basis` says which, `robust_median` and its interval give the median beside a
+    figure), the ratio in words and the verdict (label, reason, and the whole verdict dict under
+    `analysis`)."""
     prov, env = number["provenance"], number["environment"]
     status, cell_reason = _cell_state(number, cell, run_entry)
     out: dict[str, Any] = {
@@ -97,6 +99,7 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
         "ci_label": None, "ci_coverage": None,
         "measured_unit": None, "ratio": verdict.get("ratio"), "better": better(number["unit"]),
         "reading": None, "note": None,
+        "basis": verdict.get("basis"), "robust_median": None, "robust_ci_low": None, "robust_ci_high": None,
         "verdict": verdict["verdict"], "labels": list(verdict["labels"]), "reason": verdict["reason"],
         "comparison": verdict.get("comparison"),
         "deviates": verdict["verdict"] in DEVIATING,
@@ -128,6 +131,11 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
         return out
     out.update(measured=conv["median"], ci_low=conv["ci_low"], ci_high=conv["ci_high"],
                measured_min=conv["min"], measured_max=conv["max"])
+    robust = summ.get("robust")
+    if robust is not None:  # the figure of the source's definition is shown; the median beside it
+        out.update(robust_median=to_published_unit(robust["median"], robust["unit"], number),
+                   robust_ci_low=to_published_unit(robust["ci_low"], robust["unit"], number),
+                   robust_ci_high=to_published_unit(robust["ci_high"], robust["unit"], number))
     out["reading"] = reading(out["ratio"], number["unit"])
     if out["scale"] != 1.0:
         out["note"] = f"measured {number['metric']} x {out['scale']:g}"

@@ -9,7 +9,8 @@ interrupted run always has an up-to-date merged result:
   stack_fingerprint, ...), `repeat` K and `processes` (one entry per process attempted so far);
 - each metric: `samples`, `raw_seconds` and `warmup_seconds` concatenated over the ok processes in
   index order, `processes` = the samples each ok process contributed, `stop_reasons` per ok
-  process; `warmup` (a per-process count), `stop_reason` and the descriptive fields from the first;
+  process, `as_published_processes` each ok process's figure as its source defined it; `warmup`
+  (a per-process count), `stop_reason` and the descriptive fields from the first;
 - status: "ok" only when all K processes are ok; otherwise the status of the first process (by
   index) that is not ok, "pending" for one that has not run yet, with the reason
   "process N of K: <its reason>". The ok processes' metrics are kept either way.
@@ -51,6 +52,8 @@ def merge_metrics(ok: list[dict]) -> dict:
         m["stop_reasons"] = [p["stop_reason"] for p in parts]
         if any("state" in p for p in parts):  # what each process started from (e.g. compile cache)
             m["states"] = [p.get("state") for p in parts]
+        if any("as_published" in p for p in parts):  # the source's own figure, one per process
+            m["as_published_processes"] = [p.get("as_published") for p in parts]
         out[name] = m
     return out
 

@@ -268,3 +268,12 @@ def test_without_the_link_libcuda_so_is_not_found_and_no_driver_is_recorded(tmp_
                                        "LD_LIBRARY_PATH": None})
     assert res["status"] == "ok"
     assert res["stack_fingerprint"]["libcuda_link"]["status"] == "no driver"
+
+
+def test_prepare_leaves_the_gpu_variable_to_each_cells_request():
+    """A launcher reusing the prepared environment with a device request of its own (the Slurm
+    Docker launcher's --gpus N) gets no NVIDIA_VISIBLE_DEVICES that could contradict it."""
+    gpu = spec.environment(theano_spec(), "gpu")
+    assert "NVIDIA_VISIBLE_DEVICES" not in gpu and gpu["CUDA_CACHE_PATH"] == spec.jit_cache_path()
+    assert spec.environment(theano_spec(), "gpu", [])["NVIDIA_VISIBLE_DEVICES"] == "void"
+    assert spec.environment(theano_spec(), "cpu")["NVIDIA_VISIBLE_DEVICES"] == "void"

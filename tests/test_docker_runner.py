@@ -244,3 +244,56 @@ def test_a_running_benchmark_container_is_locked_down(client, smoke_image, tmp_p
     res = rundir.load_cell("test/docker/inspect")
     assert res["runner"]["security"]["privileged"] is False
     assert json.dumps(res["stack_fingerprint"]["image"]).count(smoke_image["image_id"]) == 1
+
+
+@pytest.mark.docker
+def test_the_jit_cache_volume_persists_between_cells_and_each_cell_records_cold(client, smoke_image,
+                                                                              tmp_path):
+    """Issue 12 item 4 on a real engine, with the CPU smoke image (no GPU here): the runner creates
+    the cache volume, hands it to the cell's user and mounts it read-write at CUDA_CACHE_PATH; the
+    first cell finds it empty (cold) and writes into it, as the driver's JIT would; the second cell,
+    in a container of its own, finds that file (warm)."""
+    import uuid
+
+    from reprokit.runners import cell_container as spec
+
+    runner = DockerRunner(client=client, say=QUIET, jit_cache=True)
+    runner._host_key = f"test-{uuid.uuid4().hex[:8]}"  # a volume of this test's own
+    name = spec.jit_volume_name("smoke-python", "cpu", smoke_image["image_id"], runner._host_key)
+    path = spec.jit_cache_path()
+    cells = [Cell(id=f"test/docker/jit-{i}", source="smoke", stack="smoke-python", framework="python",
+                  workload="test_gpu_runtime", variant=None, params={"write_cuda_cache": True},
+                  metrics=("cache_files",), timeout_s=60) for i in (1, 2)]
+    try:
+        rundir, run = run_cells(tmp_path, cells, runner)
+        volume = client.volumes.get(name)
+        assert volume.attrs["Labels"]["reprokit.jit.image_id"] == smoke_image["image_id"]
+        first, second = (rundir.load_cell(c.id) for c in cells)
+        for res in (first, second):
+            assert res["status"] == "ok", res["reason"]
+            assert res["stack_fingerprint"]["cuda_cache"]["path"] == path
+            mounts = {m["target"]: m for m in res["runner"]["mounts"]}
+            assert mounts[path] == {"target": path, "source": name, "type": "volume",
+                                    "read_only": False}
+            assert res["runner"]["jit_cache"]["volume"] == name
+        assert first["runner"]["container_id"] != second["runner"]["container_id"]
+        cold, warm = first["stack_fingerprint"]["cuda_cache"], second["stack_fingerprint"]["cuda_cache"]
+        assert cold["cold"] is True and cold["at_start"]["files"] == 0
+        assert cold["at_start"]["writable"] is True and cold["at_end"]["files"] == 1
+        assert warm["cold"] is False and warm["at_start"]["files"] == 1
+        assert second["metrics"]["cache_files"]["samples"] == [2]
+        # the volume outlives the containers: a third container sees both files
+        out = client.containers.run(smoke_image["image_id"], ["ls", path], remove=True,
+                                    network_mode="none", mounts=[docker_types_mount(name, path)])
+        assert len(out.decode().split()) == 2
+    finally:
+        try:
+            client.volumes.get(name).remove(force=True)
+        except Exception:
+            pass
+
+
+def docker_types_mount(name, path):
+    import docker
+
+    return docker.types.Mount(path, name, type="volume", read_only=True)

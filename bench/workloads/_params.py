@@ -22,6 +22,7 @@ WORD_LM_001 = {
     "lr": 0.002,
     "tied": True,
     "seed": 1234,               # the original's default -seed
+    "epochs": 10,               # the published command's -epochs 10 (train and validation passes)
     "published_iterations": None,
 }
 

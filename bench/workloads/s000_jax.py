@@ -119,6 +119,7 @@ def _run(ctx, batch, seq, hidden, ftz, ftz_text):
                     method="one jitted step: forward, sum-of-squares loss on the last step, "
                            "jax.value_and_grad, SGD update (parameters donated)")
         common.record_first_vs_later(ctx, t_end - t_compiled, batch)
+        common.record_both_as_published(ctx, batch)
         last = forward_step()
         ctx.extra["numerics"] = {
             "loss_first_train_step": first_loss,

@@ -132,6 +132,7 @@ def _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on):
                 items=batch, sync=sync, sync_desc=sync_desc,
                 method="forward, sum-of-squares loss on the last step, backward, SGD update")
     common.record_first_vs_later(ctx, t_end - t_built, batch)
+    common.record_both_as_published(ctx, batch)
     with torch.no_grad():  # one untimed forward for the record
         last = lstm(x)[0][-1]
         final_loss = float(((last - y) ** 2).sum())
@@ -213,6 +214,7 @@ def _run_legacy(ctx, torch, batch, seq, hidden, ftz_requested):
                 items=batch, sync=sync, sync_desc=sync_desc,
                 method="forward, sum-of-squares loss on the last step, backward, SGD update")
     common.record_first_vs_later(ctx, t_end - t_built, batch)
+    common.record_both_as_published(ctx, batch)
     last = forward_step().data
     ctx.extra["numerics"] = {
         "loss_first_train_step": first_loss,

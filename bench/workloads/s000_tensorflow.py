@@ -394,6 +394,7 @@ def run(ctx):
                            "the target fed; nothing fetched (forward, SUM-of-squares loss of "
                            "output[-1], gradients, SGD update)")
         common.record_first_vs_later(ctx, t_end - t_init, batch)
+        common.record_both_as_published(ctx, batch)
         last, final_cost = session.run([last_step, cost], feed_dict={x: inputs[0], y: target})
         ctx.extra["numerics"] = {  # one untimed forward for the record
             "cost_after_timed_train": float(final_cost),

@@ -286,6 +286,7 @@ def _run(ctx, theano, batch, seq, hidden, ftz, ftz_text, numpy_was_imported, fre
                 method="f_train(): forward, mean-squared-error cost of the last step, gradients, "
                        "SGD update of W, U, b (all in one theano.function); returns the cost")
     common.record_first_vs_later(ctx, t_end - t_train_compiled, batch)
+    common.record_both_as_published(ctx, batch)
     last_out = np.asarray(f_forward())  # one untimed forward for the record
     ctx.extra["numerics"] = {
         "cost_first_train_call": first_cost,

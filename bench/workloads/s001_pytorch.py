@@ -103,6 +103,24 @@ def _timed_loop(budget, step, warmup, sync=None):
     return t, losses
 
 
+def record_as_published(ctx, name, t, n_batches, batch, seq, epochs):
+    """The source's figure beside the per-batch samples: per epoch, the epoch's target tokens / the
+    sum of its batches' timed seconds (every batch timed, no warm-up: this cell's warm-up batches are
+    the epoch's first batches), then the mean of the 10 per-epoch figures, train epochs (train_wps)
+    or validation passes (eval_wps, printed under 'test wps'). Fewer batches or epochs give a labelled
+    partial estimate."""
+    warm = list(t["warmup_seconds"])
+    ctx.record_as_published(
+        name, "tokens_over_epoch_seconds_mean",
+        "per epoch: %d x %d target tokens per batch x %d batches / the epoch's summed per-batch "
+        "timed seconds; then the mean of the %d per-epoch figures%s"
+        % (batch, seq, n_batches, epochs,
+           " (the validation passes, printed under 'test wps')" if name.startswith("eval") else ""),
+        "rate", timing.split_segments(warm + list(t["raw_seconds"]), n_batches, len(warm),
+                                      batch * seq),
+        planned_iterations=n_batches, planned_segments=epochs)
+
+
 def run(ctx):
     import torch
     from torch.autograd import Variable  # a no-op wrapper in PyTorch >= 0.4
@@ -208,6 +226,7 @@ def run(ctx):
         name = kind + "_wps"
         budget = ctx.budget(name)
         warm = budget.warmup if protocol_published else max(1, budget.warmup)
+        n_batches = step_args[2]
         if not gpu:
             t, losses = _timed_loop(budget, stepper(*step_args), warm)
             ctx.record_timed(name, t, ITEMS_UNIT, "items_per_s", items, method,
@@ -216,6 +235,7 @@ def run(ctx):
             ctx.record_timed(name + "_synced", t, ITEMS_UNIT, "items_per_s", items, method,
                              "n/a: CPU execution is synchronous; the same timed iterations as "
                              + name)
+            record_as_published(ctx, name, t, n_batches, batch, seq, int(p["epochs"]))
             loss_log[kind] = losses
             return
         # GPU (never run on a GPU): the published method, then a synchronised loop.
@@ -224,6 +244,7 @@ def run(ctx):
                          "none (as published): no torch.cuda.synchronize() inside the timer; "
                          "the loss copy to the host after the timer is the only sync, so the "
                          "timer sees kernel launches, not GPU execution")
+        record_as_published(ctx, name, t, n_batches, batch, seq, int(p["epochs"]))
         loss_log[kind] = losses
         sbudget = ctx.budget(name + "_synced")
         if sbudget.published_count is None:

@@ -480,6 +480,72 @@ def _backend(ctx):
 
 
 # -----------------------------------------------------------------------------------------------
+class FitCallbacks(object):
+    """What Keras 2.1.6's fit ran after every batch, outside the train step but inside the epoch
+    that TimeHistory timed: BaseLogger's running loss total and ProgbarLogger's progress bar
+    (verbose=1: redrawn at most every 0.05 s and at the epoch's last batch). Written out here (the
+    kit's loop is not Keras's fit), to the cell's log."""
+
+    INTERVAL = 0.05  # keras.utils.Progbar(interval=0.05)
+
+    def __init__(self, batches_per_epoch, batch):
+        self.target = max(1, int(batches_per_epoch)) * int(batch)
+        self.batch = int(batch)
+        self.seen = 0
+        self.total = 0.0
+        self.last = 0.0
+        self.lines = 0
+
+    def on_batch_end(self, loss):
+        self.seen += self.batch
+        self.total += float(loss) * self.batch
+        now = timing.clock()
+        if now - self.last < self.INTERVAL and self.seen < self.target:
+            return
+        self.last = now
+        done = min(self.seen, self.target)
+        width = 30
+        bar = "=" * max(0, int(width * done / self.target) - 1) + ">"
+        sys.stdout.write("%d/%d [%s%s] - loss: %.4f\n" % (done, self.target, bar,
+                                                         "." * (width - len(bar)),
+                                                         self.total / self.seen))
+        sys.stdout.flush()
+        self.lines += 1
+        if self.seen >= self.target:  # a new epoch: Keras starts a new bar and new totals
+            self.seen, self.total = 0, 0.0
+
+
+def record_as_published(ctx, t, n_samples, batch, callbacks=None):
+    """The source's figures from the first epoch as the loop ran it (TimeHistory: wall time from
+    on_epoch_begin to on_epoch_end of a fit epoch): every batch of the epoch, the first (lazy graph
+    set-up, the first shuffle) included, plus the time between batches (the progress-bar and
+    loss-logging callbacks, the sampler's bookkeeping). Keras's 'us/step' = that epoch time / the
+    epoch's samples. A run shorter than an epoch records a labelled partial estimate."""
+    seconds = list(t["warmup_seconds"]) + list(t["raw_seconds"])
+    per_epoch = n_samples // batch  # full batches, as this loop draws them
+    gap = max(0.0, t["wall_seconds"] - sum(seconds)) / len(seconds)
+    first = seconds[:per_epoch]
+    seg = [{"seconds": first, "warmup": len(t["warmup_seconds"]), "other_seconds": gap * len(first),
+            "items_per_iteration": float(n_samples) / per_epoch}]
+    partial_batch = n_samples - per_epoch * batch
+    tail = (" (the last partial batch of %d samples is not run; its samples are counted at a full "
+            "batch's time)" % partial_batch) if partial_batch else ""
+    ctx.record_as_published(
+        "time_per_epoch", "epoch_wall_time",
+        "wall time of one fit epoch from on_epoch_begin to on_epoch_end (TimeHistory): %d batches "
+        "of %d samples, the first epoch's set-up, the per-batch host slicing and transfer and the "
+        "callbacks included%s" % (per_epoch, batch, tail),
+        "time", seg, planned_iterations=per_epoch)
+    ctx.record_as_published(
+        "time_per_sample", "epoch_wall_time_per_sample",
+        "Keras's 'us/step' on the progress bar: the epoch's wall time / its %d samples, in "
+        "microseconds" % n_samples,
+        "time_per_item", seg, planned_iterations=per_epoch, scale=1e6)
+    ctx.extra["fit_callbacks"] = {"progress_lines": callbacks.lines if callbacks else None,
+                                  "seconds_between_batches": gap,
+                                  "how": FitCallbacks.__doc__.split("\n\n")[0]}
+
+
 def _record(ctx, name, t, unit, items, values, derivation, method, sync):
     m = ctx.record_timed(name, t, "s", "s", items, method, sync)
     m["unit"] = unit
@@ -503,12 +569,15 @@ def run(ctx):
 
     def step():
         x, y = data.next_batch()
-        losses.append(train_step(x, y))
+        loss = train_step(x, y)
+        losses.append(loss)
+        return loss
 
     budget = ctx.budget("time_per_epoch")
     if ctx.protocol == "published" and budget.published_count is None:
         budget.published_count = -(-data.epoch_samples // data.batch)  # one whole epoch
-    t = timing.sample(step, budget)
+    callbacks = FitCallbacks(data.n // data.batch, data.batch)
+    t = timing.sample(step, budget, after=callbacks.on_batch_end)
     losses = losses[len(t["warmup_seconds"]):]
     batch, n = data.batch, data.epoch_samples
     per_epoch_batches = float(n) / batch
@@ -529,6 +598,8 @@ def run(ctx):
             [1e6 * s / batch for s in t["raw_seconds"]], "1e6 * seconds / %d" % batch,
             "Keras's 'us/step' (microseconds per sample) from one timed batch: %s" % fit_method,
             sync)
+
+    record_as_published(ctx, t, data.n, data.batch, callbacks)
 
     if gpu_memory is not None:  # never run on a GPU
         used, method = gpu_memory()

@@ -82,6 +82,30 @@ def _long_tensor(torch, tokens):
     return torch.from_numpy(numpy.frombuffer(tokens, dtype=numpy.int32).astype(numpy.int64))
 
 
+LOG_INTERVAL = 200  # the example's --log-interval default
+
+
+def record_as_published(ctx, t):
+    """The example's figure beside the per-batch samples: train() prints elapsed * 1000 /
+    log_interval, elapsed being the wall time since the epoch start (then since the last print),
+    when batch % 200 == 0 and batch > 0 (pytorch/examples word_language_model/main.py, read at
+    0f4dca7): the first print covers batches 0..200, 201 batches divided by 200. Recorded for that
+    first window, this cell's warm-up batches being its first batches; fewer batches give a
+    labelled partial estimate."""
+    seconds = list(t["warmup_seconds"]) + list(t["raw_seconds"])
+    gap = max(0.0, t["wall_seconds"] - sum(seconds)) / len(seconds)
+    n = LOG_INTERVAL + 1
+    upto = seconds[:n]
+    ctx.record_as_published(
+        "time_per_batch", "log_window_ms_per_batch",
+        "the example's printed ms/batch of its first log window: wall seconds from the epoch start "
+        "to the end of batch %d (%d batches) x 1000 / %d" % (LOG_INTERVAL, n, LOG_INTERVAL),
+        "time_per_item", [{"seconds": upto, "warmup": len(t["warmup_seconds"]),
+                           "other_seconds": gap * len(upto),
+                           "items_per_iteration": float(LOG_INTERVAL) / n}],
+        planned_iterations=n, scale=1000.0)
+
+
 def run(ctx):
     import torch
     nn = torch.nn
@@ -162,6 +186,7 @@ def run(ctx):
                      "grad, loss.item(); data already on the device"
                      % (bptt, batch, p["dropout"], layers, hidden, hidden, vocab, clip, lr), sync)
     raw = t["raw_seconds"]
+    record_as_published(ctx, t)
     ctx.describe(framework="torch", framework_version=torch.__version__,
                  api="pytorch/examples word_language_model RNNModel('LSTM') restated: "
                      "nn.Embedding + nn.LSTM (cuDNN on GPU) + nn.Linear; manual SGD")

@@ -444,6 +444,7 @@ def run(ctx):
     ctx.record_timed("time_per_batch", t, "ms", "ms", 1, method, sync)
 
     raw, warm = t["raw_seconds"], t["warmup_seconds"]
+    record_as_published(ctx, t, words, epoch_size)
     ctx.extra["cumulative_wps"] = {
         "timed_steps": words * len(raw) / sum(raw),
         "from_epoch_start": words * (len(raw) + len(warm)) / (sum(raw) + sum(warm)),
@@ -477,6 +478,45 @@ def run(ctx):
                        "no params.data_dir given; speed depends on shapes only")
     ctx.note("Samples are single steps after %d untimed warm-up step(s); the tutorial printed a "
              "cumulative average from the epoch start (see extra.cumulative_wps)." % len(warm))
+
+
+def print_steps(epoch_size):
+    """The steps at which run_epoch printed its words/s: step % (epoch_size // 10) == 10."""
+    every = epoch_size // 10
+    if every <= 10:  # 10 is never a remainder: no print in the epoch
+        return []
+    return [s for s in range(epoch_size) if s % every == 10]
+
+
+def record_as_published(ctx, t, words, epoch_size):
+    """The tutorial's figure beside the per-step samples: run_epoch printed iters * batch_size *
+    num_gpus / (time.time() - start_time), a cumulative words/s since the epoch start (every step
+    and everything between steps included, no warm-up), 10 times per epoch. The README's
+    'average wps' averaged these prints in an unstated way (seed_workloads.md 5.1, 5.3 item 3); the
+    figure recorded is the epoch's last print, the cumulative rate over the most of the epoch. The
+    steps run here are the epoch's first (this cell's warm-up steps included, as its steps 0, 1...);
+    fewer steps than that print needs give a labelled partial estimate."""
+    seconds = list(t["warmup_seconds"]) + list(t["raw_seconds"])
+    gap = max(0.0, t["wall_seconds"] - sum(seconds)) / len(seconds)
+    prints = print_steps(epoch_size)
+    last = prints[-1] if prints else epoch_size - 1
+    upto = seconds[:last + 1]
+    reached = [s for s in prints if s < len(seconds)]
+    cumulative = []
+    for s in reached:
+        cumulative.append({"step": s, "words_per_s": words * (s + 1) / (sum(seconds[:s + 1])
+                                                                        + gap * (s + 1))})
+    ctx.record_as_published(
+        "train_wps", "cumulative_wps_at_last_print",
+        "run_epoch's printed words/s at the epoch's last print (step %d of %d): (step + 1) x "
+        "%d words / wall seconds since the epoch start%s"
+        % (last, epoch_size, words, "" if prints else
+           " (an epoch this short has no print; the epoch end is used)"),
+        "rate", [{"seconds": upto, "warmup": len(t["warmup_seconds"]),
+                  "other_seconds": gap * len(upto), "items_per_iteration": words}],
+        planned_iterations=last + 1)
+    ctx.extra["tutorial_prints"] = {"print_steps": prints, "reached": cumulative,
+                                    "seconds_between_steps": gap}
 
 
 def _lstm_text(variant, cpu_substitute, tf1):

@@ -8,6 +8,7 @@ Not a benchmark. Python 3.5 syntax (2.7-compatible), standard library only.
 """
 from __future__ import print_function
 
+import binascii
 import ctypes
 import os
 
@@ -30,7 +31,8 @@ def run(ctx):
     if ctx.params.get("write_cuda_cache"):
         if not cache:
             raise RuntimeError("write_cuda_cache: CUDA_CACHE_PATH is not set")
-        with open(os.path.join(cache, "reprokit-test-entry-%d" % os.getpid()), "w") as f:
+        entry = "reprokit-test-entry-" + binascii.hexlify(os.urandom(8)).decode("ascii")
+        with open(os.path.join(cache, entry), "w") as f:
             f.write("stands in for a JIT-compiled kernel\n")
         ctx.note("wrote one file into %s" % cache)
     loaded = {}

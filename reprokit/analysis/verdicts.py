@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 
 from reprokit import datafiles, units
-from reprokit.analysis import devices, flops, roofline, standins, stats
+from reprokit.analysis import devices, flops, published_metric, roofline, standins, stats
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -196,6 +196,29 @@ def _not_run_reason(number: dict, cell: dict | None, run_entry: dict | None) -> 
     return None
 
 
+def measured_summary(metric: dict) -> tuple[dict, dict]:
+    """(summary, basis) of what a published number is compared with: the figure computed as the source
+    defined it (reprokit.analysis.published_metric, its interval from the per-iteration samples) when
+    the metric records one, else the median of the per-iteration samples. `basis` says which:
+    {"statistic": "as_published" | "partial" | "median", "label", "definition", "text"}."""
+    same = published_metric.summary(metric)
+    if same is None:
+        return stats.summarize_metric(metric), {
+            "statistic": "median", "definition": None, "text": None,
+            "label": "median of the per-iteration samples (this result records no figure of the "
+                     "source's own definition)"}
+    return same, {"statistic": "as_published" if same["complete"] else "partial",
+                  "definition": same["definition"], "text": same["text"], "label": same["label"]}
+
+
+def _what(summ: dict) -> str:
+    """What a summary's central value is, for a reason text."""
+    if summ.get("statistic") == "as_published":
+        kind = "figure as published" if summ["complete"] else "partial estimate of the published figure"
+        return f"the {kind} ({summ['definition']})"
+    return "the median"
+
+
 def _base(number: dict, tolerance: float) -> dict:
     env = number["environment"]
     return {
@@ -224,6 +247,7 @@ def _base(number: dict, tolerance: float) -> dict:
         "stack": None,
         "standins": [],
         "comparison": None,
+        "basis": None,
     }
 
 
@@ -256,7 +280,7 @@ def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float,
     basis = (
         "the single measured value"
         if single
-        else f"the {label} of the median [{lo:.4g}, {hi:.4g}] {unit} (n={summ['n']})"
+        else f"the {label} of {_what(summ)} [{lo:.4g}, {hi:.4g}] {unit} (n={summ['n']})"
     )
     band_txt = f"published {p:.4g} {unit} +- {_pct(tol)} = [{band[0]:.4g}, {band[1]:.4g}]"
     if pos == "inside":
@@ -274,7 +298,8 @@ def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float,
         v,
         verdict_,
         f"{note}: {basis} lies entirely {pos} {band_txt} ({word}, "
-        f"median/published = {summ['median'] / p:.3g})",
+        f"{'figure' if summ.get('statistic') == 'as_published' else 'median'}/published = "
+        f"{summ['median'] / p:.3g})",
     )
 
 
@@ -342,7 +367,7 @@ def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str
     band = (e["published"]["value"] * (1 - tol), e["published"]["value"] * (1 + tol))
     v["band"] = list(band)
     pos = band_position(e["measured"]["ci_low"], e["measured"]["ci_high"], *band)
-    text = f"{note}: {_efficiency_text(e, pub, meas)} +- {_pct(tol)}"
+    text = f"{note}: {_efficiency_text(e, pub, meas)} +- {_pct(tol)}; measured: {_what(summ)}"
     if meas.get("peak_is_lower_bound") and pos != "below":
         # the run's peak is only a lower bound, so its efficiency an upper bound: only LOWER is sound
         return _finish(v, INCONCLUSIVE, f"{text}; but this CPU's peak is known only as a lower bound (its "
@@ -378,7 +403,7 @@ def verdict(
     if why_not is None:
         metric = cell["metrics"][number["metric"]]
         unit = metric["unit"]
-        summ = stats.summarize_metric(metric)
+        summ, v["basis"] = measured_summary(metric)
         v["measured"] = summ
         meas = devices.measured_device(cell, run)
         v["hardware"]["measured"] = meas

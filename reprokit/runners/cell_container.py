@@ -91,7 +91,9 @@ def visible_devices(ids: list[str]) -> str:
 
 def environment(stack_spec: dict, flavour: str, gpus: list[str] | None = None,
                 image_id: str = "") -> dict[str, str]:
-    """The container's environment (the image's own ENV stays unless named here)."""
+    """The container's environment (the image's own ENV stays unless named here). On the GPU
+    flavour NVIDIA_VISIBLE_DEVICES is set only with `gpus`, the cell's GPU ids: a launcher that
+    does not know them yet (prepare) leaves it to the device request of each cell."""
     env = {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
            "TF_CPP_MIN_LOG_LEVEL": "2", "REPROKIT_IMAGE_ID": image_id}
     if flavour == "cpu":
@@ -101,7 +103,8 @@ def environment(stack_spec: dict, flavour: str, gpus: list[str] | None = None,
     gpu = stack_spec.get("gpu", {})
     env.update({"NVIDIA_DRIVER_CAPABILITIES": "compute,utility", **jit_cache_env()})
     env.update(gpu.get("env_vars", {}))
-    env["NVIDIA_VISIBLE_DEVICES"] = visible_devices(list(gpus or []))
+    if gpus is not None:
+        env["NVIDIA_VISIBLE_DEVICES"] = visible_devices(list(gpus))
     if gpu.get("link_libcuda_so"):
         env["REPROKIT_LIBCUDA_DIR"] = LIBCUDA_DIR
     return env

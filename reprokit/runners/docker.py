@@ -290,7 +290,8 @@ class DockerRunner:
         heartbeat.beat(force=True)
         env = {**prepared["env"], "REPROKIT_HEARTBEAT": f"{RESULTS_IN_CONTAINER}/{heartbeat.path.name}",
                "REPROKIT_HEARTBEAT_STALE_S": str(heartbeat.stale_s),
-               "NVIDIA_VISIBLE_DEVICES": spec.visible_devices(gpu_ids)}
+               "NVIDIA_VISIBLE_DEVICES": spec.visible_devices(gpu_ids),
+               **(spec.jit_cache_env() if jit else {})}  # the cache path goes with its volume
         try:
             container = self.client.containers.create(
                 found.image_id, cmd, name=name, mounts=mounts, working_dir=BENCH_IN_CONTAINER,
