@@ -214,7 +214,7 @@ def test_markdown_has_numbers_verdicts_and_escapes(rendered):
     assert "| NOT_TESTABLE_HERE |" in row
     assert "slower" not in row and "faster" not in row             # no ratio across device classes
     fwd = next(line for line in md.splitlines() if "| 000-L007 | 0.1247 ms |" in line)
-    assert "| 0.6 ms [0.5, 0.7] (75 % interval), median |" in fwd and "| 3 |" in fwd      # 600 us converted to ms
+    assert "| 0.6 ms [0.5, 0.7] (75 % interval), median |" in fwd and "| 3 |" in fwd  # 600 us -> ms
     assert "built \\| with &lt;care>" in md                   # pipes escaped in table cells
     assert "published on a GPU (Tesla M40 24GB), measured on a CPU" in md
     assert "Old 1.0 -> New 2.0: old has no wheel" in md
