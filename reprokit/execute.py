@@ -19,7 +19,16 @@ import time
 import traceback
 from pathlib import Path
 
-from reprokit import cpu_peak, fingerprint, lifecycle, merge_processes, preflight, reconcile, results
+from reprokit import (
+    cpu_peak,
+    fingerprint,
+    lifecycle,
+    merge_processes,
+    preflight,
+    probe_cache,
+    reconcile,
+    results,
+)
 from reprokit.errors import UserError
 from reprokit.plan import Plan, make_job
 from reprokit.progress import Progress, recorded_times
@@ -218,6 +227,20 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, ctx: dict, started
     return text
 
 
+def _record_probe(result: dict, run: dict, runner_name: str, device: str, say) -> None:
+    """A gpu-smoke probe's outcome into the GPU probe cache (reprokit/probe_cache.py), for preflight
+    to read on this host. Only a GPU run through the Docker runner records one, so this has NEVER
+    RUN (no GPU here). A cache that cannot be written costs a warning, never the run."""
+    try:
+        entry, path = probe_cache.record_result(result, run["host_fingerprint"], runner_name, device)
+    except (OSError, ValueError, UserError) as e:
+        say(f"warning: the probe result of {result.get('cell_id')} was not cached: {e}")
+        return
+    if entry is not None:
+        say(f"probe cache: {entry['stack']} on {entry['host']['gpu_name']} "
+            f"(driver {entry['host']['driver_version']}): {entry['status']} -> {path}")
+
+
 def _entry(run: dict, cell: Cell, status: str, reason: str | None, wall: float | None) -> None:
     entries = {e["cell_id"]: e for e in run["cells"]}
     entries[cell.id] = {"cell_id": cell.id, "stack": cell.stack, "status": status,
@@ -353,6 +376,9 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
         ids = {c.id for c, _ in items}
         job = make_job(plan, stack, run_id, run["kit"], str(rundir.cells_dir.resolve()))
         job["cells"] = [jc for jc in job["cells"] if jc["id"] in ids]
+        for jc in job["cells"]:  # the probe of a stack reaching this GPU only through PTX JIT:
+            if verdicts[jc["id"]].get("env", {}).get("CUDA_FORCE_PTX_JIT") == "1":  # its workload
+                jc["params"]["cuda_force_ptx_jit"] = True  # sets it before importing the framework
         job_path = rundir.jobs_dir / f"{stack}.json"
         results.write_json_atomic(job_path, job, "job")
         ready[stack] = (prepared, spec, job_path, {jc["id"]: jc for jc in job["cells"]})
@@ -391,6 +417,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                                           None, {"traceback": traceback.format_exc()[-2000:]})
                 res = _finish_result(rundir, run_id, c, outcome, spec, runner.name,
                                      plan.options.device, rnd)
+                if probe_cache.is_probe(c.workload):
+                    _record_probe(res, run, runner.name, plan.options.device, say)
                 if rnd is None:
                     record(c, res["status"], res["reason"], outcome.process_wall_s)
                 else:

@@ -7,14 +7,25 @@ rules has been exercised against a real GPU.
 
 A verdict is::
 
-    {"runnable": bool, "status": "ok" | "jit" | "blocked",
+    {"runnable": bool, "status": "ok" | "jit" | "probe" | "blocked",
      "reasons": ["one line", ...],            # every failed check and every warning
      "checks": [{"name": str, "ok": bool, "detail": str}, ...],
      "env": {"CUDA_CACHE_PATH": ..., ...}}      # variables the runner should set (JIT cache), or {}
 
 `ok` runs natively; `jit` runs, but some kernels exist only as PTX, so the first start JIT-compiles
 them (up to ~30 minutes), the CUDA cache must be persisted and the JIT is kept out of the timings;
-`blocked` must not be launched.
+`probe` ("needs a probe") is not launched: its kernels would reach this GPU only through PTX JIT,
+and whether that PTX exists and works cannot be known from data, so a capability probe of the
+image on this host decides (suite gpu-smoke; reprokit/probe_cache.py keeps its outcome per host
+and image); `blocked` must not be launched.
+
+The probe gate (issue 12 item 5) applies to the Docker runner: a cached ok probe of the
+same host GPU (model, compute capability, driver) and image ID makes a `jit` stack runnable
+("probed <date>"), a cached failure blocks it with the probe's error, and no entry is `probe`. A
+cached failure blocks a native stack too. The probe cells themselves are never gated: where the
+stack needs PTX JIT they run with CUDA_FORCE_PTX_JIT=1 (`env`). The local runner runs no image (its
+stand-ins are the host's frameworks), so it keeps the `jit` verdict, and so does the Slurm runner,
+whose runs do not record probes yet. None of this ran on a GPU.
 """
 
 from __future__ import annotations
@@ -32,7 +43,9 @@ SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "compat.schema.json"
 IMAGE_TAG = "reprokit/{image}:{flavour}"
 
 RUNNERS = ("local", "docker", "slurm")
-_RANK = {"ok": 0, "jit": 1, "blocked": 2}
+_RANK = {"ok": 0, "jit": 1, "probe": 2, "blocked": 3}
+IMAGE_RUNNERS = ("docker",)  # the probe cache is written by Docker runs only
+PROBE_COMMAND = "reproduce.py run --suite gpu-smoke --runner docker"
 
 
 class CompatError(ValueError):
@@ -122,7 +135,8 @@ def host_from_fingerprint(
     Reads fp["nvidia"]["available"] and fp["gpus"] (each with name, compute_capability,
     driver_version, cuda_driver_version). Engine and image state are not part of the fingerprint:
     the caller passes what it probed. `images` maps an image tag (IMAGE_TAG) or directory name to
-    "present" | "buildable" | "missing" or {"present": bool, "buildable": bool}.
+    "present" | "buildable" | "missing" or {"present": bool, "buildable": bool, "image_id": str}
+    (the image ID is what the probe cache is keyed by).
     """
     nvidia = fp.get("nvidia") or {}
     available = bool(nvidia.get("available"))
@@ -138,6 +152,7 @@ def host_from_fingerprint(
             }
         )
     return {
+        "host_id": fp.get("host_id"),
         "engine_present": engine_present,
         "images": dict(images or {}),
         "nvidia_available": available,
@@ -202,6 +217,12 @@ def _image_state(host: Mapping[str, Any], image: str, flavour: str) -> str:
     return "unknown"
 
 
+def _image_id(host: Mapping[str, Any], image: str, flavour: str) -> str | None:
+    images = host.get("images") or {}
+    state = images.get(IMAGE_TAG.format(image=image, flavour=flavour), images.get(image))
+    return state.get("image_id") if isinstance(state, Mapping) else None
+
+
 # ---------------------------------------------------------------------------------- verdicts
 
 
@@ -227,7 +248,7 @@ class _Verdict:
 
     def result(self) -> dict[str, Any]:
         return {
-            "runnable": self.status != "blocked",
+            "runnable": self.status not in ("blocked", "probe"),
             "status": self.status,
             "reasons": list(dict.fromkeys(self.reasons)),
             "checks": self.checks,
@@ -242,8 +263,13 @@ def check_cell(
     *,
     runner: str = "docker",
     compat: Mapping[str, Any] | None = None,
+    probes: list[dict] | None = None,
+    probe_cell: bool = False,
 ) -> dict[str, Any]:
-    """Verdict for one cell of `stack` needing `gpus_needed` GPUs on `host` under `runner`."""
+    """Verdict for one cell of `stack` needing `gpus_needed` GPUs on `host` under `runner`.
+
+    `probes`: the entries of the GPU probe cache (reprokit/probe_cache.py; None or [] = none
+    recorded). `probe_cell`: the cell is a gpu-smoke probe, which is never gated by the cache."""
     if runner not in RUNNERS:
         raise ValueError(f"unknown runner {runner!r}; expected one of {', '.join(RUNNERS)}")
     if compat is None:
@@ -276,12 +302,13 @@ def check_cell(
         v.check("image", state in ("present", "buildable"), detail)
 
     if needed:
-        _check_gpus(v, stack, host, needed, compat)
+        _check_gpus(v, stack, host, needed, compat, runner, probes or [], probe_cell)
     return v.result()
 
 
 def _check_gpus(
-    v: _Verdict, stack: Mapping[str, Any], host: Mapping[str, Any], needed: int, compat: Mapping[str, Any]
+    v: _Verdict, stack: Mapping[str, Any], host: Mapping[str, Any], needed: int, compat: Mapping[str, Any],
+    runner: str = "docker", probes: list[dict] | None = None, probe_cell: bool = False,
 ) -> None:
     if not stack.get("gpu"):
         v.check(
@@ -300,10 +327,14 @@ def _check_gpus(
     used = gpus[:needed]
     for gpu in used:
         _check_driver(v, stack, gpu, compat)
+    jit_on = {}
     for gpu in used:
-        _check_arch(v, stack, gpu, compat)
+        jit_on[id(gpu)] = _check_arch(v, stack, gpu, compat)
     for gpu in used:
         _check_blockers(v, stack, gpu)
+    if runner in IMAGE_RUNNERS:
+        for gpu in used:
+            _check_probe(v, stack, host, gpu, bool(jit_on[id(gpu)]), probes or [], probe_cell)
 
 
 def _gpu_label(gpu: Mapping[str, Any]) -> str:
@@ -363,7 +394,9 @@ def _check_driver(
 
 def _check_arch(
     v: _Verdict, stack: Mapping[str, Any], gpu: Mapping[str, Any], compat: Mapping[str, Any]
-) -> None:
+) -> list[str]:
+    """Architecture coverage of the stack's binaries on `gpu`; returns the critical binaries that
+    would reach it only through PTX JIT."""
     label = _gpu_label(gpu)
     cc = parse_cc(gpu.get("compute_capability"))
     if cc is None:
@@ -373,7 +406,7 @@ def _check_arch(
             f"{label}: compute capability unknown; architecture coverage not checked",
             reason=f"warning: {label} compute capability unknown; architecture coverage not checked",
         )
-        return
+        return []
     toolkit = _prefix_match(compat["toolkit_max_sass"], stack["cuda"]) if stack.get("cuda") else None
     native_possible = toolkit is None or parse_cc(toolkit["max_sass"]) >= cc
     jit_binaries = []
@@ -437,6 +470,44 @@ def _check_arch(
             f"(CUDA_CACHE_PATH={jit['cache_env']['CUDA_CACHE_PATH']}, "
             f"CUDA_CACHE_MAXSIZE={jit['cache_env']['CUDA_CACHE_MAXSIZE']}); JIT time is excluded from timings"
         )
+    return jit_binaries
+
+
+def _check_probe(
+    v: _Verdict, stack: Mapping[str, Any], host: Mapping[str, Any], gpu: Mapping[str, Any], jit: bool,
+    probes: list[dict], probe_cell: bool,
+) -> None:
+    """The probe gate: what the GPU probe cache says about this stack's image on this host GPU."""
+    from reprokit import probe_cache
+
+    label = _gpu_label(gpu)
+    tag = IMAGE_TAG.format(image=stack["image"], flavour="gpu")
+    if v.status == "blocked":  # decided without a probe (no kernel image, driver, blocker, ...)
+        return
+    if probe_cell:
+        if jit:
+            v.env["CUDA_FORCE_PTX_JIT"] = "1"
+            v.check("probe", True, f"{label}: this cell is the capability probe of {tag}; it runs with "
+                    "CUDA_FORCE_PTX_JIT=1, so every kernel it touches comes from PTX", status="jit")
+        return
+    image_id = _image_id(host, stack["image"], "gpu")
+    entry = probe_cache.lookup(probes, host.get("host_id"), gpu, stack["name"], image_id)
+    where = f"{tag} on {label}, driver {gpu.get('driver_version') or 'unknown'}"
+    if entry is not None and entry["status"] == "failed":
+        v.check("probe", False, f"{label}: the capability probe of {tag} failed on {entry['probed'][:10]}: "
+                f"{entry['error']}; not runnable on this GPU (a new driver or image needs a new probe: "
+                f"`{PROBE_COMMAND}`)")
+    elif entry is not None:
+        forced = " under CUDA_FORCE_PTX_JIT=1" if entry.get("cuda_force_ptx_jit") else ""
+        v.check("probe", True, f"{label}: probed {entry['probed'][:10]}: GEMM and LSTM step of {tag} "
+                f"ran and matched the CPU reference{forced}",
+                reason=f"probed {entry['probed'][:10]} ({where}): ok{forced}")
+    elif jit:
+        why = "" if image_id else " (its image ID is not known here, so no probe result can apply)"
+        v.check("probe", True, f"{label}: needs a probe: its kernels reach this GPU only through PTX "
+                f"JIT and no probe of {tag} is recorded for this host GPU{why}", status="probe",
+                reason=f"needs a probe: {stack['name']} reaches {label} only through PTX JIT and no "
+                f"capability probe of {tag} is recorded for it{why}; run `{PROBE_COMMAND}`")
 
 
 def _blocker_applies(when: Mapping[str, Any], gpu: Mapping[str, Any]) -> bool | None:
@@ -498,11 +569,31 @@ def check_stack_cell(
     *,
     runner: str = "docker",
     compat: Mapping[str, Any] | None = None,
+    probes: list[dict] | None = None,
+    probe_cell: bool = False,
 ) -> dict[str, Any]:
     """`check_cell` for a stack named in compat.yaml."""
     if compat is None:
         compat = load_compat()
-    return check_cell(stack_from_compat(stack_name, compat), host, gpus_needed, runner=runner, compat=compat)
+    return check_cell(stack_from_compat(stack_name, compat), host, gpus_needed, runner=runner,
+                      compat=compat, probes=probes, probe_cell=probe_cell)
+
+
+def summary(verdict: Mapping[str, Any]) -> str:
+    """One phrase for a verdict: "runnable", "runnable (PTX JIT)", "runnable (probed <date>)",
+    "needs a probe", "not runnable" or "not implemented"."""
+    status = verdict.get("status")
+    if status == "not_implemented":
+        return "not implemented"
+    if status == "blocked":
+        return "not runnable"
+    if status == "probe":
+        return "needs a probe"
+    probed = [c["detail"].split(": ")[1] for c in verdict.get("checks", [])
+              if c["name"] == "probe" and c["ok"] and ": probed " in c["detail"]]
+    if probed:
+        return f"runnable ({sorted(probed)[0]})"
+    return "runnable (PTX JIT)" if status == "jit" else "runnable"
 
 
 def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner: str,
@@ -531,8 +622,33 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
             for spec in stacks.values():
                 found = images_mod.find_image(client, spec["image"], flavour)
                 images[IMAGE_TAG.format(image=spec["image"], flavour=flavour)] = (
-                    "present" if found else "buildable")
+                    {"present": True, "image_id": found.image_id} if found else "buildable")
     host = host_from_fingerprint(fingerprint, engine_present=engine, images=images)
+    probes, cache_warning = host_probes(host, runner)
+    return cell_verdicts(cells, host, runner, compat, probes, cache_warning)
+
+
+def host_probes(host: Mapping[str, Any], runner: str) -> tuple[list[dict], str | None]:
+    """The GPU probe cache's entries when they matter (a GPU host, the Docker runner), and a warning
+    when the cache cannot be read: then nothing is known and every PTX-JIT stack needs a probe."""
+    from reprokit import probe_cache
+    from reprokit.errors import UserError
+
+    if not host.get("gpus") or runner not in IMAGE_RUNNERS:
+        return [], None
+    try:
+        return probe_cache.load()["entries"], None
+    except UserError as e:
+        return [], f"warning: {e}"
+
+
+def cell_verdicts(cells: Iterable[Any], host: Mapping[str, Any], runner: str,
+                  compat: Mapping[str, Any] | None = None, probes: list[dict] | None = None,
+                  cache_warning: str | None = None) -> dict[str, dict[str, Any]]:
+    """Verdict per cell id on a described host (`suite_verdicts` without the engine probing)."""
+    from reprokit import probe_cache
+
+    compat = compat if compat is not None else load_compat()
     out: dict[str, dict[str, Any]] = {}
     for cell in cells:
         if not cell.implemented:
@@ -540,5 +656,8 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
                             "reasons": [cell.reason or "workload not implemented"], "checks": []}
             continue
         out[cell.id] = check_stack_cell(cell.stack, host, cell.needs_gpus, runner=runner,
-                                        compat=compat)
+                                        compat=compat, probes=probes,
+                                        probe_cell=probe_cache.is_probe(cell.workload))
+        if cache_warning and any(c["name"] == "probe" for c in out[cell.id]["checks"]):
+            out[cell.id]["reasons"].append(cache_warning)
     return out

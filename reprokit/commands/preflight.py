@@ -1,4 +1,8 @@
-"""`reproduce.py preflight --suite S`: per cell, whether it can run here and why not."""
+"""`reproduce.py preflight --suite S`: per cell, whether it can run here and why not.
+
+The verdict column says "runnable", "runnable (PTX JIT)", "runnable (probed <date>)", "needs a
+probe" (run the gpu-smoke suite on this host first), "not runnable" or "not implemented"; `--json`
+gives the full verdicts (status ok / jit / probe / blocked)."""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ def run(args) -> int:
               title_justify="left")
     for col in ("cell", "verdict", "why"):
         t.add_column(col)
-    for cell_id, v in verdicts.items():
-        t.add_row(cell_id, v["status"], "; ".join(v["reasons"]) or "-")
+    for cell_id, v in verdicts.items():  # runnable / needs a probe / not runnable, and why
+        t.add_row(cell_id, preflight.summary(v), "; ".join(v["reasons"]) or "-")
     console().print(t)
     return 0
