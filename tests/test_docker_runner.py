@@ -271,6 +271,7 @@ def test_the_jit_cache_volume_persists_between_cells_and_each_cell_records_cold(
         first, second = (rundir.load_cell(c.id) for c in cells)
         for res in (first, second):
             assert res["status"] == "ok", res["reason"]
+            assert not validate.errors("cell_result", res)
             assert res["stack_fingerprint"]["cuda_cache"]["path"] == path
             mounts = {m["target"]: m for m in res["runner"]["mounts"]}
             assert mounts[path] == {"target": path, "source": name, "type": "volume",
