@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
+import docker
 import pytest
 import yaml
 
@@ -108,3 +109,41 @@ def test_docker_compose_runs_the_smoke_stack(repo, tmp_path, monkeypatch):
     assert doc["status"] == "ok", doc["reason"]
     assert doc["stack_fingerprint"]["image"]["id"] == entry["image_id"]
     assert results.cell_filename("smoke/python/matmul/n24") == path.name
+
+
+@pytest.mark.docker
+def test_run_dir_for_gpu_names_and_prepares_each_stacks_jit_cache_volume(tmp_path, monkeypatch):
+    """`run-dir --flavour gpu` creates each stack image's JIT cache volume, hands it to the run's
+    user and names it in compose.env for the GPU file. No GPU image is built here: the smoke image
+    stands in for each stack's (the volume and its chown do not depend on the framework)."""
+    from reprokit.runners import cell_container as spec
+
+    c = engine()
+    monkeypatch.setenv("REPROKIT_IMAGE_LOCK", str(tmp_path / "lock.json"))
+    entry = build_image(c, "smoke-python", say=lambda *_: None)
+    smoke = images.find_image(c, "smoke-python", "cpu")
+    monkeypatch.setattr(images, "find_image", lambda *a, **k: smoke)
+    monkeypatch.setattr(spec, "host_gpu_key", lambda *a: f"test-{os.getpid()}")
+    env_file = compose.prepare_run_dir("legacy-2017", tmp_path / "run", flavour="gpu", client=c)
+    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines())
+    doc = compose.compose_doc("legacy-2017", "gpu")
+    made = []
+    try:
+        for stack in doc["services"]:
+            name = values[compose.jit_env_name(stack)]
+            made.append(name)
+            assert name == spec.jit_volume_name(suites.load_stacks()[stack]["image"], "gpu",
+                                                entry["image_id"], f"test-{os.getpid()}")
+            assert c.volumes.get(name).attrs["Labels"]["reprokit.jit.flavour"] == "gpu"
+            out = c.containers.run(entry["image_id"], ["stat", "-c", "%u:%g", spec.jit_cache_path()],
+                                   remove=True, network_mode="none", mounts=[docker.types.Mount(
+                                       spec.jit_cache_path(), name, type="volume")])
+            assert out.decode().strip() == values["REPROKIT_USER"]
+            key = next(v["source"] for v in doc["services"][stack]["volumes"] if v["type"] == "volume")
+            assert doc["volumes"][key]["name"].startswith("${%s:-" % compose.jit_env_name(stack))
+    finally:
+        for name in made:
+            try:
+                c.volumes.get(name).remove(force=True)
+            except Exception:
+                pass
