@@ -106,6 +106,17 @@ def load_suite(name: str) -> Suite:
 
 
 @cache
+def _all_cells() -> dict[str, Cell]:
+    return {c.id: c for name in suite_names() for c in load_suite(name).cells}
+
+
+def cell_params(cell_id: str | None) -> dict | None:
+    """The params of the cell with this id in any suite (a copy), or None."""
+    cell = _all_cells().get(cell_id) if cell_id else None
+    return dict(cell.params) if cell is not None else None
+
+
+@cache
 def load_stacks() -> dict[str, dict]:
     doc = datafiles.read("stacks.yaml", "stacks")
     return doc["stacks"]

@@ -92,9 +92,29 @@ def _numeric(params: dict) -> dict[str, float]:
     }
 
 
+@cache
+def corpus_sizes(corpus: str) -> dict[str, float]:
+    """{"corpus_vocab", "corpus_tokens"} of a reading of datasets.yaml (its vocabulary and train token
+    count): the sizes of the data the cells read (bench/corpora.py STAND_INS holds the same figures,
+    tests/test_data_command.py keeps the two equal). Raises NotApplicable for an unknown reading."""
+    from reprokit import datasets
+
+    for ds in datasets.catalogue().values():
+        for r in ds.get("readings") or []:
+            if r.get("corpus") == corpus:
+                return {"corpus_vocab": float(r["vocab"]["value"]),
+                        "corpus_tokens": float(r["tokens"]["train"]["value"])}
+    raise NotApplicable(f"no reading '{corpus}' in datasets.yaml")
+
+
 def resolve_params(model: dict, params: dict) -> dict[str, float]:
-    """Numeric parameters of a model: given params, then defaults, dataset table, derived values."""
+    """Numeric parameters of a model: the cell's params over the model's defaults; then the sizes of
+    the data set the cells read (the model's `corpus`, or its `by_dataset` entry: numbers, formulas,
+    or a `corpus` whose datasets.yaml vocabulary and train tokens become corpus_vocab and
+    corpus_tokens); then the derived values, in order."""
     names = {**model.get("defaults", {}), **_numeric(params)}
+    if model.get("corpus"):
+        names.update(corpus_sizes(model["corpus"]))
     dataset = str((params or {}).get("dataset") or "").lower()
     table = model.get("by_dataset") or {}
     if table:
@@ -103,10 +123,24 @@ def resolve_params(model: dict, params: dict) -> dict[str, float]:
             raise NotApplicable(
                 f"data set '{dataset or '?'}' is not in the model's table ({', '.join(table)})"
             )
-        names.update(hit)
+        if "corpus" in hit:
+            names.update(corpus_sizes(hit["corpus"]))
+        for k, v in hit.items():
+            if k != "corpus":
+                names[k] = evaluate(v, names) if isinstance(v, str) else v
     for k, expr in (model.get("derived") or {}).items():
         names[k] = evaluate(expr, names)
     return names
+
+
+def number_params(number: dict) -> dict:
+    """The parameters a published number's FLOPs are counted with: those of the cell it maps to (the
+    suite's params, the same the workload runs), over the number's own workload fields; the number's
+    fields alone when it maps to no cell of any suite."""
+    from reprokit import suites
+
+    cell = suites.cell_params(number.get("cell"))
+    return {**(number.get("workload") or {}), **(cell or {})}
 
 
 def phase_of(model: dict, cell_id: str, metric: str) -> tuple[str, str | None]:

@@ -187,7 +187,7 @@ def bound(number: dict, device: dict, models: dict | None = None) -> dict | None
     scale = float((number.get("transform") or {}).get("scale", 1))
     value = float(number["value"]) / scale
     try:
-        w = work_per_item(cell, metric, number.get("workload") or {}, doc)
+        w = work_per_item(cell, metric, flops.number_params(number), doc)
         published_ips = flops.items_per_second(value, unit, metric, w["_est"], doc)
         compute_ips = peak * 1e12 / w["flops_per_item"]
         bw = (device or {}).get("bandwidth_gbs")

@@ -312,7 +312,7 @@ def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas:
         raise flops.NotApplicable(pub.get("reason") or f"no peak for {pub['label']}")
     metric = number["metric"]
     p_value, p_unit, _ = published_value(number)
-    a_pub = flops.achieved(p_value, p_unit, metric, number["cell"], number["workload"])
+    a_pub = flops.achieved(p_value, p_unit, metric, number["cell"], flops.number_params(number))
     params = cell.get("params") or {}
     lo, hi = stats.interval(summ)
     a_med = flops.achieved(summ["median"], unit, metric, cell["cell_id"], params)
