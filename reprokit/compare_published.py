@@ -98,7 +98,7 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
         "n": 0, "cv": None, "noisy": None, "ci_method": None, "ci_note": None, "stop_reason": None,
         "ci_label": None, "ci_coverage": None,
         "measured_unit": None, "ratio": verdict.get("ratio"), "better": better(number["unit"]),
-        "reading": None, "note": None,
+        "reading": None, "note": None, "state": _state(cell, number["metric"]),
         "basis": verdict.get("basis"), "robust_median": None, "robust_ci_low": None, "robust_ci_high": None,
         "verdict": verdict["verdict"], "labels": list(verdict["labels"]), "reason": verdict["reason"],
         "comparison": verdict.get("comparison"),
@@ -142,6 +142,13 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
     return out
 
 
+def _state(cell: dict | None, metric: str) -> str | None:
+    """What the measurement started from when that matters (a compile cache: cold or warm)."""
+    m = ((cell or {}).get("metrics") or {}).get(metric) or {}
+    states = [s for s in dict.fromkeys(m.get("states") or [m.get("state")]) if s]
+    return "; ".join(states) or None
+
+
 def _bound_text(verdict: dict) -> str | None:
     """The roofline bound in the published unit, e.g. 'at most 41,600 words/s (compute)'."""
     rf = verdict.get("roofline")
@@ -169,5 +176,6 @@ def unmatched(published: list[dict], cells: list[dict]) -> list[dict]:
                 continue
             rows.append({"cell": c["cell_id"], "source": c.get("source"), "stack": c["stack"],
                          "variant": c.get("variant"), "metric": name, "device": c.get("device"),
+                         "state": _state(c, name),
                          **stats.summarize_metric(metric)})
     return rows

@@ -141,18 +141,83 @@ def _overhead(run: dict, cells: dict[str, dict]) -> dict:
             "driver_overhead_s": wall - total if wall is not None else None, "cells": per_cell}
 
 
-def _defects_of(source: dict, ids: list[str]) -> list[dict]:
+def _defects_of(source: dict, ids: list[str], corrected_by: dict[str, list[str]] | None = None
+                ) -> list[dict]:
+    """The defects with their summary, kind and how the kit deals with them: the suite's cells that
+    correct them (`corrected_by`) or the defect's own `correction` text."""
     by_id = {d["id"]: d for d in source.get("defects", [])}
     return [{"id": i, "summary": by_id.get(i, {}).get("summary", "(no summary in sources.yaml)"),
-             "reference": by_id.get(i, {}).get("reference")} for i in ids]
+             "reference": by_id.get(i, {}).get("reference"), "kind": by_id.get(i, {}).get("kind"),
+             "correction": by_id.get(i, {}).get("correction"),
+             "corrected_by": list((corrected_by or {}).get(i, []))} for i in ids]
+
+
+def _labelled_cells(suite_name: str) -> list[suites.Cell]:
+    """The suite's corrected and alternative cells (none when the suite cannot be loaded now)."""
+    try:
+        return [c for c in suites.load_suite(suite_name).cells if c.label]
+    except UserError:
+        return []
+
+
+def _corrected_by(labelled: list[suites.Cell]) -> dict[str, list[str]]:
+    """{defect id: ids of the suite's cells labelled as correcting it (or reading it otherwise)}."""
+    out: dict[str, list[str]] = {}
+    for c in labelled:
+        for d in c.label["defects"]:
+            out.setdefault(d, []).append(c.id)
+    return out
+
+
+def _cell_median(cell: dict | None, metric: str) -> dict | None:
+    """The metric's median (unit, n, state) in an ok cell result, else None."""
+    m = ((cell or {}).get("metrics") or {}).get(metric) if cell and cell.get("status") == "ok" else None
+    if not m or not m.get("samples"):
+        return None
+    summ = stats.summarize_metric(m)
+    return {"median": summ["median"], "unit": summ["unit"], "n": summ["n"], "state": m.get("state")}
+
+
+def _variants(labelled: list[suites.Cell], cells: dict[str, dict]) -> list[dict]:
+    """Each corrected or alternative cell of the run beside its as-published cell: per metric both
+    medians and their ratio (corrected / as published), from this run's results only."""
+    out = []
+    for c in labelled:
+        mine = cells.get(c.id)
+        if mine is None:
+            continue
+        base_id = c.label["as_published_cell"]
+        base = cells.get(base_id)
+        rows = []
+        for metric in c.metrics:
+            a, b = _cell_median(base, metric), _cell_median(mine, metric)
+            ratio = None
+            if a and b and a["median"] and a["unit"] == b["unit"]:
+                ratio = b["median"] / a["median"]
+            rows.append({"metric": metric, "as_published": a, "variant": b, "ratio": ratio,
+                         "reading": compare_published.reading(ratio, b["unit"]) if ratio and b
+                         else None})
+        note = None
+        if base is None:
+            note = "the as-published cell is not in this run"
+        elif base.get("status") != "ok":
+            note = f"the as-published cell is {base.get('status')}"
+        elif mine.get("status") != "ok":
+            note = f"this cell is {mine.get('status')}"
+        out.append({"cell": c.id, "kind": c.label["kind"], "defects": list(c.label["defects"]),
+                    "as_published_cell": base_id, "status": mine.get("status"), "note": note,
+                    "metrics": rows})
+    return out
 
 
 def number_anchor(number_id: str) -> str:
     return "n-" + slug(number_id, 60)
 
 
-def _source_section(sid: str, source: dict, rows: list[dict]) -> dict:
-    """A source with its tables: the numbers (ids) of each table whose cell is part of the run."""
+def _source_section(sid: str, source: dict, rows: list[dict],
+                    labelled: list[suites.Cell] | None = None) -> dict:
+    """A source with its tables: the numbers (ids) of each table whose cell is part of the run; each
+    table's defects name the suite's cells that correct them for this table's cells."""
     tables: dict[str, list[dict]] = {}
     for r in rows:
         tables.setdefault(r["table"], []).append(r)
@@ -176,7 +241,9 @@ def _source_section(sid: str, source: dict, rows: list[dict]) -> dict:
         rendered.append({
             "anchor": anchor, "title": title, "numbers": [r["id"] for r in in_run],
             "common_reason": common,
-            "defects": _defects_of(source, defect_ids), "omitted": omitted,
+            "defects": _defects_of(source, defect_ids, _corrected_by(
+                [c for c in labelled or [] if c.label["as_published_cell"] in {r["cell"] for r in in_run}])),
+            "omitted": omitted,
             "plot": f"plots/{anchor}-{slug(title)}.svg",
             "efficiency": any(r["comparison"] == "efficiency" for r in in_run),
             "cpu_vs_gpu": any(r["published_on_gpu"] and r["device"] == "cpu" for r in in_run),
@@ -515,7 +582,9 @@ def build_context(rundir: results.RunDir) -> dict:
     published = [n for sid in source_ids for n in suites.load_published(sid)]
     load = _load(run, cell_list)
     rows = _rows_for(published, run, cells, all_sources, load)
-    sections = [_source_section(sid, all_sources.get(sid, {}), [r for r in rows if r["source"] == sid])
+    labelled = _labelled_cells(run["suite"])
+    sections = [_source_section(sid, all_sources.get(sid, {}), [r for r in rows if r["source"] == sid],
+                                labelled)
                 for sid in source_ids]
     claim_results = claims.check_claims(claims.observations_from_cells(cell_list, run), source_ids,
                                         published=published, run=run)
@@ -555,6 +624,7 @@ def build_context(rundir: results.RunDir) -> dict:
         "claims_without_claim": [c["id"] for c in claim_results if c["status"] == claims.NO_CLAIM],
         "overhead": _overhead(run, cells),
         "unmatched": compare_published.unmatched(published, cell_list),
+        "variants": _variants(labelled, cells),
         "not_run": _not_run(run, cells),
         "incomplete": _incomplete(run),
         "incidents": [{"kind": i.get("kind"), "at": i.get("at"), "cell_id": i.get("cell_id"),

@@ -34,6 +34,9 @@ class Cell:
     needs_gpus: int = 0
     budget: dict | None = None
     timeout_s: float | None = None
+    # None: as published; else {"kind": "corrected" | "alternative", "defects": [ids],
+    # "as_published_cell": id of the as-published cell it stands beside} (the group's `label`)
+    label: dict | None = None
 
 
 @dataclass
@@ -75,6 +78,7 @@ def _expand(group: dict) -> list[Cell]:
             raise UserError(f"cell id template {group['id']!r} names {e}, which the group does "
                             "not define; fix the suite file") from e
         gpus = int(params.get("gpus", 0) or 0)
+        label = _label(group, variant, fmt, cell_id)
         cells.append(Cell(
             id=cell_id, source=group["source"], stack=group["stack"], framework=group["framework"],
             workload=group["workload"], variant=variant, params=params,
@@ -82,8 +86,22 @@ def _expand(group: dict) -> list[Cell]:
             implemented=group.get("status", "implemented") == "implemented",
             reason=group.get("reason"), note=group.get("note"),
             needs_gpus=int(group.get("needs_gpus", gpus)), budget=group.get("budget"),
-            timeout_s=group.get("timeout_s")))
+            timeout_s=group.get("timeout_s"), label=label))
     return cells
+
+
+def _label(group: dict, variant: str | None, fmt: dict, cell_id: str) -> dict | None:
+    """The cell's label from its group's `label`: kind, defects and the as-published cell's id (the
+    group's id template with the as-published variant)."""
+    spec = group.get("label")
+    if not spec:
+        return None
+    base = spec["as_published"].get(variant or "")
+    if base is None:
+        raise UserError(f"cell {cell_id}: its group's label names no as-published variant for "
+                        f"variant '{variant}'; fix the suite file")
+    return {"kind": spec["kind"], "defects": list(spec["defects"]),
+            "as_published_cell": group["id"].format(**{**fmt, "variant": base})}
 
 
 @cache

@@ -75,9 +75,14 @@ def test_single_cell_flag(tmp_path):
 
 def test_suite_lists_every_variant_and_the_corrections():
     ids = {c.id for c in SUITE_CELLS}
-    assert len(ids) == 29
+    assert len(ids) == 39
     for v in ("graph_whileop_fine_grained", "graph_whileop_fine_grained_fixed"):
-        assert "003/tensorflow/%s/train" % v in ids
+        assert {"003/tensorflow/%s/forward" % v, "003/tensorflow/%s/train" % v} <= ids
+    for v in ("graph_fine_grained", "graph_static", "graph_cudnn", "eager_fine_grained",
+              "eager_static", "eager_cudnn"):
+        assert "003/tensorflow/%s_fixed/forward" % v in ids
+    for v in ("eager_fine_grained", "eager_static", "eager_cudnn"):
+        assert "003/pytorch/%s_fixed/forward" % v in ids
     for v in ("jit_fine_grained", "jit_static", "jit_fine_grained_fixed", "jit_static_fixed"):
         assert {"003/pytorch/%s/forward" % v, "003/pytorch/%s/train" % v} <= ids
     assert all(c.implemented for c in SUITE_CELLS)
@@ -102,9 +107,21 @@ def test_cell_runs_through_harness(harness_results, cell_id):
     assert ds["n_tokens"] == TINY["corpus_tokens"]
     assert r["extra"]["windows"]["stride"] == 3
     notes = " ".join(r["implementation"]["notes"])
+    # an as-published cell with a defect its _fixed variant corrects says so
     as_published_bug = cell_id in ("003/tensorflow/graph_whileop_fine_grained/train",) or (
-        "/jit_" in cell_id and "_fixed/" not in cell_id)
+        "/jit_" in cell_id and "_fixed/" not in cell_id) or (
+        cell_id.startswith("003/tensorflow/graph_") and cell_id.endswith("/forward")
+        and "_fixed/" not in cell_id)
     assert ("AS PUBLISHED" in notes) == as_published_bug
+    if "_fixed/forward" in cell_id:
+        assert "corrected" in notes
+        method = tpb["method"]
+        if "/tensorflow/graph_" in cell_id:
+            assert "logits.op" in method and "not fetched" in method
+        elif "/pytorch/" in cell_id:
+            assert "under torch.no_grad()" in method
+        else:
+            assert "GPU round trip" in method
 
 
 def test_window_count_matches_section_4_1():
@@ -184,6 +201,27 @@ def _tf_step(variant, phase):
     x = rng.randint(0, 49, size=(8, 6)).astype(np.int64)
     y = rng.randint(0, 49, size=(8, 6)).astype(np.int64)
     return s003_tensorflow.build_step(tf, variant, phase, p, x, y)
+
+
+@pytest.mark.parametrize("variant", ["graph_fine_grained", "graph_static", "graph_cudnn",
+                                     "graph_whileop_fine_grained"])
+def test_fixed_graph_forward_fetches_no_logits(variant):
+    """Defect d003-graph-fetch corrected: the as-published forward returns the full logits to the
+    host, the fixed one runs the op and returns nothing."""
+    runner = _tf_step(variant, "forward")
+    out = runner.step()
+    runner.close()
+    assert out.shape == (4 * 6, 50)
+    fixed = _tf_step(variant + "_fixed", "forward")
+    out = fixed.step()
+    fixed.close()
+    assert out is None and not fixed.trains
+
+
+@pytest.mark.parametrize("variant", ["graph_fine_grained_fixed", "eager_static_fixed"])
+def test_fixed_variants_without_a_train_defect_refuse_train(variant):
+    with pytest.raises(ValueError, match="phase 'forward' only"):
+        _tf_step(variant, "train")
 
 
 def test_as_published_whileop_train_cell_updates_nothing():

@@ -1,7 +1,14 @@
 """Source 000 (rnn-benchmarks) single-layer LSTM regression, TensorFlow graph API.
 
 Variants (the original script's -n): "basic_lstm" (BasicLSTMCell + dynamic_rnn), "fused_lstm"
-(LSTMBlockFusedCell, i.e. the BlockLSTM kernel), "cudnn_lstm" (CudnnLSTM, params all ones).
+(LSTMBlockFusedCell, i.e. the BlockLSTM kernel), "cudnn_lstm" (CudnnLSTM, params all ones), each AS
+PUBLISHED with defect d000-tf-transfers (a host-to-device feed every iteration, and a full-sequence
+fetch in forward). "<variant>_fixed" is the same network CORRECTED, not a published configuration:
+the pre-generated inputs and the target live in device variables uploaded once before timing, an
+iteration feeds only the index of the input to use (a 4-byte scalar), and forward fetches the last
+step's output [batch, hidden] only, as the Theano script's f_test returns h[-1]; train fetches
+nothing, as published. The upload is part of the fixed variants' compile_time (its own entry in
+extra.compile_breakdown_s).
 
 Workload (seed_workloads.md section 1): a placeholder x [seq, batch, hidden] (time-major) and
 y [batch, hidden]; one LSTM layer with input size = hidden size; cost = SUM of squared errors of
@@ -33,7 +40,8 @@ except ImportError:  # pragma: no cover
     import _versions
 
 FRAMEWORK = "tensorflow"
-VARIANTS = ("basic_lstm", "fused_lstm", "cudnn_lstm")
+VARIANTS = ("basic_lstm", "fused_lstm", "cudnn_lstm", "basic_lstm_fixed", "fused_lstm_fixed",
+            "cudnn_lstm_fixed")
 LEARNING_RATE = 0.01
 ORIGINAL_API = {
     "basic_lstm": "tf.contrib.rnn.BasicLSTMCell + tf.nn.dynamic_rnn(time_major=True)",
@@ -290,11 +298,18 @@ def _gpu_available(tf):
     return bool(tf.test.is_gpu_available())  # TF 1.x (never run here)
 
 
-def run(ctx):
-    variant = ctx.variant
-    if variant not in BUILDERS:
+def split_variant(variant):
+    """-> (the network's builder name, fixed): 'basic_lstm_fixed' -> ('basic_lstm', True)."""
+    if variant not in VARIANTS:
         raise ValueError("s000_tensorflow: unknown variant %r (known: %s)"
                          % (variant, ", ".join(VARIANTS)))
+    if variant.endswith("_fixed"):
+        return variant[:-len("_fixed")], True
+    return variant, False
+
+
+def run(ctx):
+    variant, fixed = split_variant(ctx.variant)
     batch, seq, hidden = common.shape(ctx)
     import numpy as np
     import tensorflow as tf
@@ -313,8 +328,16 @@ def run(ctx):
     graph = v1.Graph()
     with graph.as_default(), v1.device("/gpu:0" if gpu else "/cpu:0"):
         v1.set_random_seed(1234)
-        x = v1.placeholder(tf.float32, [seq, batch, hidden], name="x")
-        y = v1.placeholder(tf.float32, [batch, hidden], name="y")
+        if fixed:  # corrected: inputs and target uploaded once into device variables
+            data_init = v1.placeholder(tf.float32, [n_pre, seq, batch, hidden], name="inputs_init")
+            data = v1.Variable(data_init, trainable=False, name="inputs_on_device")
+            y_var = v1.Variable(target, trainable=False, name="target_on_device")
+            pick_index = v1.placeholder(tf.int32, [], name="pick")
+            x = data[pick_index]  # a dim-0 slice of a device variable: no host transfer
+            y = v1.identity(y_var)
+        else:  # as published: placeholders fed from host arrays every iteration
+            x = v1.placeholder(tf.float32, [seq, batch, hidden], name="x")
+            y = v1.placeholder(tf.float32, [batch, hidden], name="y")
         output, api, subs, notes, var_list = BUILDERS[variant](tf, v1, x, batch, seq, hidden, gpu)
 
         # ---- compile timer: starts after the RNN graph, as in the original TF script ----
@@ -326,9 +349,27 @@ def run(ctx):
         t_minimize = timing.clock()
         session = v1.Session(graph=graph)
         t_session = timing.clock()
-        session.run(v1.global_variables_initializer())
-        t_init = timing.clock()
-        session.run(train_op, feed_dict={x: inputs[0], y: target})
+        if fixed:
+            session.run(v1.variables_initializer(
+                [v for v in v1.global_variables() if v is not data]))
+            t_model_init = timing.clock()
+            session.run(data.initializer, feed_dict={data_init: np.stack(inputs)})
+            t_init = timing.clock()
+
+            def feed(with_target=True):
+                return {pick_index: pick.randint(0, n_pre - 1)}
+            first_feed = {pick_index: 0}
+        else:
+            session.run(v1.global_variables_initializer())
+            t_init = t_model_init = timing.clock()
+
+            def feed(with_target=True):
+                chosen = {x: inputs[pick.randint(0, n_pre - 1)]}
+                if with_target:
+                    chosen[y] = target
+                return chosen
+            first_feed = {x: inputs[0], y: target}
+        session.run(train_op, feed_dict=first_feed)
         t_end = timing.clock()
 
     sync_desc = "implicit: session.run returns host data" if gpu else None
@@ -336,7 +377,8 @@ def run(ctx):
         "compile_time", t_end - t_start, "s",
         "as the original TF script: timer starts after the RNN graph is built; covers the loss, "
         "minimize (gradient graph), Session creation, variable initialisation and one train step "
-        "with feed", sync_desc=sync_desc)
+        "with feed" + ("; corrected variant: also the one upload of the %d inputs into a device "
+                       "variable" % n_pre if fixed else ""), sync_desc=sync_desc)
     ctx.describe(framework="tensorflow", framework_version=tf.__version__,
                  api=api + "; graph mode, %s.Session, placeholders + feed_dict, "
                            "GradientDescentOptimizer(0.01)" % (
@@ -356,6 +398,20 @@ def run(ctx):
                        % (4.0 * seq * batch * hidden / 1e6, 400.0 * seq * batch * hidden / 1e6))
     for text in notes:
         ctx.note(text)
+    in_mb, out_mb = 4.0 * seq * batch * hidden / 1e6, 4.0 * batch * hidden / 1e6
+    if fixed:
+        ctx.note("corrected variant (not published, defect d000-tf-transfers): inputs and target "
+                 "uploaded once into device variables before timing; an iteration feeds a 4-byte "
+                 "index; forward fetches output[-1] (%.2f MB) like the Theano script's h[-1]"
+                 % out_mb)
+    else:
+        ctx.note("AS PUBLISHED (defect d000-tf-transfers): every iteration feeds a %.1f MB input "
+                 "from host memory and forward fetches the full output sequence (%.1f MB); see "
+                 "variant %s_fixed" % (in_mb, in_mb, variant))
+    ctx.extra["transfers_per_iteration_mb"] = {
+        "host_to_device": 0.0 if fixed else in_mb,
+        "forward_device_to_host": out_mb if fixed else in_mb,
+        "train_device_to_host": 0.0}
     ctx.note(common.WORKLOAD_SUMMARY + "; TF cost = SUM of squared errors of output[-1] "
              "(as the original TF script).")
     ctx.note(common.denormal_note(
@@ -369,30 +425,42 @@ def run(ctx):
     ctx.extra["compile_breakdown_s"] = {
         "loss_and_minimize": t_minimize - t_start,
         "session_creation": t_session - t_minimize,
-        "variable_init": t_init - t_session,
+        "variable_init": t_model_init - t_session,
         "first_train_step": t_end - t_init,
     }
+    if fixed:
+        ctx.extra["compile_breakdown_s"]["input_upload_to_device"] = t_init - t_model_init
     ctx.extra["preallocated_inputs"] = n_pre
     ctx.extra["flush_denormal"] = {"requested": common.flush_denormal_requested(ctx),
                                    "how": "TensorFlow default (its thread-pool threads flush "
                                           "denormals); not changed by the kit"}
 
+    forward_fetch = last_step if fixed else output
+
     def forward_step():
-        session.run(output, feed_dict={x: inputs[pick.randint(0, n_pre - 1)]})
+        session.run(forward_fetch, feed_dict=feed(with_target=False))
 
     def train_step():
-        session.run(train_op, feed_dict={x: inputs[pick.randint(0, n_pre - 1)], y: target})
+        session.run(train_op, feed_dict=feed())
 
+    if fixed:
+        fwd_method = ("session.run(output[-1]) on a randomly chosen input already in a device "
+                      "variable (only its index fed); fetches the last step [batch, hidden] to "
+                      "host (corrected)")
+        train_method = ("session.run(train_op) on a randomly chosen input and the target already in "
+                        "device variables (only the index fed); nothing fetched (forward, "
+                        "SUM-of-squares loss of output[-1], gradients, SGD update; corrected)")
+    else:
+        fwd_method = ("session.run(output) with a randomly chosen pre-generated input fed; "
+                      "fetches the FULL output sequence [seq, batch, hidden] to host")
+        train_method = ("session.run(train_op) with a randomly chosen pre-generated input and "
+                        "the target fed; nothing fetched (forward, SUM-of-squares loss of "
+                        "output[-1], gradients, SGD update)")
     try:
         ctx.measure("forward_time_per_example", forward_step, unit="ms", kind="ms_per_item",
-                    items=batch, sync_desc=sync_desc,
-                    method="session.run(output) with a randomly chosen pre-generated input fed; "
-                           "fetches the FULL output sequence [seq, batch, hidden] to host")
+                    items=batch, sync_desc=sync_desc, method=fwd_method)
         ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
-                    items=batch, sync_desc=sync_desc,
-                    method="session.run(train_op) with a randomly chosen pre-generated input and "
-                           "the target fed; nothing fetched (forward, SUM-of-squares loss of "
-                           "output[-1], gradients, SGD update)")
+                    items=batch, sync_desc=sync_desc, method=train_method)
         common.record_first_vs_later(ctx, t_end - t_init, batch)
         common.record_both_as_published(ctx, batch)
         last, final_cost = session.run([last_step, cost], feed_dict={x: inputs[0], y: target})

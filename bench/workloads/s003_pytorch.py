@@ -17,7 +17,13 @@ Variants (params.phase is forward | train):
                           updated, so the stack returns zeros, the three layers share one c and the
                           loss does not depend on any LSTM parameter.
   jit_fine_grained_fixed, the same scripted stack with per-layer (h, c) updated properly: not a
-  jit_static_fixed        published configuration, a correction measured for comparison.
+  jit_static_fixed        published configuration, a correction measured for comparison. Their
+                          forward is corrected like the eager ones below.
+  eager_*_fixed           (forward only) the eager networks with the forward CORRECTED: run under
+                          torch.no_grad() (no autograd graph: defect d003-forward-autograd) and
+                          ended by torch.cuda.synchronize() after every timed batch (defect
+                          d003-no-final-sync; a no-op on the CPU). The as-published train cells
+                          have neither defect.
 The defect is rewritten here from its description in the reference, not copied.
 
 Timing (4.2): warm-up batches, torch.cuda.synchronize() (GPU), then the timed batches; the data loop
@@ -36,7 +42,8 @@ from workloads import _lm003
 FRAMEWORK = "torch"
 
 VARIANTS = ("eager_fine_grained", "eager_static", "eager_cudnn", "jit_fine_grained", "jit_static",
-            "jit_fine_grained_fixed", "jit_static_fixed")
+            "jit_fine_grained_fixed", "jit_static_fixed", "eager_fine_grained_fixed",
+            "eager_static_fixed", "eager_cudnn_fixed")
 
 API = {
     "eager_fine_grained": "8-mm fine-grained LSTM cell (torch.mm), Python loops depth-outer/time-inner",
@@ -50,6 +57,12 @@ API = {
                               "(h, c) updated (corrected)",
     "jit_static_fixed": "torch.jit.script: torch.nn.LSTMCell, time-outer/depth-inner, per-layer "
                         "(h, c) updated (corrected)",
+    "eager_fine_grained_fixed": "8-mm fine-grained LSTM cell (torch.mm), Python loops "
+                                "depth-outer/time-inner; forward corrected",
+    "eager_static_fixed": "torch.nn.LSTMCell x layers, Python loops depth-outer/time-inner; forward "
+                          "corrected",
+    "eager_cudnn_fixed": "one torch.nn.LSTM(emb, hidden, layers, batch_first=True) call; forward "
+                         "corrected",
 }
 
 
@@ -187,6 +200,8 @@ def build_model(torch, variant, vocab, emb, hidden, layers):
                          % (variant, ", ".join(VARIANTS)))
     k = _classes(torch)
     sizes = [emb] + [hidden] * (layers - 1)
+    if variant.startswith("eager"):
+        variant = variant.replace("_fixed", "")  # the same network; only its forward timing differs
     if variant.endswith("cudnn"):
         rnn = k["CudnnStack"](emb, hidden, layers)
     else:
@@ -222,6 +237,10 @@ def run(ctx):
     p = _lm003.params(ctx, "s003_pytorch")
     variant, phase = ctx.variant, p["phase"]
     batch = p["batch"]
+    fixed = variant.endswith("_fixed")
+    if fixed and variant.startswith("eager") and phase != "forward":
+        raise ValueError("%s exists for phase 'forward' only: the as-published train cell has no "
+                         "timing defect to correct" % variant)
     gpu = ctx.device == "gpu"
     if gpu and not torch.cuda.is_available():
         raise RuntimeError("cell asks for a GPU but torch.cuda.is_available() is False")
@@ -245,6 +264,13 @@ def run(ctx):
         xb, _ = feed.next()
         model(xb)  # train() mode, autograd graph built, no no_grad: as published
 
+    def forward_step_fixed():
+        xb, _ = feed.next()
+        with torch.no_grad():  # corrected: no autograd graph
+            model(xb)
+        if gpu:
+            torch.cuda.synchronize()  # corrected: the batch's device work is inside its sample
+
     def train_step():
         xb, yb = feed.next()
         opt.zero_grad()
@@ -262,7 +288,10 @@ def run(ctx):
             torch.cuda.synchronize()  # the original syncs before starting its timer
         feed.restart()  # the timed loop starts the DataLoader again: batches 1..n timed
 
-    step = forward_step if phase == "forward" else train_step
+    if phase == "forward":
+        step = forward_step_fixed if fixed else forward_step
+    else:
+        step = train_step
     t = _lm003.sample(ctx, step, before_timed=before_timed)
 
     ctx.describe(framework="torch", framework_version=torch.__version__, api=API[variant])
@@ -271,7 +300,7 @@ def run(ctx):
                        "torch.jit.script in PyTorch %s" % torch.__version__,
                        "PyTorch 1.3 has no wheel for this Python; the TorchScript executor and its "
                        "optimisation passes changed since 1.3 (effect on this model unverified)")
-        if not variant.endswith("_fixed"):
+        if not fixed:
             ctx.note("AS PUBLISHED with defect 4.3 item 2: h is never updated, the LM head sees "
                      "zeros and the loss does not depend on any LSTM parameter (train does no "
                      "backprop through the LSTM); see variant %s_fixed" % variant)
@@ -280,16 +309,26 @@ def run(ctx):
         ctx.note("the reference names torch.jit.script(StackedRNNNetJIT) without saying whether the "
                  "embedding and head were inside the scripted module; here only the recurrent "
                  "stack is scripted")
-    if variant == "eager_static":
+    if fixed and phase == "forward":
+        ctx.note("corrected forward (not published; defects d003-forward-autograd and "
+                 "d003-no-final-sync): model(x) under torch.no_grad(), then "
+                 "torch.cuda.synchronize() on a GPU (a no-op on the CPU)")
+    if variant.startswith("eager_static"):
         ctx.note("loop order of the static original not recorded; depth-outer/time-inner used")
-    if variant == "eager_cudnn" and not gpu:
+    if variant.startswith("eager_cudnn") and not gpu:
         ctx.note("on the CPU nn.LSTM runs PyTorch's native kernels, not cuDNN")
     if feed.wraps:
         ctx.note("the data ran out %d time(s) and iteration restarted at batch 1" % feed.wraps)
     ctx.extra["iteration"] = ("warm-up batches 1..%d, then the DataLoader restarts: timed batches "
                               "1..n" % ctx.budget("time_per_batch").warmup)
 
-    if phase == "forward":
+    if phase == "forward" and fixed:
+        method = ("one batch: DataLoader next (per-sample indexing + torch.stack of device "
+                  "tensors), model(x) in train() mode under torch.no_grad() (no autograd graph; "
+                  "corrected); no loss")
+        sync_desc = ("torch.cuda.synchronize() after every forward batch (corrected)" if gpu else
+                     "n/a: CPU execution is synchronous (the corrected final sync is a no-op here)")
+    elif phase == "forward":
         method = ("one batch: DataLoader next (per-sample indexing + torch.stack of device "
                   "tensors), model(x) in train() mode without no_grad (autograd graph built); "
                   "no loss")

@@ -16,8 +16,16 @@ forward | train):
                           variables are created, as published. AS PUBLISHED its "train" cell runs
                           the forward step only (defect 4.3 item 1).
   graph_whileop_fine_grained_fixed
-                          the same model really trained (train phase only): a correction, not a
-                          published configuration.
+                          the same model CORRECTED, not a published configuration: train really
+                          trains (defect d003-whileop-forward-only) and forward fetches no logits.
+  graph_{fine_grained,static,cudnn}_fixed  (forward only)
+                          CORRECTED forward without the full-logit fetch (defect d003-graph-fetch):
+                          session.run of the logits op, which computes them on the device and
+                          returns nothing; the as-published train cells have no such defect.
+  eager_{fine_grained,static,cudnn}_fixed  (forward only)
+                          CORRECTED forward with a final synchronisation (defect
+                          d003-no-final-sync): the GPU round trip after every timed batch, as the
+                          train cells end; a no-op on the CPU.
   *_static                tf.keras.layers.LSTMCell(implementation=2, unit_forget_bias=True) per
                           layer, unrolled in Python (depth-outer / time-inner).
   *_cudnn                 three LSTM layers called in sequence (return_sequences, return_state);
@@ -49,7 +57,8 @@ FRAMEWORK = "tensorflow"
 
 VARIANTS = ("eager_fine_grained", "graph_fine_grained", "graph_whileop_fine_grained",
             "graph_whileop_fine_grained_fixed", "eager_static", "graph_static", "eager_cudnn",
-            "graph_cudnn")
+            "graph_cudnn", "graph_fine_grained_fixed", "graph_static_fixed", "graph_cudnn_fixed",
+            "eager_fine_grained_fixed", "eager_static_fixed", "eager_cudnn_fixed")
 
 API = {
     "fine_grained": "concat([x, h]) then 4 tf.matmul + bias per step, Python-unrolled "
@@ -239,9 +248,10 @@ class GraphStep(object):
     """A tf.compat.v1 graph fed by an initializable tf.data iterator; step() = one session.run.
 
     trains: whether step() applies the optimiser (False for forward, and for the as-published
-    while-op "train" cell, which runs the forward fetch)."""
+    while-op "train" cell, which runs the forward fetch). fetch_logits: a forward step fetches the
+    full logits to the host (as published) or only runs the op computing them (corrected)."""
 
-    def __init__(self, tf, impl, trains, p, x, y, device, gpu, repeat=False):
+    def __init__(self, tf, impl, trains, p, x, y, device, gpu, repeat=False, fetch_logits=True):
         self.tf = tf
         self.trains = trains
         self.graph = tf.Graph()
@@ -261,8 +271,10 @@ class GraphStep(object):
                     used = [graph_variable(tf, v) for v in self.model.variables()
                             if not any(v is u for u in self.model.extra_vars)]
                     self.fetch = [loss, opt.minimize(loss, var_list=used)]
-                else:
+                elif fetch_logits:
                     self.fetch = logits  # the full [B*T, V] logits come back to the host
+                else:
+                    self.fetch = logits.op  # computed on the device, nothing returned
             init = tf.compat.v1.global_variables_initializer()
         self.graph.finalize()
         self.session = tf.compat.v1.Session(graph=self.graph)  # default config, as published
@@ -284,8 +296,9 @@ class GraphStep(object):
 # Eager mode
 # ---------------------------------------------------------------------------------------------
 class EagerStep(object):
-    def __init__(self, tf, impl, trains, p, x, y, device, gpu):
+    def __init__(self, tf, impl, trains, p, x, y, device, gpu, final_sync=False):
         self.tf, self.trains, self.device, self.gpu = tf, trains, device, gpu
+        self.final_sync = final_sync  # corrected forward: end every batch with the GPU round trip
         ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(p["batch"], drop_remainder=True)
         self.feed = _lm003.Feed(lambda: ds)
         with tf.device(device):
@@ -297,7 +310,9 @@ class EagerStep(object):
         xb, yb = self.feed.next()
         with tf.device(self.device):
             if not self.trains:
-                self.model(xb)  # no final sync, as published
+                self.model(xb)  # as published: no final sync
+                if self.gpu and self.final_sync:
+                    self.force_gpu_sync()
                 return
             with tf.GradientTape() as tape:
                 loss = loss_fn(tf, self.model(xb), yb)
@@ -341,14 +356,14 @@ def _configure_eager(tf, ctx, gpu):
 def build_step(tf, variant, phase, p, x, y, device="/CPU:0", gpu=False, repeat=False):
     """The object whose step() is one timed batch of this cell (also used by the tests)."""
     mode, impl, fixed = split_variant(variant)
-    if fixed and phase != "train":
-        raise ValueError("%s exists for phase 'train' only (its forward is the as-published one)"
-                         % variant)
+    if fixed and phase == "train" and impl != "whileop":
+        raise ValueError("%s exists for phase 'forward' only: the as-published train cell has no "
+                         "timing defect to correct" % variant)
     # as published, the while-op "train" benchmark runs the forward step (defect 4.3 item 1)
     trains = phase == "train" and not (impl == "whileop" and not fixed)
     if mode == "graph":
-        return GraphStep(tf, impl, trains, p, x, y, device, gpu, repeat)
-    return EagerStep(tf, impl, trains, p, x, y, device, gpu)
+        return GraphStep(tf, impl, trains, p, x, y, device, gpu, repeat, fetch_logits=not fixed)
+    return EagerStep(tf, impl, trains, p, x, y, device, gpu, final_sync=fixed)
 
 
 def run(ctx):
@@ -394,10 +409,19 @@ def run(ctx):
         ctx.note("AS PUBLISHED (defect 4.3 item 1): the original's while-op train benchmark calls "
                  "_benchmark_apply, so this 'train' cell runs the forward step (full-logit fetch) "
                  "and updates no parameter; see graph_whileop_fine_grained_fixed/train")
-    if impl == "whileop" and fixed:
+    if impl == "whileop" and fixed and phase == "train":
         ctx.note("corrected variant (not published): the while-op model trained with "
                  "AdamOptimizer(1.0); the time-major reshape and unused variables are kept as "
                  "published")
+    elif fixed and mode == "graph":
+        ctx.note("corrected variant (not published, defect d003-graph-fetch): forward runs the "
+                 "logits op without fetching the logits to the host")
+    elif fixed:
+        ctx.note("corrected variant (not published, defect d003-no-final-sync): every timed "
+                 "forward batch ends with a GPU round trip (a no-op on the CPU)")
+    elif phase == "forward" and mode == "graph":
+        ctx.note("AS PUBLISHED (defect d003-graph-fetch): forward fetches the full logits to the "
+                 "host every batch; see %s_fixed/forward" % variant)
     if impl == "static":
         ctx.note("loop order of the static original not recorded; depth-outer/time-inner used")
     if runner.trains and mode == "graph":
@@ -408,6 +432,10 @@ def run(ctx):
         if runner.trains:
             method = ("one batch: session.run([loss, train_op]) (scalar fetch), input from the "
                       "in-graph tf.data iterator; AdamOptimizer(1.0)")
+        elif fixed:
+            method = ("one batch: session.run(logits.op): the [batch*seq, vocab] logits computed "
+                      "on the device and not fetched (corrected), input from the in-graph tf.data "
+                      "iterator")
         else:
             method = ("one batch: session.run(logits) fetching the FULL [batch*seq, vocab] "
                       "float32 logits to the host (%.0f MB, as published), input from the "
@@ -421,6 +449,12 @@ def run(ctx):
             sync_desc = ("GPU round-trip copy (the original's force_gpu_sync) after every batch"
                          if gpu else "n/a: CPU execution is synchronous (the original's "
                                      "force_gpu_sync is a no-op here)")
+        elif fixed:
+            method = ("one batch: next() on the tf.data iterator, model(x) eagerly; no loss; "
+                      "then the GPU round trip (corrected)")
+            sync_desc = ("GPU round-trip copy after every forward batch (corrected)" if gpu else
+                         "n/a: CPU execution is synchronous (the corrected final sync is a no-op "
+                         "here)")
         else:
             method = "one batch: next() on the tf.data iterator, model(x) eagerly; no loss"
             sync_desc = ("none (as published): per-batch samples then sum to the original's "
