@@ -32,6 +32,7 @@ OPTIONAL_COMMANDS = {  # written by later issues; listed only when their module 
     "restore": "load an archive on another machine and verify it",
     "compare": "compare two runs: fingerprint diff and per-cell changes with p-values",
     "data": "describe the data sets and check a data directory",
+    "status": "where a run's cells are; re-attaches a Slurm run to its jobs",
 }
 
 

@@ -61,6 +61,8 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
     repeat = plan.options.repeat
     slurm = run.setdefault("slurm", {})
     slurm["options"] = runner.options.record()
+    if getattr(runner, "probe_result", None):
+        slurm["probe"] = runner.probe_result
     slurm.setdefault("jobs", [])
     tasks: dict[tuple, Task] = {}
     prepared: dict[str, dict] = {}
@@ -71,7 +73,7 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
         prepared[stack] = p
         for c, procs in items:
             for proc in procs:
-                gpus = c.needs_gpus if plan.options.device == "gpu" else 0
+                gpus = c.gpus_on(plan.options.device)
                 tasks[(c.id, proc)] = Task(c, proc, job_cells[c.id], Path(job_path),
                                            rundir.log_path(c.id, proc), gpus=gpus)
     adopted = runner.adopt(rundir, slurm["jobs"], tasks) if resume and slurm["jobs"] else []
@@ -182,7 +184,10 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
                     continue
                 tasks[(cid, proc)] = Task(cells[cid], proc, {}, rundir.jobs_dir / f"{cells[cid].stack}.json",
                                           rundir.log_path(cid, proc))
-        runner.adopt(rundir, slurm["jobs"], tasks)
+        for t in runner.adopt(rundir, slurm["jobs"], tasks, ended=True):
+            if say:
+                say(f"slurm: re-attached to {t.cell.id}"
+                    + (f" (process {t.process})" if t.process else "") + f": job {t.job_id}")
 
         def record(cell, status, reason, wall):
             _entry(run, cell, status, reason, wall)

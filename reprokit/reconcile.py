@@ -223,7 +223,8 @@ def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str,
     current = run.get("current")
     drv = (current or {}).get("driver") or run.get("driver") or {}
     me = drv.get("pid") == os.getpid() and drv.get("host") == lifecycle.host_name()
-    if run.get("finished") is None and not holder and not me:  # not this driver's own run
+    detached = (run.get("slurm") or {}).get("detached")  # its jobs run on: nobody died
+    if run.get("finished") is None and not holder and not me and not detached:
         cid = (current or {}).get("cell_id")
         what = (f"the driver (pid {drv.get('pid')} on {drv.get('host')}) ended without finishing "
                 "the run" + (f" while {cid} was running" if cid else "") + " (killed outright, e.g. "

@@ -26,6 +26,9 @@ def run(args) -> int:
     # the report is written into the run directory: a read-only one is refused before rendering
     checks.writable_dir(rundir.path, f"the run directory {rundir.path}", "make it writable, or "
                         "copy the run to a writable disk and report the copy")
+    from reprokit import execute_concurrent
+
+    execute_concurrent.attach(rundir)  # a Slurm run left with --detach: collect what ended since
     rec = reconcile.reconcile(rundir, modify=True)
     for p in report.render(rundir):
         print(p)

@@ -168,12 +168,17 @@ def slurm_runner(args, plan, resumed: results.RunDir | None, root: Path):
     from reprokit.runners.select import choose_device
     from reprokit.runners.slurm import SlurmRunner
 
-    stored = None
+    stored, probed = None, None
     if resumed is not None:
         stored = (resumed.load_run().get("slurm") or {}).get("options")
+        probed = (resumed.load_run().get("slurm") or {}).get("probe")
     device = choose_device(args.device)
     runner = SlurmRunner(slurm_options(args, stored), device=device,
                          say=lambda m: print(m, file=sys.stderr, flush=True))
+    if probed:  # the run's own probe saw its directory (a new probe would queue behind its jobs)
+        runner.probe_result = probed
+        return runner, device, (f"resumed; the run's probe job {probed['job_id']} saw it from node "
+                                f"{probed['node']}; launcher {runner.launcher.name}")
     where = resumed.path if resumed is not None else root
     where.mkdir(parents=True, exist_ok=True)
     probe = runner.probe(where)
@@ -213,6 +218,9 @@ def run(args) -> int:
         reconcile.check_resume(resumed.load_run(),
                                reconcile.resume_options(plan.options, runner.name, suite.name))
         rundir = resumed
+        if runner.name == "slurm":  # collect what the run's jobs finished while nobody followed
+            from reprokit.execute_concurrent import attach
+            attach(rundir, say=lambda m: print(m, file=sys.stderr, flush=True))
     else:  # made exclusively (a suffix when another driver made the same id), then locked
         rundir = results.RunDir(lifecycle.make_run_dir(root, results.new_run_id(suite.name)))
         lifecycle.acquire(rundir.path)

@@ -108,6 +108,7 @@ class DockerLauncher(_ContainerLauncher):
         name = f"reprokit-slurm-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
         spec = self._spec(prepared, job_path, cell_id, process, run_dir, gpus, name)
         cells = Path(run_dir).resolve() / "cells"
+        cells.mkdir(parents=True, exist_ok=True)
         if os.getuid() == 0 and spec.user != "0:0":  # the container's only writable mount
             uid, gid = (int(x) for x in spec.user.split(":"))
             os.chown(cells, uid, gid)

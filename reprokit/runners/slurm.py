@@ -193,6 +193,7 @@ class SlurmRunner:
         self.jobs: list[str] = []  # array job ids this driver submitted
         self.poll_s = float(os.environ.get("REPROKIT_SLURM_POLL_S") or POLL_S)
         self.stats = {"submit_s": 0.0, "polls": 0, "sbatch_calls": 0}
+        self.probe_result: dict | None = None
 
     # -- before anything is submitted --------------------------------------------------------------
     def common_args(self) -> list[str]:
@@ -251,7 +252,9 @@ class SlurmRunner:
                                 f"from the Slurm nodes (probe job {job} ended {state} without "
                                 "reading and writing it); put --results on a file system the "
                                 "nodes share")
-            return {"job_id": job, "node": text[1] if len(text) > 1 else None, "state": state}
+            self.probe_result = {"job_id": job, "node": text[1] if len(text) > 1 else None,
+                                 "state": state, "at": results.utcnow()}
+            return self.probe_result
         finally:
             ask.unlink(missing_ok=True)
             seen.unlink(missing_ok=True)
@@ -325,10 +328,12 @@ class SlurmRunner:
                             "sbatch": argv})
         return records
 
-    def adopt(self, rundir: results.RunDir, jobs: list[dict], tasks: dict[tuple, Task]) -> list[Task]:
+    def adopt(self, rundir: results.RunDir, jobs: list[dict], tasks: dict[tuple, Task],
+              ended: bool = False) -> list[Task]:
         """Re-attach to the tasks of earlier drivers (run.json `slurm.jobs`) that are still queued
-        or running, or ended since; returns the tasks adopted (they are followed, not
-        re-submitted). A cell re-submitted later has its newest task adopted only."""
+        or running (with `ended`, also those that ended since: `status`/`report` collect them);
+        returns the tasks adopted (they are followed, not re-submitted). A cell re-submitted
+        later has its newest task adopted only."""
         newest: dict[tuple, tuple[str, dict]] = {}
         for job in jobs:
             for rt in job.get("tasks", []):
@@ -340,8 +345,8 @@ class SlurmRunner:
         adopted = []
         for jid, (key, rt) in wanted.items():
             st = states.get(jid)
-            if st is None or st.get("state") in ("", "UNKNOWN"):
-                continue  # Slurm does not know it any more: its result (if any) is on disk
+            if not ended and (st is None or st.get("state") not in ACTIVE):
+                continue  # ended: `attach` collected it; without a result it is re-submitted
             t = tasks[key]
             t.job_id, t.record = jid, rt.get("record")
             self.tasks[jid] = t
