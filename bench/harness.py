@@ -89,7 +89,8 @@ class CellContext(object):
         self.process = process  # N of `--process N` (the host's run --repeat), else None
         self.params = cell.get("params", {})
         self.variant = cell.get("variant")
-        self.device = job.get("device", "cpu")
+        # the cell's own device (its published numbers were measured on a CPU) over the job's
+        self.device = cell.get("device") or job.get("device", "cpu")
         self.protocol = cell.get("protocol", "budget")
         self.budget_spec = cell.get("budget", {})
         self.metrics = {}

@@ -80,13 +80,16 @@ def budget_for(cell: Cell, suite: Suite, options: Options) -> dict:
 
 
 def job_cell(cell: Cell, suite: Suite, options: Options) -> dict:
-    return {
+    out = {
         "id": cell.id, "source": cell.source, "workload": cell.workload, "variant": cell.variant,
         "params": {**cell.params, **datasets.cell_data_params(cell, options.data)},
         "metrics": list(cell.metrics),
         "budget": budget_for(cell, suite, options), "protocol": options.protocol,
         "timeout_s": cell.timeout_s or suite.defaults["timeout_s"],
     }
+    if cell.device:  # published on a CPU: the cell runs there whatever the job's device
+        out["device"] = cell.device
+    return out
 
 
 def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str) -> dict:

@@ -8,7 +8,7 @@ links every published number to its cell and to the source defects that affect i
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 
@@ -34,9 +34,19 @@ class Cell:
     needs_gpus: int = 0
     budget: dict | None = None
     timeout_s: float | None = None
+    # "cpu": the cell's published numbers were all measured on a CPU, so it runs on the CPU whatever
+    # the run's device; None: it runs on the run's device (see _hardware_from_numbers)
+    device: str | None = None
     # None: as published; else {"kind": "corrected" | "alternative", "defects": [ids],
     # "as_published_cell": id of the as-published cell it stands beside} (the group's `label`)
     label: dict | None = None
+
+    def gpus_on(self, device: str) -> int:
+        """GPUs the cell uses on a run whose device is `device`: none on a CPU run or for a cell
+        published on a CPU; else what it needs, at least one."""
+        if device != "gpu" or self.device == "cpu":
+            return 0
+        return max(1, self.needs_gpus)
 
 
 @dataclass
@@ -77,7 +87,6 @@ def _expand(group: dict) -> list[Cell]:
         except KeyError as e:
             raise UserError(f"cell id template {group['id']!r} names {e}, which the group does "
                             "not define; fix the suite file") from e
-        gpus = int(params.get("gpus", 0) or 0)
         label = _label(group, variant, fmt, cell_id)
         cells.append(Cell(
             id=cell_id, source=group["source"], stack=group["stack"], framework=group["framework"],
@@ -85,7 +94,7 @@ def _expand(group: dict) -> list[Cell]:
             metrics=tuple(group["metrics"]),
             implemented=group.get("status", "implemented") == "implemented",
             reason=group.get("reason"), note=group.get("note"),
-            needs_gpus=int(group.get("needs_gpus", gpus)), budget=group.get("budget"),
+            needs_gpus=int(group.get("needs_gpus", 0)), budget=group.get("budget"),
             timeout_s=group.get("timeout_s"), label=label))
     return cells
 
@@ -120,7 +129,40 @@ def load_suite(name: str) -> Suite:
     for c in cells:
         if c.stack not in stacks:
             raise UserError(f"suite {name} cell {c.id} names unknown stack '{c.stack}'")
+    cells = _hardware_from_numbers(name, doc["sources"], cells)
     return Suite(doc["name"], doc["description"], doc["sources"], doc["defaults"], cells)
+
+
+def _hardware_from_numbers(suite: str, sources: list[str], cells: list[Cell]) -> list[Cell]:
+    """The device each cell needs, from the hardware of the published numbers mapped to it, the same rule
+    for every source and framework: numbers published on N >= 2 GPUs need N GPUs (a multi-GPU figure
+    cannot be measured on fewer devices); numbers published on one GPU run on the run's device (a GPU
+    run measures them, a CPU run gives its CPU measurement as context); numbers all published on a CPU
+    run on the CPU, whatever the run's device. A cell no number maps to keeps its group's `needs_gpus`
+    (default 0). Numbers of one cell on different classes of hardware that disagree (a CPU and several
+    GPUs, or 2 and 4 GPUs) are a data error."""
+    from reprokit.analysis import devices
+
+    found: dict[str, set[tuple[str, int]]] = {}
+    for src in sources:
+        for n in load_published(src):
+            if n["cell"]:
+                found.setdefault(n["cell"], set()).add(devices.publication_hardware(n))
+    out = []
+    for c in cells:
+        hw = found.get(c.id)
+        if not hw:
+            out.append(c)
+            continue
+        multi = {count for kind, count in hw if kind == "gpu" and count >= 2}
+        if multi and (len(multi) > 1 or len(hw) > 1):
+            raise UserError(f"suite {suite} cell {c.id}: its published numbers were measured on "
+                            f"{', '.join(f'{k} x{n}' for k, n in sorted(hw))}; one cell cannot "
+                            "measure them all; map them to separate cells")
+        needs = max(multi) if multi else 0
+        device = "cpu" if hw == {("cpu", 1)} else None
+        out.append(replace(c, needs_gpus=needs, device=device))
+    return out
 
 
 @cache

@@ -56,7 +56,9 @@ def _cells(variant):
     # wikitext2-char only as the nounroll cell
     cells += [_cell(variant, ds, dataset=ds, **SIZES[ds]) for ds in SIZES
               if variant == "mxnet" or ds == "synthetic"]
-    cells.append(_cell(variant, "needs-gpu", dataset="synthetic", gpus=1, n_samples=200))
+    cells.append(_cell(variant, "needs-gpu", dataset="synthetic", gpus=2, n_samples=200))
+    if variant == "mxnet":  # a row published on one GPU: the job's device (the CPU here)
+        cells.append(_cell(variant, "one-gpu-row", dataset="synthetic", gpus=1, n_samples=200))
     cells.append(_cell(variant, "bad", dataset="synthetic", hiden=8))
     if variant == "tensorflow":
         cells.append(_cell(variant, "nounroll", dataset="wikitext2-char", unroll="nounroll",
@@ -157,7 +159,14 @@ def test_text_datasets_are_windows(tf_results, mx_results):
 def test_gpu_cell_on_cpu_fails_clearly(tf_results, mx_results, which):
     r = (tf_results if which == "tf" else mx_results)["needs-gpu"]
     assert r["status"] == "failed"
-    assert "cell needs 1 GPUs, this host has 0" in r["reason"]
+    assert "cell needs 2 GPUs, this host has 0" in r["reason"]
+
+
+def test_one_gpu_row_runs_on_the_jobs_device(mx_results):
+    """As 000/001's rows: a row published on one GPU runs on the job's device, here the CPU."""
+    r = mx_results["one-gpu-row"]
+    _check_ok(r)
+    assert r["device"] == "cpu" and any("ran on one GPU" in n for n in r["implementation"]["notes"])
 
 
 @pytest.mark.parametrize("which", ["tf", "mx"])
@@ -179,10 +188,12 @@ def test_bad_params_fail_as_data(tf_results, mx_results):
 def test_suite_marks_gpu_cells():
     suite = suites.load_suite("keras-mxnet-2018")
     assert all(c.implemented for c in suite.cells)
-    for c in suite.cells:
+    for c in suite.cells:  # the device comes from the numbers' hardware (reprokit/suites.py)
         assert c.workload == "s002_keras"
-        assert c.needs_gpus == c.params["gpus"]
-    cpu = [c for c in suite.cells if c.needs_gpus == 0]
+        assert c.needs_gpus == (c.params["gpus"] if c.params["gpus"] >= 2 else 0)
+        assert c.device == ("cpu" if c.params["gpus"] == 0 else None)
+    cpu = [c for c in suite.cells if c.device == "cpu"]
     assert len(cpu) == 18  # mxnet 3 x 2, tensorflow 2 x 3 x 2
+    assert len([c for c in suite.cells if c.needs_gpus == 0]) == 36  # + the one-V100 rows
 
 

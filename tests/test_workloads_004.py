@@ -49,7 +49,8 @@ def tf_results(tmp_path_factory):
         _cell(w, "basic", "ptb-two-towers", dict(TINY_TF, dataset="ptb", n_tokens=2000,
                                                  keep_prob=0.35, gpus=2,
                                                  tower_devices=["/cpu:0", "/cpu:0"]), TF_METRICS),
-        _cell(w, "block", "needs-gpu", dict(TINY_TF, gpus=1), TF_METRICS),
+        _cell(w, "basic", "needs-gpu", dict(TINY_TF, gpus=2), TF_METRICS),
+        _cell(w, "block", "one-gpu-row", dict(TINY_TF, gpus=1), TF_METRICS),
         _cell(w, "block", "bad", dict(TINY_TF, hiden=8), TF_METRICS),
     ]
     return _run(tmp_path_factory.mktemp("s004tf"), "tf", cells)
@@ -116,10 +117,18 @@ def test_tf_ptb_stand_in_dropout_two_towers(tf_results):
 
 
 def test_tf_failures_are_data(tf_results):
-    assert tf_results["block/needs-gpu"]["status"] == "failed"
-    assert "cell needs 1 GPUs, this host has 0" in tf_results["block/needs-gpu"]["reason"]
+    assert tf_results["basic/needs-gpu"]["status"] == "failed"
+    assert "cell needs 2 GPUs, this host has 0" in tf_results["basic/needs-gpu"]["reason"]
     assert tf_results["block/bad"]["status"] == "failed"
     assert "hiden" in tf_results["block/bad"]["reason"]
+
+
+def test_tf_one_gpu_row_runs_on_the_jobs_device(tf_results):
+    """A row published on one GPU runs on the job's device (here the CPU) as 000/001's rows do."""
+    r = tf_results["block/one-gpu-row"]
+    assert r["status"] == "ok", r.get("traceback")
+    assert r["device"] == "cpu" and r["extra"]["model"]["devices"] == ["/cpu:0"]
+    assert any("ran on one GPU" in n for n in r["implementation"]["notes"])
 
 
 def test_pytorch_cell(pt_results):
@@ -140,10 +149,11 @@ def test_suite_gpu_needs_and_pytorch_cell():
     assert all(c.implemented for c in suite.cells)
     tf_cells = {c.id: c for c in suite.cells if c.workload == "s004_tensorflow"}
     assert tf_cells["004/tensorflow/ptb_large_basic/g2"].needs_gpus == 2
-    for v in ("basic", "block", "cudnn"):
-        assert tf_cells["004/tensorflow/ptb_large_%s/g1" % v].needs_gpus == 1
-        assert tf_cells["004/tensorflow/ptb_large_%s/g0" % v].needs_gpus == 0
+    for v in ("basic", "block", "cudnn"):  # one-GPU rows: the run's device, as the PyTorch row
+        assert tf_cells["004/tensorflow/ptb_large_%s/g1" % v].needs_gpus == 0
+        assert tf_cells["004/tensorflow/ptb_large_%s/g1" % v].device is None
+    assert not any(c.endswith("/g0") for c in tf_cells)  # no CPU-only duplicate of the g1 rows
     pt = suite.cell("004/pytorch/word_lm_large/b20-s35-h1500")
-    assert pt.params["vocab"] == 33278 and pt.needs_gpus == 0
+    assert pt.params["vocab"] == 33278 and pt.needs_gpus == 0 and pt.device is None
 
 

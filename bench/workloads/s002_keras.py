@@ -89,6 +89,15 @@ def _params(ctx):
     return p
 
 
+def gpus_used(ctx, wanted):
+    """GPUs the cell uses: 0 for a row published on a CPU (gpus 0); a row published on one GPU
+    (gpus 1) runs on the job's device, so a CPU job measures it as context; gpus >= 2 needs that
+    many. The device comes from the published number's hardware, as for every source."""
+    if wanted == 1 and ctx.device != "gpu":
+        return 0
+    return wanted
+
+
 def check_gpus(ctx, wanted, available):
     """Refuse a cell that needs more GPUs than this process can see."""
     if wanted > 0 and (ctx.device != "gpu" or available < wanted):
@@ -190,7 +199,7 @@ def _tensorflow(ctx, p, data):
     import keras
     import tensorflow as tf
 
-    gpus = int(p["gpus"])
+    gpus = int(p["gpus"]) if p["replicas_on_cpu"] else gpus_used(ctx, int(p["gpus"]))
     physical = tf.config.list_physical_devices("GPU")
     if p["replicas_on_cpu"]:  # tests: the multi-replica path on logical CPU devices
         # possible only before TensorFlow initialises its devices: a cell's own process
@@ -289,7 +298,7 @@ def _keras2(ctx, p, data):
     MXNet 1.2 API lists by tests/test_api_paths.py."""
     import keras
 
-    gpus = int(p["gpus"])
+    gpus = gpus_used(ctx, int(p["gpus"]))
     seed = int(p["seed"])
     if ctx.variant == "tensorflow":
         import tensorflow as tf
@@ -377,7 +386,7 @@ def _mxnet(ctx, p, data):
     import mxnet as mx
     from mxnet import autograd, gluon
 
-    gpus = int(p["gpus"])
+    gpus = int(p["gpus"]) if p["replicas_on_cpu"] else gpus_used(ctx, int(p["gpus"]))
     if p["replicas_on_cpu"]:  # tests: the multi-context path on CPU contexts
         contexts = [mx.cpu(i) for i in range(max(gpus, 1))]
     else:
@@ -564,6 +573,9 @@ def run(ctx):
     data_s = timing.clock() - t0
     train_step, desc, gpu_memory, sync = _backend(ctx)(ctx, p, data)
     ctx.describe(**desc)
+    if int(p["gpus"]) == 1 and gpus_used(ctx, 1) == 0:
+        ctx.note("The published row ran on one GPU; this job's device is the CPU, so the same "
+                 "model runs on the CPU as context (not a GPU measurement).")
 
     losses = []
 

@@ -355,11 +355,17 @@ def run(ctx):
     visible = _gpu_count(tf)
     devices = p["tower_devices"]
     if devices is None:
-        if gpus > 0 and (ctx.device != "gpu" or visible < gpus):
+        # the device comes from the published number's hardware: a one-GPU row runs on the job's
+        # device (a CPU job measures it as context), two GPUs are needed for the two-GPU row
+        used = gpus if (gpus >= 2 or ctx.device == "gpu") else 0
+        if used > 0 and (ctx.device != "gpu" or visible < used):
             raise RuntimeError("cell needs %d GPUs, this host has %d%s"
-                               % (gpus, visible if ctx.device == "gpu" else 0,
+                               % (used, visible if ctx.device == "gpu" else 0,
                                   "" if ctx.device == "gpu" else " (job device is cpu)"))
-        devices = ["/gpu:%d" % i for i in range(gpus)] if gpus > 0 else ["/cpu:0"]
+        devices = ["/gpu:%d" % i for i in range(used)] if used > 0 else ["/cpu:0"]
+        if gpus == 1 and used == 0:
+            ctx.note("The published row ran on one GPU; this job's device is the CPU, so the same "
+                     "graph runs on the CPU as context (not a GPU measurement).")
     on_gpu = any("gpu" in d.lower() for d in devices)
     cpu_substitute = variant == "cudnn" and not on_gpu
     if variant == "block" and _versions.at_least(tf, 1, 13):

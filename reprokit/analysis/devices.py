@@ -33,10 +33,21 @@ def _gpu(label: str, count: int | None = None) -> dict:
             "sources": hit["sources"], "reason": None}
 
 
+def publication_hardware(number: dict) -> tuple[str, int]:
+    """("cpu", 1) or ("gpu", N): the class of device a published number was measured on, from its data
+    alone (environment.gpu: "none (...)" is a CPU; "Nx <model>" N GPUs; a GPU model alone one GPU).
+    The device a cell needs comes from this (reprokit.suites), as does `publication_device`'s kind."""
+    label = number["environment"].get("gpu") or "unstated"
+    if label.lower().startswith("none"):
+        return "cpu", 1
+    m = flops.GPU_COUNT.match(label)
+    return "gpu", int(m.group(1)) if m else 1
+
+
 def publication_device(number: dict) -> dict:
     """The device a published number was measured on, from its environment in the data."""
     label = number["environment"].get("gpu") or "unstated"
-    if not label.lower().startswith("none"):
+    if publication_hardware(number)[0] == "gpu":
         return _gpu(label)
     cpu = cpus.publication_cpu(label)
     if cpu is None:

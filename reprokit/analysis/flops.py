@@ -259,7 +259,7 @@ def fmt_flops(x: float) -> str:
 
 
 # -- device peaks ----------------------------------------------------------------------------------
-_COUNT = re.compile(r"^\s*(\d+)\s*x\s+", re.I)
+GPU_COUNT = re.compile(r"^\s*(\d+)\s*x\s+", re.I)  # "4x Tesla V100-16GB": 4 GPUs
 
 
 def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
@@ -272,7 +272,7 @@ def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
     if not name:
         return None
     doc = peaks or load_peaks()
-    m = _COUNT.match(name)
+    m = GPU_COUNT.match(name)
     count = int(m.group(1)) if m else 1
     for eid, e in doc["gpus"].items():
         if any(re.search(p, name, re.I) for p in e["match"]) and not any(
