@@ -26,7 +26,7 @@ def listing(names: list[str]) -> dict:
             "cells": [{"id": c.id, "stack": c.stack, "workload": c.workload,
                        "variant": c.variant, "metrics": list(c.metrics),
                        "implemented": c.implemented, "reason": c.reason,
-                       "needs_gpus": c.needs_gpus} for c in s.cells]})
+                       "needs_gpus": c.needs_gpus, "label": c.label} for c in s.cells]})
         for n in suites.published_for_suite(s):
             c = cells.get(n["cell"])
             out["published"].append({
@@ -56,6 +56,10 @@ def run(args) -> int:
             status = "implemented" if c["implemented"] else f"not run: {c['reason']}"
             if c["needs_gpus"]:
                 status += f" (needs {c['needs_gpus']} GPU)"
+            if c["label"]:
+                lab = c["label"]
+                status += (f"; {lab['kind']} ({', '.join(lab['defects'])}) beside "
+                           f"{lab['as_published_cell']}")
             t.add_row(c["id"], c["stack"], ", ".join(c["metrics"]), str(n), status)
         con.print(t)
         if pub:
