@@ -19,6 +19,7 @@ reliability rules of a run hold as for the one-at-a-time runners:
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -100,11 +101,24 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
     rundir.write_run(run)
     collect = _collector(rundir, run_id, runner, plan.options.device, repeat, stacks, record,
                          record_merged, progress)
+    n = runner.outstanding()
+    t0, cpu0, wall0 = os.times(), time.process_time(), time.monotonic()
     try:
         follow(runner, rundir, collect)
     except lifecycle.Interrupted as e:
         stop(runner, rundir, collect, f"interrupted by {e.signame}", run_id, plan.options.device)
         raise
+    t1 = os.times()
+    # what following cost the driver (scripts/bench_slurm.py reads it): its own CPU time, and its
+    # squeue/sacct children's
+    slurm["driver_cost"] = {
+        "tasks_followed": n, "submit_s": round(runner.stats["submit_s"], 4),
+        "sbatch_calls": runner.stats["sbatch_calls"], "polls": runner.stats["polls"],
+        "follow_wall_s": round(time.monotonic() - wall0, 3),
+        "follow_cpu_s": round(time.process_time() - cpu0, 4),
+        "follow_children_cpu_s": round((t1.children_user + t1.children_system)
+                                       - (t0.children_user + t0.children_system), 4)}
+    rundir.write_run(run)
     return False
 
 

@@ -20,6 +20,14 @@ if [ -x .ci/docker-setup.sh ]; then
   bash .ci/docker-setup.sh
 fi
 
+# a real one-node Slurm cluster (slurm-wlm, munge) for tests/test_slurm.py, when those tests run
+if [ $# -eq 0 ] || printf '%s\n' "$@" | grep -q slurm; then
+  echo "== slurm: munged, slurmctld and slurmd on this machine (scripts/slurm-setup.sh)"
+  t0=$(date +%s)
+  bash scripts/slurm-setup.sh
+  echo "   slurm setup took $(( $(date +%s) - t0 )) s"
+fi
+
 echo "== ruff"
 ruff check reprokit reproduce.py tools tests scripts
 

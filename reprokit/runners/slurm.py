@@ -74,6 +74,7 @@ class SlurmOptions:
     exclusive: bool = True
     image_dir: str | None = None  # apptainer / pyxis: where <image>-<flavour>.sif/.sqsh live
     detach: bool = False
+    hold: bool = False  # sbatch --hold (scripts/bench_slurm.py times submissions, then cancels)
 
     def record(self) -> dict:
         return {"launcher": self.launcher, "partition": self.partition, "account": self.account,
@@ -306,6 +307,8 @@ class SlurmRunner:
                 argv.append("--exclusive")
             if gpus:  # never run: no GPU here
                 argv.append(f"--gres=gpu:{gpus}")
+            if self.options.hold:
+                argv.append("--hold")
             argv.append(str(script))
             t0 = time.monotonic()
             p = _run(argv)
