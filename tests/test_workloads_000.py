@@ -234,6 +234,15 @@ def test_tensorflow_fixed_variant_keeps_data_on_the_device(tf_results, variant):
                                                                   rel=1e-5)
 
 
+def test_compile_times_record_the_cache_state(tf_results, torch_results):
+    """Issue 13 item 4: every compile time says what it started from; TF graph mode and eager
+    PyTorch keep no compile cache between processes, so each cell's is a fresh-process compile."""
+    for r in [tf_results["000/tensorflow/%s/tiny" % v] for v in ("basic_lstm", "basic_lstm_fixed")] + [
+            torch_results["000/pytorch/nn_lstm/tiny"]]:
+        state = r["metrics"]["compile_time"]["state"]
+        assert state.startswith("fresh process, no persistent compile cache ("), state
+
+
 def test_tensorflow_unknown_variant_fails_clearly(tf_results):
     r = tf_results["000/tensorflow/nope/tiny"]
     assert r["status"] == "failed" and "unknown variant 'nope'" in r["reason"]

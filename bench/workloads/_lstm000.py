@@ -62,6 +62,17 @@ def denormal_note(framework, state):
                 framework, state))
 
 
+def compile_state(ctx, cache):
+    """The `state` label of a compile metric measured in a fresh process whose framework keeps no
+    compile cache across processes here (`cache` says which cache is absent or off). On a GPU the
+    CUDA driver's JIT cache can still hold PTX compiled by earlier cells; the stack fingerprint
+    records its state (cuda_cache.cold)."""
+    text = "fresh process, %s" % cache
+    if ctx.device == "gpu":
+        text += "; CUDA JIT cache as in stack_fingerprint.cuda_cache"
+    return text
+
+
 def record_first_vs_later(ctx, first_step_seconds, batch):
     """extra["train_first_vs_later"]: the train step inside compile_time (initial weights, plus
     one-time setup) against the median timed train step (weights after >= 1 update). A large

@@ -50,6 +50,18 @@ def run(ctx):
             common.mxcsr_restore(prev)
 
 
+def _xla_cache(jax):
+    """Which XLA compilation cache the compile started from: JAX's persistent cache is off unless
+    jax_compilation_cache_dir is set (then its contents are whatever earlier processes left)."""
+    try:
+        path = jax.config.jax_compilation_cache_dir
+    except AttributeError:
+        path = None
+    if not path:
+        return "no persistent compile cache (JAX's XLA compilation cache off)"
+    return "JAX persistent compilation cache at %s, contents not controlled" % path
+
+
 def _run(ctx, batch, seq, hidden, ftz, ftz_text):
     jax, jnp, lax, device = jl.setup(ctx)
     with jax.default_device(device):
@@ -96,7 +108,8 @@ def _run(ctx, batch, seq, hidden, ftz, ftz_text):
         ctx.record_single("compile_time", t_end - t0, "s",
                           "parameter initialisation, XLA compilation of the jitted train step "
                           "(jit.lower.compile) and one train step (device init and the forward "
-                          "step's compilation excluded)", sync_desc=jl.SYNC_DESC)
+                          "step's compilation excluded)", sync_desc=jl.SYNC_DESC,
+                          state=common.compile_state(ctx, _xla_cache(jax)))
         ctx.extra["compile_breakdown_s"] = {"init_params": t_init - t0,
                                             "compile_train": t_compiled - t_init,
                                             "first_train_step": t_end - t_compiled,

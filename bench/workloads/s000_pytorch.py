@@ -99,7 +99,8 @@ def _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on):
     t_end = timing.clock()
     ctx.record_single("compile_time", t_end - t0, "s",
                       "model and optimiser construction plus one train step (device init "
-                      "excluded)", sync_desc="torch.cuda.synchronize()" if gpu else None)
+                      "excluded)", sync_desc="torch.cuda.synchronize()" if gpu else None,
+                      state=common.compile_state(ctx, "no persistent compile cache (eager PyTorch)"))
     mkldnn = bool(getattr(torch.backends, "mkldnn", None) and torch.backends.mkldnn.is_available())
     ctx.describe(framework="torch", framework_version=torch.__version__,
                  api="torch.nn.LSTM (cuDNN on GPU; on CPU PyTorch's native LSTM, which uses "
@@ -190,7 +191,8 @@ def _run_legacy(ctx, torch, batch, seq, hidden, ftz_requested):
     t_end = timing.clock()
     ctx.record_single("compile_time", t_end - t0, "s",
                       "model and optimiser construction plus one train step (device init "
-                      "excluded)", sync_desc="torch.cuda.synchronize()" if gpu else None)
+                      "excluded)", sync_desc="torch.cuda.synchronize()" if gpu else None,
+                      state=common.compile_state(ctx, "no persistent compile cache (eager PyTorch)"))
     ctx.describe(framework="torch", framework_version=torch.__version__,
                  api="torch.nn.LSTM on autograd Variables (PyTorch 0.1.12 API; cuDNN on GPU)")
     ctx.note(common.WORKLOAD_SUMMARY + "; cost = SUM of squared errors of the last step (as the "

@@ -378,7 +378,8 @@ def run(ctx):
         "as the original TF script: timer starts after the RNN graph is built; covers the loss, "
         "minimize (gradient graph), Session creation, variable initialisation and one train step "
         "with feed" + ("; corrected variant: also the one upload of the %d inputs into a device "
-                       "variable" % n_pre if fixed else ""), sync_desc=sync_desc)
+                       "variable" % n_pre if fixed else ""), sync_desc=sync_desc,
+        state=common.compile_state(ctx, "no persistent compile cache (TF graph, no XLA)"))
     ctx.describe(framework="tensorflow", framework_version=tf.__version__,
                  api=api + "; graph mode, %s.Session, placeholders + feed_dict, "
                            "GradientDescentOptimizer(0.01)" % (
