@@ -117,3 +117,33 @@ def test_recorded_times_come_from_a_real_run_and_validate(tmp_path):
     assert e["suite"] == "legacy-2017" and e["cells"]["000/tensorflow/cudnn_lstm/b128-s30-h512"] == 61.0
     assert "000/tensorflow/basic_lstm/b128-s100-h512" not in e["cells"]                 # skipped: not ok
     assert validate.errors("cell_times", {"schema_version": 1, "measurements": [e]}) == []
+
+
+def test_merge_keeps_the_cells_a_partial_run_did_not_run(tmp_path):
+    """record_cell_times.py --merge: a run of some cells replaces those cells' times only; the others
+    stay, named under `earlier` with the run they came from; a second merge keeps that source."""
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    from reprokit import validate
+
+    repo = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(repo / "tools"))
+    try:
+        import record_cell_times
+    finally:
+        sys.path.remove(str(repo / "tools"))
+    old = {"suite": "s", "runner": "local", "quick": False, "protocol": "budget", "run": "R1",
+           "machine": "M1", "date": "2026-01-01", "cells": {"a": 1.0, "b": 2.0, "c": 3.0}}
+    new = dict(old, run="R2", machine="M2", date="2026-01-02", cells={"b": 5.0, "d": 6.0})
+    m = record_cell_times.merged(new, old)
+    assert m["cells"] == {"a": 1.0, "b": 5.0, "c": 3.0, "d": 6.0} and m["run"] == "R2"
+    assert m["earlier"] == {"run": "R1", "machine": "M1", "date": "2026-01-01", "cells": ["a", "c"]}
+    with pytest.raises(SystemExit):  # b and d came from R2, c from R1: two earlier runs
+        record_cell_times.merged(dict(new, run="R3", cells={"a": 7.0}), m)
+    again = record_cell_times.merged(dict(new, run="R3", cells={"b": 8.0, "d": 9.0}), m)
+    assert again["earlier"]["run"] == "R1" and again["earlier"]["cells"] == ["a", "c"]
+    assert validate.errors("cell_times", {"schema_version": 1, "measurements": [m]}) == []
+    assert record_cell_times.merged(new, None) == new

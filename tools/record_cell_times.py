@@ -1,11 +1,13 @@
 """Record the measured process time of every cell of a run in reprokit/data/cell_times.yaml.
 
-    python tools/record_cell_times.py RUN_DIR [RUN_DIR ...]
+    python tools/record_cell_times.py [--merge] RUN_DIR [RUN_DIR ...]
 
 The ETA of a run (reprokit/progress.py) uses, for each cell, its time in the newest earlier run on this
 host (results/), else the time recorded here, scaled by this run's pace. A fresh clone has no earlier run,
 so without this file the first ETA is a guess from the first cells. One measurement per (suite, runner,
 --quick, protocol): a new run of the same kind replaces the old one. Only cells that ended ok are kept.
+With --merge, a run of some cells of a suite (`run --cells`) replaces only those cells' times; the
+entry keeps the others from its earlier run and names that run, machine and date under `earlier`.
 """
 
 from __future__ import annotations
@@ -44,7 +46,30 @@ def entry(rundir: Path) -> dict:
             "date": str(run["started"])[:10], "cells": dict(sorted(cells.items()))}
 
 
+def merged(new: dict, old: dict | None) -> dict:
+    """`new` with the cells of `old` it lacks, those named under `earlier` (old's own run)."""
+    if old is None:
+        return new
+    kept = {c: t for c, t in old["cells"].items() if c not in new["cells"]}
+    if not kept:
+        return new
+    earlier = old.get("earlier")
+    if earlier and set(kept) <= set(earlier["cells"]):
+        src = earlier  # still from the run the old entry kept them from
+    elif earlier:
+        sys.exit("record_cell_times: --merge would keep cells from two earlier runs; record a whole "
+                 "run of the suite instead")
+    else:
+        src = {"run": old["run"], "machine": old["machine"], "date": old["date"]}
+    out = dict(new, cells=dict(sorted({**kept, **new["cells"]}.items())))
+    out["earlier"] = {"run": src["run"], "machine": src["machine"], "date": src["date"],
+                      "cells": sorted(kept)}
+    return out
+
+
 def main(argv: list[str]) -> int:
+    merge = "--merge" in argv
+    argv = [a for a in argv if a != "--merge"]
     if not argv:
         print(__doc__)
         return 2
@@ -52,6 +77,10 @@ def main(argv: list[str]) -> int:
     for arg in argv:
         new = entry(Path(arg))
         key = (new["suite"], new["runner"], new["quick"], new["protocol"])
+        if merge:
+            old = [m for m in doc["measurements"]
+                   if (m["suite"], m["runner"], m["quick"], m["protocol"]) == key]
+            new = merged(new, old[0] if old else None)
         doc["measurements"] = [m for m in doc["measurements"]
                                if (m["suite"], m["runner"], m["quick"], m["protocol"]) != key] + [new]
         print(f"{new['suite']} ({new['runner']}, quick={new['quick']}): {len(new['cells'])} cells, "
