@@ -568,6 +568,39 @@ def _incomplete(run: dict) -> list[dict]:
             for e in reconcile.incomplete(run)]
 
 
+def _cluster(run: dict, cell_list: list[dict]) -> dict | None:
+    """A Slurm run (reprokit/runners/slurm.py): its launcher, job arrays, whether cells had their
+    nodes to themselves, and its nodes with their cells; None for the other runners (whose reports
+    have no such key)."""
+    slurm = run.get("slurm")
+    if run.get("runner") != "slurm" or not isinstance(slurm, dict):
+        return None
+    opts = slurm.get("options") or {}
+    nodes: dict[str, dict] = {}
+    for c in cell_list:
+        r = c.get("runner") or {}
+        if not r.get("node"):
+            continue
+        n = nodes.setdefault(r["node"], {"node": r["node"], "partitions": [], "cells": [],
+                                         "cpu": None, "memory_gib": None, "gpus": []})
+        if r.get("partition") and r["partition"] not in n["partitions"]:
+            n["partitions"].append(r["partition"])
+        n["cells"].append(c["cell_id"])
+        fp = r.get("node_fingerprint") or {}
+        if n["cpu"] is None and fp:
+            n["cpu"] = (fp.get("cpu") or {}).get("model_name")
+            mem = (fp.get("memory") or {}).get("total_bytes")
+            n["memory_gib"] = round(mem / 2**30, 1) if isinstance(mem, (int, float)) else None
+            n["gpus"] = [g.get("name") for g in fp.get("gpus") or [] if isinstance(g, dict)]
+    exclusive = opts.get("exclusive", True) is not False
+    return {"launcher": opts.get("launcher"), "exclusive": exclusive,
+            "job_arrays": [j.get("job_id") for j in slurm.get("jobs") or []],
+            "nodes": sorted(nodes.values(), key=lambda n: n["node"]),
+            "note": None if exclusive else (
+                "the cells did not have their nodes to themselves (--slurm-no-exclusive): other "
+                "jobs may have shared a node with a cell, and its timings then include their load")}
+
+
 def build_context(rundir: results.RunDir) -> dict:
     # run.json as the files on disk have it (reconcile.py): an unreadable, invalid or deleted result
     # is listed as such and the others are reported; nothing is written here
@@ -603,7 +636,7 @@ def build_context(rundir: results.RunDir) -> dict:
     for e in run["cells"]:
         st = (cells.get(e["cell_id"]) or e)["status"]
         counts[st] = counts.get(st, 0) + 1
-    return {
+    context = {
         "schema_version": REPORT_VERSION, "kind": "report",
         "run": {k: run.get(k) for k in ("run_id", "suite", "argv", "runner", "protocol", "quick",
                                          "started", "finished", "wall_s", "kit")},
@@ -635,6 +668,10 @@ def build_context(rundir: results.RunDir) -> dict:
                        for s, cs in sorted(by_stack.items())],
         },
     }
+    cluster = _cluster(run, cell_list)
+    if cluster is not None:  # Slurm runs only: the other reports stay as they were
+        context["cluster"] = cluster
+    return context
 
 
 def load_report(path: Path) -> dict:

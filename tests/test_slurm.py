@@ -345,3 +345,29 @@ def test_gpu_cells_ask_for_gres_which_a_cluster_without_gpus_refuses(cluster, tm
     task = Task(cell, None, {"id": cell.id, "timeout_s": 60}, job, rundir.log_path(cell.id), gpus=2)
     with pytest.raises(UserError, match=r"sbatch refused the smoke-python job array: .*gres"):
         runner.submit(rundir, prepared, [task])
+
+
+# -- the report -----------------------------------------------------------------------------------
+def test_the_report_says_when_nodes_were_shared_and_groups_cells_by_node(cluster, tmp_path):
+    p = cli("run", "--suite", "smoke", "--runner", "slurm", "--quick", "--slurm-no-exclusive",
+            "--results", str(tmp_path), timeout=600)
+    assert p.returncode == 0, p.stderr
+    rundir = only_run(tmp_path)
+    assert all("--exclusive" not in j["sbatch"] for j in rundir.load_run()["slurm"]["jobs"])
+    md = (rundir.path / "report.md").read_text()
+    assert "nodes shared (--slurm-no-exclusive)" in md, md[:2000]
+    assert "did not have their nodes to themselves" in md
+    assert "### Nodes" not in md  # one node: named in the runner line
+    assert f"1 node: {NODE}" in md
+    # a run whose cells ran on two nodes: the report lists the nodes with their cells
+    cell = rundir.load_cell(LSTM)
+    cell["runner"]["node"] = "node-b"
+    rundir.write_cell(cell)
+    r = cli("report", str(rundir.path))
+    assert r.returncode == 0, r.stderr
+    md = (rundir.path / "report.md").read_text()
+    assert "### Nodes" in md and "2 nodes" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith(("| node-b |", f"| {NODE} |"))]
+    assert len(rows) == 2 and LSTM in rows[0] and MATMUL in rows[1], rows
+    html = (rundir.path / "report.html").read_text()
+    assert 'id="nodes"' in html and 'id="not-exclusive"' in html
