@@ -49,7 +49,7 @@ def placeholder_result(run_id: str, cell: Cell, status: str, reason: str, device
 
 def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: CellOutcome,
                    stack_spec: dict, runner_name: str, device: str,
-                   process: int | None = None) -> dict:
+                   process: int | None = None, prepared: dict | None = None) -> dict:
     """Merge what the runner saw into the harness's result (or make one if there is none).
 
     With `process` N (run --repeat K) this is the process file cells/<stem>.p<N>.json; the
@@ -79,9 +79,15 @@ def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: Cel
         result = existing
     impl = result.setdefault("implementation", {})
     subs = impl.setdefault("substitutes", [])
-    for s in stack_spec.get("local", {}).get("substitutes", []) if runner_name == "local" else []:
+    if prepared is not None and "substitutes" in prepared:  # the environment the runner chose
+        stack_subs = prepared["substitutes"]
+    else:
+        stack_subs = stack_spec.get("local", {}).get("substitutes", []) if runner_name == "local" else []
+    for s in stack_subs:
         if s not in subs:
             subs.append(s)
+    if prepared is not None and prepared.get("environment"):
+        result["environment"] = prepared["environment"]
     result["log_file"] = outcome.log_file and str(Path(outcome.log_file).relative_to(rundir.path))
     result["runner"] = {"name": runner_name, "process_wall_s": outcome.process_wall_s,
                         **outcome.runner_info}
@@ -373,6 +379,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                     progress.done(c, "skipped", 0.0, process=p)
             ready[stack] = None
             return None
+        if prepared.get("environment"):  # which interpreter and pins run the stack, and why
+            run["stacks"][stack]["environment"] = prepared["environment"]
         ids = {c.id for c, _ in items}
         job = make_job(plan, stack, run_id, run["kit"], str(rundir.cells_dir.resolve()))
         job["cells"] = [jc for jc in job["cells"] if jc["id"] in ids]
@@ -416,7 +424,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                     outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}", 0.0,
                                           None, {"traceback": traceback.format_exc()[-2000:]})
                 res = _finish_result(rundir, run_id, c, outcome, spec, runner.name,
-                                     plan.options.device, rnd)
+                                     plan.options.device, rnd, prepared)
                 if probe_cache.is_probe(c.workload):
                     _record_probe(res, run, runner.name, plan.options.device, say)
                 if rnd is None:

@@ -18,6 +18,8 @@ def recorded_substitutions() -> list[dict]:
         subs += (json.loads(f.read_text()).get("implementation") or {}).get("substitutes") or []
     for spec in suites.load_stacks().values():
         subs += (spec.get("local") or {}).get("substitutes") or []
+        for cand in (spec.get("local") or {}).get("candidates") or []:
+            subs += cand["substitutes"]
     return subs
 
 
@@ -33,6 +35,22 @@ def test_the_mechanisms_are_the_ones_a_number_is_about():
     mechanisms = {i for i, k in kinds.items() if k == "mechanism"}
     assert mechanisms >= {"cudnn-lstm-as-keras-cpu", "theano-python-scan", "keras-mxnet-as-gluon"}
     assert kinds["framework-release"] == "version" and kinds["tf1-graph-api"] == "api"
+
+
+def test_a_real_mechanism_from_a_candidate_environment_is_no_stand_in():
+    """Where a stack's candidate environment runs the real mechanism (Theano's compiled scan, real
+    Keras-MXNet), none of its recorded substitutions blocks a verdict; the fallbacks' still do."""
+    stacks = suites.load_stacks()
+    for name in ("theano-0.9", "keras-mxnet-1.2"):
+        for cand in stacks[name]["local"]["candidates"]:
+            kinds = {standins.classify(s)["id"]: standins.classify(s)["kind"] for s in cand["substitutes"]}
+            assert "mechanism" not in kinds.values(), (cand["id"], kinds)
+    mx_fallback = [standins.classify(s)["id"] for s in stacks["keras-mxnet-1.2"]["local"]["substitutes"]]
+    assert "keras-mxnet-as-gluon" in mx_fallback
+    cpu_build = {"original": "mxnet-cu90 1.2.0 (CUDA 9.0 build)", "used": "mxnet 1.2.0 CPU", "why": "x"}
+    assert standins.classify(cpu_build)["id"] == "framework-cpu-build"
+    python = {"original": "Python 3.5", "used": "Python 3.6", "why": "x"}
+    assert standins.classify(python)["kind"] == "version"
 
 
 def test_an_unknown_substitution_counts_as_a_mechanism():

@@ -1,11 +1,14 @@
 """Source 002 workload (bench/workloads/s002_keras.py) through the real harness, tiny shapes.
 
-The tensorflow variant runs on this interpreter (tf.keras); the mxnet variant runs in the
-keras-mxnet-1.2 stack's venv, created by reprokit.envs.python_for as the local runner would (once,
-cached; the test is skipped only when that environment cannot be installed).
+The tensorflow variant runs on this interpreter (tf.keras); the mxnet variant runs twice: in the
+keras-mxnet-1.2 stack's environment as the local runner chooses it (reprokit.envs: real Keras-MXNet
+2.1.6 on MXNet 1.2.0 where Python 3.6 exists), and in its stand-in (MXNet Gluon on this interpreter's
+venv, REPROKIT_STAND_INS=1). Both are created once and cached; a test is skipped only when its
+environment cannot be installed here.
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,13 +34,14 @@ def _cell(variant, name, **params):
             "budget": {"min_samples": 3, "time_budget_s": 0, "warmup": 1}}
 
 
-def _run(python, tmp, variant, cells, only=None):
+def _run(python, tmp, variant, cells, only=None, env=None):
     job = {"schema_version": 1, "run_id": "test-002", "stack": "test", "kit": {"version": "test"},
            "out_dir": str(tmp / "cells"), "device": "cpu", "cells": cells}
     path = tmp / ("job-%s.json" % variant)
     path.write_text(json.dumps(job))
     cmd = [python, str(BENCH / "harness.py"), str(path)] + (["--cell", only] if only else [])
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=str(BENCH))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=str(BENCH),
+                          env=dict(os.environ, **(env or {})))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = {}
     for c in cells:
@@ -78,11 +82,34 @@ def tf_results(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mx_python():
+    """The Gluon stand-in's interpreter (the stack's fallback environment)."""
+    spec = suites.load_stacks()["keras-mxnet-1.2"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REPROKIT_STAND_INS", "1")
+        try:
+            return envs.python_for("keras-mxnet-1.2", spec, say=lambda *_: None)
+        except StackUnavailable as e:
+            pytest.skip("MXNet environment cannot be installed here: %s" % e)
+
+
+@pytest.fixture(scope="module")
+def kmx_env():
+    """The environment the local runner chooses for keras-mxnet-1.2 on this machine."""
     spec = suites.load_stacks()["keras-mxnet-1.2"]
     try:
-        return envs.python_for("keras-mxnet-1.2", spec, say=lambda *_: None)
+        env = envs.environment_for("keras-mxnet-1.2", spec, say=lambda *_: None)
     except StackUnavailable as e:
         pytest.skip("MXNet environment cannot be installed here: %s" % e)
+    if env.chosen["fallback"]:
+        pytest.skip("no candidate of keras-mxnet-1.2 works here: %s" % env.chosen.get("why"))
+    return env
+
+
+@pytest.fixture(scope="module")
+def kmx_results(tmp_path_factory, kmx_env):
+    tmp = tmp_path_factory.mktemp("s002kmx")
+    cells = [c for c in _cells("mxnet") if not c["id"].endswith("two-replicas")]
+    return _run(kmx_env.python, tmp, "mxnet", cells, env=kmx_env.env_vars)
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +171,30 @@ def test_mxnet_cells(mx_results, ds):
     assert "Gluon" in used and "unrolled over 5 steps" in used
     assert r["stack_fingerprint"]["framework"]["name"] == "mxnet"
     assert "waitall" in r["metrics"]["time_per_epoch"]["sync"]
+
+
+@pytest.mark.parametrize("ds", sorted(SIZES))
+def test_real_keras_mxnet_cells(kmx_env, kmx_results, ds):
+    """Where a candidate installs (Python 3.6 here), the source's own Keras model runs on the MXNet
+    backend: no Gluon stand-in, the versions the environment check reported."""
+    r = kmx_results[ds]
+    _check_ok(r)
+    impl = r["implementation"]
+    assert impl["framework"] == "keras" and impl["backend"] == "mxnet"
+    assert impl["framework_version"] == "2.1.6" and impl["backend_version"] == "1.2.0"
+    assert "keras.models.Sequential" in impl["api"] and "hard_sigmoid" in impl["api"]
+    used = " ".join(s["used"] for s in impl["substitutes"])
+    assert "Gluon" not in used
+    assert r["stack_fingerprint"]["framework"]["name"] == "mxnet"
+    assert r["stack_fingerprint"]["framework"]["version"] == "1.2.0"
+    assert r["stack_fingerprint"]["python"]["version"] == kmx_env.chosen["python"]
+
+
+def test_real_keras_mxnet_refuses_what_it_cannot_run(kmx_results):
+    assert kmx_results["needs-gpu"]["status"] == "failed"
+    assert "cell needs 2 GPUs, this host has 0" in kmx_results["needs-gpu"]["reason"]
+    assert kmx_results["bad"]["status"] == "failed" and "hiden" in kmx_results["bad"]["reason"]
+    assert "always unrolled" in kmx_results["nounroll"]["reason"]
 
 
 def test_text_datasets_are_windows(tf_results, mx_results):

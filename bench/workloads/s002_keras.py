@@ -12,13 +12,15 @@ checked per stack by tests/test_api_paths.py against each version's API list):
   Keras 2.x installed (the GPU images: Keras 2.1.6 on TF 1.8, keras-mxnet 2.1.6.1 on MXNet 1.2):
               the original's own code, Sequential([LSTM(128, unroll=True), Dense(softmax)]) with
               Keras 2.1.6's defaults (hard_sigmoid, implementation=1), RMSprop(lr=0.01),
-              multi_gpu_model for gpus > 1. NEVER RUN HERE (no Keras 2 on the project machines).
+              multi_gpu_model for gpus > 1. keras-mxnet 2.1.6.1 on MXNet 1.2.0 (CPU build) runs it
+              here in the keras-mxnet-1.2 stack's Python 3.6 environment (reprokit/envs.py); Keras
+              2.1.6 on TF 1.8 and every GPU path (multi_gpu_model, memory queries) never ran.
   tensorflow  with Keras 3: tf.keras of the installed TensorFlow standing in for Keras 2.1.6 on TF 1.8.
   mxnet       without Keras: MXNet Gluon standing in for keras-mxnet 2.1.6 on MXNet 1.2: a hybridized
               gluon.rnn.LSTMCell unrolled over the 40 steps + Dense, the same loss and optimiser.
-              keras-mxnet itself installs on Python 3.11 (pure-Python wheel) but does not import
-              there (collections.Iterable), and with that patched it fails to build this model on
-              MXNet 1.9.1, so it is not used.
+              The local runner's stand-in where no keras-mxnet environment installs: keras-mxnet
+              does not import on Python 3.11 (collections.Iterable) and fails to build this model
+              on MXNet 1.9.1 (stack_attempts.yaml).
 
 Timing: the original timed whole fit epochs (50,000 to ~3.4 M samples), far too long for a small
 CPU. One sample here is one batch of the fit loop as Keras 2.1.6 ran it: the shuffled index slice,
@@ -293,8 +295,9 @@ def _tensorflow(ctx, p, data):
 
 def _keras2(ctx, p, data):
     """Keras 2.x: Keras 2.1.6 on TensorFlow 1.8 (variant tensorflow) or keras-mxnet 2.1.6.1 on
-    MXNet 1.2 (variant mxnet), the seed's own API and model. NEVER RUN HERE (no Keras 2 and no GPU
-    on the project machines); its calls are checked against the Keras 2.1.6 / TensorFlow 1.8 /
+    MXNet 1.2 (variant mxnet), the seed's own API and model. The keras-mxnet 2.1.6.1 / MXNet 1.2.0
+    CPU path runs here (Python 3.6 environment, tests/test_workloads_002.py); Keras 2.1.6 on TF 1.8
+    and the GPU paths never ran. Its calls are checked against the Keras 2.1.6 / TensorFlow 1.8 /
     MXNet 1.2 API lists by tests/test_api_paths.py."""
     import keras
 
@@ -350,9 +353,12 @@ def _keras2(ctx, p, data):
                    "defaults (hard_sigmoid, implementation=1), RMSprop(lr=%s), train_on_batch%s"
                    % (int(p["hidden"]), p["unroll"] == "unroll", p["lr"],
                       "; multi_gpu_model(gpus=%d)" % gpus if gpus > 1 else "")}
-    ctx.note("This Keras 2 code path was written without Keras 2 or a GPU and has never run; its "
-             "calls are checked against the Keras %s and %s %s API lists (tests/test_api_paths.py)."
-             % (keras.__version__, backend, backend_version))
+    ctx.note("The source's own Keras %s code on the %s %s backend%s; its calls are checked against "
+             "the Keras 2.1.6 and %s API lists (tests/test_api_paths.py)."
+             % (keras.__version__, backend, backend_version,
+                " (GPU paths never run)" if backend == "mxnet" else
+                " (this path has never run on the project machines: no Keras 2.1.6 on TF 1.8 here)",
+                backend))
     sync = "implicit: train_on_batch returns the loss as a host float"
     on_gpu = gpus > 0
     return train_step, desc, (gpu_memory if on_gpu else None), sync
@@ -452,9 +458,10 @@ def _mxnet(ctx, p, data):
                    "MXNet %s Gluon: hybridized gluon.rnn.LSTMCell unrolled over %d steps "
                    "(LSTMCell.unroll, static graph) + Dense; RMSProp; gluon Trainer" % (
                        mx.__version__, seq),
-                   "keras-mxnet installs on Python 3.11 (pure-Python wheel) but does not import "
-                   "(collections.Iterable); with that aliased, building this model fails on "
-                   "MXNet 1.9.1 (ValueError: Cannot apply softmax to a tensor that is 1D)")
+                   "no keras-mxnet environment works on this machine (no Python 3.6 with "
+                   "MXNet 1.2.0; see the cell's `environment` attempts): keras-mxnet does not "
+                   "import on Python 3.11 (collections.Iterable), and on MXNet 1.9.1 building "
+                   "this model fails (ValueError: Cannot apply softmax to a tensor that is 1D)")
     ctx.substitute("Keras RMSprop(lr=0.01, rho=0.9, epsilon=1e-7): w -= lr g / (sqrt(n) + eps)",
                    "MXNet RMSProp(learning_rate=0.01, gamma1=0.9, epsilon=1e-7): "
                    "w -= lr g / sqrt(n + eps)",

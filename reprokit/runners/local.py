@@ -60,12 +60,15 @@ class LocalRunner:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     def prepare(self, stack: str, stack_spec: dict, say=None) -> dict:
-        py = envs.python_for(stack, stack_spec, say or self.say)
+        chosen = envs.environment_for(stack, stack_spec, say or self.say)
         env = dict(os.environ)
-        env.update(stack_spec["local"].get("env_vars", {}))
+        env.update(chosen.env_vars)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        return {"python": py, "env": env, "stack": stack}
+        # the environment actually used and every candidate tried for it (envs.py): execute.py
+        # copies them into run.json and every cell result of the stack
+        return {"python": chosen.python, "env": env, "stack": stack,
+                "substitutes": chosen.substitutes, "environment": chosen.record()}
 
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
                  log_path: Path, process: int | None = None) -> CellOutcome:
