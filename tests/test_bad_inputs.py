@@ -237,6 +237,19 @@ CASES = [
     Case("", "reproduce.py run --suite smoke --runner docker --gpus nan",
          "reproduce.py: error: --gpus must be a GPU count of at least 1, 'all' or comma-separated GPU "
          "ids, not 'nan'; pass e.g. --gpus 1, --gpus all or --gpus 0,1"),
+    # run --runner slurm: its options
+    Case("", "reproduce.py run --suite smoke --slurm-partition gpu",
+         "reproduce.py: error: --slurm-partition applies to --runner slurm only; add --runner slurm or "
+         "drop --slurm-partition"),
+    Case("", "reproduce.py run --suite smoke --detach",
+         "reproduce.py: error: --detach applies to --runner slurm only; add --runner slurm or drop "
+         "--detach"),
+    Case("", "reproduce.py run --suite smoke --runner slurm --slurm-mem 12Q",
+         "reproduce.py: error: --slurm-mem must be a size such as 16G or 4000M, not '12Q'; pass e.g. "
+         "--slurm-mem 16G"),
+    Case("", "reproduce.py run --suite smoke --runner slurm --slurm-time 0",
+         "reproduce.py: error: --slurm-time must be a whole number from 1 to 525600, not '0'; pass e.g. "
+         "--slurm-time 30"),
     # compare: numbers and runs
     Case("runs", "reproduce.py compare a b --alpha 5",
          "reproduce.py: error: --alpha must be a finite number strictly between 0 and 1, not '5'; pass "
@@ -292,9 +305,9 @@ CASES = [
          "--help`"),
     Case("", "reproduce.py run --suite smoke --frobnicate 1",
          "reproduce.py: error: unrecognized arguments: --frobnicate 1; see `reproduce.py --help`"),
-    Case("", "reproduce.py run --suite smoke --runner slurm",
-         "reproduce.py: error: argument --runner: invalid choice: 'slurm' (choose from 'auto', 'local', "
-         "'docker'); see `reproduce.py run --help`"),
+    Case("", "reproduce.py run --suite smoke --runner kubernetes",
+         "reproduce.py: error: argument --runner: invalid choice: 'kubernetes' (choose from 'auto', "
+         "'local', 'docker', 'slurm'); see `reproduce.py run --help`"),
     Case("", "reproduce.py run --suite smoke --device tpu",
          "reproduce.py: error: argument --device: invalid choice: 'tpu' (choose from 'auto', 'cpu', "
          "'gpu'); see `reproduce.py run --help`"),
