@@ -20,6 +20,7 @@ from reprokit.runners.slurm import (
     SlurmOptions,
     SlurmRunner,
     Task,
+    constraint_for,
     parse_squeue,
     slurm_mem,
     time_limit_min,
@@ -176,6 +177,16 @@ def test_squeue_output_is_parsed_per_array_task():
     assert got["13_[0-3]"]["slurm_reason"] == "Resources"
 
 
+def test_a_gpu_cells_published_model_becomes_a_node_feature():
+    o = SlurmOptions(constraint="ib", gpu_features={"V100": "v100", "P100": "p100"})
+    assert constraint_for(("Tesla V100-SXM2-16GB",), 1, o) == "ib&v100"
+    assert constraint_for(("8x Tesla V100-SXM2-16GB", "Tesla P100-PCIE-16GB"), 8, o) == "ib&[p100|v100]"
+    assert constraint_for(("Tesla V100-SXM2-16GB",), 0, o) == "ib"  # a CPU cell: the user's only
+    assert constraint_for(("Tesla M40 24GB",), 1, o) == "ib"  # no feature for that model
+    assert constraint_for(("Tesla V100",), 1, SlurmOptions(gpu_features={"v100": "volta"})) == "volta"
+    assert constraint_for((), 0, SlurmOptions()) is None
+
+
 def test_time_limits_and_memory():
     assert time_limit_min(300, None) == 6 and time_limit_min(1, None) == 2
     assert time_limit_min(300, 1) == 1
@@ -189,6 +200,8 @@ def test_time_limits_and_memory():
     (["--runner", "slurm", "--slurm-mem", "12Q"], "--slurm-mem must be a size"),
     (["--runner", "slurm", "--slurm-time", "0"], "--slurm-time must be"),
     (["--runner", "slurm", "--slurm-image-dir", "/no/such/dir"], "--slurm-image-dir"),
+    (["--runner", "slurm", "--slurm-gpu-feature", "V100"], "--slurm-gpu-feature must be MODEL=FEATURE"),
+    (["--slurm-gpu-feature", "V100=v100"], "--slurm-gpu-feature applies to --runner slurm only"),
 ])
 def test_bad_slurm_options_are_one_line_and_exit_2(tmp_path, args, needle):
     p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "run", "--suite", "smoke",

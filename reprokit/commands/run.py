@@ -63,7 +63,7 @@ def add_arguments(p) -> None:
 
 def slurm_arguments(p) -> None:
     from reprokit.runners.launchers import NAMES
-    from reprokit.runners.slurm import slurm_mem
+    from reprokit.runners.slurm import gpu_feature_option, slurm_mem
 
     g = p.add_argument_group("--runner slurm (reprokit/runners/slurm.py)")
     g.add_argument("--slurm-launcher", choices=NAMES, default=None,
@@ -73,6 +73,10 @@ def slurm_arguments(p) -> None:
     g.add_argument("--slurm-account", metavar="A")
     g.add_argument("--slurm-qos", metavar="Q")
     g.add_argument("--slurm-constraint", metavar="C", help="node features (sbatch --constraint)")
+    g.add_argument("--slurm-gpu-feature", metavar="MODEL=FEATURE", action="append",
+                   type=gpu_feature_option, default=None,
+                   help="a GPU cell whose numbers were published on MODEL (e.g. V100) asks for nodes "
+                        "with FEATURE; repeat per model (never run: no GPU here)")
     g.add_argument("--slurm-mem", metavar="SIZE", type=slurm_mem,
                    help="memory per cell (sbatch --mem; default the Docker runner's 16G)")
     g.add_argument("--slurm-time", metavar="MIN",
@@ -98,12 +102,14 @@ def slurm_options(args, stored: dict | None = None):
              "account": args.slurm_account, "qos": args.slurm_qos,
              "constraint": args.slurm_constraint, "mem": args.slurm_mem,
              "time_min": args.slurm_time, "image_dir": args.slurm_image_dir,
-             "exclusive": False if args.slurm_no_exclusive else None}
+             "exclusive": False if args.slurm_no_exclusive else None,
+             "gpu_features": dict(args.slurm_gpu_feature) if args.slurm_gpu_feature else None}
     if stored is not None:
         for key, value in given.items():
             if value is not None and stored.get(key) != value:
                 flag = "--slurm-no-exclusive" if key == "exclusive" else \
-                    "--slurm-" + {"time_min": "time", "image_dir": "image-dir"}.get(key, key)
+                    "--slurm-" + {"time_min": "time", "image_dir": "image-dir",
+                                  "gpu_features": "gpu-feature"}.get(key, key)
                 raise UserError(f"cannot resume: the run was submitted with {key} "
                                 f"{stored.get(key)!r}, this command gives {flag} {value!r}; drop "
                                 f"{flag} to keep the run's")
@@ -122,6 +128,7 @@ def check_inputs(args, plan, resumed: results.RunDir | None) -> None:
                            ("--slurm-partition", args.slurm_partition),
                            ("--slurm-account", args.slurm_account), ("--slurm-qos", args.slurm_qos),
                            ("--slurm-constraint", args.slurm_constraint),
+                           ("--slurm-gpu-feature", args.slurm_gpu_feature),
                            ("--slurm-mem", args.slurm_mem), ("--slurm-time", args.slurm_time),
                            ("--slurm-no-exclusive", args.slurm_no_exclusive),
                            ("--slurm-image-dir", args.slurm_image_dir), ("--detach", args.detach))

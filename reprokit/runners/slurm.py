@@ -75,12 +75,13 @@ class SlurmOptions:
     image_dir: str | None = None  # apptainer / pyxis: where <image>-<flavour>.sif/.sqsh live
     detach: bool = False
     hold: bool = False  # sbatch --hold (scripts/bench_slurm.py times submissions, then cancels)
+    gpu_features: dict[str, str] = field(default_factory=dict)  # GPU model -> node feature
 
     def record(self) -> dict:
         return {"launcher": self.launcher, "partition": self.partition, "account": self.account,
                 "qos": self.qos, "constraint": self.constraint, "mem": self.mem,
                 "time_min": self.time_min, "exclusive": self.exclusive,
-                "image_dir": self.image_dir}
+                "image_dir": self.image_dir, "gpu_features": dict(self.gpu_features)}
 
     @classmethod
     def from_record(cls, rec: dict) -> SlurmOptions:
@@ -98,6 +99,7 @@ class Task:
     job_path: Path
     log_path: Path
     gpus: int = 0
+    gpu_models: tuple[str, ...] = ()  # the GPUs its published numbers were measured on
     job_id: str | None = None  # "<array job>_<index>" once submitted
     record: str | None = None  # the task record slurm_task.py writes (relative to the run dir)
     cancelled_by_driver: str | None = None
@@ -142,6 +144,27 @@ def slurm_mem(text: str) -> str:
         raise UserError(f"--slurm-mem must be a size such as 16G or 4000M, not '{text}'; pass e.g. "
                         "--slurm-mem 16G")
     return m[1] + (m[2] or "M")
+
+
+def gpu_feature_option(text: str) -> tuple[str, str]:
+    """`run --slurm-gpu-feature MODEL=FEATURE`: a GPU model (matched case-insensitively within the
+    published numbers' GPU names, e.g. V100) and the node feature the cluster gives such nodes."""
+    model, sep, feature = str(text).partition("=")
+    if not sep or not model.strip() or not feature.strip() or any(c in feature for c in "&|[]*,"):
+        raise UserError(f"--slurm-gpu-feature must be MODEL=FEATURE (e.g. V100=v100), not '{text}'; "
+                        "pass one per GPU model, e.g. --slurm-gpu-feature V100=v100")
+    return model.strip(), feature.strip()
+
+
+def constraint_for(task_models: tuple[str, ...], gpus: int, options: SlurmOptions) -> str | None:
+    """sbatch --constraint for a task: the user's --slurm-constraint and, for a GPU cell, the node
+    features of the GPU models its numbers were published on (any of them: `a|b`)."""
+    feats = sorted({f for model, f in options.gpu_features.items() for label in task_models
+                    if model.lower() in label.lower()}) if gpus else []
+    parts = [p for p in (options.constraint, "|".join(feats)) if p]
+    if len(parts) == 2:
+        return f"{parts[0]}&[{parts[1]}]" if len(feats) > 1 else f"{parts[0]}&{parts[1]}"
+    return parts[0] if parts else None
 
 
 def time_limit_min(timeout_s: float | None, override: int | None) -> int:
@@ -197,11 +220,12 @@ class SlurmRunner:
         self.probe_result: dict | None = None
 
     # -- before anything is submitted --------------------------------------------------------------
-    def common_args(self) -> list[str]:
+    def common_args(self, constraint: str | None = None) -> list[str]:
         o = self.options
+        constraint = constraint or o.constraint
         args = []
         for flag, value in (("--partition", o.partition), ("--account", o.account),
-                            ("--qos", o.qos), ("--constraint", o.constraint)):
+                            ("--qos", o.qos), ("--constraint", constraint)):
             if value:
                 args.append(f"{flag}={value}")
         return args
@@ -271,9 +295,10 @@ class SlurmRunner:
         groups: dict[tuple, list[Task]] = {}
         for t in tasks:
             minutes = time_limit_min(t.job_cell.get("timeout_s"), self.options.time_min)
-            groups.setdefault((t.cell.stack, minutes, t.gpus), []).append(t)
+            constraint = constraint_for(t.gpu_models, t.gpus, self.options)
+            groups.setdefault((t.cell.stack, minutes, t.gpus, constraint), []).append(t)
         records = []
-        for (stack, minutes, gpus), group in groups.items():
+        for (stack, minutes, gpus, constraint), group in groups.items():
             sub = f"{stack}-{uuid.uuid4().hex[:8]}"
             folder = rundir.path / "slurm" / sub
             folder.mkdir(parents=True, exist_ok=True)
@@ -302,7 +327,7 @@ class SlurmRunner:
                     f"--job-name=reprokit-{stack}", f"--time={minutes}",
                     f"--mem={self.options.mem or mem_default()}", "--ntasks=1", "--no-requeue",
                     f"--chdir={rundir.path.resolve()}",
-                    f"--output={folder.resolve()}/slurm-%A_%a.out", *self.common_args()]
+                    f"--output={folder.resolve()}/slurm-%A_%a.out", *self.common_args(constraint)]
             if self.options.exclusive:
                 argv.append("--exclusive")
             if gpus:  # never run: no GPU here
