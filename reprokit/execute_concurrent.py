@@ -67,6 +67,7 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
     slurm.setdefault("jobs", [])
     tasks: dict[tuple, Task] = {}
     prepared: dict[str, dict] = {}
+    models = _gpu_models(plan.suite.sources)
     for stack, items in by_stack.items():
         if prepare(stack, items) is None:  # unavailable: its cells were recorded skipped
             continue
@@ -74,9 +75,10 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
         prepared[stack] = p
         for c, procs in items:
             for proc in procs:
-                gpus = c.gpus_on(plan.options.device)
                 tasks[(c.id, proc)] = Task(c, proc, job_cells[c.id], Path(job_path),
-                                           rundir.log_path(c.id, proc), gpus=gpus)
+                                           rundir.log_path(c.id, proc),
+                                           gpus=c.gpus_on(plan.options.device),
+                                           gpu_models=models.get(c.id, ()))
     adopted = runner.adopt(rundir, slurm["jobs"], tasks) if resume and slurm["jobs"] else []
     for t in adopted:
         say(f"slurm: re-attached to {t.cell.id}" + (f" (process {t.process})" if t.process else "")
@@ -120,6 +122,19 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
                                        - (t0.children_user + t0.children_system), 4)}
     rundir.write_run(run)
     return False
+
+
+def _gpu_models(sources: list[str]) -> dict[str, tuple[str, ...]]:
+    """{cell id: the GPU names its published numbers were measured on} (--slurm-gpu-feature)."""
+    from reprokit import suites
+    from reprokit.analysis import devices
+
+    out: dict[str, set[str]] = {}
+    for src in sources:
+        for n in suites.load_published(src):
+            if n.get("cell") and devices.publication_hardware(n)[0] == "gpu":
+                out.setdefault(n["cell"], set()).add(n["environment"].get("gpu") or "")
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 def _collector(rundir, run_id, runner, device, repeat, stacks, record, record_merged, progress):
