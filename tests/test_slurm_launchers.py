@@ -212,3 +212,31 @@ def test_bad_slurm_options_are_one_line_and_exit_2(tmp_path, args, needle):
     assert len(lines) == 1 and needle in lines[0], p.stderr
     assert "Traceback" not in p.stderr
     assert not (tmp_path / "r").exists()
+
+
+# -- compare across machines ----------------------------------------------------------------------
+def test_compare_names_the_machines_cells_ran_on_when_a_run_spans_slurm_nodes():
+    from reprokit.analysis.compare_runs import compare_runs
+
+    def fp(model, cores):
+        return {"cpu": {"model_name": model, "vendor": "GenuineIntel", "family": 6, "model": 85,
+                        "logical_cores": cores, "usable_cores": cores}, "memory": {}, "gpus": []}
+
+    def cell(cid, runner):
+        return {"cell_id": cid, "stack": "smoke-python", "status": "ok", "metrics": {},
+                "runner": runner}
+
+    local = {"run_id": "a", "host_fingerprint": fp("Xeon Gold 6130", 2)}
+    slurm = {"run_id": "b", "host_fingerprint": fp("login node CPU", 4)}
+    cells_a = [cell("c1", {"name": "local"}), cell("c2", {"name": "local"})]
+    cells_b = [cell("c1", {"name": "slurm", "node": "n1", "node_fingerprint": fp("Xeon Gold 6130", 2)}),
+               cell("c2", {"name": "slurm", "node": "n2", "node_fingerprint": fp("EPYC 7742", 64)})]
+    got = compare_runs(local, cells_a, slurm, cells_b)["node_diff"]
+    # c1 ran on a node like run A's host: named, no field differs; c2 on another machine
+    assert got["c1"] == {"node_a": "the run's host", "node_b": "n1", "rows": []}
+    fields = {r["field"]: (r["a"], r["b"]) for r in got["c2"]["rows"]}
+    assert got["c2"]["node_b"] == "n2"
+    assert fields["cpu.model_name"] == ("Xeon Gold 6130", "EPYC 7742")
+    assert fields["cpu.logical_cores"] == (2, 64)
+    # two runs on their drivers' hosts: no per-cell machines to name
+    assert compare_runs(local, cells_a, local, cells_a)["node_diff"] == {}

@@ -88,6 +88,31 @@ def metric_change(
     }
 
 
+def _node_of(run: dict, cell: dict) -> tuple[str | None, dict]:
+    """(node name, fingerprint) of the machine a cell ran on: its Slurm node's, recorded by the
+    task (reprokit/runners/slurm_task.py), else the run's host (local and Docker runners)."""
+    r = cell.get("runner") or {}
+    if r.get("node_fingerprint"):
+        return r.get("node"), r["node_fingerprint"]
+    return "the run's host", run.get("host_fingerprint") or {}
+
+
+def node_diff(run_a: dict, by_a: dict, run_b: dict, by_b: dict, common: list[str]) -> dict:
+    """Cells that ran on different machines in the two runs (a run on a Slurm cluster spans
+    nodes): {cell id: {"node_a", "node_b", "rows": the differing host fields}}; cells of two
+    runs that each ran on their driver's host are left to host_diff."""
+    out = {}
+    for cid in common:
+        ra, rb = (by_a[cid].get("runner") or {}), (by_b[cid].get("runner") or {})
+        if not (ra.get("node_fingerprint") or rb.get("node_fingerprint")):
+            continue
+        (na, fa), (nb, fb) = _node_of(run_a, by_a[cid]), _node_of(run_b, by_b[cid])
+        rows = [r for r in diff.host_diff(fa, fb) if r["differs"]]
+        if rows or na != nb:
+            out[cid] = {"node_a": na, "node_b": nb, "rows": rows}
+    return out
+
+
 def compare_runs(
     run_a: dict,
     cells_a: list[dict],
@@ -141,6 +166,7 @@ def compare_runs(
         "alpha": alpha,
         "threshold": threshold,
         "host_diff": host,
+        "node_diff": node_diff(run_a, by_a, run_b, by_b, common),
         "stack_diff": stacks,
         "changes": changes,
         "only_in_a": sorted(set(by_a) - set(by_b)),

@@ -60,6 +60,15 @@ def _print(result: dict, show_all: bool) -> None:
         con.print(t)
     else:
         con.print("host fingerprint: no differences in the compared fields")
+    for cid, nd in (result.get("node_diff") or {}).items():  # cells on other machines (Slurm)
+        t = Table(title=f"{cid}: ran on {nd['node_a']} (A) and {nd['node_b']} (B)")
+        for col in ("field", "A", "B"):
+            t.add_column(col)
+        for r in nd["rows"]:
+            t.add_row(r["field"], _fmt(r["a"]), _fmt(r["b"]), style="yellow")
+        con.print(t) if nd["rows"] else con.print(f"{cid}: ran on {nd['node_a']} (A) and "
+                                                  f"{nd['node_b']} (B), no differences in the "
+                                                  "compared fields")
     for stack, srows in result["stack_diff"].items():
         srows = [r for r in srows if show_all or r["differs"]]
         if not srows:
