@@ -23,9 +23,10 @@ from reprokit.compare_published import row as report_row
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 import harness  # noqa: E402
-from workloads import _lstm000, s001_pytorch, s002_keras, s004_pytorch, s004_tensorflow  # noqa: E402
+from workloads import _lm003, _lstm000, s001_pytorch, s002_keras, s004_pytorch, s004_tensorflow  # noqa: E402
 
 M40_RUN = REPO / "tests" / "data" / "runs" / "m40-same"
+HASWELL_RUN = REPO / "tests" / "data" / "runs" / "haswell-same"
 
 
 def number(nid):
@@ -144,6 +145,26 @@ def test_002_whole_epoch_wall_time_with_setup_and_callbacks():
     assert v["basis"]["definition"] == "epoch_wall_time" and v["basis"]["statistic"] == "as_published"
     per_sample = published_metric.summary(ctx.metrics["time_per_sample"])
     assert per_sample["median"] == pytest.approx(1e6 * epoch / 50000)
+
+
+def test_003_elapsed_of_the_50_batches_after_warm_up():
+    """003 printed Elapsed (seconds of 50 batches after 10 untimed warm-up ones), Avg = Elapsed / 50 and
+    seq/s = 50 x 128 / Elapsed. 003-L380 (0.2406 s per batch, on the same 6-core Haswell as the stored
+    run's host): four slow batches leave the median in its band and put the mean above it."""
+    ctx = context(device="cpu", params={"published_iterations": {"default": 50}})
+    raw = [0.24] * 36 + [0.5] * 14
+    t = timed([0.9] * 10, raw)  # the 10 warm-up batches are not part of Elapsed
+    _lm003.record(ctx, t, 128, "synthetic", None)
+    n = number("003-L380")
+    run = json.loads((HASWELL_RUN / "run.json").read_text())
+    cell = cell_for(n, ctx, device="cpu", framework="torch", version="1.3.0",
+                    params={"batch": 128, "seq_len": 50, "hidden": 256})
+    v = verdicts.verdict(n, cell, run)
+    assert v["measured"]["median"] == pytest.approx(sum(raw) / 50)
+    assert v["basis"]["statistic"] == "as_published", v["basis"]
+    assert v["verdict"] == "DEVIATES_SLOWER", v["reason"]  # the median batch alone: REPRODUCED
+    seq = published_metric.summary(ctx.metrics["seq_per_s"])
+    assert seq["median"] == pytest.approx(50 * 128 / sum(raw)) and seq["complete"]
 
 
 def test_004_cumulative_words_per_second_at_the_tutorials_last_print():

@@ -2,8 +2,9 @@
 
 Sources did not report medians of separately timed iterations. 000 printed the mean over 1000 iterations,
 001 target tokens / the summed seconds of each epoch averaged over 10 epochs, 002 the wall time of a whole
-Keras fit epoch (set-up and callbacks included), 004 the tutorial's cumulative words/s since the epoch
-start (and the PyTorch example its ms/batch over a 200-batch log window). A workload records that figure
+Keras fit epoch (set-up and callbacks included), 003 its Elapsed seconds of 50 batches after 10 warm-up
+batches (Avg = Elapsed / 50, seq/s = 50 x 128 / Elapsed), 004 the tutorial's cumulative words/s since the
+epoch start (and the PyTorch example its ms/batch over a 200-batch log window). A workload records that figure
 beside its per-iteration samples as the metric's `as_published` (docs/FORMATS.md): the definition's name
 and text, and `segments` (the timed loop, or one per epoch) holding the seconds of every iteration the
 figure is computed from, the time its clock saw outside them and the items per iteration.
@@ -46,6 +47,7 @@ SHORT = {
     "cumulative_wps_at_last_print":
         "cumulative words/s since the epoch start at the last print (step {last})",
     "log_window_ms_per_batch": "wall ms / 200 over the first log window ({P} batches)",
+    "items_over_elapsed": "items / elapsed seconds of {P} timed iterations",
 }
 
 
