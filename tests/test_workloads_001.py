@@ -56,6 +56,24 @@ def test_tiny_cell_ok_with_all_metrics(results):
         assert "as published" in a["sync"] and "synchronous" in b["sync"]
 
 
+def test_tiny_cell_records_the_published_per_epoch_figure(results):
+    """train_wps / eval_wps carry the source's figure (tokens / summed seconds per epoch, mean over 10
+    epochs), computed from every batch of the epoch the cell ran (its warm-up batches first)."""
+    from reprokit.analysis import published_metric
+
+    r = results["tiny"]
+    for name, split in (("train_wps", "train"), ("eval_wps", "valid")):
+        m = r["metrics"][name]
+        ap = m["as_published"]
+        assert ap["definition"] == "tokens_over_epoch_seconds_mean" and ap["planned"]["segments"] == 10
+        assert ap["planned"]["iterations_per_segment"] == r["extra"]["model"]["batches_per_epoch"][
+            "train" if split == "train" else "valid"]
+        seconds = [x for seg in ap["segments"] for x in seg["seconds"]]
+        assert seconds == m["warmup_seconds"] + m["raw_seconds"]
+        s = published_metric.summary(m)
+        assert s["consistent"] and not s["complete"] and s["label"].startswith("partial estimate")
+
+
 def test_tiny_cell_provenance(results):
     r = results["tiny"]
     ds = r["extra"]["dataset"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprokit import suites
+from reprokit.analysis import published_metric
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
@@ -98,6 +99,16 @@ def test_block_gradient_matches_basic(tf_results):
     assert block == pytest.approx(basic, rel=1e-4)
 
 
+def test_tf_records_the_tutorials_cumulative_wps(tf_results):
+    r = tf_results["basic/repeat"]
+    m = r["metrics"]["train_wps"]
+    ap = m["as_published"]
+    assert ap["definition"] == "cumulative_wps_at_last_print" and ap["figure"] == "rate"
+    assert ap["segments"][0]["seconds"] == m["warmup_seconds"] + m["raw_seconds"]
+    assert ap["segments"][0]["items_per_iteration"] == m["items_per_sample"]
+    assert published_metric.summary(m)["consistent"]
+
+
 def test_tf_substitutes_recorded(tf_results):
     subs = {v: " ".join(s["used"] for s in tf_results["%s/repeat" % v]["implementation"]
                         ["substitutes"]) for v in ("basic", "block", "cudnn")}
@@ -140,6 +151,11 @@ def test_pytorch_cell(pt_results):
     assert r["extra"]["model"]["parameters"] == (20 * 8 + 2 * (4 * 8 * 16 + 8 * 8) + 8 * 20 + 20)
     used = " ".join(s["used"] for s in r["implementation"]["substitutes"])
     assert "WikiText-2" in used and "33,278" in used
+    ap = m["as_published"]  # the example's first log window: 201 batches / 200, wall time
+    assert ap["definition"] == "log_window_ms_per_batch" and ap["planned"]["iterations_per_segment"] == 201
+    assert ap["segments"][0]["seconds"] == m["warmup_seconds"] + m["raw_seconds"]
+    s = published_metric.summary(m)
+    assert s["consistent"] and not s["complete"] and s["label"].startswith("partial estimate")
     bad = pt_results["word_language_model/wrong-vocab"]
     assert bad["status"] == "failed" and "33278" in bad["reason"]
 
