@@ -63,7 +63,8 @@ def measure(image_dir: Path, skip_over_mb: float) -> dict:
     out.update({"command": cmd, "pins": pins, "index_bytes_upper_bound": bound,
                 "not_measured": [b for b in (recipe.get("base_images") or {})]})
     if bound > skip_over_mb * 1e6:
-        out["skipped"] = f"wheelhouse up to {bound / 1e6:.0f} MB by the index, over --skip-over {skip_over_mb:g} MB"
+        out["skipped"] = (f"wheelhouse up to {bound / 1e6:.0f} MB by the index, "
+                          f"over --skip-over {skip_over_mb:g} MB")
         return out
     with tempfile.TemporaryDirectory(prefix="reprokit-wh-") as tmp:
         ctx = Path(tmp) / image_dir.name
@@ -86,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-over", type=float, default=2000.0, metavar="MB")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
-    dirs = [Path(d) for d in args.image] if args.image else sorted(p.parent for p in (REPO / "images").glob("*/recipe.yaml"))
+    dirs = ([Path(d) for d in args.image] if args.image
+            else sorted(p.parent for p in (REPO / "images").glob("*/recipe.yaml")))
     rows = []
     for d in dirs:
         r = measure(d if d.is_absolute() else REPO / d, args.skip_over)
