@@ -295,8 +295,8 @@ CASES = [
          "--suite SUITE --resume b`"),
     # names, runners, devices, GPUs
     Case("", "reproduce.py run --suite nope",
-         "reproduce.py: error: unknown suite 'nope'; known suites: cudnn-lstm-2018, keras-mxnet-2018, "
-         "legacy-2017, modern, smoke, stacked-lstm-2019", proc=True),
+         "reproduce.py: error: unknown suite 'nope'; known suites: cudnn-lstm-2018, gpu-smoke, "
+         "keras-mxnet-2018, legacy-2017, modern, smoke, stacked-lstm-2019", proc=True),
     Case("", "reproduce.py run --suite smoke --cells 'no/such/*'",
          "reproduce.py: error: no cell of suite smoke matches no/such/*; see `reproduce.py list --suite "
          "smoke`"),
@@ -333,11 +333,11 @@ CASES = [
          "reproduce.py: error: argument --runner: invalid choice: 'slurm' (choose from 'local', "
          "'docker'); see `reproduce.py preflight --help`"),
     Case("", "reproduce.py preflight --suite nope",
-         "reproduce.py: error: unknown suite 'nope'; known suites: cudnn-lstm-2018, keras-mxnet-2018, "
-         "legacy-2017, modern, smoke, stacked-lstm-2019"),
+         "reproduce.py: error: unknown suite 'nope'; known suites: cudnn-lstm-2018, gpu-smoke, "
+         "keras-mxnet-2018, legacy-2017, modern, smoke, stacked-lstm-2019"),
     Case("", "reproduce.py list --suite nope",
-         "reproduce.py: error: unknown suite 'nope'; known suites: cudnn-lstm-2018, keras-mxnet-2018, "
-         "legacy-2017, modern, smoke, stacked-lstm-2019"),
+         "reproduce.py: error: unknown suite 'nope'; known suites: cudnn-lstm-2018, gpu-smoke, "
+         "keras-mxnet-2018, legacy-2017, modern, smoke, stacked-lstm-2019"),
     # results directories and runs
     Case("file", "reproduce.py run --suite smoke --results results.txt",
          "reproduce.py: error: --results results.txt is a file, not a directory; pass --results DIR "
