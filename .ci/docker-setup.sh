@@ -5,15 +5,18 @@
 #
 # 1. apt-get install docker.io debootstrap docker-compose (when dockerd/debootstrap are missing)
 # 2. start dockerd in the background when no engine answers; wait until it does
-# 3. make the base image reprokit/base:bookworm with debootstrap + docker import when missing
-#    (no registry is reachable: `FROM debian:bookworm` cannot be pulled; see
-#    /work/shared/reference/platform.md)
+# 3. make the base images reprokit/base:bookworm (Debian 12, Python 3.11) and reprokit/base:bullseye
+#    (Debian 11, Python 3.9: the CPU flavour of the images whose real framework needs it, e.g. Theano's
+#    compiled scan loop) with debootstrap + docker import when missing (no registry is reachable:
+#    `FROM debian:bookworm` cannot be pulled; see /work/shared/reference/platform.md)
 #
-# Environment: REPROKIT_BASE_IMAGE (default reprokit/base:bookworm), REPROKIT_DEBIAN_MIRROR
-# (default http://deb.debian.org/debian), DOCKERD_LOG (default /var/log/dockerd.log).
+# Environment: REPROKIT_BASE_IMAGE (default reprokit/base:bookworm), REPROKIT_BULLSEYE_IMAGE
+# (default reprokit/base:bullseye; empty: not made), REPROKIT_DEBIAN_MIRROR (default
+# http://deb.debian.org/debian), DOCKERD_LOG (default /var/log/dockerd.log).
 set -eu
 
 BASE_IMAGE="${REPROKIT_BASE_IMAGE:-reprokit/base:bookworm}"
+BULLSEYE_IMAGE="${REPROKIT_BULLSEYE_IMAGE-reprokit/base:bullseye}"
 MIRROR="${REPROKIT_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 DOCKERD_LOG="${DOCKERD_LOG:-/var/log/dockerd.log}"
 
@@ -56,27 +59,34 @@ else
     say "engine up in $(( $(now) - t0 )) s: $(docker version --format '{{.Server.Version}}')"
 fi
 
-# -- 3. base image ----------------------------------------------------------------------------
-if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
-    say "base image $BASE_IMAGE present: $(docker image inspect --format '{{.Id}}' "$BASE_IMAGE")"
-    exit 0
+# -- 3. base images ---------------------------------------------------------------------------
+make_base() {  # make_base IMAGE CODENAME
+    image=$1; codename=$2
+    if docker image inspect "$image" >/dev/null 2>&1; then
+        say "base image $image present: $(docker image inspect --format '{{.Id}}' "$image")"
+        return 0
+    fi
+    say "making base image $image (debootstrap $codename, 2-4 min here)"
+    t0=$(now)
+    root=$(mktemp -d /tmp/reprokit-base.XXXXXX)
+    debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,ca-certificates \
+        "$codename" "$root" "$MIRROR" >"$root.log" 2>&1 || { tail -20 "$root.log" >&2; rm -rf "$root"; exit 1; }
+    rm -f "$root.log"
+    # Trim what a container never needs: apt lists and caches (the image stays reproducible in
+    # content; its ID still changes with every debootstrap because file times differ).
+    rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
+    t1=$(now)
+    tar -C "$root" -c . | docker import \
+        --change 'ENV LANG=C.UTF-8' \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change 'CMD ["/bin/bash"]' \
+        --message "debootstrap --variant=minbase $codename $MIRROR" - "$image" >/dev/null
+    t2=$(now)
+    rm -rf "$root"
+    say "base image $image made: debootstrap $((t1 - t0)) s, import $((t2 - t1)) s," \
+        "id $(docker image inspect --format '{{.Id}}' "$image")"
+}
+make_base "$BASE_IMAGE" bookworm
+if [ -n "$BULLSEYE_IMAGE" ]; then
+    make_base "$BULLSEYE_IMAGE" bullseye
 fi
-say "making base image $BASE_IMAGE (debootstrap bookworm, 2-4 min here)"
-t0=$(now)
-root=$(mktemp -d /tmp/reprokit-base.XXXXXX)
-trap 'rm -rf "$root"' EXIT
-debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,ca-certificates \
-    bookworm "$root" "$MIRROR" >"$root.log" 2>&1 || { tail -20 "$root.log" >&2; exit 1; }
-rm -f "$root.log"
-# Trim what a container never needs: apt lists and caches (the image stays reproducible in
-# content; its ID still changes with every debootstrap because file times differ).
-rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
-t1=$(now)
-tar -C "$root" -c . | docker import \
-    --change 'ENV LANG=C.UTF-8' \
-    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'CMD ["/bin/bash"]' \
-    --message "debootstrap --variant=minbase bookworm $MIRROR" - "$BASE_IMAGE" >/dev/null
-t2=$(now)
-say "base image $BASE_IMAGE made: debootstrap $((t1 - t0)) s, import $((t2 - t1)) s," \
-    "id $(docker image inspect --format '{{.Id}}' "$BASE_IMAGE")"

@@ -191,9 +191,12 @@ class Recipe:
         return out
 
     def base_for(self, flavour: str, base: str) -> str:
-        """The image the flavour is built FROM."""
+        """The image the flavour is built FROM. cpu: `base`, unless `base` is the default local base
+        and the recipe's cpu flavour names another local base (reprokit/base:bullseye: Debian 11's
+        Python 3.9, on which the real framework installs)."""
         if flavour == "cpu":
-            return base
+            own = str(((self.flavour("cpu") or {}).get("build_args") or {}).get("BASE_IMAGE") or "")
+            return own if own.startswith(f"{REPOSITORY}/base:") and base == BASE_IMAGE else base
         spec = self.flavour(flavour)
         if spec is None:
             raise UserError(f"images/{self.image_dir} has no recipe.yaml: only its cpu flavour can "

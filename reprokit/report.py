@@ -498,6 +498,23 @@ def _flat(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def _environment_summary(cells: list[dict]) -> dict | None:
+    """Which candidate environment ran the stack (reprokit/envs.py), or the stand-in and why, and
+    every candidate tried for it on the measuring machine."""
+    env = next((c["environment"] for c in cells if c.get("environment")), None)
+    if not env:
+        return None
+    ch = env["chosen"]
+    used = (f"stand-in on Python {ch['python']}" if ch.get("fallback") else
+            f"candidate {ch['candidate']} on Python {ch['python']}")
+    if ch.get("requirements"):
+        used += f" ({', '.join(ch['requirements'])})"
+    attempts = [f"{a['candidate']} (Python {a.get('interpreter_version') or a['python']}): {a['outcome']}"
+                + (f": {a['error']}" if a.get("error") else "") for a in env.get("attempts") or []]
+    return {"used": used, "fallback": bool(ch.get("fallback")), "why": ch.get("why"),
+            "attempts": attempts}
+
+
 def _stack_summary(stack: str, cells: list[dict], spec: dict) -> dict:
     with_fp = [c for c in cells if c.get("stack_fingerprint")]
     fp = with_fp[0]["stack_fingerprint"] if with_fp else {}
@@ -515,6 +532,7 @@ def _stack_summary(stack: str, cells: list[dict], spec: dict) -> dict:
     subs: list[dict] = []
     notes: list[str] = []
     apis: list[str] = []
+    scan_loops: list[str] = []
     for c in cells:
         impl = c.get("implementation") or {}
         for s in impl.get("substitutes") or []:
@@ -527,6 +545,8 @@ def _stack_summary(stack: str, cells: list[dict], spec: dict) -> dict:
                          if impl.get(k))
         if label and label not in apis:
             apis.append(label)
+        if impl.get("scan_loop") and impl["scan_loop"] not in scan_loops:
+            scan_loops.append(impl["scan_loop"])
     return {
         "stack": stack, "original": spec.get("original"), "image": spec.get("image"),
         "fingerprint_from": with_fp[0]["cell_id"] if with_fp else None,
@@ -538,6 +558,9 @@ def _stack_summary(stack: str, cells: list[dict], spec: dict) -> dict:
         "cuda_runtime": lib("cuda_runtime"), "cudnn": lib("cudnn"), "cuda_driver": lib("cuda_driver"),
         "image_id": image.get("id") or image.get("digest") or image.get("reason"),
         "details": details, "implementations": apis, "substitutes": subs, "notes": notes,
+        # only where the cells recorded them (results made before issue 13 render as they did)
+        **({"scan_loops": scan_loops} if scan_loops else {}),
+        **({"environment": env} if (env := _environment_summary(cells)) else {}),
         "cells": [c["cell_id"] for c in cells],
     }
 

@@ -140,3 +140,31 @@ def test_the_project_machine_runs_theano_0_9_0_with_its_compiled_scan():
     env = envs.environment_for("theano-0.9", suites.load_stacks()["theano-0.9"], say=lambda *_: None)
     assert env.chosen["candidate"] == "theano-0.9.0-py3.6", env.chosen
     assert env.attempts[-1]["check_output"].startswith("theano 0.9.0 numpy 1.12.1 compiled scan_perform")
+
+
+def test_the_report_shows_the_environment_and_the_scan_loop(tmp_path):
+    """A stack's section in the report names the environment that ran it, every candidate tried
+    (with its error) and, for Theano, which scan loop ran."""
+    import shutil
+
+    from reprokit import report, results
+
+    dst = tmp_path / "run"
+    shutil.copytree(REPO / "tests" / "data" / "runs" / "cpu-a", dst)
+    path = dst / "cells" / "000__tensorflow__basic_lstm__b128-s30-h512.json"
+    cell = json.loads(path.read_text())
+    cell["environment"] = {
+        "chosen": {"candidate": "tensorflow-1.2.1-py3.6", "python": "3.6.15", "fallback": False,
+                   "interpreter": "/v/bin/python", "requirements": ["tensorflow==1.2.1"]},
+        "attempts": [{"candidate": "tensorflow-1.2.1-py3.6", "python": "3.6", "requirements": ["x"],
+                      "outcome": "ok", "error": None, "date": "2026-11-24T00:00:00Z"}]}
+    cell["implementation"]["scan_loop"] = "compiled: Theano's Cython scan loop (test)"
+    path.write_text(json.dumps(cell))
+    paths = report.render(results.RunDir(dst))
+    md = Path(paths["md"]).read_text() if isinstance(paths, dict) else (dst / "report.md").read_text()
+    html = (dst / "report.html").read_text()
+    for text in (md, html):
+        assert "candidate tensorflow-1.2.1-py3.6 on Python 3.6.15 (tensorflow==1.2.1)" in text
+        assert "tensorflow-1.2.1-py3.6 (Python 3.6): ok" in text
+        assert "compiled: Theano&#39;s Cython scan loop (test)" in text or \
+            "compiled: Theano's Cython scan loop (test)" in text

@@ -226,6 +226,24 @@ def _keras_lstm(tf):
     return tf.keras, "tf.keras (Keras %s)" % version
 
 
+def _cudnn_standin_tf1(tf, x, hidden):
+    """TF 1.x on a CPU (TensorFlow 1.2.1 in the tf-1.2 stack's environment, reprokit/envs.py): no
+    cuDNN, and tf.contrib.cudnn_rnn has no CPU kernel. The nearest TF 1.2 offers is its fused CPU
+    LSTM op, LSTMBlockFusedCell (BlockLSTM: the whole sequence in one op), with every weight one as
+    the original's params buffer; its bias is created zero and forget_bias 1.0 is added to the
+    forget gate, where the original's two cuDNN bias vectors of ones gave two to every gate."""
+    with tf.variable_scope("cudnn_lstm_cpu_standin", initializer=tf.ones_initializer()):
+        cell = tf.contrib.rnn.LSTMBlockFusedCell(hidden)
+        output, _ = cell(x, dtype=tf.float32)
+    sub = (ORIGINAL_API["cudnn_lstm"],
+           "tf.contrib.rnn.LSTMBlockFusedCell (the BlockLSTM op) of TensorFlow %s on the CPU, "
+           "weights initialised to one, bias zero with forget_bias 1.0" % tf.__version__,
+           "cuDNN needs an NVIDIA GPU and tf.contrib.cudnn_rnn has no CPU kernel; TensorFlow 1.x's "
+           "fused CPU LSTM op computes the same cell over the whole sequence in one op")
+    return (output, "tf.contrib.rnn.LSTMBlockFusedCell in a variable scope initialised to one "
+            "(CPU stand-in for CudnnLSTM)", [sub], [], None)
+
+
 def _build_cudnn(tf, v1, x, batch, seq, hidden, gpu):
     if gpu:  # NEVER RUN ON A GPU HERE
         if _has_contrib(tf):
@@ -235,10 +253,8 @@ def _build_cudnn(tf, v1, x, batch, seq, hidden, gpu):
         sub = ("tf.contrib.cudnn_rnn.CudnnLSTM", "tf.raw_ops.CudnnRNN",
                "tf.contrib was removed in TF 2.0; the op the class wrapped is still in core")
         return output, api, [sub], [], None
-    if not _versions.at_least(tf, 2):  # TF 1.x on CPU (never run here)
-        raise RuntimeError("cudnn_lstm needs a GPU on TensorFlow %s: tf.contrib.cudnn_rnn runs "
-                           "only on cuDNN and this kit defines its CPU stand-in (the Keras LSTM "
-                           "layer) for TensorFlow 2 only" % tf.__version__)
+    if not _versions.at_least(tf, 2):  # TF 1.x on CPU: the tf-1.2 stack's Python 3.6 environment
+        return _cudnn_standin_tf1(tf, x, hidden)
     # CPU: no cuDNN. The CudnnRNN ops have no CPU kernel (checked on TF 2.21: "No OpKernel was
     # registered to support Op 'CudnnRNNParamsSize'"). Nearest equivalent: the Keras LSTM layer,
     # the API that runs cuDNN on a GPU and a generic loop elsewhere, initialised like the original's

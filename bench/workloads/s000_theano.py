@@ -63,13 +63,21 @@ API = {
 }
 
 
+# Theano's own C helpers, compiled into the cache by `import theano` (lazylinker_ext; cutils_ext in
+# Theano 0.9) or by the scan-loop probe (scan_perform) before any graph: not modules of the graph
+SUPPORT_MODULES = ("lazylinker_ext", "cutils_ext", "scan_perform")
+
+
 def _compiledir_state(path):
-    """How full Theano's compile cache is: compiled modules live in one sub-directory each."""
+    """How full Theano's compile cache is: compiled graph modules live in one sub-directory each
+    (Theano's own helper modules, SUPPORT_MODULES, are listed apart)."""
     if not os.path.isdir(path):
-        return {"path": path, "existed": False, "entries": 0, "module_dirs": 0}
+        return {"path": path, "existed": False, "entries": 0, "module_dirs": 0, "support": []}
     entries = [e for e in os.listdir(path) if not e.startswith(".")]
-    modules = [e for e in entries if os.path.isdir(os.path.join(path, e))]
-    return {"path": path, "existed": True, "entries": len(entries), "module_dirs": len(modules)}
+    dirs = [e for e in entries if os.path.isdir(os.path.join(path, e))]
+    modules = [e for e in dirs if e not in SUPPORT_MODULES]
+    return {"path": path, "existed": True, "entries": len(entries), "module_dirs": len(modules),
+            "support": sorted(e for e in dirs if e in SUPPORT_MODULES)}
 
 
 def _cache_verdict(before, after):

@@ -70,8 +70,11 @@ def pip_download(reqs: list[Path], dest: Path, base: str, wheelhouse: Path | Non
         py = flags[flags.index("--python-version") + 1] if "--python-version" in flags else py
         cmd += flags + ([] if "--only-binary=:all:" in flags or "--no-deps" in flags
                         else ["--only-binary=:all:"])
-    elif not host_matches(py, glibc):  # only wheels can be chosen for another interpreter
-        cmd += ["--only-binary=:all:", "--python-version", py, "--implementation", "cp",
+    elif not host_matches(py, glibc):  # for another interpreter: the file pins every dependency,
+        # so --no-deps (which pip needs to target another Python) resolves nothing; it also lets a
+        # pure-Python sdist pin (Theano 1.0.5 for reprokit/base:bullseye) through, where
+        # --only-binary=:all: would refuse it
+        cmd += ["--no-deps", "--python-version", py, "--implementation", "cp",
                 "--abi", "cp" + py.replace(".", "")]
         for minor in range(glibc, 16, -1):
             cmd += ["--platform", f"manylinux_2_{minor}_x86_64"]

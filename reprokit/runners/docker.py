@@ -157,7 +157,16 @@ class DockerRunner:
             env["REPROKIT_IMAGE_DIGEST"] = found.digest
         user = self._user_for(found)
         jit = self.jit_volume(found, stack_spec["image"], user) if self.jit_cache else None
-        return {"stack": stack, "image": found, "env": env, "user": user, "jit_cache": jit}
+        # what the image flavour runs instead of the original stack (recipe.yaml substitutes):
+        # execute.py copies them into every cell result, as the local runner's environment's
+        try:
+            flavour = images.recipe(stack_spec["image"]).flavour(self.flavour) or {}
+        except UserError:
+            flavour = {}
+        subs = [{k: str(s[k]) for k in ("original", "used", "why")}
+                for s in flavour.get("substitutes") or []]
+        return {"stack": stack, "image": found, "env": env, "user": user, "jit_cache": jit,
+                "substitutes": subs}
 
     def host_key(self) -> str:
         """The host's GPU architectures and driver (container.host_gpu_key), asked once."""
