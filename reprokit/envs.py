@@ -226,8 +226,10 @@ def _fallback(stack: str, spec: dict, say) -> tuple[str, dict]:
     """The stand-in on the current interpreter: (python, chosen record)."""
     local = spec["local"]
     full = "%d.%d.%d" % sys.version_info[:3]
-    chosen = {"candidate": "stand-in", "python": full, "interpreter": sys.executable,
-              "requirements": list(local["requirements"]), "fallback": True}
+    has_candidates = bool(local.get("candidates"))
+    chosen = {"candidate": "stand-in" if has_candidates else f"kit {local['env']}", "python": full,
+              "interpreter": sys.executable, "requirements": list(local["requirements"]),
+              "fallback": has_candidates}
     if local["env"] == "host":
         return sys.executable, chosen
     reqs = local["requirements"]

@@ -34,11 +34,17 @@ def _collect(rundir: results.RunDir, run_id: str, task, outcome: CellOutcome, st
 
     res = _finish_result(rundir, run_id, task.cell, outcome, stack_spec, runner_name, device,
                          task.process)
-    if outcome.runner_info.get("launcher") == "local":  # the local stand-in ran: say what it is
+    info = outcome.runner_info
+    if info.get("launcher") == "local":  # the local environment ran: say what it is
         subs = res.setdefault("implementation", {}).setdefault("substitutes", [])
-        missing = [s for s in stack_spec.get("local", {}).get("substitutes", []) if s not in subs]
-        if missing:
-            subs.extend(missing)
+        chosen = info.get("substitutes")  # the environment reprokit/envs.py chose, and its own
+        if chosen is None:
+            chosen = stack_spec.get("local", {}).get("substitutes", [])
+        missing = [s for s in chosen if s not in subs]
+        subs.extend(missing)
+        if info.get("environment"):
+            res["environment"] = info["environment"]
+        if missing or info.get("environment"):
             (rundir.write_cell if task.process is None else rundir.write_process)(res)
     if task.process is None:
         record(task.cell, res["status"], res["reason"], outcome.process_wall_s)

@@ -505,8 +505,13 @@ def _environment_summary(cells: list[dict]) -> dict | None:
     if not env:
         return None
     ch = env["chosen"]
-    used = (f"stand-in on Python {ch['python']}" if ch.get("fallback") else
-            f"candidate {ch['candidate']} on Python {ch['python']}")
+    if ch.get("fallback"):
+        used = f"stand-in on Python {ch['python']}"
+    elif ch["candidate"].startswith("kit "):  # a stack without candidates: the kit's interpreter
+        kind = "interpreter" if ch["candidate"] == "kit host" else "venv"
+        used = f"the kit's {kind} on Python {ch['python']}"
+    else:
+        used = f"candidate {ch['candidate']} on Python {ch['python']}"
     if ch.get("requirements"):
         used += f" ({', '.join(ch['requirements'])})"
     attempts = [f"{a['candidate']} (Python {a.get('interpreter_version') or a['python']}): {a['outcome']}"

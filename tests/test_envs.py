@@ -168,3 +168,18 @@ def test_the_report_shows_the_environment_and_the_scan_loop(tmp_path):
         assert "tensorflow-1.2.1-py3.6 (Python 3.6): ok" in text
         assert "compiled: Theano&#39;s Cython scan loop (test)" in text or \
             "compiled: Theano's Cython scan loop (test)" in text
+
+
+def test_the_slurm_local_launcher_takes_the_chosen_environment(venvs, tmp_path):
+    """Slurm's local launcher runs the candidate's interpreter with the candidate's variables, and
+    hands its substitutes and attempts back with the outcome (they were the stand-in's)."""
+    from reprokit.runners.launchers import LocalLauncher
+
+    spec = _spec([_cand("works", HOST, "pass", env_vars={"KERAS_BACKEND": "mxnet"})])
+    launcher = LocalLauncher(say=lambda *_: None)
+    prepared = launcher.prepare("t", spec, lambda *_: None)
+    assert prepared["env"]["KERAS_BACKEND"] == "mxnet" and prepared["env"]["REPROKIT_TEST_BASE"] == "base"
+    task = launcher.task(prepared, tmp_path / "job.json", "c", None, tmp_path)
+    assert task["argv"][0] == prepared["python"] and Path(prepared["python"]).parent.parent.parent == venvs
+    assert task["info"]["substitutes"] == [{"original": "o", "used": "works", "why": "test"}]
+    assert task["info"]["environment"]["chosen"]["candidate"] == "works"

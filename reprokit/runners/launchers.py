@@ -48,9 +48,11 @@ class LocalLauncher:
 
     def prepare(self, stack: str, stack_spec: dict, say) -> dict:
         prepared = self._local.prepare(stack, stack_spec, say)
-        env = {k: v for k, v in stack_spec["local"].get("env_vars", {}).items()}
+        # the chosen environment's variables (a candidate's, e.g. KERAS_BACKEND, over the stack's)
+        env = dict(prepared.get("env_vars") or stack_spec["local"].get("env_vars", {}))
         env.update({"PYTHONDONTWRITEBYTECODE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
-        return {"stack": stack, "python": prepared["python"], "env": env}
+        return {"stack": stack, "python": prepared["python"], "env": env,
+                "substitutes": prepared.get("substitutes"), "environment": prepared.get("environment")}
 
     def task(self, prepared: dict, job_path: Path, cell_id: str, process: int | None,
              run_dir: Path, gpus: int = 0) -> dict:
@@ -58,8 +60,11 @@ class LocalLauncher:
                 "--cell", cell_id]
         if process is not None:
             argv += ["--process", str(process)]
+        # the environment envs.py chose (and its substitutes) go back with the outcome
+        # (execute_concurrent._collect records them in the cell as the local runner does)
         return {"argv": argv, "env": dict(prepared["env"]), "cwd": str(BENCH),
-                "info": {"python": prepared["python"]}}
+                "info": {"python": prepared["python"], "substitutes": prepared.get("substitutes"),
+                         "environment": prepared.get("environment")}}
 
 
 class _ContainerLauncher:

@@ -67,7 +67,7 @@ class LocalRunner:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         # the environment actually used and every candidate tried for it (envs.py): execute.py
         # copies them into run.json and every cell result of the stack
-        return {"python": chosen.python, "env": env, "stack": stack,
+        return {"python": chosen.python, "env": env, "stack": stack, "env_vars": chosen.env_vars,
                 "substitutes": chosen.substitutes, "environment": chosen.record()}
 
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
