@@ -326,19 +326,24 @@ def test_the_modern_stack_probes_run_on_the_cpu(tmp_path, monkeypatch):
     assert not (tmp_path / "cache.json").exists()  # a CPU run decides nothing about a GPU
 
 
-def test_the_theano_and_mxnet_probes_run_on_the_cpu(tmp_path, monkeypatch):
+def test_the_legacy_stack_probes_run_on_the_cpu(tmp_path, monkeypatch):
+    """Theano, MXNet, TensorFlow 1.x and PyTorch probes in the environments the local runner gives
+    the 2017-2018 stacks (on the project machines, 2026-11-25: Theano 0.9.0, MXNet 1.2.0, TensorFlow
+    1.2.1 and PyTorch 1.0.0 on Python 3.6; elsewhere whatever envs.py chooses or falls back to)."""
     from reprokit import envs
     from reprokit.runners.base import StackUnavailable
 
-    for stack in ("theano-0.9", "keras-mxnet-1.2"):
+    stacks = ("theano-0.9", "keras-mxnet-1.2", "tf-1.2", "torch-0.1")
+    for stack in stacks:
         try:
             envs.python_for(stack, suites.load_stacks()[stack], say=lambda *_: None)
         except StackUnavailable as e:
             pytest.skip(f"the {stack} environment cannot be installed here: {e}")
-    rundir, run = _run_probes(tmp_path, monkeypatch, ("theano-0.9", "keras-mxnet-1.2"))
-    assert exit_code(run) == 0
-    _check_probe_result(rundir.load_cell("gpu-smoke/theano-0.9"), "theano", 1)
-    _check_probe_result(rundir.load_cell("gpu-smoke/keras-mxnet-1.2"), "mxnet", 2)
+    rundir, run = _run_probes(tmp_path, monkeypatch, stacks)
+    assert exit_code(run) == 0, [(c["cell_id"], c["reason"]) for c in run["cells"]]
+    for stack, fw, n_bias in (("theano-0.9", "theano", 1), ("keras-mxnet-1.2", "mxnet", 2),
+                              ("tf-1.2", "tensorflow", 1), ("torch-0.1", "torch", 2)):
+        _check_probe_result(rundir.load_cell(f"gpu-smoke/{stack}"), fw, n_bias)
 
 
 def test_the_probe_checks_catch_wrong_numbers():

@@ -4,17 +4,18 @@ gpu-smoke). See _probe.py for the checks.
 The API is chosen by the TensorFlow version (_versions.at_least; tests/test_api_paths.py checks each
 stack's path against that version's API list):
 
-* TensorFlow 1.x (graph and Session): GEMM tf.matmul (cuBLAS); LSTM step
+* TensorFlow 1.x (graph and Session): GEMM tf.matmul (cuBLAS); LSTM step on a GPU
   tf.contrib.cudnn_rnn.CudnnLSTM over one time step (cuDNN): before 1.4 (the tf-1.2 image) the
   opaque-parameter API, its buffer filled with the constant; from 1.4 (tf-1.8, keras-tf-1.8) the
-  layer API with constant initialisers. cuDNN keeps two bias vectors. TF 1.x runs only in the GPU
-  images (their CPU flavours install TensorFlow 2), so the TF 1.x path needs a GPU.
+  layer API with constant initialisers. cuDNN keeps two bias vectors. On the CPU, where CudnnLSTM
+  has no kernel, the step is written in plain graph ops (one bias vector).
 * TensorFlow 2.x (eager): GEMM tf.matmul; LSTM step tf.keras.layers.LSTM (cuDNN on a GPU when its
   defaults hold, as here; a generic loop on the CPU), weights set to the constant after the layer
   is built; one bias vector.
 
-THE GPU PATH HAS NEVER RUN (no GPU here), nor have TensorFlow 1.2.1, 1.8.0 or 2.0.0 (not installable
-here). The TF 2 path runs on the CPU with the installed TensorFlow (tests/test_probes.py).
+THE GPU PATH HAS NEVER RUN (no GPU here), nor have TensorFlow 1.8.0 or 2.0.0. On the CPU the TF 2
+path runs with the installed TensorFlow and the TF 1.x graph path with TensorFlow 1.2.1 where the
+local runner provides it (Python 3.6; tests/test_probes.py).
 
 Python 3.5 syntax; imports only tensorflow, numpy and the standard library.
 """
@@ -80,35 +81,55 @@ def _run_eager(ctx, np, tf, p, ptx_note, gpu):
                      ptx_note, ctx.device, n_bias=1)
 
 
+def _cudnn_step(tf, x, h0, c0, w, p):
+    """One CudnnLSTM step (GPU only: the op has no CPU kernel). NEVER RUN (no GPU here)."""
+    if not _versions.at_least(tf, 1, 4):  # TF <= 1.3 (the tf-1.2 image): opaque params
+        model = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=p["hidden"],
+                                               input_size=p["input"])
+        params = tf.ones([model.params_size()]) * w
+        _out, h1, c1 = model(input_data=x, input_h=h0, input_c=c0, params=params,
+                             is_training=False)
+        return h1, c1, "tf.contrib.cudnn_rnn.CudnnLSTM (TF <= 1.3 opaque-parameter API; cuDNN)"
+    layer = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=p["hidden"],  # TF 1.8
+                                           kernel_initializer=tf.constant_initializer(w),
+                                           bias_initializer=tf.constant_initializer(w))
+    _out, state = layer(x, initial_state=(h0, c0), training=False)
+    return state[0], state[1], "tf.contrib.cudnn_rnn.CudnnLSTM (TF 1.4+ layer API; cuDNN)"
+
+
+def _plain_step(tf, np, x, h0, c0, w, p):
+    """One LSTM step in plain graph ops (tf.matmul, tf.sigmoid, tf.tanh): the CPU path of TF 1.x,
+    where CudnnLSTM has no kernel. One bias vector."""
+    hidden = p["hidden"]
+    W = tf.constant(np.full((p["input"], 4 * hidden), w, dtype=np.float32))
+    U = tf.constant(np.full((hidden, 4 * hidden), w, dtype=np.float32))
+    bias = tf.constant(np.full((4 * hidden,), w, dtype=np.float32))
+    act = tf.matmul(x, W) + tf.matmul(h0, U) + bias
+    gate_i = tf.sigmoid(act[:, 0:hidden])
+    gate_f = tf.sigmoid(act[:, hidden:2 * hidden])
+    gate_o = tf.sigmoid(act[:, 2 * hidden:3 * hidden])
+    cand = tf.tanh(act[:, 3 * hidden:4 * hidden])
+    c1 = gate_f * c0 + gate_i * cand
+    return gate_o * tf.tanh(c1), c1, "tf.matmul, tf.sigmoid and tf.tanh in a graph (no cuDNN on the CPU)"
+
+
 def _run_graph(ctx, np, tf, p, ptx_note, gpu):
-    """TensorFlow 1.x, GPU only. NEVER RUN HERE (no TensorFlow 1.x, no GPU)."""
-    if not gpu:
-        raise common.ProbeFailure("the TensorFlow %s probe needs a GPU: its LSTM step is "
-                                  "tf.contrib.cudnn_rnn.CudnnLSTM, which has no CPU kernel"
-                                  % tf.__version__)
+    """TensorFlow 1.x: a graph and a Session. On a GPU (NEVER RUN: no GPU here) the LSTM step is
+    CudnnLSTM; on the CPU, where CudnnLSTM has no kernel, plain graph ops (run with TensorFlow 1.2.1
+    by tests/test_probes.py where the local runner provides it)."""
     a_np, b_np = common.gemm_inputs(np, p)
     x_np, h0_np, c0_np, w = common.lstm_inputs(np, p)
     batch, hidden = p["batch"], p["hidden"]
     graph = tf.Graph()
-    with graph.as_default(), tf.device("/gpu:0"):
+    with graph.as_default(), tf.device("/gpu:0" if gpu else "/cpu:0"):
         product = tf.matmul(tf.constant(a_np), tf.constant(b_np))
-        x = tf.constant(x_np.reshape(1, batch, p["input"]))  # time-major, one time step
-        h0 = tf.constant(h0_np.reshape(1, batch, hidden))
-        c0 = tf.constant(c0_np.reshape(1, batch, hidden))
-        if not _versions.at_least(tf, 1, 4):  # TF <= 1.3 (the tf-1.2 image): opaque params
-            model = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=hidden,
-                                                   input_size=p["input"])
-            params = tf.ones([model.params_size()]) * w
-            _out, h1, c1 = model(input_data=x, input_h=h0, input_c=c0, params=params,
-                                 is_training=False)
-            api = "tf.contrib.cudnn_rnn.CudnnLSTM (TF <= 1.3 opaque-parameter API)"
-        else:  # TF 1.8 (tf-1.8, keras-tf-1.8): the layer API
-            layer = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=hidden,
-                                                   kernel_initializer=tf.constant_initializer(w),
-                                                   bias_initializer=tf.constant_initializer(w))
-            _out, state = layer(x, initial_state=(h0, c0), training=False)
-            h1, c1 = state
-            api = "tf.contrib.cudnn_rnn.CudnnLSTM (TF 1.4+ layer API)"
+        if gpu:  # time-major [1, batch, ...]: one time step
+            h1, c1, api = _cudnn_step(tf, tf.constant(x_np.reshape(1, batch, p["input"])),
+                                      tf.constant(h0_np.reshape(1, batch, hidden)),
+                                      tf.constant(c0_np.reshape(1, batch, hidden)), w, p)
+        else:
+            h1, c1, api = _plain_step(tf, np, tf.constant(x_np), tf.constant(h0_np),
+                                      tf.constant(c0_np), w, p)
         init = tf.global_variables_initializer()
     session = tf.Session(graph=graph)
     session.run(init)
@@ -122,7 +143,7 @@ def _run_graph(ctx, np, tf, p, ptx_note, gpu):
 
     try:
         common.run_probe(ctx, np, p, "tensorflow", tf.__version__, gemm, lstm_step,
-                         "tf.matmul in a Session (cuBLAS)", api + " (cuDNN)", ptx_note,
-                         ctx.device, n_bias=2)
+                         "tf.matmul in a Session" + (" (cuBLAS)" if gpu else ""), api, ptx_note,
+                         ctx.device, n_bias=2 if gpu else 1)
     finally:
         session.close()
