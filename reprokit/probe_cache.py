@@ -90,20 +90,20 @@ def lookup(entries: list[dict], host_id: str | None, gpu: Mapping[str, Any], sta
     return max(found, key=lambda e: e["probed"]) if found else None
 
 
-def _gpu_used(fingerprint: Mapping[str, Any], gpus_option: str | None) -> dict | None:
-    """The host GPU a one-GPU probe container ran on: the first id of `--gpus device=I,...` or
-    `--gpus I,J` (reprokit/runners/docker.py parse_gpus), else GPU 0 ("all" or a count N)."""
-    gpus = list(fingerprint.get("gpus") or [])
-    if not gpus:
+def _gpu_used(fingerprint: Mapping[str, Any], gpus: Any) -> dict | None:
+    """The host GPU a one-GPU probe container ran on: the first of the GPU ids the Docker runner
+    records (`runner.gpus`, a list of indices or UUIDs; reprokit/runners/cell_container.py gpu_ids),
+    GPU 0 without any. None when the id is not one of the fingerprint's GPUs: no entry rather than
+    a wrong one."""
+    fp_gpus = list(fingerprint.get("gpus") or [])
+    if not fp_gpus:
         return None
-    spec = (gpus_option or "all").strip()
-    if spec.startswith("device=") or "," in spec:
-        first = spec.removeprefix("device=").split(",")[0].strip()
-        for g in gpus:
-            if str(g.get("index")) == first or g.get("uuid") == first:
-                return dict(g)
-        return None  # an id this fingerprint does not know: no entry rather than a wrong one
-    return dict(gpus[0])
+    ids = [str(g) for g in gpus] if isinstance(gpus, (list, tuple)) else []
+    first = ids[0] if ids else str(fp_gpus[0].get("index", 0))
+    for g in fp_gpus:
+        if str(g.get("index")) == first or g.get("uuid") == first:
+            return dict(g)
+    return None
 
 
 def entry_from_result(result: Mapping[str, Any], fingerprint: Mapping[str, Any],

@@ -198,12 +198,14 @@ def test_only_a_gpu_probe_through_the_docker_runner_is_cached(tmp_path):
     assert probe_cache.entry_from_result(res, fp, "local", "gpu") is None
     assert probe_cache.entry_from_result(dict(res, status="timeout"), fp, "docker", "gpu") is None
     assert probe_cache.entry_from_result(dict(res, workload="s000_tensorflow"), fp, "docker", "gpu") is None
-    # `--gpus device=1`: the entry is the GPU the container was given
+    # the entry is the GPU the container was given (runner.gpus: ids, as `run --gpus 1` gives)
     two = dict(fp, gpus=[fp["gpus"][0], dict(fp["gpus"][1], name="NVIDIA H200")])
-    entry = probe_cache.entry_from_result(probe_result("tf-1.2", two, gpus="device=1"), two, "docker", "gpu")
-    assert entry["host"]["gpu_name"] == "NVIDIA H200"
-    assert probe_cache.entry_from_result(probe_result("tf-1.2", two, gpus="2"), two, "docker",
-                                         "gpu")["host"]["gpu_name"] == fp["gpus"][0]["name"]
+    for ids, name in ((["1"], "NVIDIA H200"), ([two["gpus"][1]["uuid"]], "NVIDIA H200"),
+                      (["0"], fp["gpus"][0]["name"]), (None, fp["gpus"][0]["name"])):
+        entry = probe_cache.entry_from_result(probe_result("tf-1.2", two, gpus=ids), two, "docker", "gpu")
+        assert entry["host"]["gpu_name"] == name, ids
+    unknown = probe_result("tf-1.2", two, gpus=["7"])
+    assert probe_cache.entry_from_result(unknown, two, "docker", "gpu") is None
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"schema_version": 1, "kind": "gpu_probe_cache"}', "\udcff"])
