@@ -401,8 +401,11 @@ def main(argv=None):
             return 2
     with open(job_path) as f:
         job = json.load(f)
-    if not os.path.isdir(job["out_dir"]):
+    try:  # another cell's process may make it at the same moment (exist_ok is 3.2+, not 2.7)
         os.makedirs(job["out_dir"])
+    except OSError:
+        if not os.path.isdir(job["out_dir"]):
+            raise
     cells = [c for c in job["cells"] if only is None or c["id"] == only]
     if not cells:
         print("harness: no cell %r in %s" % (only, job_path), file=sys.stderr)
