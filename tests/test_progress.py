@@ -82,8 +82,6 @@ def test_past_cell_times_takes_the_newest_matching_ok_run_of_each_cell(tmp_path)
     assert past_cell_times(tmp_path / "missing", "local", True, "budget") == {}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 added 16 legacy-2017 cells (Theano lstm, TF *_fixed) whose "
-                   "times are not recorded yet: run the suite and `tools/record_cell_times.py --merge RUN`")
 def test_a_fresh_clone_has_an_eta_before_its_first_cell_from_the_recorded_times():
     """No earlier run on this host: the recorded times of the suite (reprokit/data/cell_times.yaml) give
     the ETA from the start, the 001 word-LM cell included (a fresh clone's ETA once read 0:00:35 before a
@@ -128,8 +126,6 @@ def test_merge_keeps_the_cells_a_partial_run_did_not_run(tmp_path):
     stay, named under `earlier` with the run they came from; a second merge keeps that source."""
     import sys
     from pathlib import Path
-
-    import pytest
 
     from reprokit import validate
 
