@@ -30,7 +30,9 @@ from reprokit import lifecycle, reconcile, results
 REPO = Path(__file__).resolve().parent.parent
 MATMUL = "smoke/python/matmul/n24"
 LSTM = "smoke/pytorch/nn_lstm/b8-s5-h32"
-SLOW = ["--min-samples", "1000"]  # the LSTM cell takes ~6 s here, the matmul cell ~1 s
+# The LSTM cell takes ~3.5 s and the matmul cell ~4.5 s here with 4000 samples (1.1 s and 1.4 s with
+# 1000, which let a cell finish between "it runs" and the fault on a fast machine: 2026-11-25, idle).
+SLOW = ["--min-samples", "4000"]
 STARTED = re.compile(r"^\[\d+/\d+\] (\S+)", re.M)
 
 
@@ -213,14 +215,20 @@ def test_sigkill_of_the_driver_takes_its_cell_with_it(tmp_path):
     d = Driver(tmp_path / "results", "--runner", "local", *SLOW)
     try:
         rundir = wait_mid_cell(d, LSTM)
+        # Freeze the cell first, so it cannot finish on its own between this check and the
+        # kill however fast the machine is: only the parent-death signal can end it now.
+        frozen = harness_pids(rundir, LSTM)
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        assert frozen and not rundir.cell_path(LSTM).exists()
         before = snapshot(rundir)
         os.kill(d.pid, signal.SIGKILL)
         d.wait(10)
     finally:
         d.kill()
-    no_harness_left(rundir, within=5)  # the cell's parent-death signal
+    no_harness_left(rundir, within=5)  # the cell's parent-death signal (SIGKILL ends stopped ones)
     time.sleep(0.5)
-    assert not (rundir.cell_path(LSTM)).exists()  # it never finished on its own
+    assert not (rundir.cell_path(LSTM)).exists()
     assert_kept(before, rundir)
     p, md = report(rundir)
     assert p.returncode == 1 and "incomplete" in p.stderr, p.stderr
