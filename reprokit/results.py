@@ -12,73 +12,28 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import subprocess
-import tempfile
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from reprokit import __version__, validate
 from reprokit.errors import UserError
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def utcnow() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+# Atomic writes, strict reads, time stamps and kit identity live in reprokit/files.py; re-exported
+# here for the modules that still import them from results.
+from reprokit.files import (  # noqa: F401
+    REPO,
+    kit_info,
+    loads_strict,
+    read_json,
+    utcnow,
+    write_json_atomic,
+    write_text_atomic,
+)
 
 
 def new_run_id(suite: str) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{suite}"
-
-
-def kit_info() -> dict:
-    """Kit version and the git commit of the checkout (null outside a git checkout)."""
-    commit, dirty = None, None
-    try:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=10, check=True).stdout.strip() or None
-        status = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "reprokit",
-                                 "bench"], capture_output=True, text=True, timeout=10).stdout
-        dirty = bool(status.strip())
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return {"version": __version__, "git_commit": commit, "git_dirty": dirty}
-
-
-def write_json_atomic(path: Path, doc: Any, schema: str | None = None) -> None:
-    if schema:
-        errs = validate.errors(schema, doc)
-        if errs:
-            raise ValueError(f"refusing to write {path}: {schema} schema: {errs[0]}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are meant to be shared
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=False, allow_nan=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def cell_filename(cell_id: str, process: int | None = None) -> str:
@@ -91,34 +46,6 @@ def cell_filename(cell_id: str, process: int | None = None) -> str:
 # The largest sample value a cell result may hold: above it a number is a corruption (1e308), not
 # a measurement (the fastest rates measured are ~1e7 words/s; a GPU's FLOP/s stays below 1e15).
 PLAUSIBLE_MAX = 1e15
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _finite_float(text: str) -> float:
-    v = float(text)
-    if v != v or v in (float("inf"), float("-inf")):
-        raise ValueError(f"{text} is not a finite number")
-    return v
-
-
-def loads_strict(text: str) -> Any:
-    """JSON as the standard has it: NaN, Infinity and numbers too large for a double are errors
-    (Python's json module accepts them by default)."""
-    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-
-
-def read_json(path: Path, schema: str) -> dict:
-    try:
-        doc = loads_strict(path.read_text())
-    except FileNotFoundError as e:
-        raise UserError(f"{path} does not exist; give a run directory under results/") from e
-    except (OSError, ValueError) as e:  # JSONDecodeError is a ValueError
-        raise UserError(f"{path} is unreadable ({e}); re-run the cell or remove the file") from e
-    validate.check(schema, doc, str(path))
-    return doc
 
 
 class RunDir:
