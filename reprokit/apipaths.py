@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprokit import datafiles
+from reprokit import files
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "workloads"
@@ -142,7 +142,7 @@ def installed_version(root: str) -> str | None:
 
 
 def load_apis() -> dict:
-    return datafiles.load("framework_apis.yaml", "framework_apis")
+    return files.load_data("framework_apis")
 
 
 def api_for(root: str, version: str, apis: dict | None = None):

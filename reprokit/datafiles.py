@@ -1,43 +1,28 @@
-"""The kit's packaged data files (reprokit/data/*.yaml): read once, parsed, validated against a schema.
+"""The kit's packaged data files (reprokit/data/*.yaml) under their relative file names.
 
-One loader for every data file, so each is read the same way and fails the same way: a missing file, a
-YAML error or a schema violation is a one-line UserError naming the file and the fix. `load` caches the
-document and shares it (callers must not modify it); `read` gives a fresh copy each time.
+The loader itself is `reprokit.files.load_data` (each file parsed once per process, validated, shared);
+these names stay for the modules that address a file by its relative path and a schema of their own
+choosing. `load` shares the document (callers must not modify it); `read` gives a deep copy each time.
 """
 
 from __future__ import annotations
 
-from functools import cache
-from importlib import resources
+import copy
 from typing import Any
 
-import yaml
-
-from reprokit import validate
-from reprokit.errors import UserError
+from reprokit import files
 
 
 def exists(relpath: str) -> bool:
-    return resources.files("reprokit.data").joinpath(relpath).is_file()
+    return files.data_exists(relpath)
 
 
 def read(relpath: str, schema: str | None = None) -> Any:
-    """A fresh copy of reprokit/data/<relpath>, validated against reprokit/schemas/<schema>.schema.json
-    when `schema` is given."""
-    where = f"reprokit/data/{relpath}"
-    path = resources.files("reprokit.data").joinpath(relpath)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError as e:
-        raise UserError(f"{where} is missing; restore it from the repository") from e
-    except yaml.YAMLError as e:
-        raise UserError(f"{where} is not valid YAML ({' '.join(str(e).split())}); fix the file") from e
-    if schema:
-        validate.check(schema, doc, where)
-    return doc
+    """A copy of reprokit/data/<relpath> the caller may modify, validated against
+    reprokit/schemas/<schema>.schema.json when `schema` is given."""
+    return copy.deepcopy(files.load_data_file(relpath, schema))
 
 
-@cache
 def load(relpath: str, schema: str | None = None) -> Any:
-    """`read`, once per process: the document is shared by every caller, who must not modify it."""
-    return read(relpath, schema)
+    """`read` without the copy: the document is shared by every caller, who must not modify it."""
+    return files.load_data_file(relpath, schema)

@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from reprokit import checks, datafiles, results, validate
+from reprokit import checks, files, results, validate
 from reprokit.errors import UserError
 from reprokit.runners.base import BENCH
 
@@ -33,7 +33,7 @@ LOCK_ENV = "REPROKIT_DATA_LOCK"
 @cache
 def catalogue() -> dict[str, dict]:
     """datasets.yaml's `datasets`, validated."""
-    return datafiles.load("datasets.yaml", "datasets")["datasets"]
+    return files.load_data("datasets")["datasets"]
 
 
 def dataset_for(workload: str, params: dict) -> tuple[str, dict] | None:

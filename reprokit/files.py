@@ -6,26 +6,34 @@
 - `utcnow` and `kit_info`, the time stamp and the kit identity every record carries.
 - `FORMATS`: the current `schema_version` of every file format the kit writes, with the history of
   each (pyperf keeps one the same way); a test holds them equal to the schemas' `const`.
+- `load_data(name)`: the one loader of the kit's data files (reprokit/data/), validated against their
+  schema, parsed once per process (libyaml's C loader where PyYAML has it) and shared. A validated
+  document is also kept between processes in a cache addressed by the sha256 of the file and of its
+  schema (`~/.cache/reprokit/data`, `$REPROKIT_DATA_CACHE` overrides, empty turns it off), so a
+  command that only reads data neither parses YAML nor imports jsonschema when nothing changed.
 
-Only the standard library and reprokit.validate (imported where a write names a schema) are used, so
-any module may import this one without pulling in pandas, jinja2 or docker.
+Only the standard library, PyYAML and reprokit.validate (these two imported where they are needed)
+are used, so any module may import this one without pulling in pandas, jinja2 or docker.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
+import marshal
 import os
 import subprocess
 import tempfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from reprokit import __version__
 from reprokit.errors import UserError
 
-REPO = Path(__file__).resolve().parent.parent
-PACKAGE = REPO / "reprokit"
+PACKAGE = Path(__file__).resolve().parent
+REPO = PACKAGE.parent
 DATA = PACKAGE / "data"
 SCHEMAS = PACKAGE / "schemas"
 BENCH = REPO / "bench"
@@ -75,14 +83,14 @@ def kit_info() -> dict:
     return {"version": __version__, "git_commit": commit, "git_dirty": dirty}
 
 
-def _write_atomic(path: Path, write: Any, sync: bool) -> None:
+def _write_atomic(path: Path, write: Any, sync: bool, mode: str = "w") -> None:
     """Create `path` through a temp file beside it (mode 0644: results are meant to be shared),
     `write(file)` filling it, then a rename; the temp file is removed if anything fails."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes 0600
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, mode) as f:
             write(f)
             if sync:
                 f.flush()
@@ -135,3 +143,134 @@ def read_json(path: Path, schema: str) -> dict:
         raise UserError(f"{path} is unreadable ({e}); re-run the cell or remove the file") from e
     validate.check(schema, doc, str(path))
     return doc
+
+
+# -- the kit's data files (reprokit/data) ---------------------------------------------------------
+# A file in one of these folders is validated against the folder's schema; any other file against the
+# schema named like the file (stacks.yaml -> stacks.schema.json).
+_FOLDER_SCHEMAS = {"suites": "suite", "published": "published"}
+# How to repair a file a tool writes, where that is not "fix the file" by hand.
+_REPAIR = {"rerun_coverage.json": "re-write it with scripts/bench_rerun_coverage.py --write"}
+
+
+def data_relpath(name: str) -> str:
+    """'stacks' -> 'stacks.yaml', 'suites/smoke' -> 'suites/smoke.yaml'; a name with its suffix
+    ('rerun_coverage.json') is kept."""
+    return name if name.endswith((".yaml", ".json")) else f"{name}.yaml"
+
+
+def data_schema(name: str) -> str:
+    """The schema of data file `name` (see _FOLDER_SCHEMAS)."""
+    folder, _, stem = data_relpath(name).rpartition("/")
+    return _FOLDER_SCHEMAS.get(folder) or stem.rsplit(".", 1)[0]
+
+
+def data_exists(name: str) -> bool:
+    return (DATA / data_relpath(name)).is_file()
+
+
+def load_data(name: str) -> Any:
+    """reprokit/data/<name>.yaml (or a .json named with its suffix), validated against its schema
+    (`data_schema`), parsed and validated once per process. The document is shared by every caller,
+    who must not modify it (`copy.deepcopy` first). A missing file, a syntax error or a schema
+    violation is a one-line UserError naming the file and the fix."""
+    return load_data_file(data_relpath(name), data_schema(name))
+
+
+@cache
+def load_data_file(relpath: str, schema: str | None = None) -> Any:
+    """reprokit/data/<relpath>, validated against `schema` when one is given (once per process and
+    schema; from the cache between processes); shared like `load_data`."""
+    raw = _read_data(relpath)
+    if not schema:
+        return _parse_data(relpath, raw)
+    key = _validated_key(relpath, raw, schema)
+    doc = _cached_validated(key)
+    if doc is None:
+        from reprokit import validate
+        doc = _parse_data(relpath, raw)
+        validate.check(schema, doc, f"reprokit/data/{relpath}")
+        _store_validated(key, doc)
+    return doc
+
+
+# -- validated documents kept between processes ---------------------------------------------------
+DATA_CACHE_ENV = "REPROKIT_DATA_CACHE"
+_DATA_CACHE_FORMAT = b"reprokit-data-cache 1\0"  # change it when the cached form changes
+
+
+def data_cache_dir() -> Path | None:
+    """Where validated data documents are kept; None when $REPROKIT_DATA_CACHE is set empty."""
+    env = os.environ.get(DATA_CACHE_ENV)
+    if env is not None:
+        return Path(env) if env else None
+    return Path.home() / ".cache" / "reprokit" / "data"
+
+
+def _validated_key(relpath: str, raw: bytes, schema: str) -> str | None:
+    """sha256 over the data file's bytes, the schema's name and its file: any change to either is a
+    miss. None when the schema file cannot be read (validation then reports it)."""
+    h = hashlib.sha256(_DATA_CACHE_FORMAT)
+    h.update(relpath.encode() + b"\0" + raw)
+    try:
+        h.update(b"\0" + schema.encode() + b"\0" + (SCHEMAS / f"{schema}.schema.json").read_bytes())
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _cached_validated(key: str | None) -> Any:
+    """The document stored under `key`, or None (no cache, no entry, or an entry unreadable)."""
+    where = data_cache_dir()
+    if key is None or where is None:
+        return None
+    try:
+        blob = (where / f"{key}.marshal").read_bytes()
+        if not blob.startswith(_DATA_CACHE_FORMAT):
+            return None
+        doc = marshal.loads(blob[len(_DATA_CACHE_FORMAT):])
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    return doc if isinstance(doc, (dict, list)) else None
+
+
+def _store_validated(key: str | None, doc: Any) -> None:
+    """Keep a validated document (marshal: data types only) for the next process; any failure to
+    write (read-only home, full disk, a type marshal cannot hold) only costs that process a parse."""
+    where = data_cache_dir()
+    if key is None or where is None:
+        return
+    try:
+        blob = _DATA_CACHE_FORMAT + marshal.dumps(doc)
+        _write_atomic(where / f"{key}.marshal", lambda f: f.write(blob), sync=False, mode="wb")
+    except (OSError, ValueError):
+        pass
+
+
+def _read_data(relpath: str) -> bytes:
+    try:
+        return (DATA / relpath).read_bytes()
+    except FileNotFoundError as e:
+        raise UserError(f"reprokit/data/{relpath} is missing; restore it from the repository") from e
+
+
+def _parse_data(relpath: str, raw: bytes) -> Any:
+    """The document in `raw`, the bytes of reprokit/data/<relpath> (JSON or YAML by its suffix)."""
+    where = f"reprokit/data/{relpath}"
+    repair = _REPAIR.get(relpath, "fix the file")
+    text = raw.decode()
+    if relpath.endswith(".json"):
+        try:
+            return loads_strict(text)
+        except ValueError as e:
+            raise UserError(f"{where} is not valid JSON ({e}); {repair}") from e
+    import yaml
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as e:
+        raise UserError(f"{where} is not valid YAML ({' '.join(str(e).split())}); {repair}") from e
+
+
+def clear_data_cache() -> None:
+    """Forget every data file loaded in this process (for tests and tools that rewrite reprokit/data)."""
+    load_data_file.cache_clear()

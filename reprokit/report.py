@@ -15,20 +15,18 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-import reprokit
-from reprokit import compare_published, datasets, plots, reconcile, results, suites, validate
+from reprokit import compare_published, datasets, files, plots, reconcile, results, suites, validate
 from reprokit.analysis import claims, cpus, devices, diff, flops, overview, roofline, stats, verdicts
 from reprokit.errors import UserError
 
-REPORT_VERSION = 2
-TEMPLATES = Path(reprokit.__file__).resolve().parent.parent / "report_templates"
+REPORT_VERSION = files.version("report")
+TEMPLATES = files.REPO / "report_templates"
 # Summary categories of the published numbers (every number is in exactly one), in report order.
 CATEGORIES = ("IMPLAUSIBLE", "REPRODUCED", "DEVIATES", "INCONCLUSIVE", "EFFICIENCY", "NOT_TESTABLE_HERE",
               "NOT_TESTABLE_STANDIN", "NOT_COMPARABLE", "NOT_RUN")
@@ -376,15 +374,9 @@ def _rerun_coverage(repeat: int = 1) -> dict | None:
     """The kit's own measurement of run-to-run spread on one machine (reprokit/data/rerun_coverage.json,
     written by scripts/bench_rerun_coverage.py with its command, machine and date) made with one process
     per cell when `repeat` is 1, else with several; None when there is none."""
-    path = resources.files("reprokit.data").joinpath("rerun_coverage.json")
-    if not path.is_file():
+    if not files.data_exists("rerun_coverage.json"):
         return None
-    try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise UserError(f"reprokit/data/rerun_coverage.json is not valid JSON ({e}); re-write it with "
-                        "scripts/bench_rerun_coverage.py --write") from e
-    validate.check("rerun_coverage", doc, "reprokit/data/rerun_coverage.json")
+    doc = files.load_data("rerun_coverage.json")
     found = [m for m in doc["measurements"] if (m["summary"]["processes"] > 1) == (repeat > 1)]
     if not found:
         return None

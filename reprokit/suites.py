@@ -10,9 +10,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 from functools import cache
-from importlib import resources
 
-from reprokit import datafiles
+from reprokit import files
 from reprokit.errors import UserError
 
 
@@ -66,8 +65,7 @@ class Suite:
 
 
 def suite_names() -> list[str]:
-    folder = resources.files("reprokit.data").joinpath("suites")
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return sorted(p.name[:-5] for p in (files.DATA / "suites").iterdir() if p.name.endswith(".yaml"))
 
 
 def _expand(group: dict) -> list[Cell]:
@@ -118,7 +116,7 @@ def load_suite(name: str) -> Suite:
     names = suite_names()
     if name not in names:
         raise UserError(f"unknown suite '{name}'; known suites: {', '.join(names)}")
-    doc = datafiles.read(f"suites/{name}.yaml", "suite")
+    doc = files.load_data(f"suites/{name}")
     cells = [c for g in doc["groups"] for c in _expand(g)]
     seen: set[str] = set()
     for c in cells:
@@ -178,14 +176,12 @@ def cell_params(cell_id: str | None) -> dict | None:
 
 @cache
 def load_stacks() -> dict[str, dict]:
-    doc = datafiles.read("stacks.yaml", "stacks")
-    return doc["stacks"]
+    return files.load_data("stacks")["stacks"]
 
 
 @cache
 def load_sources() -> dict[str, dict]:
-    doc = datafiles.read("sources.yaml", "sources")
-    return doc["sources"]
+    return files.load_data("sources")["sources"]
 
 
 def _matches(selector: dict[str, list[str]], number: dict) -> bool:
@@ -201,9 +197,9 @@ def _matches(selector: dict[str, list[str]], number: dict) -> bool:
 @cache
 def load_published(source: str) -> tuple[dict, ...]:
     """Published numbers of one source, each with `defects`: the ids of the defects affecting it."""
-    if not datafiles.exists(f"published/{source}.yaml"):
+    if not files.data_exists(f"published/{source}"):
         return ()
-    doc = datafiles.read(f"published/{source}.yaml", "published")
+    doc = files.load_data(f"published/{source}")
     defects = load_sources().get(source, {}).get("defects", [])
     out = []
     for n in doc["numbers"]:

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from reprokit import files, validate
+from reprokit.errors import UserError
 
 
 def test_format_versions_match_their_schemas():
@@ -45,3 +46,82 @@ def test_strict_json():
     with pytest.raises(ValueError):
         files.loads_strict('{"a": Infinity}')
     assert files.loads_strict('{"a": 1.5}') == {"a": 1.5}
+
+
+# -- load_data: one loader, each file parsed once per process, validated documents kept ------------
+_COUNT_PARSES = r"""
+import collections, json, sys, yaml
+parsed, loaders = collections.Counter(), set()
+real = yaml.load
+def counting(stream, Loader):
+    parsed[stream if isinstance(stream, str) else stream.read()] += 1
+    loaders.add(Loader.__name__)
+    return real(stream if isinstance(stream, str) else stream, Loader)
+yaml.load = counting
+import contextlib, io
+from reprokit import cli
+with contextlib.redirect_stdout(io.StringIO()):
+    assert cli.main(["list", "--json"]) == 0
+print(json.dumps({"files": len(parsed), "most": max(parsed.values()), "loaders": sorted(loaders),
+                  "jsonschema": "jsonschema" in sys.modules}))
+"""
+
+
+def _count_parses(repo, cache_dir: str) -> dict:
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "REPROKIT_DATA_CACHE": cache_dir}
+    p = subprocess.run([sys.executable, "-c", _COUNT_PARSES], cwd=repo, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_list_parses_each_data_file_once_with_the_c_loader(repo):
+    got = _count_parses(repo, "")  # no cache between processes: every file is parsed
+    assert got["files"] >= 10 and got["most"] == 1
+    import yaml
+    assert got["loaders"] == (["CSafeLoader"] if yaml.__with_libyaml__ else ["SafeLoader"])
+
+
+def test_a_second_process_reads_the_validated_documents_from_the_cache(repo, tmp_path):
+    first = _count_parses(repo, str(tmp_path))
+    assert first["files"] >= 10 and first["jsonschema"]
+    assert len(list(tmp_path.glob("*.marshal"))) == first["files"]
+    again = _count_parses(repo, str(tmp_path))
+    assert again["files"] == 0 and not again["jsonschema"]  # nothing parsed, no validator imported
+
+
+@pytest.fixture
+def scratch():
+    path = files.DATA / "_test_scratch.yaml"
+    yield path
+    path.unlink(missing_ok=True)
+    files.clear_data_cache()
+
+
+def test_the_cache_follows_the_file_and_ignores_a_damaged_entry(scratch, tmp_path, monkeypatch):
+    monkeypatch.setenv("REPROKIT_DATA_CACHE", str(tmp_path))
+    policy = (files.DATA / "verdict_policy.yaml").read_text()
+    scratch.write_text(policy)
+    tolerance = files.load_data_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"]
+    (entry,) = tmp_path.glob("*.marshal")
+    scratch.write_text(policy.replace(f"tolerance: {tolerance}", "tolerance: 0.5"))
+    files.clear_data_cache()
+    assert files.load_data_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"] == 0.5
+    assert len(list(tmp_path.glob("*.marshal"))) == 2
+    scratch.write_text(policy)
+    entry.write_bytes(entry.read_bytes()[:40])  # cut short: unreadable, parsed again
+    files.clear_data_cache()
+    assert files.load_data_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"] == tolerance
+    scratch.write_text(policy.replace(f"tolerance: {tolerance}", "tolerance: -1"))
+    files.clear_data_cache()
+    with pytest.raises(UserError, match="does not match the verdict_policy schema"):
+        files.load_data_file(scratch.name, "verdict_policy")  # an invalid file is never kept
+
+
+def test_data_names_and_their_schemas():
+    assert files.data_schema("suites/smoke") == "suite" and files.data_schema("published/000") == "published"
+    assert files.data_schema("rerun_coverage.json") == "rerun_coverage"
+    assert files.load_data("stacks") is files.load_data("stacks")  # shared

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reprokit import datafiles, suites
+from reprokit import files, suites
 from reprokit.analysis import devices, flops, standins, stats, verdicts
 
 HOLDS, REVERSED, DIFFERS, INCONCLUSIVE, NOT_RUN = "HOLDS", "REVERSED", "DIFFERS", "INCONCLUSIVE", "NOT_RUN"
@@ -60,7 +60,7 @@ MEANINGS = {
 
 def load_claims() -> dict:
     """The whole claims.yaml document (validated)."""
-    return datafiles.load("claims.yaml", "claims")
+    return files.load_data("claims")
 
 
 # -- observations ----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import re
 from functools import cache
 from typing import Any
 
-from reprokit import datafiles
+from reprokit import files
 from reprokit.errors import UserError
 
 VENDOR_SHORT = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
@@ -40,7 +40,7 @@ _GHZ_IN_NAME = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*GHz", re.IGNORECASE)
 @cache
 def load() -> dict:
     """The whole cpus.yaml document (validated; ids unique, publication CPUs name a known entry)."""
-    doc = datafiles.load("cpus.yaml", "cpus")
+    doc = files.load_data("cpus")
     ids = [e["id"] for e in doc["microarchitectures"]]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:

@@ -13,7 +13,7 @@ import operator
 import re
 from functools import cache
 
-from reprokit import datafiles, units
+from reprokit import files, units
 
 
 class NotApplicable(Exception):
@@ -21,20 +21,14 @@ class NotApplicable(Exception):
 
 
 # -- data ------------------------------------------------------------------------------------------
-def _load(name: str) -> dict:
-    return datafiles.load(f"{name}.yaml", name)
-
-
-@cache
 def load_models() -> dict:
-    """The whole flops.yaml document (validated)."""
-    return _load("flops")
+    """The whole flops.yaml document (validated, shared)."""
+    return files.load_data("flops")
 
 
-@cache
 def load_peaks() -> dict:
-    """The whole peaks.yaml document (validated)."""
-    return _load("peaks")
+    """The whole peaks.yaml document (validated, shared)."""
+    return files.load_data("peaks")
 
 
 # -- safe arithmetic -------------------------------------------------------------------------------

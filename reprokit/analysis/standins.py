@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from reprokit import datafiles
+from reprokit import files
 
 MECHANISM = "mechanism"
 KIND_ORDER = ("mechanism", "version", "api", "data", "workload", "state")
@@ -20,7 +20,7 @@ KIND_ORDER = ("mechanism", "version", "api", "data", "workload", "state")
 
 def load() -> dict:
     """The whole standins.yaml document (validated)."""
-    return datafiles.load("standins.yaml", "standins")
+    return files.load_data("standins")
 
 
 def classify(sub: dict) -> dict:

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 
-from reprokit import datafiles, units
+from reprokit import files, units
 from reprokit.analysis import devices, flops, published_metric, roofline, standins, stats
 
 DEFAULT_TOLERANCE = 0.10
@@ -105,7 +105,7 @@ MEANINGS = {
 
 def load_policy() -> dict:
     """data/verdict_policy.yaml (validated): efficiency tolerance, claim thresholds, with reasons."""
-    return datafiles.load("verdict_policy.yaml", "verdict_policy")
+    return files.load_data("verdict_policy")
 
 
 # -- units: one table for the whole code base (reprokit/units.py) ---------------------------------
