@@ -21,6 +21,7 @@ from pathlib import Path
 
 from reprokit import (
     cpu_peak,
+    fallback,
     fingerprint,
     lifecycle,
     merge_processes,
@@ -49,7 +50,8 @@ def placeholder_result(run_id: str, cell: Cell, status: str, reason: str, device
 
 def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: CellOutcome,
                    stack_spec: dict, runner_name: str, device: str,
-                   process: int | None = None, prepared: dict | None = None) -> dict:
+                   process: int | None = None, prepared: dict | None = None,
+                   substitution: dict | None = None) -> dict:
     """Merge what the runner saw into the harness's result (or make one if there is none).
 
     With `process` N (run --repeat K) this is the process file cells/<stem>.p<N>.json; the
@@ -83,6 +85,8 @@ def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: Cel
         stack_subs = prepared["substitutes"]
     else:
         stack_subs = stack_spec.get("local", {}).get("substitutes", []) if runner_name == "local" else []
+    if substitution and substitution not in subs:  # a fallback link's image ran it: said first
+        subs.insert(0, substitution)
     for s in stack_subs:
         if s not in subs:
             subs.append(s)
@@ -345,7 +349,10 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             rundir.write_cell(placeholder_result(run_id, c, "skipped", reason, plan.options.device))
             record(c, "skipped", reason, None)
             continue
-        if v["status"] == "jit":
+        if fallback.substitution(v):
+            say(f"preflight: {c.id}: runs on {fallback.stack_to_run(c.stack, v)} instead of {c.stack} "
+                f"(fallback chain; why: run.json preflight, and the cell's result)")
+        elif v["status"] == "jit":
             say(f"preflight: {c.id}: {'; '.join(v['reasons'])}")
         todo.append((c, procs))
     if hasattr(runner, "reap_leftovers"):  # containers of this run, or of drivers that died
@@ -357,8 +364,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                         repeat=repeat)
     ctx["progress"] = progress
     by_stack: dict[str, list[tuple[Cell, list]]] = {}
-    for c, procs in todo:
-        by_stack.setdefault(c.stack, []).append((c, procs))
+    for c, procs in todo:  # by the stack whose image runs the cell (a fallback link, else its own)
+        by_stack.setdefault(fallback.stack_to_run(c.stack, verdicts[c.id]), []).append((c, procs))
     ready: dict[str, tuple | None] = {}  # stack -> (prepared, spec, job path, job cells by id)
 
     def prepare(stack: str, items: list[tuple[Cell, list]]) -> tuple | None:
@@ -382,7 +389,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
         if prepared.get("environment"):  # which interpreter and pins run the stack, and why
             run["stacks"][stack]["environment"] = prepared["environment"]
         ids = {c.id for c, _ in items}
-        job = make_job(plan, stack, run_id, run["kit"], str(rundir.cells_dir.resolve()))
+        job = make_job(plan, stack, run_id, run["kit"], str(rundir.cells_dir.resolve()),
+                       cells=[c for c, _ in items])
         job["cells"] = [jc for jc in job["cells"] if jc["id"] in ids]
         for jc in job["cells"]:  # the probe of a stack reaching this GPU only through PTX JIT:
             if verdicts[jc["id"]].get("env", {}).get("CUDA_FORCE_PTX_JIT") == "1":  # its workload
@@ -424,7 +432,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                     outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}", 0.0,
                                           None, {"traceback": traceback.format_exc()[-2000:]})
                 res = _finish_result(rundir, run_id, c, outcome, spec, runner.name,
-                                     plan.options.device, rnd, prepared)
+                                     plan.options.device, rnd, prepared,
+                                     fallback.substitution(verdicts[c.id]))
                 if probe_cache.is_probe(c.workload):
                     _record_probe(res, run, runner.name, plan.options.device, say)
                 if rnd is None:

@@ -29,11 +29,11 @@ from reprokit.runners.base import CellOutcome
 
 def _collect(rundir: results.RunDir, run_id: str, task, outcome: CellOutcome, stack_spec: dict,
              runner_name: str, device: str, repeat: int, record, record_merged,
-             progress=None) -> dict:
+             progress=None, substitution: dict | None = None) -> dict:
     from reprokit.execute import _finish_result
 
     res = _finish_result(rundir, run_id, task.cell, outcome, stack_spec, runner_name, device,
-                         task.process)
+                         task.process, substitution=substitution)
     info = outcome.runner_info
     if info.get("launcher") == "local":  # the local environment ran: say what it is
         subs = res.setdefault("implementation", {}).setdefault("substitutes", [])
@@ -108,7 +108,7 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
     slurm["detached"] = False
     rundir.write_run(run)
     collect = _collector(rundir, run_id, runner, plan.options.device, repeat, stacks, record,
-                         record_merged, progress)
+                         record_merged, progress, run.get("preflight") or {})
     n = runner.outstanding()
     t0, cpu0, wall0 = os.times(), time.process_time(), time.monotonic()
     try:
@@ -143,10 +143,15 @@ def _gpu_models(sources: list[str]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
-def _collector(rundir, run_id, runner, device, repeat, stacks, record, record_merged, progress):
+def _collector(rundir, run_id, runner, device, repeat, stacks, record, record_merged, progress,
+               verdicts: dict | None = None):
+    from reprokit import fallback
+
     def collect(task, outcome):
-        return _collect(rundir, run_id, task, outcome, stacks[task.cell.stack], runner.name,
-                        device, repeat, record, record_merged, progress)
+        v = (verdicts or {}).get(task.cell.id)  # a fallback link runs the cell in its image
+        return _collect(rundir, run_id, task, outcome, stacks[fallback.stack_to_run(task.cell.stack, v)],
+                        runner.name, device, repeat, record, record_merged, progress,
+                        fallback.substitution(v))
     return collect
 
 
@@ -234,7 +239,7 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
             record(cell, merged["status"], merged["reason"], sum(walls) if walls else None)
 
         collect = _collector(rundir, run["run_id"], runner, device, repeat, stacks, record,
-                             record_merged, None)
+                             record_merged, None, run.get("preflight") or {})
         follow(runner, rundir, collect, until=time.monotonic() + wait_s)
         if not runner.outstanding() and not any(e["status"] == "pending" for e in run["cells"]):
             run = reconcile.reconcile(rundir, run, modify=True).run

@@ -92,8 +92,10 @@ def job_cell(cell: Cell, suite: Suite, options: Options) -> dict:
     return out
 
 
-def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str) -> dict:
-    cells = plan.by_stack()[stack]
+def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str,
+             cells: list[Cell] | None = None) -> dict:
+    """The job file of `stack`: its own cells, or `cells` (those a fallback chain moved to it too)."""
+    cells = plan.by_stack()[stack] if cells is None else cells
     job = {"schema_version": 1, "run_id": run_id, "stack": stack, "kit": kit,
            "out_dir": out_dir, "device": plan.options.device,
            "cells": [job_cell(c, plan.suite, plan.options) for c in cells]}

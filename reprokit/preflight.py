@@ -75,6 +75,12 @@ def load_compat(path: Path | str = COMPAT_PATH, *, validate: bool = True) -> dic
             for name in blocker["stacks"]:
                 if name not in data["stacks"]:
                     raise CompatError(f"blocker {blocker['id']!r} names unknown stack {name!r}")
+        for name, links in (data.get("fallbacks") or {}).items():
+            for link in [{"stack": name}] + links:
+                if link["stack"] is not None and link["stack"] not in data["stacks"]:
+                    raise CompatError(f"fallback chain of {name!r} names unknown stack {link['stack']!r}")
+                if link["stack"] is not None and not data["stacks"][link["stack"]]["gpu"]:
+                    raise CompatError(f"fallback chain of {name!r}: {link['stack']!r} has no GPU flavour")
     return data
 
 
@@ -597,18 +603,23 @@ def summary(verdict: Mapping[str, Any]) -> str:
 
 
 def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner: str,
-                   device: str = "cpu") -> dict[str, dict[str, Any]]:
+                   device: str = "cpu", *, other_host: bool = False) -> dict[str, dict[str, Any]]:
     """Preflight verdict per cell id of a suite on this host, for `runner` ("local" or "docker").
 
     Probes what a fingerprint cannot tell: whether a Docker engine answers and which stack images
-    are built (docker runner only). Cells not implemented get a verdict saying so.
+    are built (docker runner only). With `other_host` (a stored fingerprint of another machine,
+    `preflight --fingerprint FILE`) nothing is probed here: the engine is assumed to answer there
+    and every image to be buildable from images/. Cells not implemented get a verdict saying so.
     """
     from reprokit.suites import load_stacks
 
     compat = load_compat()
     stacks = load_stacks()
     engine, images = None, {}
-    if runner == "docker":
+    if other_host:
+        engine = True
+        images = {spec["image"]: "buildable" for spec in stacks.values()}
+    elif runner == "docker":
         from reprokit.runners.select import docker_engine_answers
 
         engine, _ = docker_engine_answers()
@@ -625,7 +636,7 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
                     {"present": True, "image_id": found.image_id} if found else "buildable")
     host = host_from_fingerprint(fingerprint, engine_present=engine, images=images)
     probes, cache_warning = host_probes(host, runner)
-    return cell_verdicts(cells, host, runner, compat, probes, cache_warning)
+    return cell_verdicts(cells, host, runner, compat, probes, cache_warning, stacks, device)
 
 
 def host_probes(host: Mapping[str, Any], runner: str) -> tuple[list[dict], str | None]:
@@ -644,20 +655,40 @@ def host_probes(host: Mapping[str, Any], runner: str) -> tuple[list[dict], str |
 
 def cell_verdicts(cells: Iterable[Any], host: Mapping[str, Any], runner: str,
                   compat: Mapping[str, Any] | None = None, probes: list[dict] | None = None,
-                  cache_warning: str | None = None) -> dict[str, dict[str, Any]]:
-    """Verdict per cell id on a described host (`suite_verdicts` without the engine probing)."""
-    from reprokit import probe_cache
+                  cache_warning: str | None = None,
+                  stacks: Mapping[str, Any] | None = None,
+                  device: str = "cpu") -> dict[str, dict[str, Any]]:
+    """Verdict per cell id on a described host (`suite_verdicts` without the engine probing).
+
+    On a GPU run (`device` "gpu") a cell needs the GPUs it uses there (`Cell.gpus_on`: one for a
+    number published on one GPU, none for one published on a CPU); a cell published on several GPUs
+    needs them on any run. A GPU cell whose own stack is not runnable here walks its stack's
+    fallback chain (reprokit/fallback.py): its verdict is then the first accepted link's, with
+    `chain`."""
+    from reprokit import fallback, probe_cache
 
     compat = compat if compat is not None else load_compat()
+    if stacks is None:
+        from reprokit.suites import load_stacks
+
+        stacks = load_stacks()
     out: dict[str, dict[str, Any]] = {}
     for cell in cells:
         if not cell.implemented:
             out[cell.id] = {"runnable": False, "status": "not_implemented",
                             "reasons": [cell.reason or "workload not implemented"], "checks": []}
             continue
-        out[cell.id] = check_stack_cell(cell.stack, host, cell.needs_gpus, runner=runner,
-                                        compat=compat, probes=probes,
-                                        probe_cell=probe_cache.is_probe(cell.workload))
-        if cache_warning and any(c["name"] == "probe" for c in out[cell.id]["checks"]):
-            out[cell.id]["reasons"].append(cache_warning)
+        is_probe = probe_cache.is_probe(cell.workload)
+        needed = max(cell.needs_gpus, cell.gpus_on(device))
+
+        def check(stack: str, needed=needed, is_probe=is_probe) -> dict[str, Any]:
+            return check_stack_cell(stack, host, needed, runner=runner, compat=compat,
+                                    probes=probes, probe_cell=is_probe)
+
+        out[cell.id] = fallback.resolve(
+            cell.stack, check(cell.stack), check, host=host, needs_gpu=needed > 0,
+            runner=runner, compat=compat, stacks=stacks, probe_cell=is_probe)
+        links = (out[cell.id].get("chain") or {}).get("links") or [out[cell.id]]
+        if cache_warning and any(c["name"] == "probe" for x in links for c in x.get("checks", [])):
+            out[cell.id]["reasons"].append(cache_warning)  # a link it walked past needed the cache
     return out

@@ -228,7 +228,8 @@ def test_a_damaged_cache_makes_probes_needed_and_says_why(tmp_path, monkeypatch)
     assert probes == [] and warning.startswith("warning: GPU probe cache")
     assert preflight.host_probes(host, "local") == ([], None)  # not read where it does not apply
     v = preflight.cell_verdicts(cells, host, "docker", COMPAT, probes, warning)[cells[0].id]
-    assert v["status"] == "probe"
+    # tf-1.2 itself needs a probe; its fallback chain (issue 13 item 7) then runs it on tf-modern
+    assert v["chain"]["links"][0]["status"] == "probe" and v["chain"]["stack"] == "tf-modern"
     assert any(r.startswith("warning: GPU probe cache") and "not valid JSON" in r for r in v["reasons"])
 
 
