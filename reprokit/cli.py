@@ -1,7 +1,8 @@
 """Command line: `reproduce.py [COMMAND] ...` (also installed as `reprokit`).
 
 Without a command, `--suite S` means `run --suite S`. Each command is one module in
-reprokit/commands/ with `add_arguments(parser)` and `run(args) -> int`.
+reprokit/commands/ with `add_arguments(parser)` and `run(args) -> int`; only the module of the command
+given is imported (`--help` imports none), so the command line answers at once.
 Exit status: 0 every cell measured; 1 some cells failed (results still written, each reason in
 them); 2 a user error: one line naming the problem and the fix, checked before any work starts
 (bad numbers, paths, archives, data files, a GPU request without a GPU: reprokit/checks.py,
@@ -15,6 +16,7 @@ import argparse
 import errno
 import importlib
 import sys
+from collections.abc import Iterable
 
 from reprokit import __version__
 from reprokit.errors import UserError
@@ -25,8 +27,6 @@ COMMANDS = {
     "report": "re-render the report of a run from its stored results",
     "fingerprint": "print this host's fingerprint as JSON",
     "preflight": "say, per cell, whether it can run here and why not",
-}
-OPTIONAL_COMMANDS = {  # written by later issues; listed only when their module exists
     "build": "build the stack images and write the lock file",
     "archive": "save a suite's images with their lock file into one file",
     "restore": "load an archive on another machine and verify it",
@@ -52,23 +52,28 @@ def _module(name: str):
     return importlib.import_module(f"reprokit.commands.{name}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or with `commands` the full parser of those only (the others are
+    listed by name and help text, their modules not imported)."""
+    wanted = set(COMMANDS if commands is None else commands)
     p = _Parser(prog="reproduce.py", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"reprokit {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name, help_text in {**COMMANDS, **OPTIONAL_COMMANDS}.items():
-        try:
-            mod = _module(name)
-        except ModuleNotFoundError as e:
-            if name in COMMANDS or e.name != f"reprokit.commands.{name}":
-                raise
-            continue
+    for name, help_text in COMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
-        mod.add_arguments(sp)
-        sp.set_defaults(func=mod.run)
+        if name in wanted:
+            mod = _module(name)
+            mod.add_arguments(sp)
+            sp.set_defaults(func=mod.run)
     return p
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command an argument list names: its first argument that is not an option."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["run", *argv]
     if not argv:
         argv = ["--help"]
-    parser = build_parser()
+    command = _command_of(argv)
+    parser = build_parser([command] if command else [])
     args = None
     try:
         args = parser.parse_args(argv)  # numbers are checked here (reprokit/checks.py `option`)

@@ -1,15 +1,19 @@
-"""JSON Schema validation for every file format (schemas in reprokit/schemas/)."""
+"""JSON Schema validation for every file format (schemas in reprokit/schemas/).
+
+jsonschema (0.04-0.1 s to import here) is imported on the first validation, not with this module.
+"""
 
 from __future__ import annotations
 
 import json
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from reprokit.errors import UserError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 
 @cache
@@ -20,6 +24,8 @@ def schema(name: str) -> dict:
 
 @cache
 def _validator(name: str) -> jsonschema.protocols.Validator:
+    import jsonschema.validators
+
     s = schema(name)
     cls = jsonschema.validators.validator_for(s)
     cls.check_schema(s)

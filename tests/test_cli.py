@@ -44,3 +44,35 @@ def test_fingerprint_prints_json(repo):
     assert p.returncode == 0, p.stderr
     fp = json.loads(p.stdout)
     assert "cpu" in fp and "gpus" in fp
+
+
+_IMPORTS_AFTER = r"""
+import contextlib, io, json, sys
+from reprokit import cli
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        cli.main(sys.argv[1:])
+    except SystemExit:
+        pass
+heavy = ("pandas", "numpy", "jinja2", "docker", "jsonschema", "rich", "yaml", "scipy")
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy and "." not in m
+                        or m.startswith("reprokit.commands."))))
+"""
+
+
+def _imported_by(repo, tmp_path, *args) -> list[str]:
+    import os
+    env = {**os.environ, "REPROKIT_DATA_CACHE": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-c", _IMPORTS_AFTER, *args], cwd=repo, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_help_and_list_import_no_heavy_library(repo, tmp_path):
+    """`--help` imports no command module and no heavy library; `list` only its own module (the
+    second time, once the data cache holds the validated data files: no YAML, no jsonschema)."""
+    assert _imported_by(repo, tmp_path, "--help") == []
+    _imported_by(repo, tmp_path, "list")
+    assert _imported_by(repo, tmp_path, "list") == ["reprokit.commands.list"]
+    assert _imported_by(repo, tmp_path, "list", "--help") == ["reprokit.commands.list"]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-
-from rich.table import Table
+import sys
 
 from reprokit import suites
-from reprokit.console import console
+from reprokit.console import text_table
 
 
 def add_arguments(p) -> None:
@@ -45,11 +44,9 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(data, indent=1))
         return 0
-    con = console()
+    out = []
     for s in data["suites"]:
-        t = Table(title=f"{s['name']}: {s['description'].strip()}", title_justify="left")
-        for col in ("cell", "stack", "metrics", "published", "status"):
-            t.add_column(col)
+        rows = []
         pub = [p for p in data["published"] if p["suite"] == s["name"]]
         for c in s["cells"]:
             n = sum(1 for p in pub if p["cell"] == c["id"])
@@ -60,14 +57,14 @@ def run(args) -> int:
                 lab = c["label"]
                 status += (f"; {lab['kind']} ({', '.join(lab['defects'])}) beside "
                            f"{lab['as_published_cell']}")
-            t.add_row(c["id"], c["stack"], ", ".join(c["metrics"]), str(n), status)
-        con.print(t)
+            rows.append([c["id"], c["stack"], ", ".join(c["metrics"]), str(n), status])
+        title = f"{s['name']}: {' '.join(s['description'].split())}"
+        out.append(text_table(title, ["cell", "stack", "metrics", "published", "status"], rows))
         if pub:
-            pt = Table(title=f"{s['name']}: published numbers", title_justify="left")
-            for col in ("id", "table", "row", "metric", "value", "unit", "GPU", "cell"):
-                pt.add_column(col)
-            for p in pub:
-                pt.add_row(p["id"], p["table"], p["row_label"], p["metric_as_published"],
-                           f"{p['value']:g}", p["unit"], p["gpu"], p["cell"])
-            con.print(pt)
+            out.append(text_table(
+                f"{s['name']}: published numbers",
+                ["id", "table", "row", "metric", "value", "unit", "GPU", "cell"],
+                [[p["id"], p["table"], " ".join(p["row_label"].split()), p["metric_as_published"],
+                  f"{p['value']:g}", p["unit"], p["gpu"], p["cell"]] for p in pub]))
+    sys.stdout.write("\n".join(out))
     return 0
