@@ -2,7 +2,7 @@
 
 The ETA of each remaining cell, best estimate first:
 1. its own time in the newest earlier run with the same runner, --quick and protocol
-   (results.past_cell_times), else its time recorded in reprokit/data/cell_times.yaml
+   (`past_cell_times`), else its time recorded in reprokit/data/cell_times.yaml
    (`recorded_times`: measured on the project's machine, so a fresh clone's first run has an ETA),
    scaled by how this run's finished cells compare with those times (a loaded or slower machine
    makes every cell slower);
@@ -12,19 +12,47 @@ So one slow word-LM cell neither hides in the ETA of a first run's last step nor
 makes every short cell look slow.
 
 A unit of work is one process of one cell: with `run --repeat K` a suite of C cells is K x C
-units (earlier times are per process, see results.past_cell_times).
+units (earlier times are per process, see `past_cell_times`).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
+from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
 from reprokit import files
 from reprokit.console import console
+
+
+def past_cell_times(root: Path, runner: str, quick: bool, protocol: str,
+                    exclude: Path | None = None) -> dict[str, float]:
+    """{cell id: process seconds} of the newest earlier run under root that measured that cell
+    with the same runner, --quick and protocol (for the ETA only: unreadable runs are ignored).
+    Seconds of one process: a `--repeat K` run's time of a cell (all K processes) is divided by K."""
+    found: dict[str, tuple[str, float]] = {}
+    for f in Path(root).glob("*/run.json"):
+        if exclude is not None and f.parent.resolve() == Path(exclude).resolve():
+            continue
+        try:
+            run = json.loads(f.read_text())
+            if (run.get("runner"), bool(run.get("quick")), run.get("protocol")) != \
+                    (runner, quick, protocol):
+                continue
+            started = str(run.get("started") or "")
+            repeat = int(run.get("repeat") or 1)
+            for e in run.get("cells") or []:
+                wall = e.get("process_wall_s")
+                if e.get("status") == "ok" and isinstance(wall, (int, float)) and wall > 0:
+                    if e["cell_id"] not in found or found[e["cell_id"]][0] < started:
+                        found[e["cell_id"]] = (started, float(wall) / repeat)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            continue
+    return {cid: wall for cid, (_, wall) in found.items()}
 
 
 def recorded_times(runner: str, quick: bool, protocol: str) -> dict[str, float]:

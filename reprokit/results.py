@@ -4,17 +4,17 @@ With `run --repeat K` (K > 1) each cell's processes write cells/<stem>.p<N>.json
 main result cells/<stem>.json is merged from them (reprokit/merge_processes.py); only main results
 are cells here: the process files are never loaded as cells of their own.
 
-Every write is atomic (temp file in the same directory, fsync, rename) and validated against its
-schema first; every load validates too. `cells_frame` / `samples_frame` give pandas tables in one call.
+Every write is atomic (temp file in the same directory, fsync, rename; reprokit/files.py) and
+validated against its schema first; every load validates too. The pandas tables of a run are in
+reprokit/analysis/frames.py (`cells_frame`, `samples_frame`), the ETA's earlier cell times in
+reprokit/progress.py (`past_cell_times`); the old names here still resolve to them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
+import importlib
 from pathlib import Path
-
-import pandas as pd
 
 from reprokit.errors import UserError
 
@@ -29,6 +29,16 @@ from reprokit.files import (  # noqa: F401
     write_json_atomic,
     write_text_atomic,
 )
+
+# Names that moved out of this module, resolved on first use (no import of pandas until then).
+_MOVED = {"cells_frame": "reprokit.analysis.frames", "samples_frame": "reprokit.analysis.frames",
+          "sample_processes": "reprokit.analysis.frames", "past_cell_times": "reprokit.progress"}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def new_run_id(suite: str) -> str:
@@ -112,32 +122,6 @@ class RunDir:
         return [d for d in docs if "process" not in d]
 
 
-def past_cell_times(root: Path, runner: str, quick: bool, protocol: str,
-                    exclude: Path | None = None) -> dict[str, float]:
-    """{cell id: process seconds} of the newest earlier run under root that measured that cell
-    with the same runner, --quick and protocol (for the ETA only: unreadable runs are ignored).
-    Seconds of one process: a `--repeat K` run's time of a cell (all K processes) is divided by K."""
-    found: dict[str, tuple[str, float]] = {}
-    for f in Path(root).glob("*/run.json"):
-        if exclude is not None and f.parent.resolve() == Path(exclude).resolve():
-            continue
-        try:
-            run = json.loads(f.read_text())
-            if (run.get("runner"), bool(run.get("quick")), run.get("protocol")) != \
-                    (runner, quick, protocol):
-                continue
-            started = str(run.get("started") or "")
-            repeat = int(run.get("repeat") or 1)
-            for e in run.get("cells") or []:
-                wall = e.get("process_wall_s")
-                if e.get("status") == "ok" and isinstance(wall, (int, float)) and wall > 0:
-                    if e["cell_id"] not in found or found[e["cell_id"]][0] < started:
-                        found[e["cell_id"]] = (started, float(wall) / repeat)
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            continue
-    return {cid: wall for cid, (_, wall) in found.items()}
-
-
 def resolve_run(arg: str, root: Path | None = None) -> RunDir:
     """A run given as a path or as a run id under results/ ('latest' picks the newest)."""
     root = root or Path("results")
@@ -153,45 +137,3 @@ def resolve_run(arg: str, root: Path | None = None) -> RunDir:
     if not (p / "run.json").exists():
         raise UserError(f"'{arg}' is not a run: no run.json there; give results/<run-id> or a run id")
     return RunDir(p)
-
-
-def sample_processes(metric: dict, cell: dict | None = None) -> list[int]:
-    """The process index (1..K) of each of a metric's samples: 1 for all of them unless the
-    result was merged from `run --repeat K` processes (metric `processes` = samples per ok
-    process, in index order; the cell's `processes` entries say which indices were ok)."""
-    counts = metric.get("processes")
-    if not counts:
-        return [1] * len(metric["samples"])
-    ok = [e["index"] for e in (cell or {}).get("processes", []) if e.get("status") == "ok"]
-    indices = ok if len(ok) == len(counts) else list(range(1, len(counts) + 1))
-    return [i for i, n in zip(indices, counts) for _ in range(n)]
-
-
-def cells_frame(run: RunDir) -> pd.DataFrame:
-    """One row per (cell, metric): median, sample count, unit, status; `repeat` is the number of
-    processes the cell ran in (`run --repeat K`, else 1)."""
-    rows = []
-    for c in run.load_cells():
-        base = {"cell_id": c["cell_id"], "stack": c["stack"], "status": c["status"],
-                "reason": c["reason"], "wall_s": c.get("wall_s"), "repeat": c.get("repeat", 1)}
-        if not c["metrics"]:
-            rows.append({**base, "metric": None})
-        for name, m in c["metrics"].items():
-            s = pd.Series(m["samples"], dtype=float)
-            rows.append({**base, "metric": name, "unit": m["unit"], "n": len(s),
-                         "median": s.median(), "mean": s.mean(), "min": s.min(), "max": s.max()})
-    return pd.DataFrame(rows)
-
-
-def samples_frame(run: RunDir) -> pd.DataFrame:
-    """One row per raw sample: cell, metric, index, value, raw seconds, and the process it came
-    from (`run --repeat K`: 1..K; 1 for a single-process cell)."""
-    rows = []
-    for c in run.load_cells():
-        for name, m in c["metrics"].items():
-            raw = m["raw_seconds"] or [None] * len(m["samples"])
-            procs = sample_processes(m, c)
-            for i, (v, r, p) in enumerate(zip(m["samples"], raw, procs)):
-                rows.append({"cell_id": c["cell_id"], "metric": name, "i": i, "value": v,
-                             "raw_seconds": r, "unit": m["unit"], "process": p})
-    return pd.DataFrame(rows)

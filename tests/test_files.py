@@ -62,7 +62,7 @@ import contextlib, io
 from reprokit import cli
 with contextlib.redirect_stdout(io.StringIO()):
     assert cli.main(["list", "--json"]) == 0
-print(json.dumps({"files": len(parsed), "most": max(parsed.values()), "loaders": sorted(loaders),
+print(json.dumps({"files": len(parsed), "most": max(parsed.values(), default=0), "loaders": sorted(loaders),
                   "jsonschema": "jsonschema" in sys.modules}))
 """
 
@@ -125,3 +125,17 @@ def test_data_names_and_their_schemas():
     assert files.data_schema("suites/smoke") == "suite" and files.data_schema("published/000") == "published"
     assert files.data_schema("rerun_coverage.json") == "rerun_coverage"
     assert files.load_data("stacks") is files.load_data("stacks")  # shared
+
+
+def test_results_keeps_the_old_names_of_what_moved_and_imports_no_pandas():
+    import subprocess
+    import sys
+    code = ("import sys; from reprokit import results; assert 'pandas' not in sys.modules; "
+            "from reprokit.analysis import frames; from reprokit import progress; "
+            "assert results.cells_frame is frames.cells_frame; "
+            "assert results.samples_frame is frames.samples_frame; "
+            "assert results.past_cell_times is progress.past_cell_times; "
+            "assert results.write_json_atomic is __import__('reprokit.files').files.write_json_atomic")
+    p = subprocess.run([sys.executable, "-c", code], cwd=files.REPO, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr

@@ -6,8 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from reprokit.progress import Progress
-from reprokit.results import past_cell_times
+from reprokit.progress import Progress, past_cell_times
 
 
 def cells(*spec):
