@@ -6,8 +6,10 @@ report.json is that dict (reprokit/schemas/report.schema.json, validated before 
 docs/FORMATS.md "Report"). The analysis is called explicitly: for every published number of the
 run's suite its verdict (analysis.verdicts.verdicts_for_run) and environment diff
 (analysis.diff.environment_diff); the claims of the suite's sources checked on the run's cells
-(analysis.claims). `render(rundir)` also draws one SVG plot per published table (inline in the
-HTML, files under plots/ for the Markdown) and writes the three files atomically.
+(analysis.claims); each number's row in the publication's unit (analysis.report_rows) and what the
+run says about itself: load, overhead, intervals, cells without a result (analysis.run_health).
+This module only assembles and renders them. `render(rundir)` also draws one SVG plot per published
+table (inline in the HTML, files under plots/ for the Markdown) and writes the three files atomically.
 """
 
 from __future__ import annotations
@@ -21,8 +23,20 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from reprokit import compare_published, datasets, files, plots, reconcile, results, suites, validate
-from reprokit.analysis import claims, cpus, devices, diff, flops, overview, roofline, stats, verdicts
+from reprokit import datasets, files, plots, reconcile, results, suites, validate
+from reprokit.analysis import (
+    claims,
+    cpus,
+    devices,
+    diff,
+    flops,
+    overview,
+    report_rows,
+    roofline,
+    run_health,
+    stats,
+    verdicts,
+)
 from reprokit.errors import UserError
 
 REPORT_VERSION = files.version("report")
@@ -74,7 +88,7 @@ def fmt_published(v: Any) -> str:
 
 
 def fmt_ratio(v: Any) -> str:
-    return "—" if v is None else compare_published.factor_text(v)
+    return "—" if v is None else report_rows.factor_text(v)
 
 
 def fmt_seconds(v: Any) -> str:
@@ -122,21 +136,6 @@ def _device_label(device: str | None, host: dict, short: bool = False) -> str:
         return "CPU" if short else f"CPU: {cpus.short_label(host.get('cpu') or {})}"
     names = [str(g.get("name")) for g in host.get("gpus") or [] if isinstance(g, dict)]
     return "GPU: " + (", ".join(names) if names else "none listed in the host fingerprint")
-
-
-def _overhead(run: dict, cells: dict[str, dict]) -> dict:
-    per_cell = []
-    total = 0.0
-    for e in run["cells"]:
-        pw = e.get("process_wall_s")
-        w = (cells.get(e["cell_id"]) or {}).get("wall_s")
-        if pw is not None:
-            total += pw
-        per_cell.append({"cell_id": e["cell_id"], "process_wall_s": pw, "wall_s": w,
-                         "overhead_s": pw - w if pw is not None and w is not None else None})
-    wall = run.get("wall_s")
-    return {"run_wall_s": wall, "cells_process_wall_s": total,
-            "driver_overhead_s": wall - total if wall is not None else None, "cells": per_cell}
 
 
 def _defects_of(source: dict, ids: list[str], corrected_by: dict[str, list[str]] | None = None
@@ -193,7 +192,7 @@ def _variants(labelled: list[suites.Cell], cells: dict[str, dict]) -> list[dict]
             if a and b and a["median"] and a["unit"] == b["unit"]:
                 ratio = b["median"] / a["median"]
             rows.append({"metric": metric, "as_published": a, "variant": b, "ratio": ratio,
-                         "reading": compare_published.reading(ratio, b["unit"]) if ratio and b
+                         "reading": report_rows.reading(ratio, b["unit"]) if ratio and b
                          else None})
         note = None
         if base is None:
@@ -301,60 +300,6 @@ def _summary(rows: list[dict], claim_results: list[dict]) -> dict:
     }
 
 
-INTERVAL_METHODS = {
-    "binomial_order_statistic": "exact order-statistic interval of the median, n >= 6",
-    "min_max": "[min, max] of fewer than 6 samples",
-    "process_medians_order_statistic": "order-statistic interval over 6 or more process medians",
-    "process_medians_min_max": "[min, max] of fewer than 6 process medians",
-    "none": "a single sample: no interval",
-}
-
-
-def _intervals(cells: list[dict], run: dict) -> dict:
-    """How the run's intervals were made: per label (coverage) and method, how many timed metrics; the
-    median CV; with run --repeat K the spread between process medians against the within-process
-    interval; and the kit's measured run-to-run coverage (context)."""
-    kinds: dict[tuple, dict] = {}
-    cvs, spreads, halves = [], [], []
-    for c in cells:
-        if c.get("status") != "ok":
-            continue
-        for m in (c.get("metrics") or {}).values():
-            if not m.get("samples"):
-                continue
-            summ = stats.summarize_metric(m)
-            if summ.get("cv") is not None:
-                cvs.append(summ["cv"])
-            between = summ.get("between") or {}
-            if between.get("spread_rel") is not None and between.get("within_half_width_rel") is not None:
-                spreads.append(between["spread_rel"])
-                halves.append(between["within_half_width_rel"])
-            method = summ.get("ci_method") or "none"
-            key = (summ.get("ci_label") or "no interval", method)
-            k = kinds.setdefault(key, {"label": key[0], "method": method,
-                                       "method_text": INTERVAL_METHODS.get(method, method),
-                                       "coverage": summ.get("ci_coverage"), "metrics": 0})
-            k["metrics"] += 1
-            if summ.get("ci_coverage") is not None:  # the least any interval of this kind covers
-                k["coverage"] = min(k["coverage"] if k["coverage"] is not None else 1.0, summ["ci_coverage"])
-    repeat = int(run.get("repeat") or 1)
-    between = None
-    if spreads:
-        spread, half = _median(spreads), _median(halves)
-        between = {"metrics": len(spreads), "spread_median": spread, "within_half_width_median": half,
-                   "narrower": half < spread / 2}
-    return {"kinds": sorted(kinds.values(), key=lambda k: (-k["metrics"], k["label"])), "repeat": repeat,
-            "rerun": _rerun_coverage(repeat), "rerun_repeated": None if repeat > 1 else _rerun_coverage(3),
-            "between": between,
-            "median_cv": _median(cvs) if cvs else None,
-            "metrics": sum(k["metrics"] for k in kinds.values())}
-
-
-def _median(values: list[float]) -> float:
-    values = sorted(values)
-    return values[len(values) // 2]
-
-
 def _roofline_summary(rows: list[dict]) -> dict:
     """The SUSPICIOUS threshold with its reason, and, when no number is suspicious, why none is."""
     policy = flops.load_models()["roofline"]
@@ -370,64 +315,11 @@ def _roofline_summary(rows: list[dict]) -> dict:
     return {"suspicious_fraction": frac, "why": policy["why"], "none_suspicious": none_txt}
 
 
-def _rerun_coverage(repeat: int = 1) -> dict | None:
-    """The kit's own measurement of run-to-run spread on one machine (reprokit/data/rerun_coverage.json,
-    written by scripts/bench_rerun_coverage.py with its command, machine and date) made with one process
-    per cell when `repeat` is 1, else with several; None when there is none."""
-    if not files.data_exists("rerun_coverage.json"):
-        return None
-    doc = files.load_data("rerun_coverage.json")
-    found = [m for m in doc["measurements"] if (m["summary"]["processes"] > 1) == (repeat > 1)]
-    if not found:
-        return None
-    m = found[-1]
-    s = m["summary"]
-    per_cell = "one process per cell" if s["processes"] == 1 else f"{s['processes']} processes per cell"
-    short = (f"{s['inside']} of {s['pairs']} medians of a second run ({s['coverage']:.0%}) fell inside the "
-             f"first run's intervals, {per_cell}")
-    text = (f"{short} ({', '.join(s['interval_labels'])}); the medians moved by {s['shift_median']:.1%} "
-            f"(median over metrics; {s['shift_p90']:.0%} at the 90th percentile) while the intervals' median "
-            f"half-width was {s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']})")
-    return {"text": text, "short": short, "command": m["command"], "machine": m["machine"], "date": m["date"],
-            **s}
-
-
 def _run_device(devices_: list[str], host: dict) -> str:
     if "gpu" in devices_:
         names = [str(g.get("name")) for g in host.get("gpus") or [] if isinstance(g, dict)]
         return f"GPU ({', '.join(names) or 'name not recorded'})"
     return f"CPU ({cpus.short_label(host.get('cpu') or {})})" if devices_ or host else "machine"
-
-
-def _load(run: dict, cells: list[dict]) -> dict:
-    """The 1-minute load average around every cell against the host's core count. A cell can keep
-    every usable core busy itself, and its own threads are in the average read just after it (and,
-    decaying, before the next one), so a cell counts as loaded only above cores + 1: at least one
-    runnable thread more than the benchmark can account for. The CPU peak probe, which runs before
-    any cell, counts as loaded above the core count."""
-    host = run.get("host_fingerprint") or {}
-    cpu = host.get("cpu") or {}
-    cores = cpu.get("usable_cores") or cpu.get("logical_cores")
-    limit = cores + 1 if cores else None
-    per_cell = []
-    for c in cells:
-        la = c.get("load_avg") or {}
-        before, after = ((la.get(k) or [None])[0] for k in ("before", "after"))
-        if before is None and after is None:
-            continue
-        worst = max(x for x in (before, after) if x is not None)
-        per_cell.append({"cell_id": c["cell_id"], "before_1min": before, "after_1min": after,
-                         "high": limit is not None and worst > limit})
-    start = host.get("load_avg")
-    probe = (run.get("cpu_peak") or {}).get("load_avg_1min")
-    high = [c["cell_id"] for c in per_cell if c["high"]]
-    return {"cores": cores, "limit_1min": limit, "host_at_start": start if isinstance(start, list) else None,
-            "cpu_peak_probe_1min": probe,
-            "cpu_peak_probe_high": bool(cores) and probe is not None and probe > cores,
-            "cells": per_cell, "high_cells": high,
-            "max_1min": max((x for c in per_cell for x in (c["before_1min"], c["after_1min"])
-                             if x is not None), default=None),
-            "warning": bool(high)}
 
 
 def _rows_for(numbers: list[dict], run: dict, cells: dict[str, dict],
@@ -439,7 +331,7 @@ def _rows_for(numbers: list[dict], run: dict, cells: dict[str, dict],
     out = []
     for n, v in zip(numbers, verdicts.verdicts_for_run(numbers, cells, run, all_sources)):
         cell = cells.get(n["cell"]) if n["cell"] else None
-        r = compare_published.row(n, v, cell, entries.get(n["cell"]) if n["cell"] else None)
+        r = report_rows.row(n, v, cell, entries.get(n["cell"]) if n["cell"] else None)
         r["anchor"] = number_anchor(n["id"])
         r["device_label"] = _device_label(r["device"], host, short=True) if r["device"] else None
         r["load_high"] = n["cell"] in high
@@ -562,32 +454,6 @@ def _stack_summary(stack: str, cells: list[dict], spec: dict) -> dict:
     }
 
 
-def _not_run(run: dict, cells: dict[str, dict]) -> list[dict]:
-    out = []
-    seen = set()
-    for e in run["cells"]:
-        c = cells.get(e["cell_id"])
-        status = c["status"] if c else e["status"]
-        seen.add(e["cell_id"])
-        if status != "ok":
-            out.append({"cell_id": e["cell_id"], "stack": e["stack"], "status": status,
-                        "reason": (c or e).get("reason") or ("no result file" if not c else None),
-                        "log_file": (c or {}).get("log_file")})
-    for cid, c in cells.items():
-        if cid not in seen and c["status"] != "ok":
-            out.append({"cell_id": cid, "stack": c["stack"], "status": c["status"],
-                        "reason": c.get("reason"), "log_file": c.get("log_file")})
-    return out
-
-
-def _incomplete(run: dict) -> list[dict]:
-    """Cells with no usable result (missing, invalid, interrupted, pending), each with its reason:
-    the report says so at the top instead of claiming every cell ran."""
-    return [{"cell_id": e["cell_id"], "stack": e.get("stack"), "status": e["status"],
-             "label": e["status"].upper(), "reason": e.get("reason")}
-            for e in reconcile.incomplete(run)]
-
-
 def _cluster(run: dict, cell_list: list[dict]) -> dict | None:
     """A Slurm run (reprokit/runners/slurm.py): its launcher, job arrays, whether cells had their
     nodes to themselves, and its nodes with their cells; None for the other runners (whose reports
@@ -633,7 +499,7 @@ def build_context(rundir: results.RunDir) -> dict:
     device_kinds = sorted({c.get("device") for c in cell_list if c.get("device")})
     all_sources = suites.load_sources()
     published = [n for sid in source_ids for n in suites.load_published(sid)]
-    load = _load(run, cell_list)
+    load = run_health.machine_load(run, cell_list)
     rows = _rows_for(published, run, cells, all_sources, load)
     labelled = _labelled_cells(run["suite"])
     sections = [_source_section(sid, all_sources.get(sid, {}), [r for r in rows if r["source"] == sid],
@@ -665,7 +531,7 @@ def build_context(rundir: results.RunDir) -> dict:
         "devices": device_kinds, "device_labels": {d: _device_label(d, host) for d in device_kinds},
         "run_device": run_device,
         "first_screen": first_screen,
-        "intervals": _intervals(cell_list, run),
+        "intervals": run_health.interval_summary(cell_list, run),
         "conventions": roofline.CONVENTIONS,
         "roofline": _roofline_summary(rows),
         "efficiency_tolerance": verdicts.load_policy()["efficiency"]["tolerance"],
@@ -675,11 +541,11 @@ def build_context(rundir: results.RunDir) -> dict:
         "sources": sections,
         "claims": sorted(claim_results, key=lambda c: CLAIM_ORDER.index(c["status"])),
         "claims_without_claim": [c["id"] for c in claim_results if c["status"] == claims.NO_CLAIM],
-        "overhead": _overhead(run, cells),
-        "unmatched": compare_published.unmatched(published, cell_list),
+        "overhead": run_health.driver_overhead(run, cells),
+        "unmatched": report_rows.unmatched(published, cell_list),
         "variants": _variants(labelled, cells),
-        "not_run": _not_run(run, cells),
-        "incomplete": _incomplete(run),
+        "not_run": run_health.cells_not_run(run, cells),
+        "incomplete": run_health.incomplete_cells(run),
         "incidents": [{"kind": i.get("kind"), "at": i.get("at"), "cell_id": i.get("cell_id"),
                        "text": i.get("text")} for i in run.get("incidents") or []],
         "environments": {
@@ -696,7 +562,7 @@ def build_context(rundir: results.RunDir) -> dict:
 
 def load_report(path: Path) -> dict:
     """A report.json, validated against report.schema.json."""
-    return results.read_json(Path(path), "report")
+    return files.read_json(Path(path), "report")
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -742,7 +608,7 @@ def render(rundir: results.RunDir) -> list[Path]:
         for table in section["tables"]:
             svg = plots.table_svg([nums[i] for i in table["numbers"]], table["anchor"])
             path = rundir.path / table["plot"]
-            results.write_text_atomic(path, svg)
+            files.write_text_atomic(path, svg)
             written.add(path.name)
             # Safe to embed: made by matplotlib and re-serialised by ElementTree, which escapes
             # every text node and attribute (labels come from data).
@@ -752,8 +618,8 @@ def render(rundir: results.RunDir) -> list[Path]:
             if old.name not in written:
                 old.unlink()
     out = [rundir.path / "report.md", rundir.path / "report.html", rundir.path / "report.json"]
-    results.write_text_atomic(out[0], md_env.get_template("report.md.j2").render(r=context, nums=nums))
-    results.write_text_atomic(out[1], html_env.get_template("report.html.j2")
-                              .render(r=context, nums=nums, svgs=svgs))
-    results.write_text_atomic(out[2], json.dumps(context, indent=1, ensure_ascii=False) + "\n")
+    files.write_text_atomic(out[0], md_env.get_template("report.md.j2").render(r=context, nums=nums))
+    files.write_text_atomic(out[1], html_env.get_template("report.html.j2")
+                            .render(r=context, nums=nums, svgs=svgs))
+    files.write_text_atomic(out[2], json.dumps(context, indent=1, ensure_ascii=False) + "\n")
     return out

@@ -18,7 +18,7 @@ import pytest
 
 from reprokit import suites, validate
 from reprokit.analysis import published_metric, verdicts
-from reprokit.compare_published import row as report_row
+from reprokit.analysis.report_rows import row as report_row
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))

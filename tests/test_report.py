@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import compare_published as cp
 from reprokit import plots, report, results, suites, validate
-from reprokit.analysis import verdicts
+from reprokit.analysis import report_rows as cp
+from reprokit.analysis import run_health, verdicts
 from reprokit.errors import UserError
 
 STORED = Path(__file__).resolve().parent / "data" / "runs"
@@ -277,7 +277,7 @@ def test_a_cell_keeping_all_cores_busy_itself_is_not_called_loaded():
     run = {"host_fingerprint": {"cpu": {"usable_cores": 2}}, "cells": []}
     own = {"cell_id": "a", "load_avg": {"before": [0.3], "after": [2.1]}}
     other = {"cell_id": "b", "load_avg": {"before": [2.0], "after": [3.2]}}
-    load = report._load(run, [own, other])
+    load = run_health.machine_load(run, [own, other])
     assert load["high_cells"] == ["b"] and load["limit_1min"] == 3 and load["warning"] is True
 
 
@@ -421,7 +421,7 @@ def test_svg_escapes_labels_and_prefixes_ids():
 
 
 def test_one_unit_conversion_function():
-    # compare_published has no unit table of its own: it converts through verdicts.convert
+    # report_rows has no unit table of its own: it converts through verdicts.convert
     assert not any(hasattr(cp, n) for n in ("TIME_UNITS", "MEMORY_UNITS", "unit_factor"))
     assert cp.better("words/s") == "higher" and cp.better("ms") == "lower" and cp.better("MiB") == "lower"
     assert cp.reading(0.5, "words/s") == "2x slower" and cp.reading(0.5, "s") == "2x faster"

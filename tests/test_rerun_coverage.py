@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import report, validate
+from reprokit import validate
+from reprokit.analysis import run_health
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "tests" / "data" / "runs"
@@ -43,11 +44,11 @@ def test_compare_two_stored_runs_counts_medians_inside(tmp_path):
 def test_the_packaged_measurement_is_valid_and_quoted():
     path = REPO / "reprokit" / "data" / "rerun_coverage.json"
     if not path.exists():
-        assert report._rerun_coverage() is None
+        assert run_health.rerun_coverage() is None
         return
     doc = json.loads(path.read_text())
     assert validate.errors("rerun_coverage", doc) == []
     for m in doc["measurements"]:
-        quoted = report._rerun_coverage(m["summary"]["processes"])
+        quoted = run_health.rerun_coverage(m["summary"]["processes"])
         assert f"{m['summary']['inside']} of {m['summary']['pairs']}" in quoted["text"]
         assert m["command"] in quoted["text"] and m["date"] in quoted["text"]

@@ -1,6 +1,6 @@
 """The report's first screen: one line per source that answers "does it hold here?".
 
-Pure functions over the report rows (reprokit.compare_published.row, one per published number) and
+Pure functions over the report rows (reprokit.analysis.report_rows.row, one per published number) and
 the checked claims (reprokit.analysis.claims) of a source. Each line says what was tested on this
 run's hardware and how it came out, what cannot be tested here and why, and what is physically
 impossible (with the roofline bound), in that order.

@@ -1,0 +1,161 @@
+"""How healthy a run was, from its run record and cell results (pure, no rendering).
+
+What the report says about the run itself rather than about the published numbers: the machine's
+load around every cell (`machine_load`), the driver's time beside the cells' (`driver_overhead`),
+how the intervals were made and how far they carry between runs (`interval_summary`, with the kit's
+own measurement of run-to-run spread, `rerun_coverage`), and the cells without a usable result
+(`cells_not_run`, `incomplete_cells`).
+"""
+
+from __future__ import annotations
+
+from reprokit import files, reconcile
+from reprokit.analysis import stats
+
+
+def driver_overhead(run: dict, cells: dict[str, dict]) -> dict:
+    per_cell = []
+    total = 0.0
+    for e in run["cells"]:
+        pw = e.get("process_wall_s")
+        w = (cells.get(e["cell_id"]) or {}).get("wall_s")
+        if pw is not None:
+            total += pw
+        per_cell.append({"cell_id": e["cell_id"], "process_wall_s": pw, "wall_s": w,
+                         "overhead_s": pw - w if pw is not None and w is not None else None})
+    wall = run.get("wall_s")
+    return {"run_wall_s": wall, "cells_process_wall_s": total,
+            "driver_overhead_s": wall - total if wall is not None else None, "cells": per_cell}
+
+
+INTERVAL_METHODS = {
+    "binomial_order_statistic": "exact order-statistic interval of the median, n >= 6",
+    "min_max": "[min, max] of fewer than 6 samples",
+    "process_medians_order_statistic": "order-statistic interval over 6 or more process medians",
+    "process_medians_min_max": "[min, max] of fewer than 6 process medians",
+    "none": "a single sample: no interval",
+}
+
+
+def interval_summary(cells: list[dict], run: dict) -> dict:
+    """How the run's intervals were made: per label (coverage) and method, how many timed metrics; the
+    median CV; with run --repeat K the spread between process medians against the within-process
+    interval; and the kit's measured run-to-run coverage (context)."""
+    kinds: dict[tuple, dict] = {}
+    cvs, spreads, halves = [], [], []
+    for c in cells:
+        if c.get("status") != "ok":
+            continue
+        for m in (c.get("metrics") or {}).values():
+            if not m.get("samples"):
+                continue
+            summ = stats.summarize_metric(m)
+            if summ.get("cv") is not None:
+                cvs.append(summ["cv"])
+            between = summ.get("between") or {}
+            if between.get("spread_rel") is not None and between.get("within_half_width_rel") is not None:
+                spreads.append(between["spread_rel"])
+                halves.append(between["within_half_width_rel"])
+            method = summ.get("ci_method") or "none"
+            key = (summ.get("ci_label") or "no interval", method)
+            k = kinds.setdefault(key, {"label": key[0], "method": method,
+                                       "method_text": INTERVAL_METHODS.get(method, method),
+                                       "coverage": summ.get("ci_coverage"), "metrics": 0})
+            k["metrics"] += 1
+            if summ.get("ci_coverage") is not None:  # the least any interval of this kind covers
+                k["coverage"] = min(k["coverage"] if k["coverage"] is not None else 1.0, summ["ci_coverage"])
+    repeat = int(run.get("repeat") or 1)
+    between = None
+    if spreads:
+        spread, half = _upper_median(spreads), _upper_median(halves)
+        between = {"metrics": len(spreads), "spread_median": spread, "within_half_width_median": half,
+                   "narrower": half < spread / 2}
+    return {"kinds": sorted(kinds.values(), key=lambda k: (-k["metrics"], k["label"])), "repeat": repeat,
+            "rerun": rerun_coverage(repeat), "rerun_repeated": None if repeat > 1 else rerun_coverage(3),
+            "between": between,
+            "median_cv": _upper_median(cvs) if cvs else None,
+            "metrics": sum(k["metrics"] for k in kinds.values())}
+
+
+def _upper_median(values: list[float]) -> float:
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def rerun_coverage(repeat: int = 1) -> dict | None:
+    """The kit's own measurement of run-to-run spread on one machine (reprokit/data/rerun_coverage.json,
+    written by scripts/bench_rerun_coverage.py with its command, machine and date) made with one process
+    per cell when `repeat` is 1, else with several; None when there is none."""
+    if not files.data_exists("rerun_coverage.json"):
+        return None
+    doc = files.load_data("rerun_coverage.json")
+    found = [m for m in doc["measurements"] if (m["summary"]["processes"] > 1) == (repeat > 1)]
+    if not found:
+        return None
+    m = found[-1]
+    s = m["summary"]
+    per_cell = "one process per cell" if s["processes"] == 1 else f"{s['processes']} processes per cell"
+    short = (f"{s['inside']} of {s['pairs']} medians of a second run ({s['coverage']:.0%}) fell inside the "
+             f"first run's intervals, {per_cell}")
+    text = (f"{short} ({', '.join(s['interval_labels'])}); the medians moved by {s['shift_median']:.1%} "
+            f"(median over metrics; {s['shift_p90']:.0%} at the 90th percentile) while the intervals' median "
+            f"half-width was {s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']})")
+    return {"text": text, "short": short, "command": m["command"], "machine": m["machine"], "date": m["date"],
+            **s}
+
+
+def machine_load(run: dict, cells: list[dict]) -> dict:
+    """The 1-minute load average around every cell against the host's core count. A cell can keep
+    every usable core busy itself, and its own threads are in the average read just after it (and,
+    decaying, before the next one), so a cell counts as loaded only above cores + 1: at least one
+    runnable thread more than the benchmark can account for. The CPU peak probe, which runs before
+    any cell, counts as loaded above the core count."""
+    host = run.get("host_fingerprint") or {}
+    cpu = host.get("cpu") or {}
+    cores = cpu.get("usable_cores") or cpu.get("logical_cores")
+    limit = cores + 1 if cores else None
+    per_cell = []
+    for c in cells:
+        la = c.get("load_avg") or {}
+        before, after = ((la.get(k) or [None])[0] for k in ("before", "after"))
+        if before is None and after is None:
+            continue
+        worst = max(x for x in (before, after) if x is not None)
+        per_cell.append({"cell_id": c["cell_id"], "before_1min": before, "after_1min": after,
+                         "high": limit is not None and worst > limit})
+    start = host.get("load_avg")
+    probe = (run.get("cpu_peak") or {}).get("load_avg_1min")
+    high = [c["cell_id"] for c in per_cell if c["high"]]
+    return {"cores": cores, "limit_1min": limit, "host_at_start": start if isinstance(start, list) else None,
+            "cpu_peak_probe_1min": probe,
+            "cpu_peak_probe_high": bool(cores) and probe is not None and probe > cores,
+            "cells": per_cell, "high_cells": high,
+            "max_1min": max((x for c in per_cell for x in (c["before_1min"], c["after_1min"])
+                             if x is not None), default=None),
+            "warning": bool(high)}
+
+
+def cells_not_run(run: dict, cells: dict[str, dict]) -> list[dict]:
+    out = []
+    seen = set()
+    for e in run["cells"]:
+        c = cells.get(e["cell_id"])
+        status = c["status"] if c else e["status"]
+        seen.add(e["cell_id"])
+        if status != "ok":
+            out.append({"cell_id": e["cell_id"], "stack": e["stack"], "status": status,
+                        "reason": (c or e).get("reason") or ("no result file" if not c else None),
+                        "log_file": (c or {}).get("log_file")})
+    for cid, c in cells.items():
+        if cid not in seen and c["status"] != "ok":
+            out.append({"cell_id": cid, "stack": c["stack"], "status": c["status"],
+                        "reason": c.get("reason"), "log_file": c.get("log_file")})
+    return out
+
+
+def incomplete_cells(run: dict) -> list[dict]:
+    """Cells with no usable result (missing, invalid, interrupted, pending), each with its reason:
+    the report says so at the top instead of claiming every cell ran."""
+    return [{"cell_id": e["cell_id"], "stack": e.get("stack"), "status": e["status"],
+             "label": e["status"].upper(), "reason": e.get("reason")}
+            for e in reconcile.incomplete(run)]
