@@ -10,8 +10,9 @@ numbers were published on GPUs, compose/<suite>.gpu.yml.
 
 One service per stack of the suite: image = the stack's alias tag reprokit/<dir>:<flavour> (moved
 by `reproduce.py build` to the newest build; the exact tag and image ID are in images/lock.json),
-command = the harness on that stack's whole job, and the DockerRunner's container as
-reprokit/runners/cell_container.py describes it (environment, mounts) with its security settings.
+command = the image's interpreter running the harness on that stack's whole job, and the
+container as reprokit/runners/container.py describes it for the Docker runner and the Slurm
+launchers (environment, mounts, user, isolation, limits, labels), rendered by compose_service.
 Per-cell timeouts are the DockerRunner's job: compose runs each stack's job in one container.
 GPU services reserve GPUs by id (deploy.resources.reservations.devices.device_ids: 0..N-1 for
 the most GPUs a cell of the stack needs), with NVIDIA_VISIBLE_DEVICES naming the same ids, and
@@ -31,17 +32,10 @@ from pathlib import Path
 
 import yaml
 
-from reprokit import images, results, suites
+from reprokit import images, recipes, results, suites
 from reprokit.plan import Options, make_job, make_plan
-from reprokit.runners import cell_container as spec
-from reprokit.runners.docker import (
-    BENCH_IN_CONTAINER,
-    MEM_LIMIT,
-    NOBODY,
-    PIDS_LIMIT,
-    RESULTS_IN_CONTAINER,
-    TMPFS,
-)
+from reprokit.runners import container as spec
+from reprokit.runners.container import CELLS_IN_CONTAINER, MEM_LIMIT, NOBODY
 
 REPO = Path(__file__).resolve().parent.parent
 COMPOSE = REPO / "compose"
@@ -76,38 +70,18 @@ def is_gpu_suite(suite: suites.Suite) -> bool:
 
 
 def service(stack: str, spec_: dict, flavour: str, gpus: int) -> dict:
+    """The stack's service: the cell container of reprokit/runners/container.py running the
+    stack's whole job, with compose.env's variables where the values are the run's."""
     run_dir = "${REPROKIT_RUN_DIR:-../results/compose}"
     ids = [str(i) for i in range(max(1, gpus))] if flavour == "gpu" else []
     env = spec.environment(spec_, flavour, ids, image_id="${%s:-}" % env_name(stack))
-    jit = jit_key(stack) if flavour == "gpu" else None
-    volumes = []
-    for m in spec.mounts("../bench", run_dir, f"{run_dir}/cells", jit_volume=jit):
-        volumes.append({"type": m.type, "source": m.source, "target": m.target,
-                        "read_only": m.read_only})
-    svc = {
-        "image": images.alias_tag(spec_["image"], flavour),
-        "command": ["python3", f"{BENCH_IN_CONTAINER}/harness.py",
-                    f"{RESULTS_IN_CONTAINER}/jobs/{stack}.docker.json"],
-        "working_dir": BENCH_IN_CONTAINER,
-        "user": "${REPROKIT_USER:-%s}" % NOBODY,
-        "network_mode": "none",
-        "privileged": False,
-        "read_only": True,
-        "init": True,
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
-        "tmpfs": [f"{k}:{v}" for k, v in TMPFS.items()],
-        "mem_limit": "${REPROKIT_DOCKER_MEMORY:-%s}" % MEM_LIMIT,
-        "memswap_limit": "${REPROKIT_DOCKER_MEMORY:-%s}" % MEM_LIMIT,
-        "pids_limit": PIDS_LIMIT,
-        "environment": env,
-        "volumes": volumes,
-        "labels": {"org.reprokit.stack": stack},
-    }
-    if flavour == "gpu":  # never run: no GPU here
-        svc["deploy"] = {"resources": {"reservations": {"devices": [
-            {"driver": "nvidia", "device_ids": ids, "capabilities": ["gpu"]}]}}}
-    return svc
+    box = spec.cell_spec(
+        image=images.alias_tag(spec_["image"], flavour), python=recipes.interpreter(spec_["image"]),
+        stack=stack, env=env, user="${REPROKIT_USER:-%s}" % NOBODY, bench_dir="../bench",
+        run_dir=run_dir, cells_dir=f"{run_dir}/cells", job_name=f"{stack}.docker.json",
+        gpu_ids=ids, jit_volume=jit_key(stack) if flavour == "gpu" else None,
+        mem_limit="${REPROKIT_DOCKER_MEMORY:-%s}" % MEM_LIMIT)
+    return spec.compose_service(box)
 
 
 def compose_doc(suite_name: str, flavour: str = "cpu") -> dict:
@@ -180,7 +154,7 @@ def prepare_run_dir(suite_name: str, run_dir: Path, flavour: str = "cpu", quick:
     cells = run_dir / "cells"
     cells.mkdir(parents=True, exist_ok=True)
     for stack in plan.by_stack():
-        job = make_job(plan, stack, run_dir.name, kit, f"{RESULTS_IN_CONTAINER}/cells")
+        job = make_job(plan, stack, run_dir.name, kit, CELLS_IN_CONTAINER)
         p = run_dir / "jobs" / f"{stack}.docker.json"
         results.write_json_atomic(p, job, "job")
         p.chmod(0o644)

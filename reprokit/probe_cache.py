@@ -92,7 +92,7 @@ def lookup(entries: list[dict], host_id: str | None, gpu: Mapping[str, Any], sta
 
 def _gpu_used(fingerprint: Mapping[str, Any], gpus: Any) -> dict | None:
     """The host GPU a one-GPU probe container ran on: the first of the GPU ids the Docker runner
-    records (`runner.gpus`, a list of indices or UUIDs; reprokit/runners/cell_container.py gpu_ids),
+    records (`runner.gpus`, a list of indices or UUIDs; reprokit/runners/container.py gpu_ids),
     GPU 0 without any. None when the id is not one of the fingerprint's GPUs: no entry rather than
     a wrong one."""
     fp_gpus = list(fingerprint.get("gpus") or [])

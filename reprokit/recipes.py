@@ -38,6 +38,8 @@ MARKER = "recorded on first build"
 WIDTH = 100
 FLAVOURS = ("cpu", "gpu")
 STUB_DIR = "/opt/reprokit/cuda-stub"  # build stage: the CUDA driver stub, as libcuda.so.1
+VENV = "/opt/venv"  # the images' virtualenv (images/_blocks/wheelhouse.j2, runtime.j2)
+SYSTEM_PYTHON = "/usr/bin/python3"  # the Debian/Ubuntu python3 package of an image without one
 
 
 def blocks(root: Path | None = None) -> Path:
@@ -191,10 +193,25 @@ def _stage(image_dir: str, spec: dict | None, params: dict, distros: dict, by_ar
             "after_venv": spec.get("after_venv"), "copy_from_build": spec.get("copy_from_build") or []}
 
 
+def has_venv(params: dict) -> bool:
+    """A recipe installs requirements into a virtualenv (VENV) iff a flavour has requirements."""
+    return any(params["flavours"][fl]["requirements"] for fl in FLAVOURS)
+
+
+def interpreter(image_dir: str, root: Path | None = None) -> str:
+    """The image's Python by absolute path, as every container launcher runs it: the venv's
+    (images/_blocks/wheelhouse.j2 creates VENV, runtime.j2 puts its bin/ first on PATH), else the
+    base's python3 package (every base in distros.yaml is Debian or Ubuntu). An image without a
+    recipe.yaml: `python3` as its PATH finds it."""
+    if not ((root or IMAGES) / image_dir / "recipe.yaml").is_file():
+        return "python3"
+    return f"{VENV}/bin/python3" if has_venv(load_recipe(image_dir, root)) else SYSTEM_PYTHON
+
+
 def _venv(image_dir: str, params: dict, distros: dict) -> dict | None:
     flavours = params["flavours"]
     reqs = {fl: flavours[fl]["requirements"] for fl in FLAVOURS}
-    if not any(reqs.values()):
+    if not has_venv(params):
         return None
     for fl, name in reqs.items():
         if name != f"requirements-{fl}.txt":

@@ -17,7 +17,7 @@ import docker
 import pytest
 
 from reprokit import compose, images, recipes, results, suites
-from reprokit.runners import cell_container as spec
+from reprokit.runners import container as spec
 from reprokit.runners.docker import DockerRunner
 
 REPO = Path(__file__).resolve().parent.parent
@@ -201,6 +201,33 @@ def test_the_compose_service_is_the_runners_container():
     cpu = compose.compose_doc("legacy-2017", "cpu")["services"]["theano-0.9"]
     assert cpu["environment"]["NVIDIA_VISIBLE_DEVICES"] == "void" and "deploy" not in cpu
     assert spec.jit_cache_path() not in {v["target"] for v in cpu["volumes"]}
+
+
+def test_the_compose_service_and_the_runners_container_are_labelled_and_started_alike(tmp_path,
+                                                                                       monkeypatch):
+    """One label namespace (the compose files said org.reprokit.stack, the runner reprokit.stack)
+    and one interpreter, the image's own by absolute path."""
+    client, _ = run_cell(tmp_path, monkeypatch)
+    svc = compose.compose_doc("legacy-2017", "gpu")["services"]["theano-0.9"]
+    assert svc["labels"] == {"reprokit.stack": "theano-0.9"}
+    assert client.created["labels"]["reprokit.stack"] == "theano-0.9"
+    python = recipes.interpreter("legacy-2017-theano")
+    assert python == "/opt/venv/bin/python3"
+    assert svc["command"][0] == client.created["command"][0] == python
+    assert svc["command"][1:] == client.created["command"][1:3]  # the harness on the same job
+
+
+def test_each_images_interpreter_is_the_one_its_dockerfile_makes():
+    """The interpreter every launcher runs: the venv's python3 where the recipe makes a venv (and
+    puts it first on PATH), else the base's python3 package; smoke-python has no venv."""
+    for d in recipes.image_dirs():
+        text = (REPO / "images" / d / "Dockerfile").read_text()
+        python = recipes.interpreter(d)
+        if python.startswith(recipes.VENV):
+            assert f"python3 -m venv {recipes.VENV}" in text and f"PATH={recipes.VENV}/bin:" in text, d
+        else:
+            assert python == recipes.SYSTEM_PYTHON and "venv" not in text, d
+    assert recipes.interpreter("smoke-python") == "/usr/bin/python3"
 
 
 def test_the_images_cache_path_is_the_runners():

@@ -321,7 +321,7 @@ def test_docker_runner_mounts_the_data_read_only(tmp_path, data_dir, lock, no_pe
 
 
 def test_container_job_rewrites_data_dirs(tmp_path):
-    from reprokit.runners.docker import container_job
+    from reprokit.runners.container import container_job
     root = tmp_path / "data"
     job = {"schema_version": 1, "run_id": "r", "stack": "s", "kit": {"version": "x",
                                                                      "git_commit": None},
@@ -337,7 +337,9 @@ def test_container_job_rewrites_data_dirs(tmp_path):
     path = tmp_path / "jobs" / "s.json"
     path.parent.mkdir()
     path.write_text(json.dumps(job))
-    out = json.loads(container_job(path).read_text())
+    copy, data_root = container_job(path)
+    out = json.loads(copy.read_text())
+    assert data_root == str(root)
     assert [c["params"].get("data_dir") for c in out["cells"]] == ["/data/ptb", "/data", None]
     assert out["data_root"] == "/data"
 

@@ -19,7 +19,8 @@ from reprokit.commands.build import build_image
 from reprokit.execute import execute, exit_code
 from reprokit.plan import Options, make_plan
 from reprokit.runners.base import StackUnavailable
-from reprokit.runners.docker import DockerRunner, describe_exit, device_request
+from reprokit.runners.container import device_request
+from reprokit.runners.docker import DockerRunner, describe_exit
 from reprokit.suites import Cell, Suite, load_stacks
 
 BUDGET = {"min_samples": 3, "max_samples": 20, "time_budget_s": 0, "warmup": 0}
@@ -255,7 +256,7 @@ def test_the_jit_cache_volume_persists_between_cells_and_each_cell_records_cold(
     in a container of its own, finds that file (warm)."""
     import uuid
 
-    from reprokit.runners import cell_container as spec
+    from reprokit.runners import container as spec
 
     runner = DockerRunner(client=client, say=QUIET, jit_cache=True)
     runner._host_key = f"test-{uuid.uuid4().hex[:8]}"  # a volume of this test's own

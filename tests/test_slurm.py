@@ -31,7 +31,8 @@ from test_faults import (
     wait_until,
 )
 
-from reprokit import results
+from reprokit import recipes, results
+from reprokit.suites import load_stacks
 
 REPO = Path(__file__).resolve().parent.parent
 SLOW = ["--min-samples", "3000"]  # the LSTM cell takes ~18 s here, the matmul cell ~3 s
@@ -158,8 +159,12 @@ def test_smoke_suite_through_slurm_with_the_docker_launcher(cluster, tmp_path):
         r = c["runner"]
         assert r["image_id"].startswith("sha256:") and r["container_name"].startswith("reprokit-slurm-")
         assert r["security"]["network_mode"] == "none" and r["security"]["cap_drop"] == ["ALL"]
-        # the image's interpreter ran, not the host's
-        assert not c["stack_fingerprint"]["python"]["executable"].startswith(sys.prefix)
+        # the image's interpreter ran, by the absolute path the container spec names (/usr/bin/python3
+        # in the smoke image, the venv's in the others), not the host's: on a host whose Python is
+        # Debian's too, a prefix test (/usr) could not tell them apart
+        image = load_stacks()[c["stack"]]["image"]
+        assert r["python"] == recipes.interpreter(image), r
+        assert c["stack_fingerprint"]["python"]["executable"] == r["python"] != sys.executable
     # every container is gone (docker run --rm)
     left = client.containers.list(all=True, filters={"label": f"reprokit.run_dir={rundir.path.resolve()}"})
     assert not left, [c.name for c in left]

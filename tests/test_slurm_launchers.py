@@ -1,5 +1,5 @@
 """The Slurm runner's pieces that need no cluster (issue 15): the command lines each launcher builds
-from the one container spec (reprokit/runners/containerspec.py), the mapping of every terminal
+from the one container spec (reprokit/runners/container.py), the mapping of every terminal
 Slurm state to a cell status, squeue's output, time limits, and the bad inputs of the --slurm-*
 options. Apptainer and pyxis are not installed here: their command lines are checked here and have
 never run. The Docker command line runs for real in tests/test_slurm.py (the Docker launcher)."""
@@ -13,8 +13,15 @@ import pytest
 from reprokit import suites
 from reprokit.runners import launchers
 from reprokit.runners.base import BENCH, StackUnavailable
-from reprokit.runners.containerspec import apptainer_argv, cell_spec, docker_argv, pyxis_argv
-from reprokit.runners.docker import BENCH_IN_CONTAINER, RESULTS_IN_CONTAINER, DockerRunner
+from reprokit.runners.container import (
+    BENCH_IN_CONTAINER,
+    RESULTS_IN_CONTAINER,
+    apptainer_argv,
+    cell_spec,
+    docker_argv,
+    docker_create_kwargs,
+    pyxis_argv,
+)
 from reprokit.runners.slurm import (
     STATES,
     SlurmOptions,
@@ -30,12 +37,14 @@ REPO = Path(__file__).resolve().parent.parent
 CELL = "smoke/python/matmul/n24"
 
 
-def spec(gpus=0, data_root=None):
-    return cell_spec(image="sha256:abc", stack="smoke-python", run_dir="/shared/results/r1",
-                     cells_dir="/shared/results/r1/cells", job_name="smoke-python.docker.json",
-                     cell_id=CELL, process=None, env={"THEANO_FLAGS": "device=cpu"},
-                     user="1000:1000", bench_dir="/shared/kit/bench", data_root=data_root,
-                     gpus=gpus, name="reprokit-slurm-x")
+def spec(gpus=0, data_root=None, jit_volume=None):
+    return cell_spec(image="sha256:abc", python="python3", stack="smoke-python",
+                     run_dir="/shared/results/r1", cells_dir="/shared/results/r1/cells",
+                     job_name="smoke-python.docker.json", cell_id=CELL, process=None,
+                     env={"THEANO_FLAGS": "device=cpu"}, user="1000:1000",
+                     bench_dir="/shared/kit/bench", data_root=data_root,
+                     gpu_ids=[str(i) for i in range(gpus)], jit_volume=jit_volume,
+                     name="reprokit-slurm-x")
 
 
 def pairs(argv, flag):
@@ -61,17 +70,23 @@ def test_docker_command_line_has_every_isolation_setting_of_the_docker_runner():
     assert argv[i + 1:] == ["python3", f"{BENCH_IN_CONTAINER}/harness.py",
                             f"{RESULTS_IN_CONTAINER}/jobs/smoke-python.docker.json", "--cell", CELL]
     # the same settings the Docker runner gives the SDK (one description, not a third copy)
-    runner = DockerRunner.__new__(DockerRunner)  # no engine needed for its settings
-    runner.mem_limit, runner.pids_limit = s.mem_limit, s.pids_limit
-    sdk = runner.security("1000:1000")
-    for key in ("network_mode", "privileged", "cap_drop", "security_opt", "read_only_rootfs",
-                "tmpfs", "user", "mem_limit", "memswap_limit", "pids_limit"):
-        assert s.security()[key] == sdk[key], key
+    sdk = docker_create_kwargs(s)
+    assert sdk["network_mode"] == pairs(argv, "--network")[0] and sdk["user"] == "1000:1000"
+    assert sdk["read_only"] is True and sdk["init"] is True and sdk["privileged"] is False
+    assert sdk["cap_drop"] == pairs(argv, "--cap-drop")
+    assert sdk["security_opt"] == pairs(argv, "--security-opt")
+    assert sdk["mem_limit"] == sdk["memswap_limit"] == pairs(argv, "--memory")[0]
+    assert str(sdk["pids_limit"]) == pairs(argv, "--pids-limit")[0]
+    assert [f"{k}:{v}" for k, v in sdk["tmpfs"].items()] == pairs(argv, "--tmpfs")
+    assert sdk["command"] == argv[i + 1:] and sdk["environment"] == dict(
+        e.split("=", 1) for e in pairs(argv, "--env"))
+    assert sdk["labels"] == dict(e.split("=", 1) for e in pairs(argv, "--label"))
 
 
 def test_gpu_cells_ask_for_their_gpus_in_every_launcher():
     s = spec(gpus=2)
-    assert pairs(docker_argv(s), "--gpus") == ["2"]
+    assert pairs(docker_argv(s), "--gpus") == ['"device=0,1"']
+    assert "NVIDIA_VISIBLE_DEVICES=0,1" in pairs(docker_argv(s), "--env")
     assert "--nv" in apptainer_argv(s, "/img/x.sif")
     assert "--nv" not in apptainer_argv(spec(), "/img/x.sif")
 
@@ -126,6 +141,88 @@ def test_image_launchers_need_their_image_file_and_say_how_to_make_it(tmp_path, 
     assert f"{BENCH}:{BENCH_IN_CONTAINER}:ro" in " ".join(argv)
     assert task["info"]["never_run"] is True
     assert (run / "jobs" / "smoke-python.docker.json").exists()  # the container's copy of the job
+
+
+def gpu_docker_task(tmp_path, gpus=2):
+    """A GPU cell's task as the Docker launcher makes it on the driver (prepared as the Docker
+    runner prepares a theano-0.9 GPU image, without an engine)."""
+    from reprokit.runners import container
+
+    prepared = {"stack": "theano-0.9", "image_ref": "sha256:abc", "python": "/opt/venv/bin/python3",
+                "env": container.environment(suites.load_stacks()["theano-0.9"], "gpu"),
+                "user": "1000:1000", "jit_volume": "reprokit-jit-test", "info": {}}
+    run = tmp_path / "run"
+    (run / "jobs").mkdir(parents=True)
+    job = run / "jobs" / "theano-0.9.json"
+    job.write_text('{"schema_version": 1, "run_id": "r", "stack": "theano-0.9", "kit": {"version": "0", '
+                   '"git_commit": null}, "out_dir": "x", "device": "gpu", "cells": []}')
+    return launchers.make("docker", device="gpu").task(prepared, job, CELL, None, run, gpus)
+
+
+def test_the_docker_launcher_gives_a_gpu_cell_the_gpus_slurm_allocated_and_the_jit_cache(tmp_path):
+    """Never run on a GPU. The Docker launcher used to pass `--gpus N` (docker's first N GPUs of
+    the node, whichever job holds them) and no JIT cache volume: now the cell's container is the
+    Docker runner's, given the job's GPUs (SLURM_JOB_GPUS) on the node."""
+    from reprokit.runners import container
+
+    task = gpu_docker_task(tmp_path)
+    assert task["argv"] is None and task["gpus"] == 2  # the GPUs are known on the node only
+    argv, ids = launchers.task_argv(task, {"SLURM_JOB_GPUS": "1,3,4"})
+    assert ids == ["1", "3"] and pairs(argv, "--gpus") == ['"device=1,3"']
+    assert "NVIDIA_VISIBLE_DEVICES=1,3" in pairs(argv, "--env")
+    cache = container.jit_cache_path()
+    assert f"type=volume,source=reprokit-jit-test,target={cache}" in pairs(argv, "--mount")
+    assert f"CUDA_CACHE_PATH={cache}" in pairs(argv, "--env")
+    assert argv[argv.index("sha256:abc") + 1] == "/opt/venv/bin/python3"
+    with pytest.raises(ValueError, match="needs 2 GPUs but Slurm gave the job 1"):
+        launchers.task_argv(task, {"SLURM_JOB_GPUS": "0"})
+    # a GPU suite's CPU row (gpus: 0) asks for no GPU and mounts no cache, as in the Docker runner
+    cpu_row = gpu_docker_task(tmp_path / "b", gpus=0)
+    argv, ids = launchers.task_argv(cpu_row, {"SLURM_JOB_GPUS": "1,3"})
+    assert ids == [] and "--gpus" not in argv and "NVIDIA_VISIBLE_DEVICES=void" in pairs(argv, "--env")
+    assert not any(m.startswith("type=volume") for m in pairs(argv, "--mount"))
+
+
+@pytest.mark.docker
+def test_the_docker_cli_reads_the_gpu_request_and_the_cache_volume_as_meant(tmp_path):
+    """The real docker CLI parses the launcher's flags into the Engine API request the Docker
+    runner sends through the SDK: DeviceIDs, never a count, and a volume mount. `docker create`
+    records the request without a GPU (starting it would need one)."""
+    import uuid
+
+    try:
+        import docker
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except Exception as e:  # as the Docker runner's tests: skip only when no engine answers
+        pytest.skip(f"no Docker engine answers ({type(e).__name__})")
+    base = "reprokit/base:bookworm"
+    assert client.images.list(name=base), f"{base} is missing: run bash .ci/docker-setup.sh"
+    volume = f"reprokit-jit-test-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "cells").mkdir()
+    box = cell_spec(image=base, python="python3", stack="smoke-python", run_dir=str(tmp_path),
+                    cells_dir=str(tmp_path / "cells"), job_name="smoke-python.docker.json",
+                    cell_id=CELL, env={}, user="1000:1000", bench_dir=str(BENCH),
+                    jit_volume=volume, name=f"reprokit-test-{uuid.uuid4().hex[:8]}")
+    argv = launchers.render("docker", box.with_gpus(["1", "3"]))
+    argv = ["docker", "create"] + argv[3:]  # run --rm -> create
+    made = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    try:
+        assert made.returncode == 0, made.stderr
+        host = client.api.inspect_container(made.stdout.strip())["HostConfig"]
+        (req,) = host["DeviceRequests"]
+        assert req["DeviceIDs"] == ["1", "3"] and not req["Count"] and req["Capabilities"] == [["gpu"]]
+        mounts = {m["Target"]: m for m in host["Mounts"]}
+        jit = mounts["/var/cache/reprokit/cuda"]
+        assert jit["Type"] == "volume" and jit["Source"] == volume and not jit.get("ReadOnly")
+        assert mounts[BENCH_IN_CONTAINER]["ReadOnly"] is True
+    finally:
+        if made.returncode == 0:
+            client.api.remove_container(made.stdout.strip(), force=True)
+        try:
+            client.volumes.get(volume).remove(force=True)
+        except docker.errors.NotFound:
+            pass
 
 
 # -- Slurm states -------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Docker runner: each cell in a fresh, locked-down container of the stack's built image.
 
-Uses the docker SDK (never the CLI). A cell runs `python /opt/reprokit/bench/harness.py
+Uses the docker SDK (never the CLI). A cell runs `<python> /opt/reprokit/bench/harness.py
 /results/jobs/<stack>.docker.json --cell ID [--process N]` (N: `run --repeat K`) with:
   - no network (network_mode "none"), not privileged, all capabilities dropped, no-new-privileges,
     an unprivileged user, a read-only root filesystem with a tmpfs /tmp (HOME=/tmp);
@@ -17,8 +17,9 @@ driver's pid, host and start time (leftovers of this run and of dead drivers are
 starts or resumes), and the harness stops itself when the run's heartbeat file, which the driver
 touches while it waits, goes stale. An engine that stops answering mid-cell is lifecycle.EngineLost.
 
-The container is the one reprokit/runners/cell_container.py describes (the compose files render the
-same description): environment, mounts and, for GPU cells, a device request naming exactly the
+The container is the one reprokit/runners/container.py describes (the compose files and the Slurm
+launchers render the same ContainerSpec): the image's own interpreter by absolute path,
+environment, mounts and, for GPU cells, a device request naming exactly the
 cell's GPUs (`run --gpus` gives the pool, the cell's `gpus` parameter or 1 the count) with
 NVIDIA_VISIBLE_DEVICES set to the same ids ("void" without a request), and the CUDA JIT cache: a
 named volume per (image, host GPU architectures, driver) mounted read-write at CUDA_CACHE_PATH,
@@ -32,37 +33,17 @@ the documented Engine API only; the cache volume is tested with the CPU smoke im
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
 import uuid
 from pathlib import Path
 
-from reprokit import images, lifecycle
+from reprokit import images, lifecycle, recipes
 from reprokit.errors import UserError
-from reprokit.runners import cell_container as spec
+from reprokit.runners import container as spec
 from reprokit.runners.base import BENCH, CellOutcome, StackUnavailable
-from reprokit.runners.cell_container import BENCH_IN_CONTAINER, DATA_IN_CONTAINER, RESULTS_IN_CONTAINER
-
-NOBODY = "65534:65534"
-MEM_LIMIT = "16g"  # REPROKIT_DOCKER_MEMORY overrides; source 001's word LM peaks at ~10 GB (OOM-killed at 8g)
-PIDS_LIMIT = 4096  # default; REPROKIT_DOCKER_PIDS overrides (threads count as pids)
-TMPFS = {"/tmp": "rw,exec,nosuid,nodev,size=2g"}  # exec: Theano loads the modules it compiles
-
-
-def device_request(ids: list[str]):
-    """The Engine API device request for exactly these GPUs (ids or UUIDs); never a count, so
-    NVIDIA_VISIBLE_DEVICES (container.visible_devices) and the request name the same GPUs."""
-    import docker
-
-    return docker.types.DeviceRequest(device_ids=list(ids), capabilities=[["gpu"]])
-
-
-def docker_mount(m: spec.MountSpec):
-    import docker
-
-    return docker.types.Mount(m.target, m.source, type=m.type, read_only=m.read_only)
+from reprokit.runners.container import NOBODY
 
 
 def describe_exit(code: int, oom_killed: bool, mem_limit: str) -> tuple[str, str]:
@@ -86,35 +67,6 @@ def describe_exit(code: int, oom_killed: bool, mem_limit: str) -> tuple[str, str
     return "crashed", f"container exited with status {code} without writing a result"
 
 
-def container_job_data_root(job_path: Path) -> str | None:
-    """The host data directory a job's cells read (`run --data DIR`), or None."""
-    return json.loads(Path(job_path).read_text()).get("data_root")
-
-
-def container_data_dir(host_dir: str, root: str) -> str:
-    """A cell's host data_dir (under root) as the container sees it (root mounted at /data)."""
-    rel = Path(host_dir).relative_to(Path(root))  # both as `run --data` resolved them
-    return DATA_IN_CONTAINER if rel == Path(".") else f"{DATA_IN_CONTAINER}/{rel.as_posix()}"
-
-
-def container_job(job_path: Path) -> Path:
-    """Write the container's copy of a job (out_dir=/results/cells) beside it; return its path."""
-    job = json.loads(Path(job_path).read_text())
-    job["out_dir"] = f"{RESULTS_IN_CONTAINER}/cells"
-    root = job.get("data_root")
-    if root:
-        job["data_root"] = DATA_IN_CONTAINER
-        for c in job["cells"]:
-            d = c.get("params", {}).get("data_dir")
-            if d:
-                c["params"]["data_dir"] = container_data_dir(d, root)
-    out = Path(job_path).with_name(Path(job_path).stem + ".docker.json")
-    from reprokit import results
-    results.write_json_atomic(out, job, "job")
-    out.chmod(0o644)  # readable by the container's unprivileged user
-    return out
-
-
 class DockerRunner:
     name = "docker"
 
@@ -131,8 +83,7 @@ class DockerRunner:
         self.jit_cache = (device == "gpu") if jit_cache is None else bool(jit_cache)
         self._host_key: str | None = None
         self.say = say
-        self.mem_limit = mem_limit or os.environ.get("REPROKIT_DOCKER_MEMORY", MEM_LIMIT)
-        self.pids_limit = int(pids_limit or os.environ.get("REPROKIT_DOCKER_PIDS", PIDS_LIMIT))
+        self.mem_limit, self.pids_limit = spec.limits(mem_limit, pids_limit)
         self.lock_path = lock_path
         self.client = client or docker.from_env(timeout=120)
         self.containers: set[str] = set()
@@ -155,6 +106,10 @@ class DockerRunner:
         env = spec.environment(stack_spec, self.flavour, image_id=found.image_id)
         if found.digest:
             env["REPROKIT_IMAGE_DIGEST"] = found.digest
+        try:
+            python = recipes.interpreter(stack_spec["image"])
+        except UserError as e:  # an unreadable recipe.yaml
+            raise StackUnavailable(str(e)) from None
         user = self._user_for(found)
         jit = self.jit_volume(found, stack_spec["image"], user) if self.jit_cache else None
         # what the image flavour runs instead of the original stack (recipe.yaml substitutes):
@@ -165,8 +120,8 @@ class DockerRunner:
             flavour = {}
         subs = [{k: str(s[k]) for k in ("original", "used", "why")}
                 for s in flavour.get("substitutes") or []]
-        return {"stack": stack, "image": found, "env": env, "user": user, "jit_cache": jit,
-                "substitutes": subs}
+        return {"stack": stack, "image": found, "python": python, "env": env, "user": user,
+                "jit_cache": jit, "substitutes": subs}
 
     def host_key(self) -> str:
         """The host's GPU architectures and driver (container.host_gpu_key), asked once."""
@@ -204,7 +159,7 @@ class DockerRunner:
             self.client.containers.run(
                 found.image_id, ["chown", "-R", user, path], user="0:0", network_mode="none",
                 cap_drop=["ALL"], cap_add=["CHOWN"], security_opt=["no-new-privileges"],
-                read_only=True, remove=True, mounts=[docker_mount(spec.MountSpec(
+                read_only=True, remove=True, mounts=[spec.docker_mount(spec.Mount(
                     path, name, type="volume", read_only=False))])
         except docker.errors.ContainerError as e:  # the cell then records the cache unwritable
             out["owner"] = None
@@ -233,12 +188,6 @@ class DockerRunner:
         return resolved
 
     # -- run -------------------------------------------------------------------------------
-    def security(self, user: str) -> dict:
-        return {"network_mode": "none", "privileged": False, "cap_drop": ["ALL"],
-                "security_opt": ["no-new-privileges"], "read_only_rootfs": True,
-                "tmpfs": dict(TMPFS), "user": user, "mem_limit": self.mem_limit,
-                "memswap_limit": self.mem_limit, "pids_limit": self.pids_limit}
-
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
                  log_path: Path, process: int | None = None) -> CellOutcome:
         """Run the cell in a fresh container; lifecycle.EngineLost when the engine stops
@@ -263,7 +212,7 @@ class DockerRunner:
         run_dir = Path(job_path).resolve().parent.parent
         cells_dir = Path(results_dir).resolve()
         cells_dir.mkdir(parents=True, exist_ok=True)
-        cjob = container_job(Path(job_path))
+        cjob, data_root = spec.container_job(Path(job_path))
         user = prepared["user"]
         if os.getuid() == 0 and user != "0:0":
             uid, gid = (int(x) for x in user.split(":"))
@@ -275,39 +224,25 @@ class DockerRunner:
             return CellOutcome("skipped", f"{e}; pass --gpus with enough GPUs", 0.0, None,
                                {"image_id": found.image_id, "image_tag": found.tag})
         jit = prepared.get("jit_cache") if (gpu_ids or self.device != "gpu") else None
-        mount_specs = spec.mounts(str(BENCH), str(run_dir), str(cells_dir),
-                                  container_job_data_root(Path(job_path)),
-                                  jit["volume"] if jit else None)
-        mounts = [docker_mount(m) for m in mount_specs]
-        sec = self.security(user)
-        kwargs = {}
-        if gpu_ids:  # never run: no GPU here
-            kwargs["device_requests"] = [device_request(gpu_ids)]
-        cmd = ["python3", f"{BENCH_IN_CONTAINER}/harness.py",
-               f"{RESULTS_IN_CONTAINER}/jobs/{cjob.name}", "--cell", cell["id"]]
         pid = os.getpid()
-        labels = {"reprokit.stack": prepared["stack"], "reprokit.cell": cell["id"],
-                  "reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
-                  "reprokit.driver.pid": str(pid), "reprokit.driver.host": lifecycle.host_name(),
-                  "reprokit.driver.start": lifecycle.process_start_ticks(pid) or ""}
-        if process is not None:  # run --repeat K: this is process N, writing <cell>.p<N>.json
-            cmd += ["--process", str(process)]
-            labels["reprokit.process"] = str(process)
         name = f"reprokit-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
         # a container cannot see its driver's pid: it watches the run's heartbeat file instead
         heartbeat = lifecycle.Heartbeat(run_dir)
         heartbeat.beat(force=True)
-        env = {**prepared["env"], "REPROKIT_HEARTBEAT": f"{RESULTS_IN_CONTAINER}/{heartbeat.path.name}",
-               "REPROKIT_HEARTBEAT_STALE_S": str(heartbeat.stale_s),
-               "NVIDIA_VISIBLE_DEVICES": spec.visible_devices(gpu_ids),
-               **(spec.jit_cache_env() if jit else {})}  # the cache path goes with its volume
+        env = {**prepared["env"],
+               "REPROKIT_HEARTBEAT": f"{spec.RESULTS_IN_CONTAINER}/{heartbeat.path.name}",
+               "REPROKIT_HEARTBEAT_STALE_S": str(heartbeat.stale_s)}
+        box = spec.cell_spec(
+            image=found.image_id, python=prepared["python"], stack=prepared["stack"], env=env,
+            user=user, bench_dir=str(BENCH), run_dir=str(run_dir), cells_dir=str(cells_dir),
+            job_name=cjob.name, cell_id=cell["id"], process=process, data_root=data_root,
+            gpu_ids=gpu_ids, jit_volume=jit["volume"] if jit else None,
+            mem_limit=self.mem_limit, pids_limit=self.pids_limit, name=name,
+            labels={"reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
+                    "reprokit.driver.pid": str(pid), "reprokit.driver.host": lifecycle.host_name(),
+                    "reprokit.driver.start": lifecycle.process_start_ticks(pid) or ""})
         try:
-            container = self.client.containers.create(
-                found.image_id, cmd, name=name, mounts=mounts, working_dir=BENCH_IN_CONTAINER,
-                environment=env, user=user, network_mode="none", privileged=False,
-                cap_drop=sec["cap_drop"], security_opt=sec["security_opt"], read_only=True,
-                tmpfs=sec["tmpfs"], mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
-                pids_limit=self.pids_limit, init=True, detach=True, labels=labels, **kwargs)
+            container = self.client.containers.create(**spec.docker_create_kwargs(box))
         except (requests.exceptions.ConnectionError, docker.errors.DockerException) as e:
             if self.engine_gone():
                 raise lifecycle.EngineLost(f"the Docker engine does not answer ({type(e).__name__}) "
@@ -316,10 +251,10 @@ class DockerRunner:
         self.containers.add(container.id)
         info = {"image_id": found.image_id, "image_tag": found.tag, "image_digest": found.digest,
                 "image_lock": found.lock_status, "container_id": container.id,
-                "container_name": name, "security": sec,
+                "container_name": name, "python": box.command[0], "security": box.security(),
                 "mounts": [{"target": m.target, "source": m.source, "type": m.type,
-                            "read_only": m.read_only} for m in mount_specs],
-                "nvidia_visible_devices": env["NVIDIA_VISIBLE_DEVICES"]}
+                            "read_only": m.read_only} for m in box.mounts],
+                "nvidia_visible_devices": box.env["NVIDIA_VISIBLE_DEVICES"]}
         if jit:
             info["jit_cache"] = jit
         if self.device == "gpu":

@@ -10,10 +10,12 @@
 | pyxis     | `srun --container-image=<squashfs>` (enroot)    | command line built and tested only: |
 |           |                                                 | never run (no pyxis here)           |
 
-The three container launchers render the one ContainerSpec of reprokit/runners/containerspec.py
-(built from the DockerRunner's mount points, user, isolation and limits). `prepare` runs once per
-stack on the driver; `task` gives what the node runs for one cell: argv, extra environment,
-working directory and, for Docker, the container's name (killed on SIGTERM by slurm_task.py).
+The three container launchers render the one ContainerSpec of reprokit/runners/container.py (the
+Docker runner's and the compose files' too). `prepare` runs once per stack on the driver; `task`
+gives what the node runs for one cell: argv, extra environment, working directory, for Docker the
+container's name (killed on SIGTERM by slurm_task.py), and for the container launchers the spec
+itself. A GPU cell's GPUs are known only on the node (the ones Slurm gave the job,
+SLURM_JOB_GPUS): slurm_task.py renders its command line there with `task_argv`.
 """
 
 from __future__ import annotations
@@ -22,14 +24,9 @@ import os
 import uuid
 from pathlib import Path
 
+from reprokit.runners import container
 from reprokit.runners.base import BENCH, StackUnavailable
-from reprokit.runners.containerspec import (
-    ContainerSpec,
-    apptainer_argv,
-    cell_spec,
-    docker_argv,
-    pyxis_argv,
-)
+from reprokit.runners.container import ContainerSpec
 
 NAMES = ("local", "docker", "apptainer", "pyxis")
 
@@ -68,57 +65,78 @@ class LocalLauncher:
 
 
 class _ContainerLauncher:
-    """Shared by the container launchers: the image and user as the DockerRunner resolves them,
-    the container's copy of the job (jobs/<stack>.docker.json), the spec of one cell."""
+    """Shared by the container launchers: the container's copy of the job (jobs/<stack>.docker.json)
+    and the spec of one cell, rendered by `render` (here for a cell without GPUs, on the node by
+    `task_argv` for one with)."""
 
     container = True
+    name = ""
 
     def __init__(self, device: str = "cpu", say=print):
         self.device = device
+        self.flavour = "gpu" if device == "gpu" else "cpu"
         self.say = say
 
-    def _spec(self, prepared: dict, job_path: Path, cell_id: str, process: int | None,
-              run_dir: Path, gpus: int, name: str | None = None) -> ContainerSpec:
-        from reprokit.runners.docker import container_job, container_job_data_root
-
-        cjob = container_job(Path(job_path))
+    def task(self, prepared: dict, job_path: Path, cell_id: str, process: int | None,
+             run_dir: Path, gpus: int = 0) -> dict:
+        gpus = gpus if self.device == "gpu" else 0
         run_dir = Path(run_dir).resolve()
-        return cell_spec(image=prepared["image_ref"], stack=prepared["stack"], run_dir=str(run_dir),
-                         cells_dir=str(run_dir / "cells"), job_name=cjob.name, cell_id=cell_id,
-                         process=process, env=prepared["env"], user=prepared["user"],
-                         bench_dir=str(BENCH), data_root=container_job_data_root(Path(job_path)),
-                         gpus=gpus if self.device == "gpu" else 0, name=name,
-                         labels={"reprokit.run_dir": str(run_dir), "reprokit.launcher": self.name})
+        cjob, data_root = container.container_job(Path(job_path))
+        name = self.container_name(prepared)
+        spec = container.cell_spec(
+            image=prepared["image_ref"], python=prepared["python"], stack=prepared["stack"],
+            env=prepared["env"], user=prepared["user"], bench_dir=str(BENCH), run_dir=str(run_dir),
+            cells_dir=str(run_dir / "cells"), job_name=cjob.name, cell_id=cell_id, process=process,
+            data_root=data_root, jit_volume=prepared.get("jit_volume") if gpus else None, name=name,
+            labels={"reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
+                    "reprokit.launcher": self.name})
+        self.ready(spec, run_dir)
+        task = {"launcher": self.name, "spec": spec.to_dict(), "gpus": gpus, "env": {}, "cwd": None,
+                "argv": None if gpus else render(self.name, spec), "docker_name": name,
+                "info": {**prepared["info"], "python": spec.command[0], "security": spec.security()}}
+        if name:
+            task["info"]["container_name"] = name
+        return task
+
+    def container_name(self, prepared: dict) -> str | None:
+        return None
+
+    def ready(self, spec: ContainerSpec, run_dir: Path) -> None:
+        """Anything the node needs before the container starts."""
 
 
 class DockerLauncher(_ContainerLauncher):
     """`docker run` on the node: the node's engine must hold the stack's image (`reproduce.py
-    build`, or `restore` of the kit's archive, on every node)."""
+    build`, or `restore` of the kit's archive, on every node). A GPU cell mounts the image's CUDA
+    JIT cache volume, made and handed to the cell's user on the driver's engine (the Docker
+    runner's prepare); a node with an engine of its own creates it empty and root-owned at its
+    first cell, which then records the cache unwritable (never run: no GPU here)."""
 
     name = "docker"
+
+    def container_name(self, prepared: dict) -> str | None:
+        return f"reprokit-slurm-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
+
+    def ready(self, spec: ContainerSpec, run_dir: Path) -> None:
+        cells = run_dir / "cells"
+        cells.mkdir(parents=True, exist_ok=True)
+        if os.getuid() == 0 and spec.user != "0:0":  # the container's only writable mount
+            uid, gid = (int(x) for x in spec.user.split(":"))
+            os.chown(cells, uid, gid)
 
     def prepare(self, stack: str, stack_spec: dict, say) -> dict:
         from reprokit.runners.docker import DockerRunner
 
         runner = DockerRunner(device=self.device, say=say)
         prepared = runner.prepare(stack, stack_spec, say)
-        found = prepared["image"]
-        user = prepared["user"]
-        return {"stack": stack, "image_ref": found.image_id, "env": dict(prepared["env"]),
-                "user": user, "info": {"image_id": found.image_id, "image_tag": found.tag,
-                                       "image_digest": found.digest, "image_lock": found.lock_status}}
-
-    def task(self, prepared: dict, job_path: Path, cell_id: str, process: int | None,
-             run_dir: Path, gpus: int = 0) -> dict:
-        name = f"reprokit-slurm-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
-        spec = self._spec(prepared, job_path, cell_id, process, run_dir, gpus, name)
-        cells = Path(run_dir).resolve() / "cells"
-        cells.mkdir(parents=True, exist_ok=True)
-        if os.getuid() == 0 and spec.user != "0:0":  # the container's only writable mount
-            uid, gid = (int(x) for x in spec.user.split(":"))
-            os.chown(cells, uid, gid)
-        return {"argv": docker_argv(spec), "env": {}, "cwd": None, "docker_name": name,
-                "info": {**prepared["info"], "container_name": name, "security": spec.security()}}
+        found, jit = prepared["image"], prepared.get("jit_cache")
+        info = {"image_id": found.image_id, "image_tag": found.tag, "image_digest": found.digest,
+                "image_lock": found.lock_status}
+        if jit:
+            info["jit_cache"] = jit
+        return {"stack": stack, "image_ref": found.image_id, "python": prepared["python"],
+                "env": dict(prepared["env"]), "user": prepared["user"],
+                "jit_volume": jit["volume"] if jit else None, "info": info}
 
 
 def _image_file(folder: str | None, stack_spec: dict, flavour: str, suffix: str, what: str,
@@ -135,62 +153,81 @@ def _image_file(folder: str | None, stack_spec: dict, flavour: str, suffix: str,
     return str(path.resolve())
 
 
-class ApptainerLauncher(_ContainerLauncher):
+class _ImageFileLauncher(_ContainerLauncher):
+    """A launcher that runs an image file made from the kit's image (never run here): the spec's
+    image is that file, its interpreter the recipe's, its user the driver's."""
+
+    suffix = ""
+    info_key = ""
+    steps = ""
+
+    def __init__(self, image_dir: str | None = None, device: str = "cpu", say=print):
+        super().__init__(device, say)
+        self.image_dir = image_dir
+
+    def prepare(self, stack: str, stack_spec: dict, say) -> dict:
+        from reprokit import recipes
+
+        path = _image_file(self.image_dir, stack_spec, self.flavour, self.suffix, self.name,
+                           self.steps)
+        try:
+            python = recipes.interpreter(stack_spec["image"])
+        except Exception as e:  # an unreadable recipe.yaml: the stack cannot start
+            raise StackUnavailable(str(e)) from None
+        return {"stack": stack, "image_ref": path, "python": python,
+                "env": container.environment(stack_spec, self.flavour),
+                "user": f"{os.getuid()}:{os.getgid()}",
+                "info": {self.info_key: path, "never_run": True}}
+
+
+class ApptainerLauncher(_ImageFileLauncher):
     """`apptainer exec` of a SIF made from the kit's image (never run here). Steps (README):
     `reproduce.py restore ARCHIVE` on a machine with Docker, `docker save IMAGE -o x.tar`,
     `apptainer build DIR/<image>-<flavour>.sif docker-archive://x.tar`."""
 
-    name = "apptainer"
-
-    def __init__(self, image_dir: str | None = None, device: str = "cpu", say=print):
-        super().__init__(device, say)
-        self.image_dir = image_dir
-
-    def prepare(self, stack: str, stack_spec: dict, say) -> dict:
-        flavour = "gpu" if self.device == "gpu" else "cpu"
-        sif = _image_file(self.image_dir, stack_spec, flavour, ".sif", "apptainer",
-                          "docker save, then apptainer build X.sif docker-archive://X.tar")
-        return {"stack": stack, "image_ref": sif, "env": _container_env(stack_spec, flavour),
-                "user": f"{os.getuid()}:{os.getgid()}", "info": {"sif": sif}}
-
-    def task(self, prepared: dict, job_path: Path, cell_id: str, process: int | None,
-             run_dir: Path, gpus: int = 0) -> dict:
-        spec = self._spec(prepared, job_path, cell_id, process, run_dir, gpus)
-        return {"argv": apptainer_argv(spec, prepared["image_ref"]), "env": {}, "cwd": None,
-                "info": {**prepared["info"], "never_run": True}}
+    name, suffix, info_key = "apptainer", ".sif", "sif"
+    steps = "docker save, then apptainer build X.sif docker-archive://X.tar"
 
 
-class PyxisLauncher(_ContainerLauncher):
+class PyxisLauncher(_ImageFileLauncher):
     """`srun --container-image=<squashfs>` inside the job (pyxis + enroot; never run here). Steps
     (README): `reproduce.py restore ARCHIVE` on a machine with Docker, then
     `enroot import -o DIR/<image>-<flavour>.sqsh dockerd://IMAGE`."""
 
-    name = "pyxis"
-
-    def __init__(self, image_dir: str | None = None, device: str = "cpu", say=print):
-        super().__init__(device, say)
-        self.image_dir = image_dir
-
-    def prepare(self, stack: str, stack_spec: dict, say) -> dict:
-        flavour = "gpu" if self.device == "gpu" else "cpu"
-        sqsh = _image_file(self.image_dir, stack_spec, flavour, ".sqsh", "pyxis",
-                           "enroot import -o X.sqsh dockerd://IMAGE")
-        return {"stack": stack, "image_ref": sqsh, "env": _container_env(stack_spec, flavour),
-                "user": f"{os.getuid()}:{os.getgid()}", "info": {"squashfs": sqsh}}
-
-    def task(self, prepared: dict, job_path: Path, cell_id: str, process: int | None,
-             run_dir: Path, gpus: int = 0) -> dict:
-        spec = self._spec(prepared, job_path, cell_id, process, run_dir, gpus)
-        return {"argv": pyxis_argv(spec, prepared["image_ref"]), "env": {}, "cwd": None,
-                "info": {**prepared["info"], "never_run": True}}
+    name, suffix, info_key = "pyxis", ".sqsh", "squashfs"
+    steps = "enroot import -o X.sqsh dockerd://IMAGE"
 
 
-def _container_env(stack_spec: dict, flavour: str) -> dict[str, str]:
-    """The variables the DockerRunner sets for a stack (without the engine's image id)."""
-    if flavour == "cpu":
-        return dict(stack_spec.get("local", {}).get("env_vars", {}))
-    return {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility", "CUDA_CACHE_PATH": "/tmp/cuda-cache",
-            "CUDA_CACHE_MAXSIZE": "4294967296"}
+def render(launcher: str, spec: ContainerSpec) -> list[str]:
+    """The command line of `launcher` for the spec (its image: an image id, a SIF, a squashfs)."""
+    if launcher == "docker":
+        return container.docker_argv(spec)
+    if launcher == "apptainer":
+        return container.apptainer_argv(spec, spec.image)
+    if launcher == "pyxis":
+        return container.pyxis_argv(spec, spec.image)
+    raise ValueError(f"{launcher!r} does not start a container")
+
+
+def allocated_gpus(environ: dict, count: int) -> list[str]:
+    """The first `count` of the GPUs Slurm gave the job: SLURM_JOB_GPUS, their global ids (not
+    relative to the job's device cgroup, which `docker run` bypasses: what --gpus must name).
+    ValueError when Slurm gave fewer (never run: no GPU here)."""
+    ids = [i.strip() for i in str(environ.get("SLURM_JOB_GPUS") or "").split(",") if i.strip()]
+    if len(ids) < count:
+        raise ValueError(f"the cell needs {count} GPUs but Slurm gave the job {len(ids)} "
+                         f"(SLURM_JOB_GPUS={environ.get('SLURM_JOB_GPUS') or 'unset'})")
+    return ids[:count]
+
+
+def task_argv(task: dict, environ: dict) -> tuple[list[str], list[str]]:
+    """(argv, GPU ids) of a task on its node: the argv made on the driver, or, for a container
+    cell with GPUs, its spec given the GPUs Slurm allocated and rendered here."""
+    if not task.get("gpus") or not task.get("spec"):
+        return list(task["argv"]), []
+    ids = allocated_gpus(environ, int(task["gpus"]))
+    spec = ContainerSpec.from_dict(task["spec"]).with_gpus(ids)
+    return render(task["launcher"], spec), ids
 
 
 def make(name: str, device: str = "cpu", image_dir: str | None = None, say=print):

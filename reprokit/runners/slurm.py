@@ -128,9 +128,9 @@ def _first_line(text: str) -> str:
 
 
 def mem_default() -> str:
-    from reprokit.runners.docker import MEM_LIMIT
+    from reprokit.runners.container import limits
 
-    return os.environ.get("REPROKIT_DOCKER_MEMORY", MEM_LIMIT).upper()
+    return limits()[0].upper()
 
 
 def slurm_mem(text: str) -> str:
@@ -311,6 +311,8 @@ class SlurmRunner:
                 entries.append({"cell_id": t.cell.id, "process": t.process, "argv": spec["argv"],
                                 "env": spec.get("env") or {}, "cwd": spec.get("cwd"),
                                 "docker_name": spec.get("docker_name"),
+                                "launcher": self.launcher.name, "spec": spec.get("spec"),
+                                "gpus": spec.get("gpus") or 0,
                                 "log": str(t.log_path.resolve()),
                                 "record": str((rundir.path / t.record).resolve())})
             tasks_file = folder / "tasks.json"
@@ -459,6 +461,8 @@ class SlurmRunner:
                 "exit_code": rec.get("exit_code"), "exclusive": self.options.exclusive,
                 "node_fingerprint": rec.get("node_fingerprint"),
                 "node_cpu_peak": rec.get("node_cpu_peak"), **t.info}
+        if rec.get("gpus"):  # the GPUs Slurm gave a container cell (slurm_task.py; never run)
+            info["gpus"] = rec["gpus"]
         wall = rec.get("wall_s")
         wall = float(wall) if isinstance(wall, (int, float)) else 0.0
         code = rec.get("exit_code")

@@ -8,7 +8,9 @@ task by SLURM_ARRAY_TASK_ID from TASKS.json and:
    partition, the node's fingerprint (reprokit.fingerprint: CPU, memory, OS, NVIDIA GPUs through
    NVML) and, once per node and run, its CPU GEMM peak (slurm/nodes/<node>.json);
 2. runs the launcher's command line (the local interpreter, `docker run`, `apptainer exec` or
-   `srun --container-image`), the harness's output going to the cell's log;
+   `srun --container-image`), the harness's output going to the cell's log; a container cell
+   with GPUs has its command line rendered here from its container spec, given the GPUs Slurm
+   allocated to the job (reprokit/runners/launchers.py task_argv; never run: no GPU here);
 3. on SIGTERM (scancel, the time limit, a node going down) passes it on to the command's process
    group and, for the Docker launcher, kills the container by name (a container is not a child
    of the job: Slurm's SIGKILL would leave it running);
@@ -79,16 +81,28 @@ def main(argv: list[str] | None = None) -> int:
     record.update(_node_info(run_dir, node))
     _write(record_path, record)
 
+    log = Path(task["log"])
+    log.parent.mkdir(parents=True, exist_ok=True)
+    from reprokit.runners.launchers import task_argv
+
+    try:
+        argv, gpus = task_argv(task, os.environ)
+    except ValueError as e:  # fewer GPUs than the cell needs
+        log.write_text(f"reprokit slurm task: {e}\n")
+        record.update({"ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": 0.0,
+                       "exit_code": 2, "stopped_by": None})
+        _write(record_path, record)
+        return 2
+    if gpus:
+        record["gpus"] = gpus
     env = dict(os.environ)
     for k in ("REPROKIT_HEARTBEAT", "REPROKIT_HEARTBEAT_STALE_S"):
         env.pop(k, None)
     env.update(task.get("env") or {})
-    log = Path(task["log"])
-    log.parent.mkdir(parents=True, exist_ok=True)
     stopping = {"signal": None}
     start = time.monotonic()
     with open(log, "w") as out:
-        proc = subprocess.Popen(task["argv"], stdout=out, stderr=subprocess.STDOUT, env=env,
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 cwd=task.get("cwd") or None, start_new_session=True)
 
         def stop(signum, _frame):
