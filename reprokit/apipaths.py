@@ -35,12 +35,10 @@ import importlib
 import inspect
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from reprokit import files
 
-REPO = Path(__file__).resolve().parent.parent
-BENCH = REPO / "bench" / "workloads"
+BENCH = files.BENCH / "workloads"
 ROOTS = {"tensorflow", "keras", "tf_keras", "torch", "theano", "mxnet", "jax", "jaxlib", "pygpu",
          "optax", "flax"}
 UNKNOWN = None

@@ -4,7 +4,7 @@ and the local lock of file digests recorded on first use.
 A data directory DIR holds the real files of any of the data sets, either directly or in one
 subdirectory per data set (the `layout` of each entry, e.g. DIR/ptb/ptb.train.txt or
 DIR/simple-examples/data/ptb.train.txt). Files are parsed with the loaders of bench/corpora.py
-(imported by path: bench/ is stdlib-only), so the host counts exactly what the workloads will read.
+(files.bench_module: bench/ is stdlib-only), so the host counts exactly what the workloads will read.
 
 No digest of any file is known to the project (datasets.yaml has null), so the first check records
 each file's sha256 in the lock (default ~/.cache/reprokit/data-lock.json, REPROKIT_DATA_LOCK
@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import importlib.util
 import json
 import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from reprokit import checks, files, results, validate
+from reprokit import checks, files, validate
 from reprokit.errors import UserError
-from reprokit.runners.base import BENCH
 
 STRICT_STATUSES = ("verified", "recomputed", "third-party")
 LOCK_ENV = "REPROKIT_DATA_LOCK"
@@ -46,18 +44,9 @@ def dataset_for(workload: str, params: dict) -> tuple[str, dict] | None:
     return None
 
 
-# -- bench/ modules, imported by path -----------------------------------------------------------
-def _load_by_path(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@cache
 def bench_corpora():
     """bench/corpora.py as a private module (the host never puts bench/ on sys.path)."""
-    return _load_by_path("reprokit_bench_corpora", BENCH / "corpora.py")
+    return files.bench_module("corpora")
 
 
 def read_corpus(corpus: str, data_dir: Path) -> dict[str, dict]:
@@ -86,7 +75,7 @@ def default_lock_path() -> Path:
 
 def load_lock(path: Path) -> dict:
     if not path.exists():
-        return {"schema_version": 1, "kind": "data_lock", "files": {}}
+        return {"schema_version": files.version("data_lock"), "kind": "data_lock", "files": {}}
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as e:
@@ -102,7 +91,7 @@ def load_lock(path: Path) -> dict:
 
 def save_lock(path: Path, lock: dict) -> None:
     try:
-        results.write_json_atomic(path, lock, "data_lock")
+        files.write_json_atomic(path, lock, "data_lock")
     except OSError as e:
         raise UserError(f"cannot write the data lock {path} ({e}); pass a writable --lock "
                         "path") from None
@@ -227,7 +216,7 @@ def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
                         "the data files, not a file (unpack archives first)")
     root = root.resolve()
     lock = load_lock(lock_path)
-    now = results.utcnow()
+    now = files.utcnow()
     cat = catalogue()
     chosen = names if names is not None else list(cat)
     for n in chosen:  # every file is text before any digest is recorded: the lock holds only those
@@ -251,8 +240,8 @@ def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
                          for c in s["counts"] if c["strict"] and c["verdict"] == "differs"]
     if not any(s["status"] != "absent" for s in sets):
         problems.append("no data set files found")
-    return {"schema_version": 1, "kind": "data_check", "dir": str(root), "lock": str(lock_path),
-            "strict": strict, "checked": now, "datasets": sets, "problems": problems,
+    return {"schema_version": files.version("data_check"), "kind": "data_check", "dir": str(root),
+            "lock": str(lock_path), "strict": strict, "checked": now, "datasets": sets, "problems": problems,
             "ok": not problems}
 
 

@@ -4,6 +4,8 @@
 - Atomic writes (temp file in the same directory, fsync, rename; validated against a schema first when
   one is named) and strict JSON reads (NaN, Infinity and overflowing numbers are errors).
 - `utcnow` and `kit_info`, the time stamp and the kit identity every record carries.
+- `bench_module(name)`: the one way host code loads a module of bench/ (by path, privately: bench/ is
+  stack-side code and never on the host's sys.path).
 - `FORMATS`: the current `schema_version` of every file format the kit writes, with the history of
   each (pyperf keeps one the same way); a test holds them equal to the schemas' `const`.
 - `load_data(name)`: the one loader of the kit's data files (reprokit/data/), validated against their
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import importlib.util
 import json
 import marshal
 import os
@@ -81,6 +84,16 @@ def kit_info() -> dict:
     except (OSError, subprocess.SubprocessError):
         pass
     return {"version": __version__, "git_commit": commit, "git_dirty": dirty}
+
+
+@cache
+def bench_module(name: str) -> Any:
+    """bench/<name>.py (e.g. 'corpora') as a private module `reprokit_bench_<name>`, loaded once. The
+    host uses it to read what the stack-side code reads (the same loaders, the same counts)."""
+    spec = importlib.util.spec_from_file_location(f"reprokit_bench_{name}", BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _write_atomic(path: Path, write: Any, sync: bool, mode: str = "w") -> None:

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprokit import lifecycle, merge_processes, results, validate
+from reprokit import files, lifecycle, merge_processes, results, validate
 from reprokit.errors import UserError
 
 PROCESS_FILE = re.compile(r"^(?P<stem>.+)\.p(?P<n>\d+)\.json$")
@@ -63,7 +63,7 @@ def check_result(path: Path, run_id: str, cell_id: str | None = None,
     if not text.strip():
         return None, "the file is empty"
     try:
-        doc = results.loads_strict(text)
+        doc = files.loads_strict(text)
     except ValueError as e:
         return None, f"not valid JSON: truncated or corrupted ({e})"
     errs = validate.errors("cell_result", doc)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reprokit import checks, datasets, suites
+from reprokit import checks, datasets, files, suites
 from reprokit.errors import UserError
 
 
@@ -65,7 +65,7 @@ def describe(lock_path: Path) -> dict:
         recorded = len(datasets.load_lock(lock_path)["files"])
     except UserError as e:
         recorded = str(e)
-    return {"schema_version": 1, "kind": "data_sets", "datasets": sets,
+    return {"schema_version": files.version("data_sets"), "kind": "data_sets", "datasets": sets,
             "lock": {"path": str(lock_path), "recorded_files": recorded}}
 
 
