@@ -225,3 +225,30 @@ def test_bench_and_host_arithmetic_agree():
               "planned": {"segments": 4, "iterations_per_segment": 5}}
         assert published_metric.value_of(ap) == pytest.approx(
             sys_timing.as_published_value(figure, segs, 5, scale), rel=1e-12)
+
+
+def test_000_claims_compare_the_figures_as_published_not_the_medians():
+    """A claim compares what its source compared. 000's Train column orders cuDNN before fused by the
+    mean over 1000 iterations: with 20 stalls the cuDNN side's median is the faster (0.018 s against
+    0.022 s) and its mean the slower (0.0276 s), so a checker comparing medians says the order HOLDS
+    and one comparing the published figures says it is REVERSED."""
+    from reprokit.analysis import claims
+
+    run = json.loads((M40_RUN / "run.json").read_text())
+    cells = []
+    for variant, raw in (("cudnn_lstm", [0.018] * 980 + [0.5] * 20), ("fused_lstm", [0.022] * 1000)):
+        ctx = context()
+        ctx.record_timed("train_time_per_example", timed([], raw), "ms", "ms_per_item", 128, "synthetic")
+        _lstm000.record_as_published(ctx, "train_time_per_example", 128)
+        n = next(x for x in suites.load_published("000")
+                 if x["cell"] == f"000/tensorflow/{variant}/b128-s30-h512"
+                 and x["metric"] == "train_time_per_example")
+        cells.append(cell_for(n, ctx, version="1.2.1", params={"batch": 128, "seq_len": 30, "hidden": 512}))
+    claim = next(c for c in claims.load_claims()["claims"] if c["id"] == "c000-train-s30-h512")
+    res = claims.check_claim(claim, claims.observations_from_cells(cells, run), run=run)
+    pair = next(p for p in res["pairs"] if p["better"].endswith("cudnn_lstm/b128-s30-h512")
+                and p["worse"].endswith("fused_lstm/b128-s30-h512"))
+    assert pair["status"] == "REVERSED", pair["reason"]
+    assert pair["better_value"]["statistic"] == "as_published"
+    samples = cells[0]["metrics"]["train_time_per_example"]["samples"]
+    assert pair["better_value"]["median"] == pytest.approx(sum(samples) / len(samples))  # the mean

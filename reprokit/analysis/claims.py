@@ -25,9 +25,12 @@ tables). A claim is a set of pairs (A better than B); each pair gets one status,
 A claim reports how many of its pairs got each status (`counts`), and one status: NO_CLAIM when no
 pair claims anything, else the first of PRECEDENCE among its pairs, so a claim HOLDS only when every
 pair that claims something holds.
-Intervals: the interval of the median (reprokit.analysis.stats: its method and coverage are kept with
-each side); a single measured sample x becomes x * (1 +- point_margin); published values are exact
-points. The speed-up interval of A over B is the outer bound [A_lo / B_hi, A_hi / B_lo] for rates
+Intervals: each measured side is the figure of the source's own definition where the cell records
+one (reprokit.analysis.published_metric: mean over the published iterations, tokens / total seconds,
+...; its interval a bootstrap over the iterations), else the median of the per-iteration samples
+(reprokit.analysis.stats); each side keeps its `statistic`, interval method and coverage; a single
+measured sample x becomes x * (1 +- point_margin); published values are exact points. The speed-up
+interval of A over B is the outer bound [A_lo / B_hi, A_hi / B_lo] for rates
 (times and memory: B over A), so its coverage is at least that of the two intervals together.
 """
 
@@ -86,7 +89,9 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
                     "count": dev["count"],
                     "standins": mech,
                     "exact": False,
-                    "summary": stats.summarize_metric(m),
+                    # the figure of the source's own definition where the cell records one (issue 13
+                    # item 2: a claim compares what the source compared), else the median
+                    "summary": verdicts.measured_summary(m)[0],
                     "states": m.get("states") or ([m["state"]] if m.get("state") else []),
                     "origin": "measured",
                 }
@@ -171,6 +176,7 @@ def _describe(o: dict, lo: float, hi: float, unit: str) -> dict:
         "high": hi,
         "unit": unit,
         "n": o["summary"]["n"],
+        "statistic": o["summary"].get("statistic", "median") if not o["exact"] else "published",
         "on": o["label"],
         "origin": o["origin"],
     }
