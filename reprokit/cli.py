@@ -36,6 +36,15 @@ COMMANDS = {
 }
 
 
+EXIT_STATUS = """exit status:
+  0      every cell measured; for the other commands, done
+  1      some cell failed or is missing (its reason is in the results and the report); for
+         `data --check`, the directory did not check out
+  2      a user error: one line naming the problem and the fix (docs/BAD_INPUTS.md)
+  3      an internal error, a bug in the kit: one line; re-run with --debug for the traceback
+  128+N  interrupted by signal N (130 on Ctrl-C); finished cells are kept (--resume RUN)"""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: a bad option is a UserError like every other bad input
     (no usage block), naming the problem and where the options are described."""
@@ -56,7 +65,8 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
     """The parser of every command, or with `commands` the full parser of those only (the others are
     listed by name and help text, their modules not imported)."""
     wanted = set(COMMANDS if commands is None else commands)
-    p = _Parser(prog="reproduce.py", description=__doc__.splitlines()[0])
+    p = _Parser(prog="reproduce.py", description=__doc__.splitlines()[0], epilog=EXIT_STATUS,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"reprokit {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

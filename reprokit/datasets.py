@@ -80,12 +80,12 @@ def load_lock(path: Path) -> dict:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise UserError(f"data lock {path} is not readable JSON ({e}); delete it (its digests are "
-                        "recorded again on the next check) or pass another --lock") from None
+                        "recorded again on the next check) or pass another --data-lock") from None
     errs = validate.errors("data_lock", doc)
     if errs:
         raise UserError(f"data lock {path} does not match the data_lock schema: {errs[0]}; delete "
                         "it (its digests are recorded again on the next check) or pass another "
-                        "--lock")
+                        "--data-lock")
     return doc
 
 
@@ -93,8 +93,8 @@ def save_lock(path: Path, lock: dict) -> None:
     try:
         files.write_json_atomic(path, lock, "data_lock")
     except OSError as e:
-        raise UserError(f"cannot write the data lock {path} ({e}); pass a writable --lock "
-                        "path") from None
+        raise UserError(f"cannot write the data lock {path} ({e}); pass a writable "
+                        "--data-lock path") from None
 
 
 # -- checking a directory -----------------------------------------------------------------------

@@ -76,3 +76,10 @@ def test_help_and_list_import_no_heavy_library(repo, tmp_path):
     _imported_by(repo, tmp_path, "list")
     assert _imported_by(repo, tmp_path, "list") == ["reprokit.commands.list"]
     assert _imported_by(repo, tmp_path, "list", "--help") == ["reprokit.commands.list"]
+
+
+def test_help_lists_every_exit_status(repo):
+    out = cli(repo, "--help").stdout
+    for status in ("0 ", "1 ", "2 ", "3 ", "128+N"):
+        assert f"\n  {status}" in out, status
+    assert "internal error, a bug in the kit" in out

@@ -114,6 +114,21 @@ def test_describe_lists_origin_files_cells_and_stand_ins(repo, lock):
     assert doc["lock"] == {"path": str(lock), "recorded_files": 0}
 
 
+def test_data_lock_is_one_option_name_for_run_and_data(repo, data_dir, lock, tmp_path):
+    """`data --data-lock` names the same file as `run --data-lock`; the old `data --lock` still
+    works, unlisted, and its errors name the spelling used."""
+    p = cli(repo, "data", "--check", str(data_dir), "--data-lock", str(lock), "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["lock"] == str(lock) and lock.is_file()
+    help_text = cli(repo, "data", "--help").stdout
+    assert "--data-lock PATH" in help_text and "--lock" not in help_text.replace("--data-lock", "")
+    for opt in ("--data-lock", "--lock"):
+        bad = cli(repo, "data", "--check", str(data_dir), opt, str(tmp_path))
+        assert bad.returncode == 2
+        assert bad.stderr.strip() == (f"reproduce.py: error: {opt} {tmp_path} is a directory; pass {opt} "
+                                      "PATH naming a file")
+
+
 # -- checking a directory -----------------------------------------------------------------------
 def test_check_records_digests_on_first_use_then_a_changed_file_fails(repo, data_dir, lock):
     p = cli(repo, "data", "--check", str(data_dir), "--lock", str(lock), "--json")

@@ -11,6 +11,7 @@ file is missing from a data set, a digest differs, or (with --strict) a document
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -18,11 +19,22 @@ from reprokit import checks, datasets, files, suites
 from reprokit.errors import UserError
 
 
+class _LockOption(argparse.Action):
+    """--data-lock PATH (the name `run` gives the same file), or its old spelling --lock, which still
+    works, unlisted; messages name the spelling used."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.lock_option = option_string
+
+
 def add_arguments(p) -> None:
     p.add_argument("--check", metavar="DIR", help="check the data files in DIR")
-    p.add_argument("--lock", metavar="PATH",
+    p.add_argument("--data-lock", metavar="PATH", action=_LockOption,
                    help="lock file of recorded digests (default: $REPROKIT_DATA_LOCK or "
-                        "~/.cache/reprokit/data-lock.json)")
+                        "~/.cache/reprokit/data-lock.json); the same option as run's --data-lock")
+    p.add_argument("--lock", dest="data_lock", metavar="PATH", action=_LockOption, help=argparse.SUPPRESS)
+    p.set_defaults(lock_option="--data-lock")
     p.add_argument("--update-lock", action="store_true",
                    help="accept the files in DIR: record their digests where they differ from "
                         "the lock (never overrides a digest in datasets.yaml)")
@@ -143,7 +155,8 @@ def print_check(rep: dict) -> None:
 
 
 def run(args) -> int:
-    lock_path = Path(args.lock).expanduser() if args.lock else datasets.default_lock_path()
+    lock_path = Path(args.data_lock).expanduser() if args.data_lock else datasets.default_lock_path()
+    opt = args.lock_option
     if not args.check:
         if args.update_lock or args.strict:
             raise UserError("--update-lock and --strict apply to --check DIR only; add --check DIR "
@@ -155,9 +168,9 @@ def run(args) -> int:
             print_description(doc)
         return 0
     if lock_path.is_dir():
-        raise UserError(f"--lock {lock_path} is a directory; pass --lock PATH naming a file")
+        raise UserError(f"{opt} {lock_path} is a directory; pass {opt} PATH naming a file")
     if not lock_path.exists():  # the first check records digests there
-        checks.output_file(lock_path, "--lock", "pass --lock PATH naming a file in a directory you "
+        checks.output_file(lock_path, opt, f"pass {opt} PATH naming a file in a directory you "
                            "can write to (digests are recorded there on first use)")
     rep = datasets.check_dir(Path(args.check), lock_path, update_lock=args.update_lock,
                              strict=args.strict)
