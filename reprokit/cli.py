@@ -33,6 +33,7 @@ COMMANDS = {
     "compare": "compare two runs: fingerprint diff and per-cell changes with p-values",
     "data": "describe the data sets and check a data directory",
     "status": "where a run's cells are; re-attaches a Slurm run to its jobs",
+    "generate": "regenerate every committed generated file (Dockerfiles, compose files, published data)",
 }
 
 

@@ -60,6 +60,7 @@ FORMATS: dict[str, tuple[int, dict[int, str]]] = {
     "rerun_coverage": (1, {1: "first version"}),
     "cell_times": (1, {1: "first version"}),
     "stack_attempts": (1, {1: "first version"}),
+    "published": (1, {1: "first version (reprokit/published_csv.py writes it from the reference CSV)"}),
 }
 
 

@@ -472,6 +472,12 @@ CASES = [
     Case("empty-dir", "reproduce.py build --suite smoke --lock empty",
          "reproduce.py: error: --lock empty is a directory; pass --lock PATH naming a file in a directory "
          "you can write to"),
+    # issue 14: data's lock option has run's name, --data-lock (--lock still works: row 67)
+    Case("empty-dir", "reproduce.py data --check empty --data-lock empty",
+         "reproduce.py: error: --data-lock empty is a directory; pass --data-lock PATH naming a file"),
+    Case("", "reproduce.py generate --check --reference-csv nothere.csv",
+         "reproduce.py: error: --reference-csv nothere.csv is not a file; give the published_numbers.csv "
+         "of the reference, or leave the option out"),
 ]
 
 

@@ -1,0 +1,72 @@
+"""Every committed generated file, made again from its inputs: one list of generators, one command.
+
+`reproduce.py generate` writes what differs; `--check` only compares (exit status 1 when a file is
+out of date, CI's check). Each generator is the one its own module already has; this module only
+lists them and where their files go:
+
+- images/<stack>/Dockerfile from images/<stack>/recipe.yaml and images/_blocks/ (containers.recipes)
+- compose/<suite>.yml (and .gpu.yml) from the suites and stacks.yaml (containers.compose)
+- reprokit/data/published/<source>.yaml from the reference CSV (published_csv), only where the CSV
+  is (../shared/reference/published_numbers.csv beside the checkout, or --reference-csv); a fresh
+  clone without it skips them and says so.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprokit import files
+
+
+@dataclass(frozen=True)
+class Generator:
+    what: str          # what the files are, for messages
+    folder: Path       # where they go; expected() names are relative to it
+    module: str        # the module whose expected_files() makes them
+    needs_csv: bool = False
+
+    def expected(self, csv: Path) -> dict[str, str]:
+        mod: Any = importlib.import_module(self.module)
+        return mod.expected_files(csv) if self.needs_csv else mod.expected_files()
+
+
+GENERATORS = (
+    Generator("Dockerfiles", files.IMAGES, "reprokit.containers.recipes"),
+    Generator("compose files", files.COMPOSE, "reprokit.containers.compose"),
+    Generator("published numbers", files.DATA / "published", "reprokit.published_csv", needs_csv=True),
+)
+
+
+@dataclass
+class Outcome:
+    generator: Generator
+    stale: list[Path]          # differ from (or missing against) what the inputs make
+    current: int               # files already as generated
+    skipped: str | None = None  # why the generator did not run
+
+
+def generate(write: bool, csv: Path | None = None) -> list[Outcome]:
+    """Compare every generated file with what its inputs make now; with `write`, rewrite the ones that
+    differ (atomically, mode 0644). Files a generator no longer makes are left alone."""
+    from reprokit import published_csv
+
+    csv = csv or published_csv.DEFAULT_CSV
+    out = []
+    for g in GENERATORS:
+        if g.needs_csv and not csv.is_file():
+            out.append(Outcome(g, [], 0, f"no reference CSV at {csv}"))
+            continue
+        stale, current = [], 0
+        for name, text in g.expected(csv).items():
+            path = g.folder / name
+            if path.is_file() and path.read_text() == text:
+                current += 1
+                continue
+            stale.append(path)
+            if write:
+                files.write_text_atomic(path, text)
+        out.append(Outcome(g, stale, current))
+    return out
