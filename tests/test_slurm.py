@@ -88,6 +88,11 @@ def wait_slurm_cell(driver: Driver, cell_id: str) -> results.RunDir:
     time.sleep(1.0)
     assert driver.proc.poll() is None, driver.stderr()
     assert harness_pids(rundir, cell_id), f"{cell_id} ended too soon: slow it down"
+
+    def others_collected():  # the driver rewrites a finished cell's file when it collects it
+        run = json.loads(rundir.run_file.read_text()) if rundir.run_file.exists() else {}
+        return all(e.get("status") != "pending" for e in run.get("cells", []) if e["cell_id"] != cell_id)
+    wait_until(others_collected, 60, "the driver to collect the cells that ended before " + cell_id)
     return rundir
 
 
