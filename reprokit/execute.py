@@ -22,6 +22,7 @@ from pathlib import Path
 from reprokit import (
     cpu_peak,
     fallback,
+    files,
     fingerprint,
     lifecycle,
     merge_processes,
@@ -32,7 +33,7 @@ from reprokit import (
 )
 from reprokit.errors import UserError
 from reprokit.plan import Plan, make_job
-from reprokit.progress import Progress, recorded_times
+from reprokit.progress import Progress, past_cell_times, recorded_times
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
 from reprokit.suites import Cell, load_stacks
 
@@ -40,11 +41,11 @@ from reprokit.suites import Cell, load_stacks
 def placeholder_result(run_id: str, cell: Cell, status: str, reason: str, device: str) -> dict:
     """A result file for a cell that produced none itself (not run, crashed, timed out)."""
     return {
-        "schema_version": 1, "kind": "cell_result", "run_id": run_id, "cell_id": cell.id,
-        "source": cell.source, "stack": cell.stack, "workload": cell.workload,
+        "schema_version": files.version("cell_result"), "kind": "cell_result", "run_id": run_id,
+        "cell_id": cell.id, "source": cell.source, "stack": cell.stack, "workload": cell.workload,
         "variant": cell.variant, "params": cell.params, "status": status, "reason": reason,
-        "started": None, "finished": results.utcnow(), "wall_s": None, "device": device,
-        "metrics": {}, "implementation": {}, "stack_fingerprint": {}, "kit": results.kit_info(),
+        "started": None, "finished": files.utcnow(), "wall_s": None, "device": device,
+        "metrics": {}, "implementation": {}, "stack_fingerprint": {}, "kit": files.kit_info(),
     }
 
 
@@ -228,10 +229,10 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, ctx: dict, started
             rundir.write_cell(merged)
             _entry(run, cell, merged["status"], merged["reason"], None)
     run.setdefault("incidents", []).append(
-        {"kind": "interrupted", "at": results.utcnow(), "cell_id": cur[0].id if cur else None,
+        {"kind": "interrupted", "at": files.utcnow(), "cell_id": cur[0].id if cur else None,
          "text": f"{why}{text} after {time.time() - started:.1f} s"})
     run["current"] = None
-    run["finished"] = results.utcnow()
+    run["finished"] = files.utcnow()
     run["wall_s"] = (ctx.get("prior_wall") or 0.0) + time.time() - started
     rundir.write_run(run)
     return text
@@ -277,11 +278,11 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
         ctx["run"] = run
     else:
         run = {
-            "schema_version": 1, "kind": "run", "run_id": run_id, "suite": plan.suite.name,
+            "schema_version": files.version("run"), "kind": "run", "run_id": run_id, "suite": plan.suite.name,
             "argv": argv, "runner": runner.name, "protocol": plan.options.protocol,
-            "quick": plan.options.quick, "repeat": repeat, "started": results.utcnow(),
+            "quick": plan.options.quick, "repeat": repeat, "started": files.utcnow(),
             "finished": None, "wall_s": None, "host_fingerprint": fingerprint.host_fingerprint(),
-            "kit": results.kit_info(), "stacks": {}, "cells": [],
+            "kit": files.kit_info(), "stacks": {}, "cells": [],
             "options": {"device": plan.options.device, "min_samples": plan.options.min_samples,
                         "time_budget_s": plan.options.time_budget_s,
                         "data": (plan.options.data or {}).get("root"),
@@ -358,8 +359,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     if hasattr(runner, "reap_leftovers"):  # containers of this run, or of drivers that died
         runner.reap_leftovers(rundir.path, say)
     history = {**recorded_times(runner.name, plan.options.quick, plan.options.protocol),
-               **results.past_cell_times(rundir.path.parent, runner.name, plan.options.quick,
-                                         plan.options.protocol, exclude=rundir.path)}
+               **past_cell_times(rundir.path.parent, runner.name, plan.options.quick,
+                                 plan.options.protocol, exclude=rundir.path)}
     progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
                         repeat=repeat)
     ctx["progress"] = progress
@@ -396,7 +397,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             if verdicts[jc["id"]].get("env", {}).get("CUDA_FORCE_PTX_JIT") == "1":  # its workload
                 jc["params"]["cuda_force_ptx_jit"] = True  # sets it before importing the framework
         job_path = rundir.jobs_dir / f"{stack}.json"
-        results.write_json_atomic(job_path, job, "job")
+        files.write_json_atomic(job_path, job, "job")
         ready[stack] = (prepared, spec, job_path, {jc["id"]: jc for jc in job["cells"]})
         return ready[stack]
 
@@ -417,7 +418,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             for c, _ in now:
                 progress.start(c, process=rnd)
                 kwargs = {} if rnd is None else {"process": rnd}
-                run["current"] = {"cell_id": c.id, "process": rnd, "started": results.utcnow(),
+                run["current"] = {"cell_id": c.id, "process": rnd, "started": files.utcnow(),
                                   "driver": run["driver"]}
                 rundir.write_run(run)  # a driver killed now leaves the running cell on record
                 ctx["current"] = (c, rnd, time.monotonic())
@@ -445,7 +446,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     run = reconcile.reconcile(rundir, run, modify=True, say=say).run  # what is on disk now
     ctx["run"] = run
     run["current"] = None
-    run["finished"] = results.utcnow()
+    run["finished"] = files.utcnow()
     run["wall_s"] = prior_wall + time.time() - started
     rundir.write_run(run)
     progress.close()

@@ -23,7 +23,7 @@ import os
 import time
 from pathlib import Path
 
-from reprokit import lifecycle, merge_processes, reconcile, results
+from reprokit import files, lifecycle, merge_processes, reconcile, results
 from reprokit.runners.base import CellOutcome
 
 
@@ -247,12 +247,12 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
             for job in slurm["jobs"]:
                 for rt in job.get("tasks", []):
                     try:
-                        rec = results.loads_strict((rundir.path / rt["record"]).read_text())
+                        rec = files.loads_strict((rundir.path / rt["record"]).read_text())
                     except (OSError, ValueError, KeyError):
                         continue
                     if rec.get("ended"):
                         ends.append(rec["ended"])
-            run["finished"] = max(ends) if ends else results.utcnow()
+            run["finished"] = max(ends) if ends else files.utcnow()
             run["wall_s"] = _seconds_between(run["started"], run["finished"])
             run["slurm"]["detached"] = False
             rundir.write_run(run)

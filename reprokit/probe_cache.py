@@ -138,7 +138,7 @@ def entry_from_result(result: Mapping[str, Any], fingerprint: Mapping[str, Any],
 
 def record(entry: Mapping[str, Any], path: Path | None = None) -> Path:
     """Add `entry`, replacing the one of the same host, stack and image; atomic write."""
-    from reprokit import results
+    from reprokit import files
 
     path = Path(path) if path is not None else default_path()
     doc = load(path)
@@ -146,7 +146,7 @@ def record(entry: Mapping[str, Any], path: Path | None = None) -> Path:
                       if not (e["stack"] == entry["stack"] and e["image_id"] == entry["image_id"]
                               and _same_host(e, entry["host"]))] + [dict(entry)]
     path.parent.mkdir(parents=True, exist_ok=True)
-    results.write_json_atomic(path, doc, "probe_cache")
+    files.write_json_atomic(path, doc, "probe_cache")
     return path
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from reprokit import results, validate  # noqa: E402
+from reprokit import files, results, validate  # noqa: E402
 from reprokit.analysis import cpus, stats  # noqa: E402
 
 
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         doc["measurements"] = [m for m in doc["measurements"]
                                if (m["summary"]["processes"] > 1) != (s["processes"] > 1)] + [entry]
         doc["measurements"].sort(key=lambda m: m["summary"]["processes"])
-        results.write_json_atomic(out, doc, "rerun_coverage")
+        files.write_json_atomic(out, doc, "rerun_coverage")
         print(f"wrote {out}")
     return 0
 

@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from reprokit import results, suites  # noqa: E402
+from reprokit import files, results, suites  # noqa: E402
 from reprokit.plan import Options, make_job, make_plan  # noqa: E402
 from reprokit.runners.slurm import SlurmOptions, SlurmRunner, Task  # noqa: E402
 
@@ -50,13 +50,13 @@ def bench_submission(root: Path) -> dict:
     plan = make_plan(suites.load_suite(name), Options(quick=True, device="cpu"))
     rundir = results.RunDir(root / f"submit-{name}")
     rundir.path.mkdir(parents=True)
-    kit = results.kit_info()
+    kit = files.kit_info()
     runner = SlurmRunner(SlurmOptions(launcher="local", hold=True), say=lambda *_: None)
     tasks, prepared = [], {}
     for stack, cells in plan.by_stack().items():
         job = make_job(plan, stack, rundir.path.name, kit, str(rundir.cells_dir.resolve()))
         path = rundir.jobs_dir / f"{stack}.json"
-        results.write_json_atomic(path, job, "job")
+        files.write_json_atomic(path, job, "job")
         by_id = {jc["id"]: jc for jc in job["cells"]}
         prepared[stack] = {"stack": stack, "python": sys.executable, "env": {}}
         tasks += [Task(c, None, by_id[c.id], path, rundir.log_path(c.id)) for c in cells]

@@ -20,7 +20,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from reprokit import results, validate  # noqa: E402
+from reprokit import files, results, validate  # noqa: E402
 from reprokit.analysis import cpus  # noqa: E402
 
 OUT = REPO / "reprokit" / "data" / "cell_times.yaml"
@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
               f"{sum(new['cells'].values()):.0f} s from {new['run']}")
     doc["measurements"].sort(key=lambda m: (m["suite"], m["runner"], m["quick"], m["protocol"]))
     validate.check("cell_times", doc, str(OUT))
-    results.write_text_atomic(OUT, HEADER + yaml.safe_dump(doc, sort_keys=False, width=110))
+    files.write_text_atomic(OUT, HEADER + yaml.safe_dump(doc, sort_keys=False, width=110))
     print(f"wrote {OUT}")
     return 0
 
