@@ -16,7 +16,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from reprokit import compose, images, recipes, results, suites
+from reprokit import results, suites
+from reprokit.containers import compose, images, recipes
 from reprokit.runners import container as spec
 from reprokit.runners.docker import DockerRunner
 

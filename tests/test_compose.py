@@ -10,8 +10,9 @@ import docker
 import pytest
 import yaml
 
-from reprokit import compose, images, results, suites, validate
-from reprokit.commands.build import build_image
+from reprokit import results, suites, validate
+from reprokit.containers import compose, images
+from reprokit.containers.build import build_image
 
 HAVE_COMPOSE = shutil.which("docker-compose") is not None
 
@@ -28,7 +29,7 @@ def engine():
 
 def test_committed_compose_files_match_the_suite_data(repo):
     stale = compose.stale_files(repo / "compose")
-    assert not stale, f"run `python -m reprokit.compose`: stale {stale}"
+    assert not stale, f"run `python -m reprokit.containers.compose`: stale {stale}"
     assert compose.main(["--check"]) == 0
 
 

@@ -318,7 +318,7 @@ def test_docker_runner_mounts_the_data_read_only(tmp_path, data_dir, lock, no_pe
         client.ping()
     except Exception as e:
         pytest.skip(f"no Docker engine answers ({type(e).__name__})")
-    from reprokit.commands.build import build_image
+    from reprokit.containers.build import build_image
     from reprokit.runners.docker import DockerRunner
     # The CPU flavour CI builds anyway (tests/test_docker_runner.py); cached after the first build.
     monkeypatch.setenv("REPROKIT_IMAGE_LOCK", str(tmp_path / "image-lock.json"))

@@ -14,8 +14,9 @@ import time
 
 import pytest
 
-from reprokit import images, results, validate
-from reprokit.commands.build import build_image
+from reprokit import results, validate
+from reprokit.containers import images
+from reprokit.containers.build import build_image
 from reprokit.execute import execute, exit_code
 from reprokit.plan import Options, make_plan
 from reprokit.runners.base import StackUnavailable

@@ -637,7 +637,7 @@ def client():
 
 @pytest.fixture(scope="module")
 def smoke_image(client, lock):
-    from reprokit.commands.build import build_image
+    from reprokit.containers.build import build_image
     return build_image(client, "smoke-python", say=lambda *_: None)
 
 

@@ -13,9 +13,10 @@ import tarfile
 import zipfile
 
 import pytest
+import yaml
 
-from reprokit import images
-from reprokit.commands.build import build_image, make_context, pip_download
+from reprokit.containers import images
+from reprokit.containers.build import build_image, make_context, pip_download
 from reprokit.errors import UserError
 
 QUIET = lambda *_: None  # noqa: E731
@@ -195,9 +196,11 @@ def test_gpu_flavour_is_refused_without_an_nvidia_base(lock, tmp_path, repo):
     (tmp_path / "gpu").mkdir()
     (tmp_path / "gpu" / "Dockerfile").write_text(
         "ARG BASE_IMAGE=reprokit/base:bookworm\nFROM ${BASE_IMAGE}\nARG FLAVOUR=cpu\n")
-    (tmp_path / "gpu" / "recipe.yaml").write_text(
-        "flavours:\n  gpu:\n    build_args: {BASE_IMAGE: 'nvidia/cuda:9.0-cudnn7-devel-ubuntu16.04',"
-        " FLAVOUR: gpu}\n    requirements: null\n")
+    # a valid recipe.yaml (every reader validates it): smoke-python's, its gpu flavour FROM NVIDIA's
+    doc = yaml.safe_load((repo / "images" / "smoke-python" / "recipe.yaml").read_text())
+    doc.update(image="gpu", tag="reprokit/gpu:{flavour}", context="images/gpu")
+    doc["flavours"]["gpu"]["build_args"]["BASE_IMAGE"] = "nvidia/cuda:9.0-cudnn7-devel-ubuntu16.04"
+    (tmp_path / "gpu" / "recipe.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(UserError, match="cannot be built on this machine.*nvidia/cuda:9.0"):
         build_image(c, "gpu", "gpu", root=tmp_path, say=QUIET)
     out = cli(repo, "build", "--image", "gpu", "--flavour", "gpu",

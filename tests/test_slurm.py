@@ -31,7 +31,8 @@ from test_faults import (
     wait_until,
 )
 
-from reprokit import recipes, results
+from reprokit import results
+from reprokit.containers import recipes
 from reprokit.suites import load_stacks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -134,7 +135,7 @@ def test_smoke_suite_through_slurm_with_the_local_launcher(cluster, tmp_path):
 
 
 def test_smoke_suite_through_slurm_with_the_docker_launcher(cluster, tmp_path):
-    from reprokit.commands.build import build_image
+    from reprokit.containers.build import build_image
 
     try:
         import docker

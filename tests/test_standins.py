@@ -4,8 +4,9 @@ mechanism stand-ins are exactly the ones that replace what a published number is
 import json
 from pathlib import Path
 
-from reprokit import images, suites
+from reprokit import suites
 from reprokit.analysis import standins
+from reprokit.containers import images
 
 REPO = Path(__file__).resolve().parent.parent
 

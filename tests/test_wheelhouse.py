@@ -1,4 +1,4 @@
-"""The wheelhouse check (reprokit/wheelhouse.py): every flavour's requirements resolve for the
+"""The wheelhouse check (reprokit/containers/wheelhouse.py): every flavour's requirements resolve for the
 interpreter of its image, with its environment markers, and every pinned sha256 is the index's.
 
 Most tests run against a small index served from tmp_path by a local HTTP server (range requests
@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprokit import recipes, wheelhouse
-from reprokit.commands import build
+from reprokit.containers import build, recipes, wheelhouse
 from reprokit.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -270,7 +269,7 @@ def test_every_extra_file_is_installed_by_path_and_not_pinned_twice():
 
 
 def test_the_build_fetches_extra_files_and_records_then_enforces_their_sha256(tmp_path):
-    from reprokit import images
+    from reprokit.containers import images
 
     payload = tmp_path / "torch-0.1.12.post2-cp35-cp35m-linux_x86_64.whl"
     payload.write_bytes(b"not really a wheel")

@@ -5,7 +5,7 @@
 # build": the build step (reproduce.py build) reads downloads.sha256 from the image, writes the sum to
 # the lock file and passes it back as a build arg on later builds, where it is then enforced.
 # The one copy lives in images/_blocks/; reproduce.py build copies it into the build context of every
-# recipe whose Dockerfile COPYs it (reprokit/images.py shared_files).
+# recipe whose Dockerfile COPYs it (reprokit/containers/images.py shared_files).
 set -eu
 url=$1
 out=$2

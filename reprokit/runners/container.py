@@ -7,7 +7,7 @@ the GPUs it is given. `cell_spec` builds it for one cell (or, without a cell, fo
 job: the compose files); the renderers turn that one object into:
 
 - `docker_create_kwargs`: the Docker SDK's containers.create arguments (the Docker runner);
-- `compose_service`: a docker-compose service (reprokit/compose.py);
+- `compose_service`: a docker-compose service (reprokit/containers/compose.py);
 - `docker_argv`: `docker run` (the Slurm job's Docker launcher, on nodes with an engine);
 - `apptainer_argv`: `apptainer exec --containall --cleanenv --net --network none` with read-only
   binds (`--nv` for GPU cells), on a SIF built from the kit's image archive;
@@ -147,6 +147,41 @@ def jit_volume_name(image_dir: str, flavour: str, image_id: str, host_key: str) 
     image build and host GPU/driver (a rebuilt image starts cold, as its binaries may differ)."""
     short = image_id.split(":", 1)[-1][:12] if image_id else "unbuilt"
     return f"reprokit-jit-{_slug(image_dir)}-{flavour}-{short}-{host_key}"
+
+
+def ensure_jit_volume(client, image_id: str, image_dir: str, flavour: str, host_key: str,
+                      user: str) -> dict:
+    """The image's CUDA JIT cache volume on the engine: created (labelled) when missing, then
+    handed to `user` by a one-shot container, root with CAP_CHOWN only, no network and a
+    read-only root filesystem, running `chown -R` on the volume (a new volume's root is root's,
+    or the image directory's owner's, and another user may have filled it before). Returns what
+    the cell's runner info records (`jit_cache`)."""
+    import docker
+
+    name = jit_volume_name(image_dir, flavour, image_id, host_key)
+    path = jit_cache_path()
+    created = False
+    try:
+        client.volumes.get(name)
+    except docker.errors.NotFound:
+        client.volumes.create(name=name, driver="local", labels={
+            "reprokit.jit": "cuda", "reprokit.jit.image": image_dir, "reprokit.jit.flavour": flavour,
+            "reprokit.jit.image_id": image_id, "reprokit.jit.host": host_key})
+        created = True
+    out = {"volume": name, "target": path, "created": created, "owner": user,
+           "maxsize": jit_cache_env()["CUDA_CACHE_MAXSIZE"]}
+    if user == "0:0":
+        return out
+    try:
+        client.containers.run(
+            image_id, ["chown", "-R", user, path], user="0:0", network_mode="none",
+            cap_drop=["ALL"], cap_add=["CHOWN"], security_opt=["no-new-privileges"],
+            read_only=True, remove=True, mounts=[docker_mount(Mount(path, name, type="volume",
+                                                                    read_only=False))])
+    except docker.errors.ContainerError as e:  # the cell then records the cache unwritable
+        out["owner"] = None
+        out["owner_error"] = f"chown -R {user} {path} failed: {str(e)[:300]}"
+    return out
 
 
 def jit_volume_default(image_dir: str, flavour: str) -> str:

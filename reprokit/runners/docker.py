@@ -39,7 +39,8 @@ import time
 import uuid
 from pathlib import Path
 
-from reprokit import images, lifecycle, recipes
+from reprokit import lifecycle
+from reprokit.containers import engine, images, recipes
 from reprokit.errors import UserError
 from reprokit.runners import container as spec
 from reprokit.runners.base import BENCH, CellOutcome, StackUnavailable
@@ -75,8 +76,6 @@ class DockerRunner:
                  lock_path: Path | None = None, client=None, jit_cache: bool | None = None):
         """`jit_cache`: mount the CUDA JIT cache volume (default: on GPU runs only; the tests turn
         it on for a CPU run to check the volume on an engine without a GPU)."""
-        import docker
-
         self.device = device
         self.flavour = "gpu" if device == "gpu" else "cpu"
         self.gpus = gpus
@@ -85,10 +84,9 @@ class DockerRunner:
         self.say = say
         self.mem_limit, self.pids_limit = spec.limits(mem_limit, pids_limit)
         self.lock_path = lock_path
-        self.client = client or docker.from_env(timeout=120)
+        self.client = client or engine.client()
         self.containers: set[str] = set()
         self._users: dict[str, str] = {}
-        self._pinger = None
 
     # -- prepare ---------------------------------------------------------------------------
     def prepare(self, stack: str, stack_spec: dict, say=None) -> dict:
@@ -133,38 +131,10 @@ class DockerRunner:
         return self._host_key
 
     def jit_volume(self, found, image_dir: str, user: str) -> dict:
-        """The image's CUDA JIT cache volume on this host: created (labelled) when missing, then
-        handed to `user` by a one-shot container, root with CAP_CHOWN only, no network and a
-        read-only root filesystem, running `chown -R` on the volume (a new volume's root is
-        root's, or the image directory's owner's, and another user may have filled it before).
-        Returns what the cell's runner info records."""
-        import docker
-
-        name = spec.jit_volume_name(image_dir, self.flavour, found.image_id, self.host_key())
-        path = spec.jit_cache_path()
-        created = False
-        try:
-            self.client.volumes.get(name)
-        except docker.errors.NotFound:
-            self.client.volumes.create(name=name, driver="local", labels={
-                "reprokit.jit": "cuda", "reprokit.jit.image": image_dir,
-                "reprokit.jit.flavour": self.flavour, "reprokit.jit.image_id": found.image_id,
-                "reprokit.jit.host": self.host_key()})
-            created = True
-        out = {"volume": name, "target": path, "created": created, "owner": user,
-               "maxsize": spec.jit_cache_env()["CUDA_CACHE_MAXSIZE"]}
-        if user == "0:0":
-            return out
-        try:
-            self.client.containers.run(
-                found.image_id, ["chown", "-R", user, path], user="0:0", network_mode="none",
-                cap_drop=["ALL"], cap_add=["CHOWN"], security_opt=["no-new-privileges"],
-                read_only=True, remove=True, mounts=[spec.docker_mount(spec.Mount(
-                    path, name, type="volume", read_only=False))])
-        except docker.errors.ContainerError as e:  # the cell then records the cache unwritable
-            out["owner"] = None
-            out["owner_error"] = f"chown -R {user} {path} failed: {str(e)[:300]}"
-        return out
+        """The image's CUDA JIT cache volume on this host, made the cell user's
+        (container.ensure_jit_volume); what the cell's runner info records."""
+        return spec.ensure_jit_volume(self.client, found.image_id, image_dir, self.flavour,
+                                      self.host_key(), user)
 
     def _user_for(self, found) -> str:
         """Numeric uid:gid to run as: the host user when not root, else the image's non-root
@@ -311,24 +281,13 @@ class DockerRunner:
         status, reason = describe_exit(code, bool(state.get("OOMKilled")), self.mem_limit)
         return CellOutcome(status, reason, wall, str(log_path), info)
 
-    def engine_answers(self) -> bool:
-        """Whether the engine answers a ping within a few seconds."""
-        import docker
-
-        try:
-            if self._pinger is None:
-                self._pinger = docker.from_env(timeout=5)
-            return bool(self._pinger.ping())
-        except Exception:
-            return False
-
     def engine_gone(self, settle_s: float = 3.0) -> bool:
         """After a failed call: whether the engine stopped answering. An engine shutting down
         still answers pings for a moment after it has dropped a connection, so a ping that
         succeeds is asked again for `settle_s` before the engine counts as alive."""
         end = time.monotonic() + settle_s
         while True:
-            if not self.engine_answers():
+            if not engine.answers()[0]:
                 return True
             if time.monotonic() >= end:
                 return False

@@ -141,7 +141,7 @@ class DockerLauncher(_ContainerLauncher):
 
 def _image_file(folder: str | None, stack_spec: dict, flavour: str, suffix: str, what: str,
                 steps: str) -> str:
-    from reprokit import images
+    from reprokit.containers import images
 
     if not folder:
         raise StackUnavailable(f"the {what} launcher needs --slurm-image-dir DIR holding "
@@ -166,7 +166,7 @@ class _ImageFileLauncher(_ContainerLauncher):
         self.image_dir = image_dir
 
     def prepare(self, stack: str, stack_spec: dict, say) -> dict:
-        from reprokit import recipes
+        from reprokit.containers import recipes
 
         path = _image_file(self.image_dir, stack_spec, self.flavour, self.suffix, self.name,
                            self.steps)

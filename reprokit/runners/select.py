@@ -8,13 +8,10 @@ from reprokit.runners.local import LocalRunner
 
 
 def docker_engine_answers() -> tuple[bool, str]:
-    try:
-        import docker
-        client = docker.from_env(timeout=5)
-        client.ping()
-        return True, "a Docker engine answers"
-    except Exception as e:  # no SDK, no socket, engine down: all mean "no engine"
-        return False, f"no Docker engine ({type(e).__name__})"
+    """Whether a Docker engine answers, and why not (reprokit/containers/engine.py)."""
+    from reprokit.containers import engine
+
+    return engine.answers()
 
 
 def choose_device(device: str) -> str:
@@ -26,23 +23,12 @@ def choose_device(device: str) -> str:
 
 def missing_images(stacks: list[str], device: str) -> list[str]:
     """The stacks among `stacks` whose image (for this device's flavour) is not built."""
-    import docker
-
-    from reprokit import images
+    from reprokit.containers import images
     from reprokit.suites import load_stacks
 
-    client = docker.from_env(timeout=10)
-    flavour = "gpu" if device == "gpu" else "cpu"
     specs = load_stacks()
-    missing = []
-    for stack in stacks:
-        try:
-            found = images.find_image(client, specs[stack]["image"], flavour)
-        except Exception:
-            found = None
-        if found is None:
-            missing.append(stack)
-    return missing
+    found = images.presence((specs[s]["image"] for s in stacks), "gpu" if device == "gpu" else "cpu")
+    return [s for s in stacks if found[specs[s]["image"]] is None]
 
 
 def choose_runner(name: str, device: str, gpus: str | None, stacks: list[str] | None = None):
@@ -57,13 +43,8 @@ def choose_runner(name: str, device: str, gpus: str | None, stacks: list[str] | 
                 return (LocalRunner(), device, f"{why}, but no image built for "
                         f"{', '.join(missing)} (`reproduce.py build`); local runner")
         if ok:
-            try:
-                from reprokit.runners.docker import DockerRunner
-            except ModuleNotFoundError:
-                if name == "docker":
-                    raise UserError("the docker runner is not available in this version; use "
-                                    "--runner local") from None
-                return LocalRunner(), device, f"{why}, but no docker runner yet; local"
+            from reprokit.runners.docker import DockerRunner
+
             return DockerRunner(device=device, gpus=gpus), device, why
         if name == "docker":
             raise UserError(f"--runner docker: {why}; start dockerd (see README) or use "

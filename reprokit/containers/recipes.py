@@ -3,8 +3,9 @@ layout template of images/_blocks/ (single-stage.j2 or two-stage.j2, which compo
 blocks there) rendered with the parameters of images/<dir>/recipe.yaml and the base distributions
 of images/_blocks/distros.yaml (every OS package pin, Python, pip, NVIDIA apt repositories).
 
-    python -m reprokit.recipes            rewrite every images/*/Dockerfile
-    python -m reprokit.recipes --check    exit 1 listing the Dockerfiles that differ from their recipe
+    python -m reprokit.containers.recipes           rewrite every images/*/Dockerfile
+    python -m reprokit.containers.recipes --check   exit 1 listing the Dockerfiles that differ from
+                                                    their recipe
 
 recipe.yaml and distros.yaml are validated against reprokit/schemas/{recipe,distros}.schema.json and
 cross-checked here (a package without a pin, a fetch of an undeclared download, a download nothing
@@ -27,11 +28,11 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from reprokit import results, validate
+from reprokit import files, validate
+from reprokit.containers.images import IMAGES
 from reprokit.errors import UserError
 
-REPO = Path(__file__).resolve().parent.parent
-IMAGES = Path(os.environ.get("REPROKIT_IMAGES_DIR") or REPO / "images")
+REPO = files.REPO
 BLOCKS_DIR = "_blocks"  # shared building blocks; "_" keeps it apart from the image directories
 FETCH = "fetch_sha256.sh"  # the verified download helper, copied into build contexts that use it
 MARKER = "recorded on first build"
@@ -45,7 +46,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # the Debian/Ubuntu python3 package of an im
 def blocks(root: Path | None = None) -> Path:
     """The shared building blocks: <root>/_blocks, else the repository's images/_blocks."""
     own = (root or IMAGES) / BLOCKS_DIR
-    return own if own.is_dir() else REPO / "images" / BLOCKS_DIR
+    return own if own.is_dir() else files.IMAGES / BLOCKS_DIR
 
 
 def image_dirs(root: Path | None = None) -> list[str]:
@@ -85,6 +86,17 @@ def load_recipe(image_dir: str, root: Path | None = None) -> dict:
     if doc["image"] != image_dir:
         raise UserError(f"{_where(path)}: image is {doc['image']!r}, not its directory {image_dir!r}")
     return doc
+
+
+def stacks_of(image_dir: str) -> list[str]:
+    """The stacks that run in the image, in stacks.yaml's order (the only place that says so)."""
+    from reprokit.suites import load_stacks
+
+    stacks = [name for name, spec in load_stacks().items() if spec["image"] == image_dir]
+    if not stacks:
+        raise _fail(image_dir, "no stack of reprokit/data/stacks.yaml runs in this image (`image: "
+                    f"{image_dir}`); add one there")
+    return stacks
 
 
 def _fail(image_dir: str, msg: str) -> UserError:
@@ -275,7 +287,7 @@ def context(image_dir: str, root: Path | None = None, params: dict | None = None
     if venv is not None and not df.get("framework"):
         raise _fail(image_dir, "a recipe with a virtualenv needs `framework` (the import check)")
     return {
-        "image": image_dir, "stacks": params["stacks"], "era": params["era"],
+        "image": image_dir, "stacks": stacks_of(image_dir), "era": params["era"],
         "about": df["about"], "labels": df["labels"], "args": df.get("args") or [],
         "assert_python": df.get("assert_python"), "gpu_capable": gpu_capable,
         "gpu_status": gpu["status"], "downloads": fetched, "two_stage": two,
@@ -370,7 +382,7 @@ def write_all(root: Path | None = None) -> list[Path]:
     for name, text in expected_files(root).items():
         p = root / name
         if not p.exists() or p.read_text() != text:
-            results.write_text_atomic(p, text)
+            files.write_text_atomic(p, text)
             os.chmod(p, 0o644)
         paths.append(p)
     return paths
@@ -393,14 +405,16 @@ def stale_files(root: Path | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reprokit.recipes", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m reprokit.containers.recipes",
+                                description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="only compare; exit 1 when a Dockerfile is stale")
     args = p.parse_args(argv)
     try:
         if args.check:
             stale = stale_files()
             for n in stale:
-                print(f"images/{n} is out of date; run `python -m reprokit.recipes`", file=sys.stderr)
+                print(f"images/{n} is out of date; run `python -m reprokit.containers.recipes`",
+                      file=sys.stderr)
             return 1 if stale else 0
         for path in write_all():
             print(_where(path))

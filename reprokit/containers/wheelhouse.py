@@ -1,6 +1,6 @@
 """Does each flavour's wheelhouse resolve for its TARGET interpreter? Metadata only, against PyPI.
 
-    python -m reprokit.wheelhouse --check [--image DIR ...] [--flavour gpu|cpu|all] [--json FILE]
+    python -m reprokit.containers.wheelhouse --check [--image DIR ...] [--flavour gpu|cpu|all] [--json FILE]
     reproduce.py build --check-wheelhouse --image DIR ... [--flavour gpu]   (the same, via the build)
 
 A GPU flavour's requirements are resolved for the interpreter of its image (recipe.yaml's
@@ -59,7 +59,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from reprokit import images, recipes
+from reprokit.containers import images, recipes
 from reprokit.errors import UserError
 
 INDEX = os.environ.get("REPROKIT_PYPI_SIMPLE") or "https://pypi.org/simple"
@@ -145,7 +145,7 @@ class Target:
 
 
 def manylinux_platforms(glibc: int) -> list[str]:
-    """The platforms pip is given for a glibc 2.<glibc> x86_64 image (reprokit/commands/build.py)."""
+    """The platforms pip is given for a glibc 2.<glibc> x86_64 image (reprokit/containers/build.py)."""
     return ([f"manylinux_2_{minor}_x86_64" for minor in range(glibc, 16, -1)]
             + ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"])
 
@@ -712,7 +712,8 @@ def check(image_dirs: list[str] | None = None, flavours: tuple[str, ...] = ("gpu
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reprokit.wheelhouse", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m reprokit.containers.wheelhouse",
+                                description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="check (the only action; kept for clarity)")
     p.add_argument("--image", nargs="+", metavar="DIR", help="these image dirs (default: all)")
     p.add_argument("--flavour", choices=("gpu", "cpu", "all"), default="gpu")
