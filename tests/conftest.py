@@ -18,14 +18,15 @@ def repo() -> Path:
 def theano_python() -> str:
     """The theano-0.9 stack's venv (numpy < 2), created exactly as the local runner creates it and
     cached under REPROKIT_VENV_DIR; REPROKIT_THEANO_PYTHON overrides it."""
-    from reprokit import envs, suites
+    from reprokit import suites
+    from reprokit.runners import venvs
     from reprokit.runners.base import StackUnavailable
 
     explicit = os.environ.get("REPROKIT_THEANO_PYTHON")
     if explicit:
         return explicit
     try:
-        return envs.python_for("theano-0.9", suites.load_stacks()["theano-0.9"],
-                               say=lambda *_: None)
+        return venvs.python_for("theano-0.9", suites.load_stacks()["theano-0.9"],
+                                say=lambda *_: None)
     except StackUnavailable as e:
         pytest.skip("the Theano environment cannot be installed here: %s" % e)

@@ -11,17 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import envs, suites
+from reprokit import suites
 from reprokit.analysis import standins
+from reprokit.runners import venvs
 from reprokit.runners.base import StackUnavailable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_workloads_000 as w000  # noqa: E402  (its harness helpers)
 
 
-def _env(stack: str) -> envs.Environment:
+def _env(stack: str) -> venvs.Environment:
     try:
-        env = envs.environment_for(stack, suites.load_stacks()[stack], say=lambda *_: None)
+        env = venvs.environment_for(stack, suites.load_stacks()[stack], say=lambda *_: None)
     except StackUnavailable as e:
         pytest.skip(f"{stack}: {e}")
     if env.chosen["fallback"]:

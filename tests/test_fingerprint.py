@@ -340,9 +340,10 @@ def _run_collect(python: str, framework: str, env: dict) -> dict:
 
 
 def _theano_pin() -> tuple[str, dict]:
-    """(the Theano version the local runner's chosen environment pins, its numpy), as envs chose it."""
-    from reprokit import envs, suites
-    e = envs.environment_for("theano-0.9", suites.load_stacks()["theano-0.9"], say=lambda *_: None)
+    """(the Theano version the local runner's chosen environment pins, its numpy), as venvs chose it."""
+    from reprokit import suites
+    from reprokit.runners import venvs
+    e = venvs.environment_for("theano-0.9", suites.load_stacks()["theano-0.9"], say=lambda *_: None)
     pins = dict(r.split("==", 1) for r in e.chosen.get("requirements") or [] if "==" in r)
     return pins.get("theano", "1.0.5"), pins
 
@@ -350,7 +351,7 @@ def _theano_pin() -> tuple[str, dict]:
 def test_collect_theano_in_its_venv(theano_python):
     env = dict(os.environ, THEANO_FLAGS=THEANO_FLAGS)
     fw = _run_collect(theano_python, "theano", env)["framework"]
-    if not os.environ.get("REPROKIT_THEANO_PYTHON"):  # the version of the candidate envs chose
+    if not os.environ.get("REPROKIT_THEANO_PYTHON"):  # the version of the candidate venvs chose
         assert fw["version"] == _theano_pin()[0], fw
     assert fw["device"] == "cpu" and fw["floatX"] == "float32" and fw["blas_ldflags"] == ""
     assert fw["errors"] == {}

@@ -332,14 +332,14 @@ def test_the_modern_stack_probes_run_on_the_cpu(tmp_path, monkeypatch):
 def test_the_legacy_stack_probes_run_on_the_cpu(tmp_path, monkeypatch):
     """Theano, MXNet, TensorFlow 1.x and PyTorch probes in the environments the local runner gives
     the 2017-2018 stacks (on the project machines, 2026-11-25: Theano 0.9.0, MXNet 1.2.0, TensorFlow
-    1.2.1 and PyTorch 1.0.0 on Python 3.6; elsewhere whatever envs.py chooses or falls back to)."""
-    from reprokit import envs
+    1.2.1 and PyTorch 1.0.0 on Python 3.6; elsewhere whatever venvs.py chooses or falls back to)."""
+    from reprokit.runners import venvs
     from reprokit.runners.base import StackUnavailable
 
     stacks = ("theano-0.9", "keras-mxnet-1.2", "tf-1.2", "torch-0.1")
     for stack in stacks:
         try:
-            envs.python_for(stack, suites.load_stacks()[stack], say=lambda *_: None)
+            venvs.python_for(stack, suites.load_stacks()[stack], say=lambda *_: None)
         except StackUnavailable as e:
             pytest.skip(f"the {stack} environment cannot be installed here: {e}")
     rundir, run = _run_probes(tmp_path, monkeypatch, stacks)

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from reprokit import suites
+from reprokit.files import BENCH
 from reprokit.runners import launchers
-from reprokit.runners.base import BENCH, StackUnavailable
+from reprokit.runners.base import StackUnavailable
 from reprokit.runners.container import (
     BENCH_IN_CONTAINER,
     RESULTS_IN_CONTAINER,

@@ -1,7 +1,7 @@
 """Source 002 workload (bench/workloads/s002_keras.py) through the real harness, tiny shapes.
 
 The tensorflow variant runs on this interpreter (tf.keras); the mxnet variant runs twice: in the
-keras-mxnet-1.2 stack's environment as the local runner chooses it (reprokit.envs: real Keras-MXNet
+keras-mxnet-1.2 stack's environment as the local runner chooses it (reprokit.runners.venvs: real Keras-MXNet
 2.1.6 on MXNet 1.2.0 where Python 3.6 exists), and in its stand-in (MXNet Gluon on this interpreter's
 venv, REPROKIT_STAND_INS=1). Both are created once and cached; a test is skipped only when its
 environment cannot be installed here.
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import envs, suites
+from reprokit import suites
+from reprokit.runners import venvs
 from reprokit.runners.base import StackUnavailable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +88,7 @@ def mx_python():
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("REPROKIT_STAND_INS", "1")
         try:
-            return envs.python_for("keras-mxnet-1.2", spec, say=lambda *_: None)
+            return venvs.python_for("keras-mxnet-1.2", spec, say=lambda *_: None)
         except StackUnavailable as e:
             pytest.skip("MXNet environment cannot be installed here: %s" % e)
 
@@ -97,7 +98,7 @@ def kmx_env():
     """The environment the local runner chooses for keras-mxnet-1.2 on this machine."""
     spec = suites.load_stacks()["keras-mxnet-1.2"]
     try:
-        env = envs.environment_for("keras-mxnet-1.2", spec, say=lambda *_: None)
+        env = venvs.environment_for("keras-mxnet-1.2", spec, say=lambda *_: None)
     except StackUnavailable as e:
         pytest.skip("MXNet environment cannot be installed here: %s" % e)
     if env.chosen["fallback"]:

@@ -227,7 +227,7 @@ def _keras_lstm(tf):
 
 
 def _cudnn_standin_tf1(tf, x, hidden):
-    """TF 1.x on a CPU (TensorFlow 1.2.1 in the tf-1.2 stack's environment, reprokit/envs.py): no
+    """TF 1.x on a CPU (TensorFlow 1.2.1 in the tf-1.2 stack's environment, reprokit/runners/venvs.py): no
     cuDNN, and tf.contrib.cudnn_rnn has no CPU kernel. The nearest TF 1.2 offers is its fused CPU
     LSTM op, LSTMBlockFusedCell (BlockLSTM: the whole sequence in one op), with every weight one as
     the original's params buffer; its bias is created zero and forget_bias 1.0 is added to the

@@ -13,7 +13,7 @@ checked per stack by tests/test_api_paths.py against each version's API list):
               the original's own code, Sequential([LSTM(128, unroll=True), Dense(softmax)]) with
               Keras 2.1.6's defaults (hard_sigmoid, implementation=1), RMSprop(lr=0.01),
               multi_gpu_model for gpus > 1. keras-mxnet 2.1.6.1 on MXNet 1.2.0 (CPU build) runs it
-              here in the keras-mxnet-1.2 stack's Python 3.6 environment (reprokit/envs.py); Keras
+              here in the keras-mxnet-1.2 stack's Python 3.6 environment (reprokit/runners/venvs.py); Keras
               2.1.6 on TF 1.8 and every GPU path (multi_gpu_model, memory queries) never ran.
   tensorflow  with Keras 3: tf.keras of the installed TensorFlow standing in for Keras 2.1.6 on TF 1.8.
   mxnet       without Keras: MXNet Gluon standing in for keras-mxnet 2.1.6 on MXNet 1.2: a hybridized

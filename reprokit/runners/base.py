@@ -17,9 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-REPO = Path(__file__).resolve().parent.parent.parent
-BENCH = REPO / "bench"
-
 
 class StackUnavailable(Exception):
     """The stack cannot be provided here; the message is the one-line reason."""

@@ -42,8 +42,9 @@ from pathlib import Path
 from reprokit import lifecycle
 from reprokit.containers import engine, images, recipes
 from reprokit.errors import UserError
+from reprokit.files import BENCH
 from reprokit.runners import container as spec
-from reprokit.runners.base import BENCH, CellOutcome, StackUnavailable
+from reprokit.runners.base import CellOutcome, StackUnavailable
 from reprokit.runners.container import NOBODY
 
 

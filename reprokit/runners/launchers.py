@@ -24,15 +24,16 @@ import os
 import uuid
 from pathlib import Path
 
+from reprokit.files import BENCH
 from reprokit.runners import container
-from reprokit.runners.base import BENCH, StackUnavailable
+from reprokit.runners.base import StackUnavailable
 from reprokit.runners.container import ContainerSpec
 
 NAMES = ("local", "docker", "apptainer", "pyxis")
 
 
 class LocalLauncher:
-    """The stack's own interpreter on the node (reprokit/envs.py: the kit's venvs, which must sit
+    """The stack's own interpreter on the node (reprokit/runners/venvs.py: the kit's venvs, which must sit
     on a file system the nodes share, like the kit and the results)."""
 
     name = "local"
@@ -57,7 +58,7 @@ class LocalLauncher:
                 "--cell", cell_id]
         if process is not None:
             argv += ["--process", str(process)]
-        # the environment envs.py chose (and its substitutes) go back with the outcome
+        # the environment venvs.py chose (and its substitutes) go back with the outcome
         # (execute_concurrent._collect records them in the cell as the local runner does)
         return {"argv": argv, "env": dict(prepared["env"]), "cwd": str(BENCH),
                 "info": {"python": prepared["python"], "substitutes": prepared.get("substitutes"),

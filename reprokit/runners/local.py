@@ -16,8 +16,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from reprokit import envs, lifecycle
-from reprokit.runners.base import BENCH, CellOutcome
+from reprokit import lifecycle
+from reprokit.files import BENCH
+from reprokit.runners import venvs
+from reprokit.runners.base import CellOutcome
 
 
 def describe_exit(code: int, oom: lifecycle.OomWatch | None = None) -> tuple[str, str]:
@@ -60,12 +62,12 @@ class LocalRunner:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     def prepare(self, stack: str, stack_spec: dict, say=None) -> dict:
-        chosen = envs.environment_for(stack, stack_spec, say or self.say)
+        chosen = venvs.environment_for(stack, stack_spec, say or self.say)
         env = dict(os.environ)
         env.update(chosen.env_vars)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        # the environment actually used and every candidate tried for it (envs.py): execute.py
+        # the environment actually used and every candidate tried for it (venvs.py): execute.py
         # copies them into run.json and every cell result of the stack
         return {"python": chosen.python, "env": env, "stack": stack, "env_vars": chosen.env_vars,
                 "substitutes": chosen.substitutes, "environment": chosen.record()}

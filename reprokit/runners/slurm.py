@@ -38,8 +38,9 @@ from pathlib import Path
 
 from reprokit import results
 from reprokit.errors import UserError
+from reprokit.files import REPO
 from reprokit.runners import launchers
-from reprokit.runners.base import REPO, CellOutcome
+from reprokit.runners.base import CellOutcome
 
 # Slurm's terminal job states -> (cell status, why). `interrupted` cells are re-run by --resume.
 STATES = {

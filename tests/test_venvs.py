@@ -1,4 +1,4 @@
-"""reprokit/envs.py: a stack's candidate environments are tried in order, the first that installs and
+"""reprokit/runners/venvs.py: a stack's candidate environments are tried in order, the first that installs and
 passes its check wins, every attempt is kept with its error, and a machine without the interpreters
 falls back to the stand-in and says why. Real interpreters, real venvs and real checks; the test
 candidates have no requirements (a venv without pip: nothing is downloaded), the stacks' own
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprokit import envs, suites, validate
+from reprokit import suites, validate
+from reprokit.runners import venvs as envs  # `venvs` is the fixture below
 
 HOST = "%d.%d" % sys.version_info[:2]
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Per-stack Python environments for the local runner, found by trying.
+"""Per-stack Python environments for the local runner (and the Slurm local launcher), found by trying.
 
 A stack's `local` block (reprokit/data/stacks.yaml) may name an ordered list of `candidates`: each an
 interpreter version (`python: "3.6"`), an optional pip to install first (old interpreters bundle a pip
@@ -10,7 +10,7 @@ stack falls back to its stand-in: `local.env: host` (the current interpreter) or
 
 Every attempt (candidate, interpreter, pins, outcome, the error's last line, date) is returned with
 the chosen environment; the local runner copies them into run.json and every cell result, and
-`python -m reprokit.envs --try-all --write` records them as data (reprokit/data/stack_attempts.yaml).
+`python -m reprokit.runners.venvs --try-all --write` records them as data (reprokit/data/stack_attempts.yaml).
 
 Interpreters are looked up as REPROKIT_PYTHON_<X>_<Y> (a path), then pyenv's versions
 ($PYENV_ROOT, default ~/.pyenv), then `python<X>.<Y>` on PATH. Environments are cached by a hash of
@@ -35,6 +35,7 @@ import venv
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reprokit import files
 from reprokit.runners.base import StackUnavailable
 
 INSTALL_TIMEOUT_S = 1800
@@ -295,7 +296,7 @@ def python_for(stack: str, spec: dict, say=print) -> str:
 
 # ---- recording attempts as data (reprokit/data/stack_attempts.yaml) -------------------------------
 
-ATTEMPTS_FILE = Path(__file__).resolve().parent / "data" / "stack_attempts.yaml"
+ATTEMPTS_FILE = files.DATA / "stack_attempts.yaml"
 
 
 def try_all(stacks: dict[str, dict], only: list[str] | None = None, say=print) -> list[dict]:
@@ -330,8 +331,8 @@ def write_attempts(attempts: list[dict], machine: str, path: Path = ATTEMPTS_FIL
     doc["attempts"] = kept
     header = ("# Every attempt to install a stack's candidate environments (reprokit/data/stacks.yaml\n"
               "# local.candidates), successful or not, with the last line of its error: `how: envs`\n"
-              "# entries are written by `python -m reprokit.envs --try-all --write` from real attempts;\n"
-              "# `how: manual` entries were made by hand (the command is given). Schema:\n"
+              "# entries are written by `python -m reprokit.runners.venvs --try-all --write` from real\n"
+              "# attempts; `how: manual` entries were made by hand (the command is given). Schema:\n"
               "# reprokit/schemas/stack_attempts.schema.json.\n")
     path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True))
 
@@ -339,7 +340,7 @@ def write_attempts(attempts: list[dict], machine: str, path: Path = ATTEMPTS_FIL
 def main(argv: list[str] | None = None) -> int:
     from reprokit import suites
 
-    p = argparse.ArgumentParser(prog="python -m reprokit.envs",
+    p = argparse.ArgumentParser(prog="python -m reprokit.runners.venvs",
                                 description="try the stacks' candidate environments")
     p.add_argument("--try-all", action="store_true", help="try every candidate of every stack")
     p.add_argument("--stack", action="append", help="only this stack (repeatable)")
