@@ -14,6 +14,40 @@ def repo() -> Path:
     return REPO
 
 
+def docker_client():
+    """A client of this machine's Docker engine (reprokit.containers.engine); the test is skipped
+    only when no engine answers (CI installs and starts one: scripts/test.sh)."""
+    from reprokit.containers import engine
+    from reprokit.errors import UserError
+
+    try:
+        return engine.client()
+    except UserError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def image_lock(tmp_path_factory):
+    """An image lock file of the test module's own (images/lock.json is left alone), named by
+    REPROKIT_IMAGE_LOCK for the module and every driver it starts."""
+    path = tmp_path_factory.mktemp("lock") / "lock.json"
+    old = os.environ.get("REPROKIT_IMAGE_LOCK")
+    os.environ["REPROKIT_IMAGE_LOCK"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("REPROKIT_IMAGE_LOCK", None)
+    else:
+        os.environ["REPROKIT_IMAGE_LOCK"] = old
+
+
+@pytest.fixture(scope="module")
+def smoke_image(image_lock):
+    """The smoke-python CPU image, built (or found built from the same inputs) into image_lock."""
+    from reprokit.containers.build import build_image
+
+    return build_image(docker_client(), "smoke-python", say=lambda *_: None)
+
+
 @pytest.fixture(scope="session")
 def theano_python() -> str:
     """The theano-0.9 stack's venv (numpy < 2), created exactly as the local runner creates it and

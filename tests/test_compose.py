@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import docker
 import pytest
 import yaml
+from conftest import docker_client
 
 from reprokit import results, suites, validate
 from reprokit.containers import compose, images
@@ -17,14 +18,7 @@ from reprokit.containers.build import build_image
 HAVE_COMPOSE = shutil.which("docker-compose") is not None
 
 
-def engine():
-    try:
-        import docker
-        c = docker.from_env(timeout=10)
-        c.ping()
-        return c
-    except Exception as e:
-        pytest.skip(f"no Docker engine answers ({type(e).__name__})")
+engine = docker_client  # skips the test when no engine answers
 
 
 def test_committed_compose_files_match_the_suite_data(repo):

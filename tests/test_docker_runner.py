@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from conftest import docker_client
 
 from reprokit import results, validate
 from reprokit.containers import images
@@ -28,37 +29,14 @@ BUDGET = {"min_samples": 3, "max_samples": 20, "time_budget_s": 0, "warmup": 0}
 QUIET = lambda *_: None  # noqa: E731
 
 
-def engine():
-    try:
-        import docker
-        c = docker.from_env(timeout=120)
-        c.ping()
-        return c
-    except Exception as e:
-        pytest.skip(f"no Docker engine answers ({type(e).__name__})")
-
-
-@pytest.fixture(scope="module")
-def lock(tmp_path_factory):
-    """A lock file of this module's own (images/lock.json is left alone)."""
-    path = tmp_path_factory.mktemp("lock") / "lock.json"
-    old = os.environ.get("REPROKIT_IMAGE_LOCK")
-    os.environ["REPROKIT_IMAGE_LOCK"] = str(path)
-    yield path
-    if old is None:
-        os.environ.pop("REPROKIT_IMAGE_LOCK", None)
-    else:
-        os.environ["REPROKIT_IMAGE_LOCK"] = old
-
-
 @pytest.fixture(scope="module")
 def client():
-    return engine()
+    return docker_client()
 
 
 @pytest.fixture(scope="module")
-def smoke_image(client, lock):
-    return build_image(client, "smoke-python", say=QUIET)
+def lock(image_lock):
+    return image_lock
 
 
 @pytest.fixture(scope="module")

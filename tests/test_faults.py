@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import docker_client
 
 from reprokit import lifecycle, reconcile, results
 
@@ -607,38 +608,9 @@ def docker_args(samples: int = 3000) -> list[str]:
     return ["--runner", "docker", "--cells", MATMUL, "--repeat", "2", "--min-samples", str(samples)]
 
 
-def engine():
-    try:
-        import docker
-        c = docker.from_env(timeout=120)
-        c.ping()
-        return c
-    except Exception as e:
-        pytest.skip(f"no Docker engine answers ({type(e).__name__})")
-
-
-@pytest.fixture(scope="module")
-def lock(tmp_path_factory):
-    """A lock file of this module's own (images/lock.json is left alone); drivers inherit it."""
-    path = tmp_path_factory.mktemp("lock") / "lock.json"
-    old = os.environ.get("REPROKIT_IMAGE_LOCK")
-    os.environ["REPROKIT_IMAGE_LOCK"] = str(path)
-    yield path
-    if old is None:
-        os.environ.pop("REPROKIT_IMAGE_LOCK", None)
-    else:
-        os.environ["REPROKIT_IMAGE_LOCK"] = old
-
-
 @pytest.fixture(scope="module")
 def client():
-    return engine()
-
-
-@pytest.fixture(scope="module")
-def smoke_image(client, lock):
-    from reprokit.containers.build import build_image
-    return build_image(client, "smoke-python", say=lambda *_: None)
+    return docker_client()
 
 
 def containers_of(client, rundir: results.RunDir, all_: bool = True, process: int | None = None):

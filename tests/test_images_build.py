@@ -14,6 +14,7 @@ import zipfile
 
 import pytest
 import yaml
+from conftest import docker_client
 
 from reprokit.containers import images
 from reprokit.containers.build import build_image, make_context, pip_download
@@ -22,14 +23,7 @@ from reprokit.errors import UserError
 QUIET = lambda *_: None  # noqa: E731
 
 
-def engine():
-    try:
-        import docker
-        c = docker.from_env(timeout=300)
-        c.ping()
-        return c
-    except Exception as e:
-        pytest.skip(f"no Docker engine answers ({type(e).__name__})")
+engine = docker_client  # skips the test when no engine answers
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import docker_client
 from test_faults import (
     LSTM,
     MATMUL,
@@ -97,6 +98,17 @@ def wait_slurm_cell(driver: Driver, cell_id: str) -> results.RunDir:
     return rundir
 
 
+def resume_all_ok(rundir: results.RunDir, before: dict) -> str:
+    """`run --resume RUN --runner slurm` after a fault: exit 0, everything measured before the fault
+    kept byte for byte, every cell ok; returns what the driver said (stderr)."""
+    p = cli("run", "--suite", "smoke", "--resume", str(rundir.path), "--runner", "slurm",
+            "--results", str(rundir.path.parent), "--no-report", *SLOW, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert_kept(before, rundir)
+    assert {x["status"] for x in entries(rundir).values()} == {"ok"}
+    return p.stderr
+
+
 def check_cell_record(cell: dict, launcher: str) -> None:
     """Each cell records its launcher, Slurm job, node, partition and the node's fingerprint."""
     r = cell["runner"]
@@ -134,27 +146,14 @@ def test_smoke_suite_through_slurm_with_the_local_launcher(cluster, tmp_path):
     assert "slurm" in md
 
 
-def test_smoke_suite_through_slurm_with_the_docker_launcher(cluster, tmp_path):
+def test_smoke_suite_through_slurm_with_the_docker_launcher(cluster, tmp_path, monkeypatch):
     from reprokit.containers.build import build_image
 
-    try:
-        import docker
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except Exception as e:  # as the Docker runner's tests: skip only when no engine answers
-        pytest.skip(f"no Docker engine answers ({type(e).__name__})")
-    lock = tmp_path / "lock.json"
-    env = {**os.environ, "REPROKIT_IMAGE_LOCK": str(lock)}
-    old = os.environ.get("REPROKIT_IMAGE_LOCK")
-    os.environ["REPROKIT_IMAGE_LOCK"] = str(lock)
-    try:
-        build_image(client, "smoke-python", say=lambda *_: None)
-        build_image(client, "legacy-2017-pytorch", say=lambda *_: None)
-    finally:
-        if old is None:
-            os.environ.pop("REPROKIT_IMAGE_LOCK", None)
-        else:
-            os.environ["REPROKIT_IMAGE_LOCK"] = old
+    client = docker_client()
+    monkeypatch.setenv("REPROKIT_IMAGE_LOCK", str(tmp_path / "lock.json"))  # the driver's too
+    build_image(client, "smoke-python", say=lambda *_: None)
+    build_image(client, "legacy-2017-pytorch", say=lambda *_: None)
+    env = dict(os.environ)
     p = cli("run", "--suite", "smoke", "--runner", "slurm", "--slurm-launcher", "docker", "--quick",
             "--results", str(tmp_path / "r"), timeout=900, env=env)
     assert p.returncode == 0, p.stderr
@@ -206,12 +205,8 @@ def test_a_job_cancelled_mid_run_is_interrupted_and_resume_measures_only_it(clus
     assert e[MATMUL]["status"] == "ok"
     assert e[LSTM]["status"] == "interrupted", e[LSTM]
     assert "CANCELLED" in e[LSTM]["reason"] and job in e[LSTM]["reason"], e[LSTM]["reason"]
-    p = cli("run", "--suite", "smoke", "--resume", str(rundir.path), "--runner", "slurm",
-            "--results", str(rundir.path.parent), "--no-report", *SLOW, timeout=600)
-    assert p.returncode == 0, p.stderr
-    assert "submitted 1 cell(s) of torch-0.1" in p.stderr and "smoke-python as" not in p.stderr
-    assert_kept(before, rundir)
-    assert {x["status"] for x in entries(rundir).values()} == {"ok"}
+    said = resume_all_ok(rundir, before)
+    assert "submitted 1 cell(s) of torch-0.1" in said and "smoke-python as" not in said
     assert rundir.load_cell(LSTM)["runner"]["job_id"] != job
 
 
@@ -235,11 +230,7 @@ def test_a_node_set_down_mid_cell_is_node_fail_and_resume_measures_only_it(clust
     assert e[LSTM]["status"] == "interrupted", e[LSTM]
     assert "NODE_FAIL" in e[LSTM]["reason"] and "DOWN" in e[LSTM]["reason"], e[LSTM]["reason"]
     assert squeue_state(job) == "NODE_FAIL"
-    p = cli("run", "--suite", "smoke", "--resume", str(rundir.path), "--runner", "slurm",
-            "--results", str(rundir.path.parent), "--no-report", *SLOW, timeout=600)
-    assert p.returncode == 0, p.stderr
-    assert_kept(before, rundir)
-    assert {x["status"] for x in entries(rundir).values()} == {"ok"}
+    resume_all_ok(rundir, before)
 
 
 def test_a_killed_driver_leaves_its_jobs_running_and_resume_reattaches(cluster, tmp_path):
@@ -255,15 +246,11 @@ def test_a_killed_driver_leaves_its_jobs_running_and_resume_reattaches(cluster, 
     assert harness_pids(rundir, LSTM), "the cell's job should outlive its driver"
     assert squeue_state(job) == "RUNNING"
     jobs_before = [j["job_id"] for j in rundir.load_run()["slurm"]["jobs"]]
-    p = cli("run", "--suite", "smoke", "--resume", str(rundir.path), "--runner", "slurm",
-            "--results", str(rundir.path.parent), "--no-report", *SLOW, timeout=600)
-    assert p.returncode == 0, p.stderr
-    assert f"re-attached to {LSTM}" in p.stderr and f"job {job}" in p.stderr, p.stderr
-    assert "submitted" not in p.stderr, p.stderr  # nothing re-submitted
+    said = resume_all_ok(rundir, before)
+    assert f"re-attached to {LSTM}" in said and f"job {job}" in said, said
+    assert "submitted" not in said, said  # nothing re-submitted
     run = rundir.load_run()
     assert [j["job_id"] for j in run["slurm"]["jobs"]] == jobs_before
-    assert_kept(before, rundir)
-    assert {x["status"] for x in run["cells"]} == {"ok"}
     assert rundir.load_cell(LSTM)["runner"]["job_id"] == job
     assert any(i["kind"] == "driver_lost" for i in run.get("incidents", []))
 

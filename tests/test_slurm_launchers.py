@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import docker_client
 
 from reprokit import suites
 from reprokit.files import BENCH
@@ -191,12 +192,9 @@ def test_the_docker_cli_reads_the_gpu_request_and_the_cache_volume_as_meant(tmp_
     records the request without a GPU (starting it would need one)."""
     import uuid
 
-    try:
-        import docker
-        client = docker.from_env(timeout=60)
-        client.ping()
-    except Exception as e:  # as the Docker runner's tests: skip only when no engine answers
-        pytest.skip(f"no Docker engine answers ({type(e).__name__})")
+    import docker
+
+    client = docker_client()
     base = "reprokit/base:bookworm"
     assert client.images.list(name=base), f"{base} is missing: run bash .ci/docker-setup.sh"
     volume = f"reprokit-jit-test-{uuid.uuid4().hex[:8]}"

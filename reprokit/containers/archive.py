@@ -176,6 +176,36 @@ def _complete(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
     return members
 
 
+def _manifest_and_lock(tar: tarfile.TarFile, archive: Path) -> tuple[dict, dict]:
+    """The archive's manifest (validated) and its lock's entries, the lock's sha256 checked
+    against the manifest and every image's ID against the lock."""
+    try:
+        manifest = json.loads(_member(tar, MANIFEST, archive))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{archive}: {MANIFEST} is not JSON ({e}); the archive is damaged: "
+                        "make it again with `reproduce.py archive`") from None
+    validate.check("image_archive", manifest, f"{archive}: {MANIFEST}")
+    lock_bytes = _member(tar, LOCK, archive)
+    got = hashlib.sha256(lock_bytes).hexdigest()
+    if got != manifest["lock_sha256"]:
+        raise UserError(f"{archive}: {LOCK} sha256 {got[:16]} != manifest "
+                        f"{manifest['lock_sha256'][:16]}; the archive is damaged: make it again "
+                        "with `reproduce.py archive`")
+    try:
+        lock_entries = json.loads(lock_bytes)["images"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{archive}: {LOCK} is not an image lock ({type(e).__name__}: {e}); make "
+                        "the archive again with `reproduce.py archive`") from None
+    for im in manifest["images"]:
+        entry = lock_entries.get(im["key"]) if isinstance(lock_entries, dict) else None
+        if entry is None or entry.get("image_id") != im["image_id"]:
+            raise UserError(f"{archive}: {im['key']}: image ID {im['image_id'][:19]} of the "
+                            "manifest is not the lock's "
+                            f"{(entry or {}).get('image_id', 'none')[:19]}; make the archive "
+                            "again with `reproduce.py archive`")
+    return manifest, lock_entries
+
+
 def check_archive(archive: Path) -> dict:
     """The archive's structure, manifest and lock, checked before the Docker engine is asked
     anything; returns the manifest. The image tarballs' sha256 are checked while loading."""
@@ -190,30 +220,8 @@ def check_archive(archive: Path) -> dict:
         if MANIFEST not in members:
             raise UserError(f"{archive}: no {MANIFEST} inside; not a reprokit archive (or one cut "
                             "short while it was written): make it again with `reproduce.py archive`")
-        try:
-            manifest = json.loads(_member(tar, MANIFEST, archive))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise UserError(f"{archive}: {MANIFEST} is not JSON ({e}); the archive is damaged: "
-                            "make it again with `reproduce.py archive`") from None
-        validate.check("image_archive", manifest, f"{archive}: {MANIFEST}")
-        lock_bytes = _member(tar, LOCK, archive)
-        got = hashlib.sha256(lock_bytes).hexdigest()
-        if got != manifest["lock_sha256"]:
-            raise UserError(f"{archive}: {LOCK} sha256 {got[:16]} != manifest "
-                            f"{manifest['lock_sha256'][:16]}; the archive is damaged: make it again "
-                            "with `reproduce.py archive`")
-        try:
-            lock_entries = json.loads(lock_bytes)["images"]
-        except (ValueError, KeyError, TypeError) as e:
-            raise UserError(f"{archive}: {LOCK} is not an image lock ({type(e).__name__}: {e}); make "
-                            "the archive again with `reproduce.py archive`") from None
+        manifest, _ = _manifest_and_lock(tar, archive)
         for im in manifest["images"]:
-            entry = lock_entries.get(im["key"]) if isinstance(lock_entries, dict) else None
-            if entry is None or entry.get("image_id") != im["image_id"]:
-                raise UserError(f"{archive}: {im['key']}: image ID {im['image_id'][:19]} of the "
-                                "manifest is not the lock's "
-                                f"{(entry or {}).get('image_id', 'none')[:19]}; make the archive "
-                                "again with `reproduce.py archive`")
             m = members.get(im["file"])
             if m is None:
                 raise UserError(f"{archive}: {im['file']} is listed in the manifest but missing; "
@@ -225,6 +233,8 @@ def check_archive(archive: Path) -> dict:
 
 
 def verify_and_load(c, archive: Path, lock: Path | None, say) -> list[dict]:
+    """Load the archive's images, each verified on the way (docstring of this module); merge
+    their lock entries into the local lock and set their alias tags."""
     if not archive.is_file():
         raise UserError(f"{archive} does not exist")
     try:
@@ -233,24 +243,9 @@ def verify_and_load(c, archive: Path, lock: Path | None, say) -> list[dict]:
         raise UserError(f"{archive} is not a tar archive ({e})") from None
     loaded = []
     with tar, tempfile.TemporaryDirectory(prefix="reprokit-restore-") as tmp:
-        try:
-            manifest = json.loads(_member(tar, MANIFEST, archive))
-        except json.JSONDecodeError as e:
-            raise UserError(f"{archive}: {MANIFEST} is not JSON ({e}); the archive is damaged: "
-                            "make it again with `reproduce.py archive`") from None
-        validate.check("image_archive", manifest, f"{archive}: {MANIFEST}")
-        lock_bytes = _member(tar, LOCK, archive)
-        got = hashlib.sha256(lock_bytes).hexdigest()
-        if got != manifest["lock_sha256"]:
-            raise UserError(f"{archive}: {LOCK} sha256 {got[:16]} != manifest "
-                            f"{manifest['lock_sha256'][:16]}")
-        lock_entries = json.loads(lock_bytes)["images"]
+        manifest, lock_entries = _manifest_and_lock(tar, archive)
         for im in manifest["images"]:
-            entry = lock_entries.get(im["key"])
-            if entry is None or entry["image_id"] != im["image_id"]:
-                raise UserError(f"{archive}: {im['key']}: image ID {im['image_id'][:19]} of the "
-                                "manifest is not the lock's "
-                                f"{(entry or {}).get('image_id', 'none')[:19]}")
+            entry = lock_entries[im["key"]]
             path = Path(tmp) / Path(im["file"]).name
             got = _extract(tar, im["file"], path, archive)
             if got != im["sha256"]:

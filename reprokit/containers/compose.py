@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 from reprokit import files, suites
-from reprokit.containers import images, recipes
+from reprokit.containers import generated, images, recipes
 from reprokit.plan import Options, make_job, make_plan
 from reprokit.runners import container as spec
 from reprokit.runners.container import CELLS_IN_CONTAINER, MEM_LIMIT, NOBODY
@@ -128,21 +128,12 @@ def expected_files() -> dict[str, str]:
 
 def write_all(folder: Path = COMPOSE) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in expected_files().items():
-        p = folder / name
-        if not p.exists() or p.read_text() != text:
-            files.write_text_atomic(p, text)
-            os.chmod(p, 0o644)
-        paths.append(p)
-    return paths
+    return generated.write(folder, expected_files())
 
 
 def stale_files(folder: Path = COMPOSE) -> list[str]:
     want = expected_files()
-    have = {p.name for p in folder.glob("*.yml")}
-    stale = [n for n, t in want.items() if not (folder / n).exists() or (folder / n).read_text() != t]
-    return sorted(stale + [n for n in have - set(want)])
+    return generated.stale(folder, want, [p.name for p in folder.glob("*.yml") if p.name not in want])
 
 
 def prepare_run_dir(suite_name: str, run_dir: Path, flavour: str = "cpu", quick: bool = True,
@@ -208,15 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         env = prepare_run_dir(args.suite, args.dir, args.flavour, args.quick, client)
         print(f"docker-compose --env-file {env} -f {COMPOSE / file_name(args.suite, args.flavour)} up")
         return 0
-    if args.check:
-        stale = stale_files()
-        for n in stale:
-            print(f"compose/{n} is out of date; run `python -m reprokit.containers.compose`",
-                  file=sys.stderr)
-        return 1 if stale else 0
-    for path in write_all():
-        print(path.relative_to(files.REPO))
-    return 0
+    return generated.run(args.check, stale_files, write_all, "compose",
+                         "python -m reprokit.containers.compose")
 
 
 if __name__ == "__main__":

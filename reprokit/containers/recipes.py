@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import posixpath
 import re
 import sys
@@ -29,6 +28,7 @@ import jinja2
 import yaml
 
 from reprokit import files, validate
+from reprokit.containers import generated
 from reprokit.containers.images import IMAGES
 from reprokit.errors import UserError
 
@@ -377,15 +377,7 @@ def expected_files(root: Path | None = None) -> dict[str, str]:
 
 
 def write_all(root: Path | None = None) -> list[Path]:
-    root = root or IMAGES
-    paths = []
-    for name, text in expected_files(root).items():
-        p = root / name
-        if not p.exists() or p.read_text() != text:
-            files.write_text_atomic(p, text)
-            os.chmod(p, 0o644)
-        paths.append(p)
-    return paths
+    return generated.write(root or IMAGES, expected_files(root))
 
 
 def is_stale(image_dir: str, root: Path | None = None) -> bool:
@@ -399,9 +391,7 @@ def is_stale(image_dir: str, root: Path | None = None) -> bool:
 
 
 def stale_files(root: Path | None = None) -> list[str]:
-    root = root or IMAGES
-    return sorted(n for n, t in expected_files(root).items()
-                  if not (root / n).exists() or (root / n).read_text() != t)
+    return generated.stale(root or IMAGES, expected_files(root))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -410,18 +400,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="only compare; exit 1 when a Dockerfile is stale")
     args = p.parse_args(argv)
     try:
-        if args.check:
-            stale = stale_files()
-            for n in stale:
-                print(f"images/{n} is out of date; run `python -m reprokit.containers.recipes`",
-                      file=sys.stderr)
-            return 1 if stale else 0
-        for path in write_all():
-            print(_where(path))
+        return generated.run(args.check, stale_files, write_all, "images",
+                             "python -m reprokit.containers.recipes")
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
-    return 0
 
 
 if __name__ == "__main__":

@@ -176,32 +176,28 @@ def time_limit_min(timeout_s: float | None, override: int | None) -> int:
     return max(1, math.ceil((float(timeout_s or 1200) + 60) / 60))
 
 
-def parse_squeue(text: str) -> dict[str, dict]:
-    """`squeue -h -r --states=all -o %i|%T|%N|%P|%r|%l|%M` -> {job id: fields}."""
+def _rows(text: str, names: tuple[str, ...]) -> dict[str, dict]:
+    """`|`-separated rows, the job id first -> {job id: {name: value, None when empty}}; `state`
+    is its first word ("CANCELLED by 0" -> CANCELLED), "" when empty."""
     out = {}
     for line in text.splitlines():
         parts = line.strip().split("|")
-        if len(parts) < 7:
+        if len(parts) < len(names) + 1:
             continue
-        jid, state, node, part, reason, limit, used = parts[:7]
-        out[jid] = {"state": state.split()[0] if state else "", "node": node or None,
-                    "partition": part or None, "slurm_reason": reason or None,
-                    "time_limit": limit or None, "time_used": used or None}
+        row = {n: v or None for n, v in zip(names, parts[1:])}
+        row["state"] = row["state"].split()[0] if row["state"] else ""
+        out[parts[0]] = row
     return out
+
+
+def parse_squeue(text: str) -> dict[str, dict]:
+    """`squeue -h -r --states=all -o %i|%T|%N|%P|%r|%l|%M` -> {job id: fields}."""
+    return _rows(text, ("state", "node", "partition", "slurm_reason", "time_limit", "time_used"))
 
 
 def parse_sacct(text: str) -> dict[str, dict]:
     """`sacct -n -P -X -o JobID,State,NodeList,Partition,ExitCode,Elapsed` -> {job id: fields}."""
-    out = {}
-    for line in text.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) < 6:
-            continue
-        jid, state, node, part, code, elapsed = parts[:6]
-        out[jid] = {"state": state.split()[0] if state else "", "node": node or None,
-                    "partition": part or None, "slurm_exit_code": code or None,
-                    "time_used": elapsed or None}
-    return out
+    return _rows(text, ("state", "node", "partition", "slurm_exit_code", "time_used"))
 
 
 class SlurmRunner:

@@ -82,6 +82,16 @@ def _last_line(text: str, default: str) -> str:
     return last[:400]
 
 
+def _step_error(cmd: list[str], timeout: float, failed: str) -> str | None:
+    """None when the command succeeds; else why it did not: the exception, or its stderr's last
+    line (`failed` when it printed nothing)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"{type(e).__name__}: {e}"
+    return None if proc.returncode == 0 else _last_line(proc.stderr, failed)
+
+
 def interpreter_version(path: str) -> str | None:
     """X.Y.Z of the interpreter at `path`, or None when it does not run."""
     try:
@@ -177,18 +187,11 @@ def try_candidate(stack: str, cand: dict, index: int, env_vars: dict[str, str], 
     if not (marker.exists() and vpy.exists()) or retry:
         say(f"stack {stack}: trying {cand['id']} (Python {full}: {' '.join(cand['requirements'])}; "
             f"one time, cached in {path})")
-        try:
-            # no requirements (tests): no pip either, so nothing is installed or downloaded
-            bare = [] if cand["requirements"] or cand.get("pip") else ["--without-pip"]
-            proc = subprocess.run([py, "-m", "venv", "--clear", *bare, str(path)], capture_output=True,
-                                  text=True, timeout=600)
-        except (OSError, subprocess.SubprocessError) as e:
-            att.update(outcome="venv-failed", error=f"{type(e).__name__}: {e}",
-                       seconds=round(time.monotonic() - t0, 1))
-            return att
-        if proc.returncode != 0:
-            att.update(outcome="venv-failed", error=_last_line(proc.stderr, "venv failed"),
-                       seconds=round(time.monotonic() - t0, 1))
+        # no requirements (tests): no pip either, so nothing is installed or downloaded
+        bare = [] if cand["requirements"] or cand.get("pip") else ["--without-pip"]
+        err = _step_error([py, "-m", "venv", "--clear", *bare, str(path)], 600, "venv failed")
+        if err:
+            att.update(outcome="venv-failed", error=err, seconds=round(time.monotonic() - t0, 1))
             return att
         steps = []
         if cand.get("pip"):
@@ -198,14 +201,9 @@ def try_candidate(stack: str, cand: dict, index: int, env_vars: dict[str, str], 
             steps.append([str(vpy), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                           *cand.get("pip_args", []), *cand["requirements"]])
         for cmd in steps:
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
-            except (OSError, subprocess.SubprocessError) as e:
-                att.update(outcome="install-failed", error=f"{type(e).__name__}: {e}",
-                           seconds=round(time.monotonic() - t0, 1))
-                return att
-            if proc.returncode != 0:
-                att.update(outcome="install-failed", error=_last_line(proc.stderr, "pip failed"),
+            err = _step_error(cmd, INSTALL_TIMEOUT_S, "pip failed")
+            if err:
+                att.update(outcome="install-failed", error=err,
                            seconds=round(time.monotonic() - t0, 1))
                 return att
     if cand.get("check"):
