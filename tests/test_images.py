@@ -4,8 +4,9 @@ The GPU flavours cannot be built on the project machines (no registry, no GPU), 
 what stands between them and a typo: hadolint (the real binary), pinning of every apt and pip
 package, a sha256 (or the "recorded on first build" marker) for every download, and agreement
 between Dockerfile, recipe.yaml, the requirements files and compat.yaml. Every Dockerfile is
-generated from its recipe.yaml and the building blocks of images/_blocks/ (reprokit/recipes.py): the
-committed files must be what the recipes generate, and the generator must refuse bad parameters.
+generated from its recipe.yaml and the building blocks of images/_blocks/
+(reprokit/containers/recipes.py): the committed files must be what the recipes generate, and the
+generator must refuse bad parameters.
 """
 
 import os
