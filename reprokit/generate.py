@@ -50,8 +50,10 @@ class Outcome:
 
 def generate(write: bool, csv: Path | None = None) -> list[Outcome]:
     """Compare every generated file with what its inputs make now; with `write`, rewrite the ones that
-    differ (atomically, mode 0644). Files a generator no longer makes are left alone."""
+    differ (containers.generated: atomically, mode 0644). Files a generator no longer makes are left
+    alone."""
     from reprokit import published_csv
+    from reprokit.containers import generated
 
     csv = csv or published_csv.DEFAULT_CSV
     out = []
@@ -59,14 +61,9 @@ def generate(write: bool, csv: Path | None = None) -> list[Outcome]:
         if g.needs_csv and not csv.is_file():
             out.append(Outcome(g, [], 0, f"no reference CSV at {csv}"))
             continue
-        stale, current = [], 0
-        for name, text in g.expected(csv).items():
-            path = g.folder / name
-            if path.is_file() and path.read_text() == text:
-                current += 1
-                continue
-            stale.append(path)
-            if write:
-                files.write_text_atomic(path, text)
-        out.append(Outcome(g, stale, current))
+        expected = g.expected(csv)
+        stale = generated.stale(g.folder, expected)
+        if write:
+            generated.write(g.folder, expected)  # only the files whose text differs
+        out.append(Outcome(g, [g.folder / n for n in stale], len(expected) - len(stale)))
     return out

@@ -226,8 +226,8 @@ def test_run_data_missing_dir_is_exit_2(repo, tmp_path):
 
 
 def test_command_function_returns_the_exit_status(data_dir, lock, capsys):
-    args = SimpleNamespace(check=str(data_dir), lock=str(lock), update_lock=False, strict=False,
-                           json=True)
+    args = SimpleNamespace(check=str(data_dir), data_lock=str(lock), lock_option="--data-lock",
+                           update_lock=False, strict=False, json=True)
     assert data_cmd.run(args) == 0
     assert json.loads(capsys.readouterr().out)["kind"] == "data_check"
     (data_dir / "nietzsche.txt").write_text("changed\n")
