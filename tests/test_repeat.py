@@ -370,7 +370,7 @@ def test_earlier_times_of_a_repeated_run_are_per_process(tmp_path):
 
 
 # -- the Docker runner --------------------------------------------------------------------------
-from tests.test_docker_runner import client, lock, smoke_image  # noqa: E402,F401  (fixtures)
+from tests.test_docker_runner import client  # noqa: E402,F401  (fixture; smoke_image is conftest's)
 
 
 @pytest.mark.docker
