@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
-from reprokit import datasets
+from reprokit import datasets, files
 from reprokit.errors import UserError
 from reprokit.suites import Cell, Suite
 
@@ -96,7 +96,7 @@ def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str,
              cells: list[Cell] | None = None) -> dict:
     """The job file of `stack`: its own cells, or `cells` (those a fallback chain moved to it too)."""
     cells = plan.by_stack()[stack] if cells is None else cells
-    job = {"schema_version": 1, "run_id": run_id, "stack": stack, "kit": kit,
+    job = {"schema_version": files.version("job"), "run_id": run_id, "stack": stack, "kit": kit,
            "out_dir": out_dir, "device": plan.options.device,
            "cells": [job_cell(c, plan.suite, plan.options) for c in cells]}
     if plan.options.data:  # the host directory the cells' data_dir params lie in (runners mount it)

@@ -56,7 +56,14 @@ class CompatError(ValueError):
 
 
 def load_compat(path: Path | str = COMPAT_PATH, *, validate: bool = True) -> dict[str, Any]:
-    """Read compat.yaml; validate it against its schema and its internal references."""
+    """Read compat.yaml (the kit's own through files.load_data: parsed and schema-checked once, shared,
+    not to be modified; another `path` is read and checked here) and check its internal references."""
+    if Path(path) == COMPAT_PATH and validate:
+        from reprokit import files
+
+        data = files.load_data("compat")
+        _check_references(data)
+        return data
     with open(path, encoding="utf-8") as fh:
         data = yaml.safe_load(fh)
     if validate:
@@ -67,21 +74,26 @@ def load_compat(path: Path | str = COMPAT_PATH, *, validate: bool = True) -> dic
         with open(SCHEMA_PATH, encoding="utf-8") as fh:
             schema = json.load(fh)
         jsonschema.validate(data, schema)
-        for name, stack in data["stacks"].items():
-            for binary in stack["binaries"]:
-                if binary not in data["binaries"]:
-                    raise CompatError(f"stack {name!r} names unknown binary {binary!r}")
-        for blocker in data["blockers"]:
-            for name in blocker["stacks"]:
-                if name not in data["stacks"]:
-                    raise CompatError(f"blocker {blocker['id']!r} names unknown stack {name!r}")
-        for name, links in (data.get("fallbacks") or {}).items():
-            for link in [{"stack": name}] + links:
-                if link["stack"] is not None and link["stack"] not in data["stacks"]:
-                    raise CompatError(f"fallback chain of {name!r} names unknown stack {link['stack']!r}")
-                if link["stack"] is not None and not data["stacks"][link["stack"]]["gpu"]:
-                    raise CompatError(f"fallback chain of {name!r}: {link['stack']!r} has no GPU flavour")
+        _check_references(data)
     return data
+
+
+def _check_references(data: Mapping[str, Any]) -> None:
+    """Every binary, blocker stack and fallback link names something compat.yaml defines."""
+    for name, stack in data["stacks"].items():
+        for binary in stack["binaries"]:
+            if binary not in data["binaries"]:
+                raise CompatError(f"stack {name!r} names unknown binary {binary!r}")
+    for blocker in data["blockers"]:
+        for name in blocker["stacks"]:
+            if name not in data["stacks"]:
+                raise CompatError(f"blocker {blocker['id']!r} names unknown stack {name!r}")
+    for name, links in (data.get("fallbacks") or {}).items():
+        for link in [{"stack": name}] + links:
+            if link["stack"] is not None and link["stack"] not in data["stacks"]:
+                raise CompatError(f"fallback chain of {name!r} names unknown stack {link['stack']!r}")
+            if link["stack"] is not None and not data["stacks"][link["stack"]]["gpu"]:
+                raise CompatError(f"fallback chain of {name!r}: {link['stack']!r} has no GPU flavour")
 
 
 def stack_from_compat(name: str, compat: Mapping[str, Any], *, needs_gpu: bool = False) -> dict[str, Any]:

@@ -327,11 +327,11 @@ CASES = [
          "on a host with an NVIDIA GPU and its driver"),
     Case("no-gpu", "reproduce.py preflight --suite smoke --device gpu",
          "reproduce.py: error: preflight --device gpu: this host has no GPU (no NVIDIA driver: "
-         "NVMLError_LibraryNotFound: NVML Shared Library Not Found); run it with --device cpu, or on the "
-         "host with the NVIDIA GPU and its driver"),
-    Case("", "reproduce.py preflight --suite smoke --runner slurm",
-         "reproduce.py: error: argument --runner: invalid choice: 'slurm' (choose from 'local', "
-         "'docker'); see `reproduce.py preflight --help`"),
+         "NVMLError_LibraryNotFound: NVML Shared Library Not Found); run it with --device cpu, on the "
+         "host with the NVIDIA GPU and its driver, or with --fingerprint FILE of it"),
+    Case("", "reproduce.py preflight --suite smoke --fingerprint missing.json",
+         "reproduce.py: error: --fingerprint missing.json: cannot read it (No such file or directory); "
+         "give the JSON file `reproduce.py fingerprint` wrote on the host to plan for"),
     Case("", "reproduce.py preflight --suite nope",
          "reproduce.py: error: unknown suite 'nope'; known suites: cudnn-lstm-2018, gpu-smoke, "
          "keras-mxnet-2018, legacy-2017, modern, smoke, stacked-lstm-2019"),
