@@ -632,20 +632,13 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
         engine = True
         images = {spec["image"]: "buildable" for spec in stacks.values()}
     elif runner == "docker":
-        from reprokit.runners.select import docker_engine_answers
+        from reprokit.containers import engine as docker_engine
+        from reprokit.containers import images as image_store
 
-        engine, _ = docker_engine_answers()
+        engine, _ = docker_engine.answers()
         if engine:
-            import docker
-
-            from reprokit import images as images_mod
-
-            client = docker.from_env(timeout=10)
-            flavour = "gpu" if device == "gpu" else "cpu"
-            for spec in stacks.values():
-                found = images_mod.find_image(client, spec["image"], flavour)
-                images[IMAGE_TAG.format(image=spec["image"], flavour=flavour)] = (
-                    {"present": True, "image_id": found.image_id} if found else "buildable")
+            images = image_store.image_states(sorted({spec["image"] for spec in stacks.values()}),
+                                              "gpu" if device == "gpu" else "cpu")
     host = host_from_fingerprint(fingerprint, engine_present=engine, images=images)
     probes, cache_warning = host_probes(host, runner)
     return cell_verdicts(cells, host, runner, compat, probes, cache_warning, stacks, device)
