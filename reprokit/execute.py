@@ -26,13 +26,12 @@ from reprokit import (
     fingerprint,
     lifecycle,
     merge_processes,
-    preflight,
     probe_cache,
     reconcile,
     results,
 )
 from reprokit.errors import UserError
-from reprokit.plan import Plan, make_job
+from reprokit.plan import Plan, decide, make_job
 from reprokit.progress import Progress, past_cell_times, recorded_times
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
 from reprokit.suites import Cell, load_stacks
@@ -281,7 +280,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             "schema_version": files.version("run"), "kind": "run", "run_id": run_id, "suite": plan.suite.name,
             "argv": argv, "runner": runner.name, "protocol": plan.options.protocol,
             "quick": plan.options.quick, "repeat": repeat, "started": files.utcnow(),
-            "finished": None, "wall_s": None, "host_fingerprint": fingerprint.host_fingerprint(),
+            "finished": None, "wall_s": None,
+            "host_fingerprint": plan.host if plan.host is not None else fingerprint.host_fingerprint(),
             "kit": files.kit_info(), "stacks": {}, "cells": [],
             "options": {"device": plan.options.device, "min_samples": plan.options.min_samples,
                         "time_budget_s": plan.options.time_budget_s,
@@ -320,8 +320,9 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
         rundir.write_cell(placeholder_result(run_id, cell, status, reason, plan.options.device))
         record(cell, status, reason, None)
 
-    verdicts = preflight.suite_verdicts(plan.runnable, run["host_fingerprint"], runner.name,
-                                        plan.options.device)
+    if plan.verdicts is None or plan.runner != runner.name:  # a plan not decided for this runner
+        plan = decide(plan, runner.name, run["host_fingerprint"])
+    verdicts = plan.verdicts
     run["preflight"] = verdicts
     # (cell, process indices to run): [None] = one process writing the main result (K = 1)
     todo: list[tuple[Cell, list]] = []
@@ -366,7 +367,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     ctx["progress"] = progress
     by_stack: dict[str, list[tuple[Cell, list]]] = {}
     for c, procs in todo:  # by the stack whose image runs the cell (a fallback link, else its own)
-        by_stack.setdefault(fallback.stack_to_run(c.stack, verdicts[c.id]), []).append((c, procs))
+        by_stack.setdefault(plan.run_stack(c), []).append((c, procs))
     ready: dict[str, tuple | None] = {}  # stack -> (prepared, spec, job path, job cells by id)
 
     def prepare(stack: str, items: list[tuple[Cell, list]]) -> tuple | None:
@@ -389,10 +390,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             return None
         if prepared.get("environment"):  # which interpreter and pins run the stack, and why
             run["stacks"][stack]["environment"] = prepared["environment"]
-        ids = {c.id for c, _ in items}
         job = make_job(plan, stack, run_id, run["kit"], str(rundir.cells_dir.resolve()),
-                       cells=[c for c, _ in items])
-        job["cells"] = [jc for jc in job["cells"] if jc["id"] in ids]
+                       cells=[c for c, _ in items])  # the cells to run, not every cell of the stack
         for jc in job["cells"]:  # the probe of a stack reaching this GPU only through PTX JIT:
             if verdicts[jc["id"]].get("env", {}).get("CUDA_FORCE_PTX_JIT") == "1":  # its workload
                 jc["params"]["cuda_force_ptx_jit"] = True  # sets it before importing the framework

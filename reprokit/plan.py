@@ -1,9 +1,15 @@
-"""Plan a run: which cells go to which stack, with which budget, as job files for bench/harness.py."""
+"""Plan a run: which cells go to which stack, with which budget, as job files for bench/harness.py.
+
+A plan is made in two steps, both before anything runs: `make_plan` selects the suite's cells under
+the options; `decide` adds, for the chosen runner and host, each runnable cell's preflight verdict
+(reprokit/preflight.py), which also names the stack whose image runs the cell (its own, or a link of
+its fallback chain: reprokit/fallback.py). `execute` then only runs and records. Plans are not
+modified in place: `dataclasses.replace` makes the next one."""
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reprokit import datasets, files
 from reprokit.errors import UserError
@@ -28,12 +34,31 @@ class Plan:
     options: Options
     runnable: list[Cell]
     not_runnable: list[tuple[Cell, str, str]]  # (cell, status, reason)
+    # set by `decide`: the runner, the host fingerprint, and {cell id: preflight verdict}
+    runner: str | None = None
+    host: dict | None = None
+    verdicts: dict[str, dict] | None = None
 
     def by_stack(self) -> dict[str, list[Cell]]:
         out: dict[str, list[Cell]] = {}
         for c in self.runnable:
             out.setdefault(c.stack, []).append(c)
         return out
+
+    def run_stack(self, cell: Cell) -> str:
+        """The stack whose image runs `cell`: a fallback link preflight chose, else its own."""
+        from reprokit import fallback
+
+        return fallback.stack_to_run(cell.stack, (self.verdicts or {}).get(cell.id))
+
+
+def decide(plan: Plan, runner: str, host: dict) -> Plan:
+    """The plan completed for `runner` on the host `host` (a host fingerprint): every runnable
+    cell's preflight verdict, probing what the fingerprint cannot say (engine, images)."""
+    from reprokit import preflight
+
+    verdicts = preflight.suite_verdicts(plan.runnable, host, runner, plan.options.device)
+    return replace(plan, runner=runner, host=host, verdicts=verdicts)
 
 
 def select(suite: Suite, patterns: list[str]) -> list[Cell]:

@@ -282,10 +282,9 @@ def _probe_suite(stacks):
 
 
 def _run_probes(tmp_path, monkeypatch, stacks, force_jit_for=()):
-    import reprokit.execute as ex
 
     monkeypatch.setenv(probe_cache.CACHE_ENV, str(tmp_path / "cache.json"))
-    real = ex.preflight.suite_verdicts
+    real = preflight.suite_verdicts
 
     def verdicts(cells, fp, runner, device="cpu"):  # as preflight gives a probe cell on a PTX-JIT GPU
         out = real(cells, fp, runner, device)
@@ -294,7 +293,7 @@ def _run_probes(tmp_path, monkeypatch, stacks, force_jit_for=()):
                 out[cid] = dict(out[cid], status="jit", env={"CUDA_FORCE_PTX_JIT": "1"})
         return out
 
-    monkeypatch.setattr(ex.preflight, "suite_verdicts", verdicts)
+    monkeypatch.setattr(preflight, "suite_verdicts", verdicts)  # plan.decide asks it
     plan = make_plan(_probe_suite(stacks), Options(quick=True))
     rundir = results.RunDir(tmp_path / "run")
     run = execute(plan, LocalRunner(say=lambda *_: None), rundir, ["test"], say=lambda *_: None)

@@ -12,12 +12,13 @@ recorded as interrupted, no report is rendered, `--resume RUN` continues).
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from reprokit import checks, datasets, lifecycle, reconcile, results, suites
+from reprokit import checks, datasets, fingerprint, lifecycle, reconcile, results, suites
 from reprokit.errors import UserError
 from reprokit.execute import check_resume_repeat, execute, exit_code
-from reprokit.plan import Options, make_plan
+from reprokit.plan import Options, decide, make_plan
 from reprokit.runners.select import choose_runner
 
 
@@ -211,15 +212,16 @@ def run(args) -> int:
         for later in ("runner", "device", "data"):  # known once data and runner are set up
             del early[later]
         reconcile.check_resume(resumed.load_run(), early)
+    data = None
     if args.data:
-        options.data = datasets.prepare_run(plan.runnable, args.data, args.data_lock,
-                                            say=lambda m: print(m, file=sys.stderr))
+        data = datasets.prepare_run(plan.runnable, args.data, args.data_lock,
+                                    say=lambda m: print(m, file=sys.stderr))
     if args.runner == "slurm":
         runner, device, why = slurm_runner(args, plan, resumed, root)
     else:
         runner, device, why = choose_runner(args.runner, args.device, args.gpus,
                                             sorted(plan.by_stack()))
-    plan.options.device = device
+    plan = make_plan(suite, replace(options, device=device, data=data))
     print(f"runner: {runner.name} ({why}); device: {device}", file=sys.stderr)
     if resumed is not None:
         reconcile.check_resume(resumed.load_run(),
@@ -232,6 +234,10 @@ def run(args) -> int:
         rundir = results.RunDir(lifecycle.make_run_dir(root, results.new_run_id(suite.name)))
         lifecycle.acquire(rundir.path)
     print(f"results: {rundir.path}", file=sys.stderr)
+    # the plan complete before anything runs: every cell's preflight verdict for this runner on this
+    # host (a resumed run keeps the host it started on), and so the stack whose image runs it
+    host = rundir.load_run().get("host_fingerprint") if resumed is not None else None
+    plan = decide(plan, runner.name, host or fingerprint.host_fingerprint())
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     run_record = execute(plan, runner, rundir, sys.argv[:], resume=bool(args.resume), say=say)
     if (run_record.get("slurm") or {}).get("detached"):
