@@ -39,10 +39,9 @@ def test_no_module_but_the_cli_imports_a_command_module():
 
 
 def test_docker_clients_come_from_the_one_factory():
-    """docker.from_env is called in reprokit/containers/engine.py only. preflight.py (another
-    engineer's file) still makes its own client until it calls containers.images.image_states."""
+    """docker.from_env is called in reprokit/containers/engine.py only."""
     calls = {module_name(p) for p in PKG.rglob("*.py") if "docker.from_env(" in p.read_text()}
-    assert calls - {"reprokit.preflight"} == {"reprokit.containers.engine"}
+    assert calls == {"reprokit.containers.engine"}
 
 
 def test_runners_and_the_venv_code_import_each_other_in_no_cycle():
