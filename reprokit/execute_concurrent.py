@@ -37,7 +37,7 @@ def _collect(rundir: results.RunDir, run_id: str, task, outcome: CellOutcome, st
     info = outcome.runner_info
     if info.get("launcher") == "local":  # the local environment ran: say what it is
         subs = res.setdefault("implementation", {}).setdefault("substitutes", [])
-        chosen = info.get("substitutes")  # the environment reprokit/envs.py chose, and its own
+        chosen = info.get("substitutes")  # the environment reprokit/runners/venvs.py chose, and its own
         if chosen is None:
             chosen = stack_spec.get("local", {}).get("substitutes", [])
         missing = [s for s in chosen if s not in subs]

@@ -30,12 +30,12 @@ def chain_of(stack: str, compat: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _describe(stack: str, compat: Mapping[str, Any], stacks: Mapping[str, Any]) -> str:
-    spec = stacks.get(stack) or {}
+    spec = stacks[stack]
     original = spec.get("original") or {}
     entry = compat["stacks"][stack]
     framework = " ".join(x for x in (spec.get("framework"), original.get("framework_version")) if x)
     cuda = f", CUDA {entry['cuda']}" if entry.get("cuda") else ""
-    return f"{stack} (image {entry['image']}: {framework or 'framework unknown'}{cuda})"
+    return f"{stack} (image {spec['image']}: {framework or 'framework unknown'}{cuda})"
 
 
 def _gpu_names(host: Mapping[str, Any]) -> str:

@@ -80,7 +80,12 @@ def load_compat(path: Path | str = COMPAT_PATH, *, validate: bool = True) -> dic
 
 def _check_references(data: Mapping[str, Any]) -> None:
     """Every binary, blocker stack and fallback link names something compat.yaml defines."""
+    from reprokit.suites import load_stacks
+
+    known = load_stacks()
     for name, stack in data["stacks"].items():
+        if name not in known:
+            raise CompatError(f"compat.yaml describes stack {name!r}, which stacks.yaml does not define")
         for binary in stack["binaries"]:
             if binary not in data["binaries"]:
                 raise CompatError(f"stack {name!r} names unknown binary {binary!r}")
@@ -103,9 +108,11 @@ def stack_from_compat(name: str, compat: Mapping[str, Any], *, needs_gpu: bool =
     except KeyError:
         known = ", ".join(sorted(compat["stacks"]))
         raise CompatError(f"unknown stack {name!r}; compat.yaml knows: {known}") from None
+    from reprokit.suites import load_stacks
+
     return {
         "name": name,
-        "image": entry["image"],
+        "image": load_stacks()[name]["image"],  # stacks.yaml alone says which image runs a stack
         "needs_gpu": needs_gpu,
         "gpu": entry["gpu"],
         "cuda": entry["cuda"],

@@ -383,7 +383,7 @@ def _flat(value: Any, limit: int = 300) -> str:
 
 
 def _environment_summary(cells: list[dict]) -> dict | None:
-    """Which candidate environment ran the stack (reprokit/envs.py), or the stand-in and why, and
+    """Which candidate environment ran the stack (reprokit/runners/venvs.py), or the stand-in and why, and
     every candidate tried for it on the measuring machine."""
     env = next((c["environment"] for c in cells if c.get("environment")), None)
     if not env:

@@ -32,7 +32,7 @@ def stored(name: str) -> dict:
 
 
 def image_id(stack: str) -> str:
-    return "sha256:" + COMPAT["stacks"][stack]["image"].replace("-", "0").ljust(12, "0")
+    return "sha256:" + suites.load_stacks()[stack]["image"].replace("-", "0").ljust(12, "0")
 
 
 def host(name: str, driver: str | None = None, cuda: str | None = None) -> dict:
@@ -41,7 +41,7 @@ def host(name: str, driver: str | None = None, cuda: str | None = None) -> dict:
     for g in fp["gpus"]:
         g["driver_version"] = driver or g["driver_version"]
         g["cuda_driver_version"] = cuda or g["cuda_driver_version"]
-    images = {preflight.IMAGE_TAG.format(image=COMPAT["stacks"][s]["image"], flavour="gpu"):
+    images = {preflight.IMAGE_TAG.format(image=suites.load_stacks()[s]["image"], flavour="gpu"):
               {"present": True, "image_id": image_id(s)} for s in GPU_STACKS}
     return preflight.host_from_fingerprint(fp, engine_present=True, images=images), fp
 

@@ -261,14 +261,20 @@ def test_compat_rejects_unknown_binary_reference(tmp_path):
         load_compat(bad)
 
 
-def test_every_stack_in_stacks_yaml_has_compat_data_and_same_image(compat):
+def test_compat_and_stacks_yaml_name_the_same_stacks_and_only_stacks_yaml_names_images(compat):
     stacks = yaml.safe_load((ROOT / "reprokit/data/stacks.yaml").read_text())["stacks"]
+    assert set(compat["stacks"]) == set(stacks)
+    assert not any("image" in entry for entry in compat["stacks"].values())
     for name, stack in stacks.items():
-        assert name in compat["stacks"], f"{name} missing from compat.yaml"
-        assert compat["stacks"][name]["image"] == stack["image"]
+        assert check_stack_cell(name, host(), 0, runner="local", compat=compat) is not None
+        assert preflight.stack_from_compat(name, compat)["image"] == stack["image"]
         assert (ROOT / "images" / stack["image"] / "Dockerfile").is_file()
 
 
-def test_every_compat_image_exists(compat):
-    for name, stack in compat["stacks"].items():
-        assert (ROOT / "images" / stack["image"] / "Dockerfile").is_file(), name
+def test_a_compat_stack_that_stacks_yaml_does_not_define_is_rejected(tmp_path):
+    data = yaml.safe_load((ROOT / "reprokit/data/compat.yaml").read_text())
+    data["stacks"]["tf-9.9"] = dict(data["stacks"]["tf-1.2"])
+    bad = tmp_path / "compat.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(preflight.CompatError, match="stacks.yaml does not define"):
+        load_compat(bad)

@@ -38,7 +38,7 @@ def stored(name):
 
 
 def image_id(stack):
-    return "sha256:" + COMPAT["stacks"][stack]["image"].replace("-", "0").ljust(12, "0")
+    return "sha256:" + suites.load_stacks()[stack]["image"].replace("-", "0").ljust(12, "0")
 
 
 def gpu_host(name, runner_images=True):
@@ -46,7 +46,7 @@ def gpu_host(name, runner_images=True):
     images = {}
     if runner_images:
         for stack in GPU_STACKS:
-            tag = preflight.IMAGE_TAG.format(image=COMPAT["stacks"][stack]["image"], flavour="gpu")
+            tag = preflight.IMAGE_TAG.format(image=suites.load_stacks()[stack]["image"], flavour="gpu")
             images[tag] = {"present": True, "image_id": image_id(stack)}
     return preflight.host_from_fingerprint(stored(name), engine_present=True, images=images)
 
@@ -237,8 +237,8 @@ def test_a_damaged_cache_makes_probes_needed_and_says_why(tmp_path, monkeypatch)
 def test_gpu_smoke_has_one_probe_per_gpu_stack_and_image():
     suite = suites.load_suite("gpu-smoke")
     assert sorted(c.stack for c in suite.cells) == GPU_STACKS
-    images = {COMPAT["stacks"][s]["image"] for s in GPU_STACKS}
-    assert {COMPAT["stacks"][c.stack]["image"] for c in suite.cells} == images  # every GPU image
+    images = {suites.load_stacks()[s]["image"] for s in GPU_STACKS}
+    assert {suites.load_stacks()[c.stack]["image"] for c in suite.cells} == images  # every GPU image
     for c in suite.cells:
         assert probe_cache.is_probe(c.workload) and c.needs_gpus == 1 and c.implemented
         assert c.metrics == ("first_call_time", "gemm_time", "lstm_step_time")
