@@ -311,7 +311,12 @@ def test_theano_compile_times_are_cold_and_warm_whatever_ran_before(theano_resul
 def test_theano_second_cell_in_a_process_is_still_cold(theano_results):
     first = theano_results["000/theano/fastlstm/tiny"]["metrics"]["compile_time"]["samples"][0]
     again = theano_results["000/theano/fastlstm/tiny-again"]["metrics"]["compile_time"]["samples"][0]
-    assert again > 0.5 * first  # a warm compile takes a small fraction of a cold one
+    warm = theano_results["000/theano/fastlstm/tiny-again"]["metrics"]["compile_time_warm"]["samples"][0]
+    # cold, not warm: a warm compile (the cache filled) takes a small fraction of a cold one. The
+    # second cold compile in a process can be faster than the first (the first also pays one-time
+    # imports; 150 s and 70 s in CI at load 3-5, 2026-11-25), so it is compared with the warm one
+    # and with a quarter of the first, not half of it.
+    assert again > 3 * warm and again > 0.25 * first, (first, again, warm)
 
 
 @pytest.mark.slow
