@@ -6,9 +6,9 @@ lists them and where their files go:
 
 - images/<stack>/Dockerfile from images/<stack>/recipe.yaml and images/_blocks/ (containers.recipes)
 - compose/<suite>.yml (and .gpu.yml) from the suites and stacks.yaml (containers.compose)
-- reprokit/data/published/<source>.yaml from the reference CSV (published_csv), only where the CSV
-  is (../shared/reference/published_numbers.csv beside the checkout, or --reference-csv); a fresh
-  clone without it skips them and says so.
+- reprokit/data/published/<source>.yaml from the reference CSV (published_csv): the project's copy,
+  tests/data/published_numbers.csv, or --reference-csv; a CSV given that is absent skips them and
+  says so.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Convert ../shared/reference/published_numbers.csv into reprokit/data/published/<source>.yaml.
+"""Convert the reference published_numbers.csv (default: the project's copy in tests/data) into
+reprokit/data/published/<source>.yaml.
 
 Run once when the reference CSV changes:  python tools/import_published.py [CSV]
 (the same as `python reproduce.py generate`, which also regenerates the Dockerfiles and compose files).

@@ -15,8 +15,8 @@ def add_arguments(p) -> None:
     p.add_argument("--check", action="store_true",
                    help="only compare: name every out-of-date file and exit 1 if there is one")
     p.add_argument("--reference-csv", metavar="CSV",
-                   help="published numbers to import (default: ../shared/reference/published_numbers.csv "
-                        "beside the checkout; skipped when absent)")
+                   help="published numbers to import (default: the project's copy, "
+                        "tests/data/published_numbers.csv)")
 
 
 def run(args) -> int:
