@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 from collections.abc import Iterable
 
@@ -87,8 +88,64 @@ def _command_of(argv: list[str]) -> str | None:
     return first if first in COMMANDS else None
 
 
+class _ReaderGone:
+    """A standard stream that outlives its reader: once a write or flush meets a closed pipe
+    (`run ... 2>&1 | head -1`), the stream's descriptor is pointed at /dev/null and the work goes
+    on; only the printing ends (issue 23: a closed pipe used to abort the run mid-way)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def _gone(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+            self._stream.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _survive_closed_pipes() -> None:
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, _ReaderGone):
+            try:
+                stream.fileno()
+            except (AttributeError, OSError, ValueError):  # not a real file (tests capture it)
+                continue
+            setattr(sys, name, _ReaderGone(stream))
+
+
+def _leading_options(argv: list[str]) -> int:
+    """How many of argv's first arguments are the top level's own flags (--debug)."""
+    n = 0
+    while n < len(argv) and argv[n] == "--debug":
+        n += 1
+    return n
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _survive_closed_pipes()
+    lead = _leading_options(argv)
+    if lead and lead < len(argv) and argv[lead] in COMMANDS:  # `--debug list`: the command's flag
+        argv = [argv[lead], *argv[:lead], *argv[lead + 1:]]
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = ["run", *argv]
     if not argv:
