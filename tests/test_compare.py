@@ -106,3 +106,38 @@ def test_piped_tables_keep_each_cell_id_on_one_line(tmp_path, repo):
     assert p.returncode == 0, p.stderr
     ids = [json.loads(f.read_text())["cell_id"] for f in (RUNS / "cpu-a" / "cells").glob("*.json")]
     assert ids and all(any(i in line for line in p.stdout.splitlines()) for i in ids), p.stdout
+
+
+def _copy_run(tmp_path, name, **changes):
+    import shutil
+
+    d = tmp_path / name
+    shutil.copytree(RUNS / "cpu-b", d)
+    run = json.loads((d / "run.json").read_text())
+    run.update(changes)
+    (d / "run.json").write_text(json.dumps(run))
+    return d
+
+
+def test_two_suites_are_one_line_and_exit_2(capsys, tmp_path):
+    """Two suites share no cell: one line, exit 2 (it said '0 metrics compared' and exited 0)."""
+    other = _copy_run(tmp_path, "other-suite", suite="smoke")
+    assert cli.main(["compare", str(RUNS / "cpu-a"), str(other)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("reproduce.py: error:") and "\n" not in err
+    assert "suite" in err and "smoke" in err
+
+
+def test_nothing_measured_in_both_is_exit_1(capsys, tmp_path):
+    d = _copy_run(tmp_path, "failed-b")
+    for f in (d / "cells").glob("*.json"):
+        cell = json.loads(f.read_text())
+        cell["status"], cell["reason"] = "failed", "RuntimeError: made to fail"
+        f.write_text(json.dumps(cell))
+    run = json.loads((d / "run.json").read_text())
+    for c in run["cells"]:
+        c["status"], c["reason"] = "failed", "RuntimeError: made to fail"
+    (d / "run.json").write_text(json.dumps(run))
+    assert cli.main(["compare", str(RUNS / "cpu-a"), str(d)]) == 1
+    err = capsys.readouterr().err
+    assert "no metric was measured in both runs" in err

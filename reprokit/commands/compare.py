@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 from reprokit import checks
 from reprokit.errors import UserError
@@ -155,10 +156,19 @@ def run(args) -> int:
     if ra.path.resolve() == rb.path.resolve():
         raise UserError(f"RUN_A and RUN_B are the same run ({ra.path}); compare two different runs")
     (run_a, cells_a), (run_b, cells_b) = load(args.run_a, root), load(args.run_b, root)
+    if run_a.get("suite") != run_b.get("suite"):
+        raise UserError(f"RUN_A is a run of suite {run_a.get('suite')} and RUN_B of suite "
+                        f"{run_b.get('suite')}: two suites share no cell, so nothing can be compared; "
+                        "compare two runs of one suite")
     result = compare_runs(run_a, cells_a, run_b, cells_b, alpha=args.alpha,
                           threshold=args.threshold)
     if args.json:
         print(json.dumps(result, indent=1, default=str))
     else:
         _print(result, args.all)
+    if not result["summary"]["compared"]:  # nothing measured in both: not a comparison
+        print(f"reproduce.py: no metric was measured in both runs ({len(result['only_in_a'])} cells "
+              f"only in A, {len(result['only_in_b'])} only in B, {len(result['not_ok'])} not ok in "
+              "one of them); compare two runs that measured the same cells", file=sys.stderr)
+        return 1
     return 0
