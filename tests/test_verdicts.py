@@ -208,7 +208,12 @@ def test_band_position():
         ("NVIDIA A100-SXM4-40GB", "a100", 1),
         ("NVIDIA H100 PCIe", "h100-pcie", 1),
         ("NVIDIA H100 80GB HBM3", "h100-sxm", 1),
-        ("NVIDIA H200", "h200", 1),
+        ("NVIDIA H200", "h200-sxm", 1),
+        ("NVIDIA H200 NVL", "h200-nvl", 1),
+        ("NVIDIA H100 NVL", "h100-nvl", 1),
+        ("NVIDIA GH200 480GB", None, None),
+        ("NVIDIA B200", "b200", 1),
+        ("NVIDIA GeForce RTX 5090", "rtx-5090", 1),
         ("none (AWS c5.18xlarge CPU)", None, None),
     ],
 )

@@ -259,9 +259,10 @@ GPU_COUNT = re.compile(r"^\s*(\d+)\s*x\s+", re.I)  # "4x Tesla V100-16GB": 4 GPU
 def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
     """The peaks.yaml entry a GPU name maps to, with the count from an 'Nx ' prefix.
 
-    Returns {"entry", "name", "count", "fp32_tflops" (per GPU), "peak_tflops" (count x fp32),
-    "verified", "sources", "notes", "memory_bandwidth_gbs" (per GPU), "bandwidth_verified",
-    "bandwidth_sources"} or None when no entry matches (CPU rows, unknown GPUs).
+    Returns {"entry", "name", "count", "fp32_tflops" (per GPU, CUDA cores), "peak_tflops" (count x
+    fp32), "tf32_tensor_tflops" (per GPU, dense; None for a GPU without TF32), "tf32_verified",
+    "tf32_sources", "verified", "sources", "notes", "memory_bandwidth_gbs" (per GPU),
+    "bandwidth_verified", "bandwidth_sources"} or None when no entry matches (CPU rows, unknown GPUs).
     """
     if not name:
         return None
@@ -278,6 +279,9 @@ def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
                 "count": count,
                 "fp32_tflops": e["fp32_tflops"],
                 "peak_tflops": count * e["fp32_tflops"],
+                "tf32_tensor_tflops": e.get("tf32_tensor_tflops"),
+                "tf32_verified": e.get("tf32_verified"),
+                "tf32_sources": e.get("tf32_sources"),
                 "verified": e["verified"],
                 "sources": e["sources"],
                 "notes": e.get("notes"),
