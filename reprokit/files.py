@@ -20,6 +20,7 @@ are used, so any module may import this one without pulling in pandas, jinja2 or
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import importlib.util
@@ -27,6 +28,7 @@ import json
 import marshal
 import os
 import subprocess
+import sys
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -262,9 +264,14 @@ def _store_validated(key: str | None, doc: Any) -> None:
 
 
 def _read_data(relpath: str) -> bytes:
+    if _reads is not None:
+        _reads.append(relpath)
     try:
         return (DATA / relpath).read_bytes()
     except FileNotFoundError as e:
+        if DATA != PACKAGE / "data":
+            raise UserError(f"{relpath} is missing from the data snapshot {DATA}; the snapshot holds "
+                            "only the files the report read when it was made") from e
         raise UserError(f"reprokit/data/{relpath} is missing; restore it from the repository") from e
 
 
@@ -288,3 +295,33 @@ def _parse_data(relpath: str, raw: bytes) -> Any:
 def clear_data_cache() -> None:
     """Forget every data file loaded in this process (for tests and tools that rewrite reprokit/data)."""
     load_data_file.cache_clear()
+
+
+_reads: list[str] | None = None  # relative paths of the data files read, while data_root records them
+
+
+@contextlib.contextmanager
+def data_root(root: Path, reads: list[str] | None = None):
+    """Read the kit's data files from `root` (a snapshot with reprokit/data's relative layout, e.g. the
+    one a crate carries: reprokit/crate) instead of reprokit/data until the block ends; with `reads`,
+    append the relative path of every data file read meanwhile. Every cached result in the kit's
+    modules (functools caches: parsed files, suites, sources) is forgotten on entry and on exit, so
+    nothing read from one root is used under the other and every file used is read (and recorded)."""
+    global DATA, _reads
+    saved = DATA, _reads
+    DATA, _reads = Path(root), reads
+    _forget_cached()
+    try:
+        yield DATA
+    finally:
+        DATA, _reads = saved
+        _forget_cached()
+
+
+def _forget_cached() -> None:
+    for name, mod in list(sys.modules.items()):
+        if not (name == "reprokit" or name.startswith("reprokit.")):
+            continue
+        for obj in list(vars(mod).values()):
+            if callable(getattr(obj, "cache_clear", None)) and getattr(obj, "__module__", None) == name:
+                obj.cache_clear()

@@ -32,6 +32,7 @@ from reprokit.analysis import (
     flops,
     overview,
     report_rows,
+    reproduction,
     roofline,
     run_health,
     stats,
@@ -338,6 +339,8 @@ def _rows_for(numbers: list[dict], run: dict, cells: dict[str, dict],
         r["tested"] = overview.tested(r)
         r["data"] = datasets.provenance(cell)  # stand-in or real data files, None if neither
         r["environment_diff"] = diff.environment_diff(n, all_sources.get(r["source"]), host, cell)
+        # what kind of re-measurement it is (ACM terms), beside the verdict; None when nothing measured
+        r["reproduction"] = reproduction.kind(r["analysis"], r["measured"] is not None)
         out.append(r)
     return out
 
