@@ -20,10 +20,14 @@ import traceback
 from pathlib import Path
 
 from reprokit import (
+    cell_gpus,
     cpu_peak,
     fallback,
     files,
     fingerprint,
+    gpu_peak,
+    gpu_state,
+    jit_warmup,
     lifecycle,
     merge_processes,
     probe_cache,
@@ -51,7 +55,8 @@ def placeholder_result(run_id: str, cell: Cell, status: str, reason: str, device
 def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: CellOutcome,
                    stack_spec: dict, runner_name: str, device: str,
                    process: int | None = None, prepared: dict | None = None,
-                   substitution: dict | None = None) -> dict:
+                   substitution: dict | None = None, host: dict | None = None,
+                   jit: dict | None = None) -> dict:
     """Merge what the runner saw into the harness's result (or make one if there is none).
 
     With `process` N (run --repeat K) this is the process file cells/<stem>.p<N>.json; the
@@ -95,6 +100,12 @@ def _finish_result(rundir: results.RunDir, run_id: str, cell: Cell, outcome: Cel
     result["log_file"] = outcome.log_file and str(Path(outcome.log_file).relative_to(rundir.path))
     result["runner"] = {"name": runner_name, "process_wall_s": outcome.process_wall_s,
                         **outcome.runner_info}
+    if "gpus" not in result:  # the GPUs the cell had, from its runner (reprokit/cell_gpus.py)
+        result["gpus"], result["gpus_source"] = cell_gpus.for_cell(
+            result, runner_name, outcome.runner_info, cell.gpus_on(device), host,
+            (prepared or {}).get("env"))
+    jit_warmup.annotate(result, jit)  # jit_warmup_s: its key's untimed first start; jit_cache
+    result["runner"] = gpu_state.attach(result, result["runner"])  # NVML around a GPU cell
     if process is None:
         rundir.write_cell(result)
     else:
@@ -133,6 +144,28 @@ def _cpu_peak(say) -> dict | None:
         return peak
     say(f"cpu peak probe failed: {probes}")
     return {"error": str(probes)}
+
+
+def _gpu_peak(device: str, runner_name: str, host: dict, say) -> dict:
+    """Measure the GPUs' fp32 and TF32 GEMM rate once per GPU run (reprokit/gpu_peak.py)."""
+    if device == "cpu":
+        peak = {"skipped": "a CPU run (--device cpu)"}
+    elif runner_name == "slurm":
+        peak = {"skipped": "the Slurm runner measures each node's GPUs on the node "
+                           "(slurm/nodes/<node>.json gpu_peak)"}
+    elif not (host or {}).get("gpus"):
+        peak = {"skipped": "NVML finds no GPU on this host ("
+                           f"{((host or {}).get('nvidia') or {}).get('reason') or 'no reason given'})"}
+    else:
+        peak = gpu_peak.probe()
+    say(f"gpu peak probe: {gpu_peak.summary(peak)}")
+    return peak
+
+
+def _gpu_cell(job_cell: dict, device: str, host: dict) -> bool:
+    """Whether a cell may run on a GPU, so its GPUs' state is watched (a CPU cell's is not)."""
+    dev = job_cell.get("device") or device
+    return dev == "gpu" or (dev == "auto" and bool((host or {}).get("gpus")))
 
 
 def _driver() -> dict:
@@ -294,6 +327,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
         ctx["run"] = run
         rundir.write_run(run)  # before the CPU probe: a driver killed from here on leaves a run
         run["cpu_peak"] = _cpu_peak(say)
+        run["gpu_peak"] = _gpu_peak(plan.options.device, runner.name, run["host_fingerprint"], say)
     run["driver"] = _driver()
     if plan.options.data:
         run["data"] = plan.options.data
@@ -390,6 +424,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             return None
         if prepared.get("environment"):  # which interpreter and pins run the stack, and why
             run["stacks"][stack]["environment"] = prepared["environment"]
+        if prepared.get("env_probe"):  # what that environment can use (runners/env_probe.py)
+            run.setdefault("environments", {})[stack] = prepared["env_probe"]
         job = make_job(plan, stack, run_id, run["kit"], str(rundir.cells_dir.resolve()),
                        cells=[c for c, _ in items])  # the cells to run, not every cell of the stack
         for jc in job["cells"]:  # the probe of a stack reaching this GPU only through PTX JIT:
@@ -414,13 +450,17 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             if not now or prepare(stack, items) is None:
                 continue
             prepared, spec, job_path, job_cells = ready[stack]
-            for c, _ in now:
+            for c, _ in now:  # the first GPU cell of a stack, GPU and driver: an untimed start
+                jit = jit_warmup.before_cell(run, runner, prepared, job_path, job_cells[c.id],
+                                             rundir, stack, say)
                 progress.start(c, process=rnd)
                 kwargs = {} if rnd is None else {"process": rnd}
                 run["current"] = {"cell_id": c.id, "process": rnd, "started": files.utcnow(),
                                   "driver": run["driver"]}
                 rundir.write_run(run)  # a driver killed now leaves the running cell on record
                 ctx["current"] = (c, rnd, time.monotonic())
+                monitor = gpu_state.Monitor() if _gpu_cell(job_cells[c.id], plan.options.device,
+                                                           run["host_fingerprint"]) else None
                 try:
                     outcome = runner.run_cell(prepared, job_path, job_cells[c.id], rundir.cells_dir,
                                               rundir.log_path(c.id, rnd), **kwargs)
@@ -431,9 +471,14 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                         raise
                     outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}", 0.0,
                                           None, {"traceback": traceback.format_exc()[-2000:]})
+                finally:
+                    raw_gpu = monitor.stop() if monitor is not None else None
+                if raw_gpu is not None:  # gpu_state.attach makes it the result's gpu_state
+                    outcome.runner_info["gpu_state"] = raw_gpu
                 res = _finish_result(rundir, run_id, c, outcome, spec, runner.name,
                                      plan.options.device, rnd, prepared,
-                                     fallback.substitution(verdicts[c.id]))
+                                     fallback.substitution(verdicts[c.id]),
+                                     host=run["host_fingerprint"], jit=jit)
                 if probe_cache.is_probe(c.workload):
                     _record_probe(res, run, runner.name, plan.options.device, say)
                 if rnd is None:
@@ -452,10 +497,15 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     return run
 
 
+def not_ok_cells(run: dict) -> list[dict]:
+    """The run's cell entries that did not finish ok (`pending`, `interrupted`, `missing`, `invalid`
+    too; a cell not implemented or skipped by preflight is not a failure)."""
+    return [c for c in run["cells"] if c["status"] not in ("ok", "not_implemented", "skipped")]
+
+
 def exit_code(run: dict) -> int:
-    """1 when some cell did not finish ok (`pending`, `interrupted`, `missing`, `invalid` too)."""
-    bad = [c for c in run["cells"] if c["status"] not in ("ok", "not_implemented", "skipped")]
-    return 1 if bad else 0
+    """1 when some cell did not finish ok, else 0: `run` and `report` exit with it."""
+    return 1 if not_ok_cells(run) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

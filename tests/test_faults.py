@@ -280,7 +280,8 @@ def test_sigkill_of_the_cell_is_a_crash_not_out_of_memory(tmp_path):
     assert entry["status"] == "crashed", entry
     assert "killed by SIGKILL (no out-of-memory evidence" in entry["reason"], entry
     p, md = report(rundir)
-    assert p.returncode == 0, p.stderr  # complete: a crash is a cell's result
+    # complete (a crash is a cell's result), and exit 1 as the run itself did (issue 23: it was 0)
+    assert p.returncode == 1 and "did not finish ok" in p.stderr and "incomplete" not in p.stderr, p.stderr
     assert "no out-of-memory evidence" in md
     p = resume(rundir, "--runner", "local", *SLOW)
     assert p.returncode == 0, p.stderr
@@ -660,7 +661,7 @@ def test_docker_a_killed_container_is_a_crash_without_oom_evidence(client, smoke
     assert "process 2 of 2: container killed by SIGKILL" in entry["reason"]
     assert "no out-of-memory evidence" in entry["reason"]
     p, md = report(rundir)
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 1 and "did not finish ok" in p.stderr, p.stderr  # as the run's exit status
     assert "SIGKILL" in md
     p = resume(rundir, *docker_args())
     assert p.returncode == 0, p.stderr

@@ -3,9 +3,9 @@
 First run.json is reconciled with the files on disk (reprokit/reconcile.py; not while a driver
 holds the run's lock): a result run.json does not list is adopted, an unreadable or invalid one is
 moved to cells/.invalid/, a deleted one is marked missing. The report renders every usable cell and
-lists the others. Exit status 0 when every cell of the run has its result (failed cells included:
-that is their result), 1 when some cell is missing, invalid, interrupted or not run yet (one line
-says which and how to resume), 2 a user error.
+lists the others. Exit status as the run's own (reprokit/execute.py `exit_code`): 0 when every cell
+finished ok, 1 when some cell failed, crashed, timed out, or is missing, invalid, interrupted or not
+run yet (one line says which, and how to resume a cell that did not run), 2 a user error.
 """
 
 from __future__ import annotations
@@ -41,5 +41,13 @@ def run(args) -> int:
         print(f"reproduce.py: the run is incomplete: {shown} ({', '.join(e['cell_id'] for e in bad[:3])}"
               f"{', ...' if len(bad) > 3 else ''}); the report lists them; `run --suite "
               f"{rec.run.get('suite')} --resume {rundir.path}` measures them", file=sys.stderr)
+        return 1
+    from reprokit.execute import not_ok_cells
+
+    failed = not_ok_cells(rec.run)  # the run's own exit status: a failed or crashed cell is 1 here too
+    if failed:
+        ids = ", ".join(c["cell_id"] for c in failed[:3]) + (", ..." if len(failed) > 3 else "")
+        print(f"reproduce.py: {len(failed)} cell(s) did not finish ok ({ids}); the report gives "
+              "each reason", file=sys.stderr)
         return 1
     return 0
