@@ -329,6 +329,8 @@ def _gpu_record(nv: ModuleType, index: int, driver: Any, cuda_driver: Any) -> di
     rec["ecc_mode"] = {"current": bool(ecc[0]), "pending": bool(ecc[1])} if ecc is not None else None
     mig = call("mig_mode", lambda: nv.nvmlDeviceGetMigMode(h))
     rec["mig_mode"] = {"current": bool(mig[0]), "pending": bool(mig[1])} if mig is not None else None
+    if mig is not None and mig[0]:  # the slices (MIG devices) this GPU is cut into
+        rec["mig_devices"], rec["mig_sm_total"] = mig_devices(nv, h, errors)
     pstate = call("performance_state", lambda: nv.nvmlDeviceGetPerformanceState(h))
     rec["performance_state"] = "P%d" % pstate if pstate is not None else None
     rec["compute_mode"] = call("compute_mode", lambda: nv.nvmlDeviceGetComputeMode(h))
@@ -337,6 +339,58 @@ def _gpu_record(nv: ModuleType, index: int, driver: Any, cuda_driver: Any) -> di
     rec["vbios_version"] = _text(call("vbios_version", lambda: nv.nvmlDeviceGetVbiosVersion(h)))
     rec["errors"] = errors
     return rec
+
+
+_MIG_PROFILE = re.compile(r"\bMIG\s+(\S+)\s*$")
+
+
+def mig_devices(nv: ModuleType, parent: Any, errors: dict[str, str]) -> tuple[list[dict[str, Any]], Any]:
+    """The MIG devices (slices) of a GPU in MIG mode, and the GPU's SM count in MIG mode.
+
+    Each slice: its NVML index under the parent (what `nvidia-container-toolkit` calls GPU:INDEX),
+    its UUID (MIG-..., what CUDA_VISIBLE_DEVICES and Docker device ids take), its name (NVML names a
+    slice "<GPU name> MIG <profile>"), the profile parsed from it (e.g. 1g.10gb), GPU and compute
+    instance ids, and nvmlDeviceGetAttributes (MIG handles only, NVML API reference): SM count,
+    slice counts, memory. The SM total is the largest GPU-instance profile's multiprocessorCount
+    (nvmlDeviceGetGpuInstanceProfileInfo): the SMs the GPU offers in MIG mode, which can be fewer
+    than the whole GPU's (A100: 98 of 108 [U]). Never run on a MIG GPU: tested with a fake binding."""
+    out: list[dict[str, Any]] = []
+    count = _nvml_call(errors, "mig_device_count", lambda: nv.nvmlDeviceGetMaxMigDeviceCount(parent))
+    for i in range(int(count or 0)):
+        key = "mig_device_%d" % i
+        mh = _nvml_call(errors, key, lambda i=i: nv.nvmlDeviceGetMigDeviceHandleByIndex(parent, i))
+        if mh is None:  # NVML_ERROR_NOT_FOUND: no slice at this index
+            errors.pop(key, None)
+            continue
+        name = _text(_nvml_call(errors, key + "_name", lambda mh=mh: nv.nvmlDeviceGetName(mh)))
+        m = _MIG_PROFILE.search(name or "")
+        attrs = _nvml_call(errors, key + "_attributes", lambda mh=mh: nv.nvmlDeviceGetAttributes(mh))
+        out.append({
+            "index": i,
+            "uuid": _text(_nvml_call(errors, key + "_uuid", lambda mh=mh: nv.nvmlDeviceGetUUID(mh))),
+            "name": name,
+            "profile": m.group(1) if m else None,
+            "gpu_instance_id": _nvml_call(errors, key + "_gi",
+                                          lambda mh=mh: nv.nvmlDeviceGetGpuInstanceId(mh)),
+            "compute_instance_id": _nvml_call(errors, key + "_ci",
+                                              lambda mh=mh: nv.nvmlDeviceGetComputeInstanceId(mh)),
+            "sm_count": getattr(attrs, "multiprocessorCount", None),
+            "gpu_instance_slices": getattr(attrs, "gpuInstanceSliceCount", None),
+            "compute_instance_slices": getattr(attrs, "computeInstanceSliceCount", None),
+            "memory_mib": getattr(attrs, "memorySizeMB", None),
+        })
+    total = None
+    for profile in range(int(getattr(nv, "NVML_GPU_INSTANCE_PROFILE_COUNT", 0))):
+        try:
+            info = nv.nvmlDeviceGetGpuInstanceProfileInfo(parent, profile)
+        except Exception:  # NVML_ERROR_NOT_SUPPORTED: a profile this GPU does not have
+            continue
+        sms = getattr(info, "multiprocessorCount", None)
+        if isinstance(sms, int) and (total is None or sms > total):
+            total = sms
+    if total is None:
+        errors["mig_sm_total"] = "no GPU-instance profile answered nvmlDeviceGetGpuInstanceProfileInfo"
+    return out, total
 
 
 def nvml_gpus(nvml: ModuleType | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:

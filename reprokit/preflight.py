@@ -176,6 +176,8 @@ def host_from_fingerprint(
                 "cuda_driver_version": gpu.get("cuda_driver_version") or nvidia.get("cuda_driver_version"),
             }
         )
+        if mig_enabled(gpu) is not None:  # the MIG blocker's condition (None: not recorded)
+            gpus[-1]["mig_enabled"] = mig_enabled(gpu)
     return {
         "host_id": fp.get("host_id"),
         "engine_present": engine_present,
@@ -183,6 +185,17 @@ def host_from_fingerprint(
         "nvidia_available": available,
         "gpus": gpus,
     }
+
+
+def mig_enabled(gpu: Mapping[str, Any]) -> bool | None:
+    """A fingerprint GPU's MIG mode: its mig_mode.current; False when NVML said NotSupported (a GPU
+    without MIG); None when not known (no such record)."""
+    mode = gpu.get("mig_mode")
+    if isinstance(mode, Mapping) and "current" in mode:
+        return bool(mode["current"])
+    if "NotSupported" in str((gpu.get("errors") or {}).get("mig_mode") or ""):
+        return False
+    return None
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -544,6 +557,9 @@ def _blocker_applies(when: Mapping[str, Any], gpu: Mapping[str, Any]) -> bool | 
     if "driver_cuda_major_above" in when:
         driver_cuda = parse_cuda_driver_version(gpu.get("cuda_driver_version"))
         results.append(None if driver_cuda is None else driver_cuda[0] > when["driver_cuda_major_above"])
+    if "mig_enabled" in when:  # the GPU's MIG mode (host_from_fingerprint; None: not recorded)
+        mig = gpu.get("mig_enabled")
+        results.append(None if mig is None else mig == when["mig_enabled"])
     if any(r is False for r in results):
         return False
     return None if any(r is None for r in results) else True
