@@ -302,6 +302,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     plan_cells = [c for c, _, _ in plan.not_runnable] + list(plan.runnable)
     if resume and rundir.run_file.exists():
         run = rundir.load_run()
+        run_id = run["run_id"]  # the run's own id: its directory may have been renamed or moved
         check_resume_repeat(run, repeat)
         run = reconcile.reconcile(rundir, run, {c.id: c.stack for c in plan_cells},
                                   modify=True, say=say).run
