@@ -29,6 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import float_mode  # noqa: E402
+import ran_on  # noqa: E402
 import timing  # noqa: E402
 
 SCHEMA_VERSION = 1
@@ -96,6 +98,12 @@ class CellContext(object):
         self.metrics = {}
         self.implementation = {"notes": [], "substitutes": []}
         self.extra = {}
+        self.ran_on = None  # set by a workload that knows where its work ran (record_ran_on)
+
+    def record_ran_on(self, device, detail):
+        """Where the cell's work ran ("gpu" | "cpu"), said by the workload itself; kept over what
+        the harness asks the framework afterwards (bench/ran_on.py)."""
+        self.ran_on = {"device": device, "detail": detail}
 
     # -- budget -----------------------------------------------------------------------------
     def budget(self, metric):
@@ -251,6 +259,50 @@ def _add_gpu_runtime(fingerprint, cache_before):
         fingerprint["cuda_cache"] = {"error": "%s: %s" % (type(e).__name__, e)}
 
 
+def jit_cache_state(device, cache_before):
+    """The cell result's `jit_cache`: the CUDA JIT cache when the cell's timed work began (before
+    its workload imported anything), as the fingerprint's `cuda_cache.cold` reads it: "cold" (no
+    file in it, or caching disabled), "warm", "unknown" (not readable); "n/a" on a CPU."""
+    if device != "gpu":
+        return "n/a"
+    if not isinstance(cache_before, dict) or "error" in cache_before:
+        return "unknown"
+    if os.environ.get("CUDA_CACHE_DISABLE") == "1" or not cache_before.get("files"):
+        return "cold"
+    return "warm"
+
+
+def _backend(module, cell, framework):
+    """The framework whose device and precision switches count: the module's BACKEND (a Keras
+    workload's backend; a dict by variant like FRAMEWORK), else its FRAMEWORK."""
+    backend = getattr(module, "BACKEND", framework)
+    if isinstance(backend, dict):
+        backend = backend.get(cell.get("variant"))
+    return backend
+
+
+def _add_precision(result, ctx, cell, state):
+    """`ran_on` and `precision` (bench/ran_on.py, bench/float_mode.py); a cell that asked for a GPU
+    and ran on the CPU becomes "failed" with the reason naming the fix. Never raises."""
+    try:
+        if not state.get("loaded"):
+            where = {"device": "unknown", "detail": "the workload module did not load"}
+        else:
+            where = ctx.ran_on or ran_on.detect(state.get("backend"))
+        result["ran_on"] = where
+        result["precision"] = float_mode.record(
+            state.get("requested") or cell.get("precision") or float_mode.FP32,
+            state.get("backend"), state.get("applied"), state.get("env"), where)
+        why = ran_on.mismatch(ctx.device, where)
+        if why is not None and result.get("status") in ("ok", "failed"):  # the workload's own
+            result["status"], result["reason"] = "failed", why  # error stays in `traceback`
+    except Exception as e:  # a precision record must never cost a measurement
+        result.setdefault("ran_on", {"device": "unknown", "detail": "check failed: %s" % e})
+        result["precision"] = {"requested": cell.get("precision") or float_mode.FP32,
+                               "effective": "unknown", "why": "read-back failed: %s" % e,
+                               "settings": {}, "env": {}, "autotune": {}}
+
+
 def _stack_fingerprint(framework):
     try:
         import stack_fingerprint
@@ -298,11 +350,18 @@ def run_cell(cell, job, process=None):
     load_before = _load_avg()
     start = timing.clock()
     framework = None
+    fp = {}  # float precision: requested, env, backend, applied (bench/float_mode.py)
     try:
+        fp["requested"] = float_mode.check_request(cell.get("precision"))
+        fp["env"] = float_mode.set_env(fp["requested"])  # before any framework is imported
         module = importlib.import_module("workloads." + cell["workload"])
         framework = getattr(module, "FRAMEWORK", None)
         if isinstance(framework, dict):  # one module serving several frameworks, by variant
             framework = framework.get(cell.get("variant"))
+        fp["loaded"], fp["backend"] = True, _backend(module, cell, framework)
+        fp["applied"] = float_mode.apply(fp["requested"], fp["backend"])
+        for err in fp["applied"]["errors"]:
+            ctx.note("precision: could not set fp32: %s" % err)
         module.run(ctx)
         missing = [m for m in cell.get("metrics", []) if m not in ctx.metrics]
         if missing:
@@ -317,6 +376,7 @@ def run_cell(cell, job, process=None):
         if isinstance(e, KeyboardInterrupt):
             result["status"] = "failed"
     result["wall_s"] = timing.clock() - start
+    _add_precision(result, ctx, cell, fp)
     # other work on the machine slows a cell down: keep the 1/5/15-minute load averages
     result["load_avg"] = {"before": load_before, "after": _load_avg()}
     result["finished"] = utcnow()
@@ -324,6 +384,7 @@ def run_cell(cell, job, process=None):
     result["implementation"] = ctx.implementation
     result["stack_fingerprint"] = _stack_fingerprint(framework)
     _add_gpu_runtime(result["stack_fingerprint"], cache_before)
+    result["jit_cache"] = jit_cache_state(ctx.device, cache_before)
     if ctx.extra:
         result["extra"] = ctx.extra
     path = os.path.join(job["out_dir"], cell_filename(cell["id"], process))
