@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field, replace
 
-from reprokit import datasets, files
+from reprokit import datasets, files, jit_warmup
 from reprokit.errors import UserError
 from reprokit.suites import Cell, Suite
 
@@ -124,6 +124,8 @@ def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str,
     job = {"schema_version": files.version("job"), "run_id": run_id, "stack": stack, "kit": kit,
            "out_dir": out_dir, "device": plan.options.device,
            "cells": [job_cell(c, plan.suite, plan.options) for c in cells]}
+    for jc in job["cells"]:  # preflight expects PTX JIT: more time (compat.yaml jit)
+        jit_warmup.raise_timeout(jc, (plan.verdicts or {}).get(jc["id"]))
     if plan.options.data:  # the host directory the cells' data_dir params lie in (runners mount it)
         job["data_root"] = plan.options.data["root"]
     return job

@@ -270,6 +270,23 @@ def too_few_samples(metric: str, summ: dict) -> str | None:
             f"(run with --repeat {need})")
 
 
+def cold_compile(metric: str, cell: dict) -> str | None:
+    """Why a GPU cell's compile time gets no verdict: the CUDA JIT cache its timed work started from
+    was not warm (`jit_cache`, reprokit/jit_warmup.py), so the time may hold the driver's PTX JIT.
+    None for other metrics, CPU cells ("n/a") and a warm cache."""
+    from reprokit import jit_warmup
+
+    if metric not in load_policy()["claims"]["compile_metrics"]:
+        return None
+    state = jit_warmup.cache_state(cell)
+    if state in ("warm", "n/a"):
+        return None
+    why = ("was empty when the cell began, so the time may include the driver's PTX JIT of its "
+           "kernels" if state == "cold" else "was not recorded")
+    return (f"{metric} of a GPU cell whose CUDA JIT cache {why} (jit_cache {state}); compile "
+            "times get a verdict only on a warm cache")
+
+
 def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float, note: str) -> dict:
     lo, hi = stats.interval(summ)
     band = (p * (1 - tol), p * (1 + tol))
@@ -440,7 +457,7 @@ def verdict(
                        + "; ".join(f"{s['used']} instead of {s['original']}" for s in mech))
     same = devices.same_model(pub, meas)
     v["hardware"]["same_model"] = same
-    few = too_few_samples(number["metric"], summ)
+    few = cold_compile(number["metric"], cell) or too_few_samples(number["metric"], summ)
     if few:
         v["comparison"] = "same_hardware" if same else "efficiency"
         return _finish(v, INCONCLUSIVE, few)

@@ -117,6 +117,8 @@ def cell(
             "env": {},
         },
         "kit": {"version": "0.1.0", "git_commit": None},
+        # a GPU cell's compile times get verdicts only on a warm CUDA JIT cache (reprokit/jit_warmup.py)
+        **({"jit_cache": "warm"} if device == "gpu" else {}),
     }
 
 

@@ -1,0 +1,275 @@
+"""JIT is measured apart (reprokit/jit_warmup.py; issue 20 item 5).
+
+The warm-up runs for real: the executor, the local runner and bench/harness.py in processes of their
+own. There is no GPU here, so a GPU run is described by a stored H100 fingerprint and a plan whose
+preflight verdicts are given (pure data), and the CUDA driver's JIT cache is stood in for by
+bench/workloads/test_gpu_runtime.py, which writes one file into $CUDA_CACHE_PATH as the driver stores
+the machine code it JIT-compiles. The time limits are checked against the real legacy-2017 suite and
+the real preflight on that fingerprint; the compile-time rule on synthetic results."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from reprokit import files, jit_warmup, preflight, results, suites, validate
+from reprokit.analysis import verdicts
+from reprokit.errors import UserError
+from reprokit.execute import execute
+from reprokit.plan import Options, make_job, make_plan
+from reprokit.runners.local import LocalRunner
+from reprokit.suites import Cell, Suite
+
+REPO = Path(__file__).resolve().parent.parent
+H100 = json.loads((REPO / "tests" / "data" / "fingerprints" / "h100.json").read_text())
+H100_KEY = "smoke-python | NVIDIA H100 80GB HBM3 | driver 570.133.20"
+BUDGET = {"min_samples": 5, "max_samples": 5, "time_budget_s": 0, "warmup": 0}
+QUIET = lambda *_: None  # noqa: E731
+
+
+class RecordingRunner(LocalRunner):
+    """The real local runner; it only notes which job and cell each process ran, in order."""
+
+    def __init__(self):
+        super().__init__(say=QUIET)
+        self.calls: list[tuple[str, str]] = []
+
+    def run_cell(self, prepared, job_path, cell, results_dir, log_path, process=None):
+        self.calls.append((Path(job_path).name, cell["id"]))
+        return super().run_cell(prepared, job_path, cell, results_dir, log_path, process)
+
+
+def cache_cell(name: str) -> Cell:
+    return Cell(id=f"test/jit/{name}", source="smoke", stack="smoke-python", framework="python",
+                workload="test_gpu_runtime", variant=None, params={"write_cuda_cache": True},
+                metrics=("cache_files",), timeout_s=60)
+
+
+def matmul_cell(name: str) -> Cell:
+    return Cell(id=f"test/matmul/{name}", source="smoke", stack="smoke-python", framework="python",
+                workload="smoke_stdlib", variant="matmul", params={"n": 8},
+                metrics=("matmul_time", "matmul_flops"))
+
+
+def plan_for(cells, device: str, status: str = "ok", host: dict | None = None):
+    """A plan decided for the local runner on `host` with the given preflight status per cell."""
+    suite = Suite("test", "test suite", [], {"budget": BUDGET, "quick_budget": BUDGET,
+                                             "timeout_s": 60}, list(cells))
+    plan = make_plan(suite, Options(device=device))
+    given = {c.id: {"runnable": True, "status": status, "reasons": [], "checks": [], "env": {}}
+             for c in cells}
+    return replace(plan, runner="local", host=host, verdicts=given)
+
+
+def run_plan(tmp_path, plan, runner, resume=False):
+    rundir = results.RunDir(tmp_path / "run1")
+    run = execute(plan, runner, rundir, ["test"], resume=resume, say=QUIET)
+    return rundir, run
+
+
+@pytest.fixture
+def cuda_cache(tmp_path, monkeypatch):
+    """An empty CUDA JIT cache directory of this test's own (the local runner passes the variable on)."""
+    path = tmp_path / "cuda-cache"
+    path.mkdir()
+    monkeypatch.setenv("CUDA_CACHE_PATH", str(path))
+    monkeypatch.delenv(jit_warmup.ENV, raising=False)
+    return path
+
+
+def test_gpu_run_warms_up_once_before_the_first_timed_cell(tmp_path, cuda_cache):
+    cells = [cache_cell("first"), cache_cell("second")]
+    runner = RecordingRunner()
+    rundir, run = run_plan(tmp_path, plan_for(cells, "gpu", host=H100), runner)
+    # one untimed process of the first cell, through the same runner, before any timed one
+    assert runner.calls == [("smoke-python.jit-warmup.json", "test/jit/first"),
+                            ("smoke-python.json", "test/jit/first"),
+                            ("smoke-python.json", "test/jit/second")]
+    doc = json.loads(rundir.run_file.read_text())
+    assert not validate.errors("run", doc)
+    assert list(doc["jit_warmups"]) == [H100_KEY]
+    rec = doc["jit_warmups"][H100_KEY]
+    assert rec["status"] == "ok" and rec["cell_id"] == "test/jit/first"
+    assert rec["gpu"] == "NVIDIA H100 80GB HBM3" and rec["driver"] == "570.133.20"
+    assert rec["cache_at_start"] == "cold" and rec["wall_s"] > 0
+    # its result and log lie apart from the cells, with a one-sample budget; no cell entry of its own
+    wdir = rundir.path / rec["dir"]
+    warm_result = json.loads((wdir / "test__jit__first.json").read_text())
+    assert warm_result["metrics"]["cache_files"]["samples"] == [1]
+    assert warm_result["jit_cache"] == "cold"
+    assert (wdir / "warmup.log").exists()
+    assert sorted(p.name for p in rundir.cells_dir.iterdir()) == ["test__jit__first.json",
+                                                                   "test__jit__second.json"]
+    assert [c["cell_id"] for c in doc["cells"]] == ["test/jit/first", "test/jit/second"]
+    first, second = (rundir.load_cell(c.id) for c in cells)
+    for res in (first, second):
+        assert res["status"] == "ok", res["reason"]
+        assert not validate.errors("cell_result", res)
+        assert res["jit_warmup_s"] == rec["wall_s"]
+    # the timed cells started on the cache the warm-up filled: without it the first one was cold
+    assert first["jit_cache"] == "warm" and first["stack_fingerprint"]["cuda_cache"]["at_start"]["files"] == 1
+    assert first["metrics"]["cache_files"]["samples"] == [2]
+    assert second["jit_cache"] == "warm"
+
+
+def test_a_resumed_run_does_not_warm_up_again(tmp_path, cuda_cache):
+    cells = [cache_cell("first"), cache_cell("second")]
+    rundir, run = run_plan(tmp_path, plan_for(cells, "gpu", host=H100), RecordingRunner())
+    rec = json.loads(rundir.run_file.read_text())["jit_warmups"][H100_KEY]
+    rundir.cell_path("test/jit/second").unlink()  # lost: --resume measures it again
+    again = RecordingRunner()
+    rundir, run = run_plan(tmp_path, plan_for(cells, "gpu", host=H100), again, resume=True)
+    assert again.calls == [("smoke-python.json", "test/jit/second")]
+    assert json.loads(rundir.run_file.read_text())["jit_warmups"] == {H100_KEY: rec}
+    assert rundir.load_cell("test/jit/second")["jit_warmup_s"] == rec["wall_s"]
+
+
+def test_a_cpu_run_has_no_warmup(tmp_path, cuda_cache):
+    runner = RecordingRunner()
+    rundir, run = run_plan(tmp_path, plan_for([matmul_cell("a")], "cpu"), runner)
+    assert runner.calls == [("smoke-python.json", "test/matmul/a")]
+    assert not json.loads(rundir.run_file.read_text()).get("jit_warmups")
+    assert not (rundir.path / jit_warmup.WARMUP_DIR).exists()
+    res = rundir.load_cell("test/matmul/a")
+    assert res["jit_warmup_s"] is None and res["jit_cache"] == "n/a"
+
+
+def test_the_switch_forces_it_on_a_cpu_cell_and_turns_it_off(tmp_path, cuda_cache, monkeypatch):
+    monkeypatch.setenv(jit_warmup.ENV, "force")
+    runner = RecordingRunner()
+    rundir, run = run_plan(tmp_path, plan_for([matmul_cell("a")], "cpu"), runner)
+    assert runner.calls == [("smoke-python.jit-warmup.json", "test/matmul/a"),
+                            ("smoke-python.json", "test/matmul/a")]
+    rec = json.loads(rundir.run_file.read_text())["jit_warmups"]["smoke-python | cpu"]
+    assert rec["cache_at_start"] == "n/a" and rec["status"] == "ok"
+    res = rundir.load_cell("test/matmul/a")
+    assert res["jit_warmup_s"] == rec["wall_s"] and res["jit_cache"] == "n/a"
+    # the warm-up took one sample; the timed cell its own budget's five, none of the warm-up's
+    warm = json.loads((rundir.path / rec["dir"] / "test__matmul__a.json").read_text())
+    assert len(warm["metrics"]["matmul_time"]["samples"]) == 1
+    assert len(res["metrics"]["matmul_time"]["samples"]) == 5
+    assert res["metrics"]["matmul_time"]["raw_seconds"] != warm["metrics"]["matmul_time"]["raw_seconds"]
+
+    monkeypatch.setenv(jit_warmup.ENV, "off")  # a GPU run without it: the cells start cold
+    off = RecordingRunner()
+    rundir, run = run_plan(tmp_path / "off", plan_for([cache_cell("x")], "gpu", host=H100), off)
+    assert off.calls == [("smoke-python.json", "test/jit/x")]
+    res = rundir.load_cell("test/jit/x")
+    assert res["jit_warmup_s"] is None and res["jit_cache"] == "cold"
+
+
+def test_a_bad_switch_value_is_one_line(monkeypatch):
+    monkeypatch.setenv(jit_warmup.ENV, "sometimes")
+    with pytest.raises(UserError, match="REPROKIT_JIT_WARMUP='sometimes' is not one of auto, off, force"):
+        jit_warmup.mode()
+
+
+def test_the_key_is_stack_gpu_model_and_driver():
+    assert jit_warmup.key("tf-1.2", "gpu", H100) == "tf-1.2 | NVIDIA H100 80GB HBM3 | driver 570.133.20"
+    assert jit_warmup.key("tf-1.2", "cpu", H100) == "tf-1.2 | cpu"
+    assert jit_warmup.key("tf-1.2", "gpu", {"nvidia": {"available": False}}) == \
+        "tf-1.2 | unknown GPU | driver unknown"
+
+
+# -- time limits: a cell preflight expects to pay PTX JIT gets the documented allowance --------------
+def test_ptx_jit_cells_get_more_time_on_an_h100():
+    allowance = files.load_data("compat")["jit"]["timeout_allowance_s"]
+    assert files.load_data("compat")["jit"]["timeout_allowance_source"]
+    suite = suites.load_suite("legacy-2017")
+    plan = make_plan(suite, Options(device="gpu"))
+    given = preflight.suite_verdicts(plan.runnable, H100, "slurm", "gpu", other_host=True)
+    assert {v["status"] for v in given.values()} == {"jit"}  # CUDA 8 binaries: PTX only on sm_90
+    gpu = replace(plan, runner="slurm", host=H100, verdicts=given)
+    cpu = make_plan(suite, Options(device="cpu"))
+    for stack in gpu.by_stack():
+        job = make_job(gpu, stack, "r", files.kit_info(), "/tmp/out")
+        assert not validate.errors("job", job)
+        plain = {c["id"]: c for c in make_job(cpu, stack, "r", files.kit_info(), "/tmp/out")["cells"]}
+        for jc in job["cells"]:
+            assert jc["timeout_s"] == plain[jc["id"]]["timeout_s"] + allowance == 1200 + allowance
+            assert jc["timeout_jit_allowance_s"] == allowance
+            assert "timeout_jit_allowance_s" not in plain[jc["id"]]
+
+
+def test_native_cells_keep_their_time_limit():
+    cell = {"id": "c", "timeout_s": 1200}
+    for verdict in (None, {"status": "ok"}, {"status": "probe"}):
+        jit_warmup.raise_timeout(cell, verdict)
+        assert cell == {"id": "c", "timeout_s": 1200}
+
+
+def test_the_raised_limit_reaches_the_job_the_harness_reads(tmp_path, cuda_cache, monkeypatch):
+    monkeypatch.setenv(jit_warmup.ENV, "off")
+    rundir, run = run_plan(tmp_path, plan_for([cache_cell("j")], "gpu", "jit", H100), RecordingRunner())
+    job = json.loads((rundir.jobs_dir / "smoke-python.json").read_text())
+    allowance = files.load_data("compat")["jit"]["timeout_allowance_s"]
+    assert job["cells"][0]["timeout_s"] == 60 + allowance
+
+
+# -- compile-time verdicts only on a warm cache ------------------------------------------------------
+def _m40():
+    run = json.loads((REPO / "tests" / "data" / "runs" / "m40-same" / "run.json").read_text())
+    cells = {}
+    for p in (REPO / "tests" / "data" / "runs" / "m40-same" / "cells").glob("*.json"):
+        c = json.loads(p.read_text())
+        cells[c["cell_id"]] = c
+    numbers = {n["id"]: n for n in suites.load_published("000")}
+    return run, cells, numbers
+
+
+@pytest.mark.parametrize("state, words", [("cold", "was empty when the cell began"),
+                                          ("unknown", "was not recorded")])
+def test_a_gpu_compile_time_off_a_warm_cache_gets_no_verdict(state, words):
+    run, cells, numbers = _m40()
+    n = numbers["000-L008"]  # compile time, 3 samples: DEVIATES_FASTER on a warm cache
+    cell = cells[n["cell"]]
+    assert verdicts.verdict(n, cell, run)["verdict"] == "DEVIATES_FASTER"
+    odd = copy.deepcopy(cell)
+    odd["jit_cache"] = state
+    got = verdicts.verdict(n, odd, run)
+    assert got["verdict"] == "INCONCLUSIVE"
+    assert words in got["reason"] and f"jit_cache {state}" in got["reason"]
+    assert "compile times get a verdict only on a warm cache" in got["reason"]
+
+
+def test_older_gpu_results_are_read_from_their_fingerprint():
+    run, cells, numbers = _m40()
+    n = numbers["000-L008"]
+    cell = copy.deepcopy(cells[n["cell"]])
+    del cell["jit_cache"]
+    assert verdicts.verdict(n, cell, run)["verdict"] == "INCONCLUSIVE"  # nothing recorded
+    cell["stack_fingerprint"]["cuda_cache"] = {"cold": False, "disabled": False}
+    assert verdicts.verdict(n, cell, run)["verdict"] == "DEVIATES_FASTER"
+    cell["stack_fingerprint"]["cuda_cache"]["cold"] = True
+    assert "jit_cache cold" in verdicts.verdict(n, cell, run)["reason"]
+
+
+def test_other_metrics_and_cpu_cells_are_unchanged():
+    run, cells, numbers = _m40()
+    n = numbers["000-L012"]  # cudnn train time: not a compile time
+    cell = copy.deepcopy(cells[n["cell"]])
+    cell["jit_cache"] = "cold"
+    assert verdicts.verdict(n, cell, run)["verdict"] == "REPRODUCED"
+    assert verdicts.cold_compile("compile_time", {"device": "cpu"}) is None
+    assert verdicts.cold_compile("compile_time", {"device": "cpu", "jit_cache": "n/a"}) is None
+
+
+# -- bench side ---------------------------------------------------------------------------------------
+def test_the_harness_reads_the_cache_state_it_recorded(monkeypatch):
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import harness
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    monkeypatch.delenv("CUDA_CACHE_DISABLE", raising=False)
+    assert harness.jit_cache_state("cpu", {"files": 0}) == "n/a"
+    assert harness.jit_cache_state("gpu", {"exists": True, "files": 0}) == "cold"
+    assert harness.jit_cache_state("gpu", {"exists": True, "files": 3}) == "warm"
+    assert harness.jit_cache_state("gpu", {"error": "OSError: x"}) == "unknown"
+    monkeypatch.setenv("CUDA_CACHE_DISABLE", "1")  # every process JITs again
+    assert harness.jit_cache_state("gpu", {"exists": True, "files": 3}) == "cold"
