@@ -262,7 +262,9 @@ def _torch(out):
     f.add("build_config", lambda: _cut(torch.__config__.show()))
     f.add("parallel_info", lambda: _cut(torch.__config__.parallel_info(), 2000))
     available = f.add("cuda_available", torch.cuda.is_available)
-    f.add("cuda_arch_list", torch.cuda.get_arch_list)  # architectures compiled into the binary
+    # architectures compiled into the binary; the attribute is looked up inside the guard: torch
+    # before 1.8 has no get_arch_list (the environment probe of torch 1.0.0 met that)
+    f.add("cuda_arch_list", lambda: torch.cuda.get_arch_list())
     if available:  # never run on a GPU
         def devices():
             found = []

@@ -8,8 +8,10 @@ of the first link preflight accepts, with the chain and the substitution it made
 runs in that link's image and its result names the substitution (a `version` stand-in,
 data/standins.yaml), so its verdicts say "other stack".
 
-Rules: chains apply to the image runners (docker, slurm) and to cells that need a GPU; the local
-runner has its own stand-ins (stacks.yaml `local`). Probe cells (suite gpu-smoke) are never
+Rules: chains apply to cells that need a GPU, under every runner: for docker and slurm a link is
+the link stack's image; for the local runner it is the link stack's local environment (judged on
+its probe: reprokit/env_preflight.py), so on a host whose torch-0.1 environment cannot reach the
+GPU, torch-modern's (the installed torch) runs the cell, labelled. Probe cells (suite gpu-smoke) are never
 substituted: they test one image. A link with no image in the kit (`stack: null`) is shown with
 why, never accepted. A link that needs a probe is not accepted either (the chain moves on, and
 says that probing the original with gpu-smoke may let it run). Pure functions over data; tested
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-CHAIN_RUNNERS = ("docker", "slurm")
+CHAIN_RUNNERS = ("docker", "slurm", "local")
 
 
 def chain_of(stack: str, compat: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -29,7 +31,13 @@ def chain_of(stack: str, compat: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(link) for link in (compat.get("fallbacks") or {}).get(stack, [])]
 
 
-def _describe(stack: str, compat: Mapping[str, Any], stacks: Mapping[str, Any]) -> str:
+def _describe(stack: str, compat: Mapping[str, Any], stacks: Mapping[str, Any],
+              environments=None) -> str:
+    if environments is not None:  # the local runner: the environment, as probed
+        env = environments(stack) or {}
+        cuda = f", CUDA {env['cuda']}" if env.get("cuda") else ""
+        return (f"{stack} (local environment {env.get('python') or 'not built'}: "
+                f"{env.get('framework') or 'framework unknown'} {env.get('version') or '?'}{cuda})")
     spec = stacks[stack]
     original = spec.get("original") or {}
     entry = compat["stacks"][stack]
@@ -64,6 +72,7 @@ def resolve(
     compat: Mapping[str, Any],
     stacks: Mapping[str, Any],
     probe_cell: bool = False,
+    environments=None,
 ) -> dict[str, Any]:
     """The verdict a cell of `stack` runs under: `original` (preflight's verdict for its own stack)
     when it is runnable or no chain applies; else the first accepted link's verdict, or `original`
@@ -96,11 +105,11 @@ def resolve(
         return out
     used = walked[-1]["stack"]
     probe_hint = " (probe the original with `reproduce.py run --suite gpu-smoke --runner docker` " \
-                 "to try it first)" if original.get("status") == "probe" else ""
+                 "to try it first)" if original.get("status") == "probe" and environments is None else ""
     why = (f"fallback chain on {_gpu_names(host)}: " + "; ".join(lines[:-1])
            + f"; the first link preflight accepts is {used}{probe_hint}")
-    substitution = {"original": f"GPU stack {_describe(stack, compat, stacks)}",
-                    "used": f"fallback link {_describe(used, compat, stacks)}",
+    substitution = {"original": f"GPU stack {_describe(stack, compat, stacks, environments)}",
+                    "used": f"fallback link {_describe(used, compat, stacks, environments)}",
                     "why": why}
     out = dict(chosen)
     out["reasons"] = [f"fallback: runs on {used} instead of {stack}: {why}"] + list(chosen.get("reasons", []))

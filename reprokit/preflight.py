@@ -30,7 +30,7 @@ whose runs do not record probes yet. None of this ran on a GPU.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -303,11 +303,14 @@ def check_cell(
     compat: Mapping[str, Any] | None = None,
     probes: list[dict] | None = None,
     probe_cell: bool = False,
+    env_mode: bool = False,
 ) -> dict[str, Any]:
     """Verdict for one cell of `stack` needing `gpus_needed` GPUs on `host` under `runner`.
 
     `probes`: the entries of the GPU probe cache (reprokit/probe_cache.py; None or [] = none
-    recorded). `probe_cell`: the cell is a gpu-smoke probe, which is never gated by the cache."""
+    recorded). `probe_cell`: the cell is a gpu-smoke probe, which is never gated by the cache.
+    `env_mode`: `stack` describes a local environment (env_preflight.stack_from_environment), whose
+    own probe says first whether it can use a GPU at all."""
     if runner not in RUNNERS:
         raise ValueError(f"unknown runner {runner!r}; expected one of {', '.join(RUNNERS)}")
     if compat is None:
@@ -339,7 +342,12 @@ def check_cell(
         }[state]
         v.check("image", state in ("present", "buildable"), detail)
 
-    if needed:
+    if needed and env_mode:
+        from reprokit import env_preflight
+
+        if env_preflight.check_environment(v, stack["name"], stack.get("environment")):
+            _check_gpus(v, stack, host, needed, compat, runner, probes or [], probe_cell)
+    elif needed:
         _check_gpus(v, stack, host, needed, compat, runner, probes or [], probe_cell)
     return v.result()
 
@@ -612,10 +620,20 @@ def check_stack_cell(
     compat: Mapping[str, Any] | None = None,
     probes: list[dict] | None = None,
     probe_cell: bool = False,
+    environments: Callable[[str], Mapping[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
-    """`check_cell` for a stack named in compat.yaml."""
+    """`check_cell` for a stack named in compat.yaml. With `environments` (stack -> its local
+    environment's probe record: the local runner) a GPU cell is judged on the environment that
+    would run it, not on the stack's image (reprokit/env_preflight.py)."""
     if compat is None:
         compat = load_compat()
+    needs = max(int(gpus_needed), 0) > 0
+    if environments is not None and needs:
+        from reprokit import env_preflight
+
+        stack = env_preflight.stack_from_environment(stack_name, environments(stack_name), compat)
+        return check_cell(stack, host, gpus_needed, runner=runner, compat=compat, probes=probes,
+                          probe_cell=probe_cell, env_mode=True)
     return check_cell(stack_from_compat(stack_name, compat), host, gpus_needed, runner=runner,
                       compat=compat, probes=probes, probe_cell=probe_cell)
 
@@ -638,13 +656,19 @@ def summary(verdict: Mapping[str, Any]) -> str:
 
 
 def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner: str,
-                   device: str = "cpu", *, other_host: bool = False) -> dict[str, dict[str, Any]]:
+                   device: str = "cpu", *, other_host: bool = False,
+                   environments: Callable[[str], Mapping[str, Any] | None] | None = None,
+                   build_envs: bool = False) -> dict[str, dict[str, Any]]:
     """Preflight verdict per cell id of a suite on this host, for `runner` ("local" or "docker").
 
     Probes what a fingerprint cannot tell: whether a Docker engine answers and which stack images
     are built (docker runner only). With `other_host` (a stored fingerprint of another machine,
     `preflight --fingerprint FILE`) nothing is probed here: the engine is assumed to answer there
     and every image to be buildable from images/. Cells not implemented get a verdict saying so.
+
+    The local runner's GPU cells are judged on the environments that would run them (`environments`:
+    stack -> probe record; by default env_preflight.environments_for, which probes them here, builds
+    nothing unless `build_envs`, and takes a fingerprint's own `environments` first).
     """
     from reprokit.suites import load_stacks
 
@@ -664,7 +688,13 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
                                               "gpu" if device == "gpu" else "cpu")
     host = host_from_fingerprint(fingerprint, engine_present=engine, images=images)
     probes, cache_warning = host_probes(host, runner)
-    return cell_verdicts(cells, host, runner, compat, probes, cache_warning, stacks, device)
+    if environments is None and runner == "local":
+        from reprokit import env_preflight
+
+        environments = env_preflight.environments_for(fingerprint, stacks, other_host=other_host,
+                                                       build=build_envs)
+    return cell_verdicts(cells, host, runner, compat, probes, cache_warning, stacks, device,
+                         environments=environments)
 
 
 def host_probes(host: Mapping[str, Any], runner: str) -> tuple[list[dict], str | None]:
@@ -685,7 +715,9 @@ def cell_verdicts(cells: Iterable[Any], host: Mapping[str, Any], runner: str,
                   compat: Mapping[str, Any] | None = None, probes: list[dict] | None = None,
                   cache_warning: str | None = None,
                   stacks: Mapping[str, Any] | None = None,
-                  device: str = "cpu") -> dict[str, dict[str, Any]]:
+                  device: str = "cpu",
+                  environments: Callable[[str], Mapping[str, Any] | None] | None = None,
+                  ) -> dict[str, dict[str, Any]]:
     """Verdict per cell id on a described host (`suite_verdicts` without the engine probing).
 
     On a GPU run (`device` "gpu") a cell needs the GPUs it uses there (`Cell.gpus_on`: one for a
@@ -711,11 +743,12 @@ def cell_verdicts(cells: Iterable[Any], host: Mapping[str, Any], runner: str,
 
         def check(stack: str, needed=needed, is_probe=is_probe) -> dict[str, Any]:
             return check_stack_cell(stack, host, needed, runner=runner, compat=compat,
-                                    probes=probes, probe_cell=is_probe)
+                                    probes=probes, probe_cell=is_probe, environments=environments)
 
         out[cell.id] = fallback.resolve(
             cell.stack, check(cell.stack), check, host=host, needs_gpu=needed > 0,
-            runner=runner, compat=compat, stacks=stacks, probe_cell=is_probe)
+            runner=runner, compat=compat, stacks=stacks, probe_cell=is_probe,
+            environments=environments)
         links = (out[cell.id].get("chain") or {}).get("links") or [out[cell.id]]
         if cache_warning and any(c["name"] == "probe" for x in links for c in x.get("checks", [])):
             out[cell.id]["reasons"].append(cache_warning)  # a link it walked past needed the cache

@@ -5,7 +5,13 @@ probe" (run the gpu-smoke suite on this host first), "not runnable" or "not impl
 gives the full verdicts (status ok / jit / probe / blocked). "runs on" names the stack whose image
 runs the cell: a fallback link of its chain (reprokit/fallback.py) where its own is not accepted.
 `--fingerprint FILE` plans for another host (a fingerprint `reproduce.py fingerprint` wrote there):
-nothing is probed here; the engine is assumed to answer there and the images to be buildable."""
+nothing is probed here; the engine is assumed to answer there and the images to be buildable.
+
+The local runner's GPU cells are judged on the environments that would run them (reprokit/
+env_preflight.py): each stack's local environment, or the interpreter `--python STACK=PATH` names,
+probed by running it (nothing is built: an environment not made yet "needs a probe"). With
+`--fingerprint FILE` the file's own `environments` (probed on that host) are used where it has
+them; the others are probed HERE and assumed to be what runs there, and the output says so."""
 
 from __future__ import annotations
 
@@ -27,6 +33,37 @@ def add_arguments(p) -> None:
     p.add_argument("--fingerprint", metavar="FILE",
                    help="a host fingerprint (JSON, as `reproduce.py fingerprint` writes it) of the host "
                         "to plan for, instead of this one")
+    python_arguments(p)
+
+
+def python_arguments(p) -> None:
+    """--python STACK=PATH and --python-config FILE (run and preflight; reprokit/runners/byo.py)."""
+    from reprokit.runners import byo
+
+    p.add_argument("--python", metavar="STACK=PATH", action="append", type=byo.option, default=[],
+                   help="run STACK's cells with this interpreter (e.g. a cluster's PyTorch module) "
+                        "instead of the kit's environment; repeatable; local runner and the Slurm "
+                        "local launcher; its versions are recorded and differences from the stack's "
+                        "pins labelled as substitutions")
+    p.add_argument("--python-config", metavar="FILE",
+                   help="a YAML file mapping stack names to interpreter paths (as --python)")
+
+
+def chosen_interpreters(args) -> dict[str, str]:
+    """The --python / --python-config interpreters, checked and probed (one line, exit 2, when one
+    is missing, not executable or lacks the stack's framework), then used by this process."""
+    from reprokit.runners import byo
+
+    pairs = list(args.python or [])
+    if args.python_config:
+        pairs += byo.load_config(args.python_config)
+    if not pairs:
+        return {}
+    stacks = suites.load_stacks()
+    mapping = byo.check(pairs, stacks)
+    byo.verify(mapping, stacks)
+    byo.use(mapping)
+    return mapping
 
 
 def load_fingerprint(path: str) -> dict:
@@ -47,6 +84,11 @@ def load_fingerprint(path: str) -> dict:
 
 def run(args) -> int:
     suite = suites.load_suite(args.suite)
+    if (args.python or args.python_config) and args.runner != "local":
+        flag = "--python" if args.python else "--python-config"
+        raise UserError(f"{flag} applies to --runner local here (the Slurm local launcher runs the "
+                        f"same environments: judge them with --runner local); add --runner local or "
+                        f"drop {flag}")
     if args.fingerprint:
         fp, where = load_fingerprint(args.fingerprint), f"host of {args.fingerprint}"
     else:
@@ -54,8 +96,15 @@ def run(args) -> int:
             checks.require_gpu("preflight --device gpu", "run it with --device cpu, on the host "
                                "with the NVIDIA GPU and its driver, or with --fingerprint FILE of it")
         fp, where = fingerprint.host_fingerprint(), "this host"
+    chosen_interpreters(args)
+    env_of = None
+    if args.runner == "local":
+        from reprokit import env_preflight
+
+        env_of = env_preflight.environments_for(fp, suites.load_stacks(),
+                                                other_host=bool(args.fingerprint), build=False)
     verdicts = preflight.suite_verdicts(suite.cells, fp, args.runner, args.device,
-                                        other_host=bool(args.fingerprint))
+                                        other_host=bool(args.fingerprint), environments=env_of)
     if args.json:
         print(json.dumps(verdicts, indent=1))
         return 0
@@ -70,4 +119,8 @@ def run(args) -> int:
                   used if used == stack_of[cell_id] else f"{used} (fallback for {stack_of[cell_id]})",
                   "; ".join(v["reasons"]) or "-")
     console().print(t)
+    if env_of is not None and args.device == "gpu":  # where the environments judged were probed
+        from reprokit import env_preflight
+
+        console().print(env_preflight.where_line(env_of, args.fingerprint or "this host"))
     return 0

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from reprokit import lifecycle
 from reprokit.files import BENCH
-from reprokit.runners import venvs
+from reprokit.runners import env_probe, venvs
 from reprokit.runners.base import CellOutcome
 
 
@@ -68,9 +68,11 @@ class LocalRunner:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         # the environment actually used and every candidate tried for it (venvs.py): execute.py
-        # copies them into run.json and every cell result of the stack
+        # copies them into run.json and every cell result of the stack; what it can use
+        # (env_probe.py, once per run) goes to run.json `environments`
         return {"python": chosen.python, "env": env, "stack": stack, "env_vars": chosen.env_vars,
-                "substitutes": chosen.substitutes, "environment": chosen.record()}
+                "substitutes": chosen.substitutes, "environment": chosen.record(),
+                "env_probe": env_probe.for_environment(stack, stack_spec, chosen)}
 
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
                  log_path: Path, process: int | None = None) -> CellOutcome:

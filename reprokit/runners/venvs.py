@@ -59,6 +59,7 @@ class Environment:
     substitutes: list[dict]
     chosen: dict
     attempts: list[dict] = field(default_factory=list)
+    probe: dict | None = None  # what it can use (runners/env_probe.py), when probed already
 
     def record(self) -> dict:
         """What run.json and every cell result keep (cell_result.schema.json `environment`)."""
@@ -259,14 +260,24 @@ def _summary(att: dict) -> str:
             f"{att['outcome']}" + (f": {detail}" if detail else ""))
 
 
-def environment_for(stack: str, spec: dict, say=print) -> Environment:
+def environment_for(stack: str, spec: dict, say=print, build: bool = True) -> Environment | None:
     """Try the stack's candidates in order; the first that works runs its cells, else the stand-in.
-    REPROKIT_STAND_INS=1 skips the candidates (the stand-in of every stack, as before)."""
+    REPROKIT_STAND_INS=1 skips the candidates (the stand-in of every stack, as before). An
+    interpreter the user named for the stack (`--python STACK=PATH`, runners/byo.py) comes first
+    and is not tried against anything. With `build=False` nothing is created or installed: a
+    candidate not built yet is passed over, and None says the stand-in's venv is not built either
+    (preflight asks this way)."""
+    from reprokit.runners import byo
+
+    if byo.interpreter_for(stack):
+        return byo.environment(stack, spec, byo.interpreter_for(stack))
     local = spec["local"]
     base_vars = dict(local.get("env_vars", {}))
     attempts: list[dict] = []
     if os.environ.get("REPROKIT_STAND_INS") != "1":
         for i, cand in enumerate(local.get("candidates", [])):
+            if not build and not _built(stack, cand):
+                continue
             att = try_candidate(stack, cand, i, base_vars, say)
             vpy = att.pop("venv_python", None)
             attempts.append(att)
@@ -277,6 +288,8 @@ def environment_for(stack: str, spec: dict, say=print) -> Environment:
                 return Environment(vpy, candidate_env_vars(cand, base_vars, Path(vpy).parent.parent),
                                    list(cand.get("substitutes", [])), chosen, attempts)
             say(f"stack {stack}: candidate {_summary(att)}")
+    if not build and local["env"] == "venv" and not _stand_in_built(stack, spec):
+        return None
     py, chosen = _fallback(stack, spec, say)
     if attempts:
         chosen["why"] = "no candidate worked: " + "; ".join(_summary(a) for a in attempts)
@@ -285,6 +298,21 @@ def environment_for(stack: str, spec: dict, say=print) -> Environment:
     elif local.get("candidates"):
         chosen["why"] = "REPROKIT_STAND_INS=1: candidates not tried"
     return Environment(py, base_vars, list(local["substitutes"]), chosen, attempts)
+
+
+def _built(stack: str, cand: dict) -> bool:
+    """Whether the candidate's venv exists, complete (its interpreter looked up, nothing made)."""
+    py, full, _ = find_interpreter(cand["python"])
+    if py is None:
+        return False
+    key = json.dumps([full, cand.get("pip"), cand.get("pip_args", [])])
+    path = venv_path(f"{stack}-{cand['id']}", cand["requirements"], key)
+    return (path / ".reprokit-complete").exists() and (path / "bin" / "python").exists()
+
+
+def _stand_in_built(stack: str, spec: dict) -> bool:
+    path = venv_path(stack, spec["local"]["requirements"])
+    return (path / ".reprokit-complete").exists() and (path / "bin" / "python").exists()
 
 
 def python_for(stack: str, spec: dict, say=print) -> str:
