@@ -30,6 +30,7 @@ def run(ctx):
     if gpu and not mx.test_utils.list_gpus():
         raise common.ProbeFailure("the cell asks for a GPU but MXNet %s lists none" % mx.__version__)
     where = mx.gpu(0) if gpu else mx.cpu()
+    ctx.record_ran_on("gpu" if gpu else "cpu", "MXNet context %s" % (where,))
     a_np, b_np = common.gemm_inputs(np, p)
     x_np, h0_np, c0_np, w = common.lstm_inputs(np, p)
     batch, inp, hidden = p["batch"], p["input"], p["hidden"]

@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover
     import s002_keras as base
 
 FRAMEWORK = "keras"  # the fingerprint records Keras and, through it, the JAX backend
+BACKEND = "jax"  # whose device and float precision the harness sets and reads (bench/float_mode.py)
 VARIANTS = ("jax",)
 
 

@@ -50,6 +50,8 @@ except ImportError:  # pragma: no cover
 
 # the framework whose build information the stack fingerprint records, per variant
 FRAMEWORK = {"mxnet": "mxnet", "tensorflow": "keras"}
+# the framework whose device and float precision the harness sets and reads (bench/float_mode.py)
+BACKEND = {"mxnet": "mxnet", "tensorflow": "tensorflow"}
 
 DEFAULTS = {
     "dataset": "synthetic",
@@ -398,6 +400,8 @@ def _mxnet(ctx, p, data):
     else:
         check_gpus(ctx, gpus, mx.context.num_gpus() if ctx.device == "gpu" else 0)
         contexts = [mx.gpu(i) for i in range(gpus)] if gpus > 0 else [mx.cpu()]
+    ctx.record_ran_on("gpu" if gpus > 0 and not p["replicas_on_cpu"] else "cpu",
+                      "MXNet contexts %s" % ", ".join(str(c) for c in contexts))
     mx.random.seed(int(p["seed"]))
     hidden, seq, d = int(p["hidden"]), data.seq, data.d
 
