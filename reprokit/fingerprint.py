@@ -456,3 +456,22 @@ def _nvml_guarded() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         return nvml_gpus()
     except Exception as e:
         return [], {"available": False, "reason": "NVML probe failed: " + _err(e)}
+
+def main(argv: list[str]) -> int:
+    """`python -m reprokit.fingerprint [OUT]`: this host's fingerprint as JSON, to OUT (written
+    whole, then renamed) or stdout. The Slurm runner's probe job runs it on a node."""
+    import json
+
+    text = json.dumps(host_fingerprint(), indent=1)
+    if not argv:
+        print(text)
+        return 0
+    tmp = argv[0] + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, argv[0])
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run by the Slurm probe job (runners/slurm.py)
+    sys.exit(main(sys.argv[1:]))

@@ -159,7 +159,7 @@ def check_inputs(args, plan, resumed: results.RunDir | None) -> None:
     checks.free_space(where, checks.run_space_mb(n), "this run",
                       f"{checks.RUN_BASE_MB} MB + {checks.CELL_PROCESS_MB} MB for each of {n} cell "
                       "processes", room)
-    if args.device == "gpu" or args.gpus:
+    if (args.device == "gpu" or args.gpus) and args.runner != "slurm":  # Slurm: the probe's node
         flag = "--device gpu" if args.device == "gpu" else f"--gpus {args.gpus}"
         checks.require_gpu(flag, "run with --device cpu (or auto), or on a host with an NVIDIA GPU "
                            "and its driver")
@@ -172,26 +172,63 @@ def check_inputs(args, plan, resumed: results.RunDir | None) -> None:
 
 
 def slurm_runner(args, plan, resumed: results.RunDir | None, root: Path):
-    """The Slurm runner, after a probe job has seen the results directory from a node."""
-    from reprokit.runners.select import choose_device
+    """The Slurm runner, after a probe job has seen the results directory from a node, and the
+    device: the probe's node's (slurm_device), not this host's. A GPU run is planned (preflight)
+    on that node's fingerprint, which run.json then keeps as its host_fingerprint."""
     from reprokit.runners.slurm import SlurmRunner
 
     stored, probed = None, None
     if resumed is not None:
         stored = (resumed.load_run().get("slurm") or {}).get("options")
         probed = (resumed.load_run().get("slurm") or {}).get("probe")
-    device = choose_device(args.device)
-    runner = SlurmRunner(slurm_options(args, stored), device=device,
-                         say=lambda m: print(m, file=sys.stderr, flush=True))
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    options = slurm_options(args, stored)
     if probed:  # the run's own probe saw its directory (a new probe would queue behind its jobs)
+        device = (resumed.load_run().get("options") or {}).get("device") or slurm_device(
+            args.device, probed)[0]
+        runner = SlurmRunner(options, device=device, say=say)
         runner.probe_result = probed
         return runner, device, (f"resumed; the run's probe job {probed['job_id']} saw it from node "
                                 f"{probed['node']}; launcher {runner.launcher.name}")
     where = resumed.path if resumed is not None else root
     where.mkdir(parents=True, exist_ok=True)
-    probe = runner.probe(where)
+    # the device is the node's, not this (login) host's: the probe job's node fingerprint says
+    probe = SlurmRunner(options, device="cpu", say=say).probe(
+        where, gpus=1 if args.device == "gpu" else 0)
+    device, on = slurm_device(args.device, probe)
+    runner = SlurmRunner(options, device=device, say=say)
+    runner.probe_result = probe
     return runner, device, (f"asked for; probe job {probe['job_id']} saw {where} from node "
-                            f"{probe['node']}; launcher {runner.launcher.name}")
+                            f"{probe['node']}; launcher {runner.launcher.name}; device: {on}")
+
+
+def slurm_device(asked: str, probe: dict) -> tuple[str, str]:
+    """(device, why) of a Slurm run from its probe job's node fingerprint (never the driver host's:
+    a login node often has no GPU). `--device gpu` on a node without one is a UserError."""
+    from reprokit.cell_gpus import fingerprint_gpus
+
+    fp = probe.get("node_fingerprint")
+    node = probe.get("node") or "?"
+    if asked == "cpu":
+        return "cpu", "cpu as asked"
+    if fp is None:
+        why = probe.get("node_fingerprint_error") or "no node fingerprint recorded"
+        if asked == "gpu":
+            raise UserError(f"--runner slurm --device gpu: the probe job's node {node} could not "
+                            f"be fingerprinted ({why}); check that the kit's interpreter runs on "
+                            "the nodes, or pass --device cpu")
+        return "cpu", f"cpu: the probe job's node {node} could not be fingerprinted ({why})"
+    gpus = fingerprint_gpus(fp)
+    if gpus:
+        names = sorted({str(g.get("name")) for g in gpus})
+        return "gpu", f"gpu: the probe job's node {node} has {len(gpus)} ({', '.join(names)})"
+    reason = (fp.get("nvidia") or {}).get("reason") or "NVML sees 0 GPUs"
+    if asked == "gpu":
+        raise UserError(f"--runner slurm --device gpu: the probe job's node {node} has no GPU "
+                        f"({reason}); pass --slurm-partition/--slurm-constraint naming GPU nodes, "
+                        "or --device cpu")
+    return "cpu", (f"cpu: the probe job's node {node} has no GPU ({reason}; it asked for none: "
+                   "--device gpu asks the probe for one)")
 
 
 def run(args) -> int:
@@ -237,6 +274,8 @@ def run(args) -> int:
     # the plan complete before anything runs: every cell's preflight verdict for this runner on this
     # host (a resumed run keeps the host it started on), and so the stack whose image runs it
     host = rundir.load_run().get("host_fingerprint") if resumed is not None else None
+    if host is None and runner.name == "slurm" and device == "gpu":  # planned on the GPU node
+        host = (runner.probe_result or {}).get("node_fingerprint")
     plan = decide(plan, runner.name, host or fingerprint.host_fingerprint())
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     run_record = execute(plan, runner, rundir, sys.argv[:], resume=bool(args.resume), say=say)

@@ -227,23 +227,37 @@ class SlurmRunner:
                 args.append(f"{flag}={value}")
         return args
 
-    def probe(self, where: Path) -> dict:
+    def probe(self, where: Path, gpus: int = 0) -> dict:
         """A probe job reads a file the driver wrote into `where` and writes one back: the
-        results directory is visible and writable from the nodes. UserError (one line) if not."""
+        results directory is visible and writable from the nodes. UserError (one line) if not.
+        The job also takes its node's fingerprint (reprokit/fingerprint.py, with the kit's
+        interpreter; `node_fingerprint`, null with `node_fingerprint_error` when it fails): what
+        a GPU run is planned on (commands/run.py). With `gpus` it asks for that many GPUs
+        (--gres), as a GPU cell's job does: a node's NVML shows a job only the GPUs it was
+        given when the cluster constrains devices."""
         sbatch = _tool("sbatch")
         _tool("squeue")
         where = Path(where).resolve()
         token = uuid.uuid4().hex
         ask = where / f".reprokit-probe-{token}"
         seen = where / f".reprokit-probe-{token}.seen"
+        fp_file = where / f".reprokit-probe-{token}.fingerprint.json"
         ask.write_text(token + "\n")
         try:
-            script = (f"cat {ask} > {seen}.tmp && hostname >> {seen}.tmp && mv {seen}.tmp {seen}")
-            argv = [sbatch, "--parsable", "--job-name=reprokit-probe", "--time=2", "--mem=100M",
+            take_fp = (f"PYTHONPATH={REPO} {sys.executable} -m reprokit.fingerprint "
+                       f"{fp_file}")
+            script = (f"cat {ask} > {seen}.tmp && hostname >> {seen}.tmp && {{ {take_fp}; true; }} "
+                      f"&& mv {seen}.tmp {seen}")
+            argv = [sbatch, "--parsable", "--job-name=reprokit-probe", "--time=2", "--mem=500M",
                     "--ntasks=1", "--output=/dev/null", "--no-requeue", *self.common_args(),
-                    f"--wrap={script}"]
+                    *([f"--gres=gpu:{gpus}"] if gpus else []), f"--wrap={script}"]
             p = _run(argv)
             if p.returncode != 0:
+                if gpus:
+                    raise UserError(f"--runner slurm --device gpu: the probe job asking for {gpus} "
+                                    f"GPU (--gres=gpu:{gpus}) was refused: "
+                                    f"{_first_line(p.stderr or p.stdout)}; pass --slurm-partition/"
+                                    "--slurm-constraint naming GPU nodes, or --device cpu")
                 raise UserError(f"--runner slurm: the probe job was refused: "
                                 f"{_first_line(p.stderr or p.stdout)}; check --slurm-partition/"
                                 "--slurm-account/--slurm-qos/--slurm-constraint")
@@ -275,11 +289,18 @@ class SlurmRunner:
                                 "reading and writing it); put --results on a file system the "
                                 "nodes share")
             self.probe_result = {"job_id": job, "node": text[1] if len(text) > 1 else None,
-                                 "state": state, "at": results.utcnow()}
+                                 "state": state, "at": results.utcnow(), "gres_gpus": gpus}
+            try:
+                self.probe_result["node_fingerprint"] = results.loads_strict(fp_file.read_text())
+            except (OSError, ValueError) as e:
+                self.probe_result["node_fingerprint"] = None
+                self.probe_result["node_fingerprint_error"] = (
+                    f"the probe job wrote no readable fingerprint ({type(e).__name__}: {e})")
             return self.probe_result
         finally:
             ask.unlink(missing_ok=True)
             seen.unlink(missing_ok=True)
+            fp_file.unlink(missing_ok=True)
 
     def prepare(self, stack: str, stack_spec: dict, say=None) -> dict:
         return self.launcher.prepare(stack, stack_spec, say or self.say)
@@ -460,6 +481,8 @@ class SlurmRunner:
                 "node_cpu_peak": rec.get("node_cpu_peak"), **t.info}
         if rec.get("gpus"):  # the GPUs Slurm gave a container cell (slurm_task.py; never run)
             info["gpus"] = rec["gpus"]
+        if rec.get("gpu_env"):  # the GPU variables the cell had (execute: cell_gpus.for_cell)
+            info["gpu_env"] = rec["gpu_env"]
         wall = rec.get("wall_s")
         wall = float(wall) if isinstance(wall, (int, float)) else 0.0
         code = rec.get("exit_code")

@@ -31,6 +31,11 @@ import sys
 import time
 from pathlib import Path
 
+# what says which of the node's GPUs a task's cell sees (reprokit/cell_gpus.py reads them with the
+# node fingerprint): Slurm's global ids, the CUDA variables Slurm sets for a job with GPUs
+GPU_ENV = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "GPU_DEVICE_ORDINAL", "CUDA_VISIBLE_DEVICES",
+           "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
+
 
 def _write(path: Path, doc: dict) -> None:
     from reprokit import results
@@ -78,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
               "array_job_id": array_job, "array_task_id": index, "node": node,
               "partition": os.environ.get("SLURM_JOB_PARTITION"), "launcher": doc["launcher"],
               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "ended": None}
+    cell_env = {**os.environ, **(task.get("env") or {})}  # which GPUs the cell sees (cell_gpus.py)
+    record["gpu_env"] = {k: cell_env[k] for k in GPU_ENV if k in cell_env}
     record.update(_node_info(run_dir, node))
     _write(record_path, record)
 
