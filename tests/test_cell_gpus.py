@@ -329,3 +329,18 @@ def test_mig_blocker_lists_every_stack_below_cuda_11():
     below = {name for name, s in compat["stacks"].items()
              if s["gpu"] and s["cuda"] and int(str(s["cuda"]).split(".")[0]) < 11}
     assert set(blocker["stacks"]) == below
+
+
+def test_slurm_outcome_carries_the_tasks_gpu_env_to_cell_gpus(tmp_path):
+    from reprokit.runners.slurm import SlurmRunner, Task
+
+    runner = SlurmRunner(device="gpu", say=lambda *_: None)
+    t = Task(_cell(), None, {}, tmp_path / "job.json", tmp_path / "log", gpus=1, job_id="5_0")
+    rec = {"node": "n1", "exit_code": 0, "wall_s": 1.0, "node_fingerprint": stored("rtx5090"),
+           "gpu_env": {"SLURM_JOB_GPUS": "1", "CUDA_VISIBLE_DEVICES": "1",
+                       "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}}
+    out = runner.outcome(t, {"state": "COMPLETED"}, rec)
+    assert out.runner_info["gpu_env"]["SLURM_JOB_GPUS"] == "1"
+    gpus, source = cell_gpus.for_cell({}, "slurm", out.runner_info, 1, stored("h100"))
+    assert gpus[0]["uuid"] == U1 and gpus[0]["name"] == "NVIDIA GeForce RTX 5090"
+    assert source.endswith("+ node n1 fingerprint")
