@@ -31,6 +31,8 @@ COMMANDS = {
     "build": "build the stack images and write the lock file",
     "archive": "save a suite's images with their lock file into one file",
     "restore": "load an archive on another machine and verify it",
+    "export": "write a run as an RO-Crate a reviewer can verify offline",
+    "verify": "check a run's RO-Crate offline: checksums, schemas, profile, report re-rendered",
     "compare": "compare two runs: fingerprint diff and per-cell changes with p-values",
     "data": "describe the data sets and check a data directory",
     "status": "where a run's cells are; re-attaches a Slurm run to its jobs",

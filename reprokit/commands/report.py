@@ -12,8 +12,10 @@ from __future__ import annotations
 
 
 def add_arguments(p) -> None:
-    p.add_argument("run", help="results/<run-id>, a run id, or 'latest'")
+    p.add_argument("run", help="results/<run-id>, a run id, or 'latest'; or a crate file `export` wrote")
     p.add_argument("--results", default="results", help="results root (default: results/)")
+    p.add_argument("--out", default=None, help="with a crate: the directory to write its run and report "
+                   "to (default: <crate file name>.report beside it)")
 
 
 def run(args) -> int:
@@ -22,6 +24,13 @@ def run(args) -> int:
 
     from reprokit import checks, reconcile, report, results
 
+    if Path(args.run).is_file():  # a crate: rendered from its files alone (reprokit/crate/checks.py)
+        from reprokit.crate import checks
+
+        crate = Path(args.run)
+        for p in checks.render_report(crate, Path(args.out or f"{crate}.report")):
+            print(p)
+        return 0
     rundir = results.resolve_run(args.run, Path(args.results))
     # the report is written into the run directory: a read-only one is refused before rendering
     checks.writable_dir(rundir.path, f"the run directory {rundir.path}", "make it writable, or "

@@ -1,0 +1,290 @@
+"""`reproduce.py verify FILE`: is a crate complete and untampered, and does its report follow from its
+files alone? Offline, and without the kit's checkout data (the data come from the crate's snapshot).
+
+In order, each stopping at the first failure with one line (`CrateInvalid`, exit status 1):
+1. the file: a zip whose every member reads back (CRC), holding ro-crate-metadata.json of a crate
+   reprokit exported (anything else is not a crate: `UserError`, exit status 2);
+2. the files: every file the metadata describes is there with its sha256 and size, and no file is
+   there that it does not describe;
+3. every file's schema: run.json, cells/*.json, jobs/*.json, report.json, and each data file of the
+   snapshot against its own schema (reprokit/schemas);
+4. the profile: the kit's own checks (reprokit/crate/profile.py) and roc-validator where installed;
+5. the report: rendered again from run/ and kit-data/ alone (`files.data_root`) and compared byte for
+   byte with the crate's report.md, report.html, report.json and plots;
+6. with a Docker engine reachable: each container image that ran, by its ID, against the engine's
+   local store (a notice, not a failure: the crate is what is verified, not this machine).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+
+from reprokit import files, validate
+from reprokit.crate import (
+    DATA_DIR,
+    KIT_MARK,
+    METADATA,
+    RUN_DIR,
+    CrateInvalid,
+    export,
+    profile,
+)
+from reprokit.errors import UserError
+
+_RUN_SCHEMAS = {"run.json": "run", "report.json": "report"}
+_FOLDER_SCHEMAS = {"cells": "cell_result", "jobs": "job"}
+
+
+class Crate:
+    """An extracted crate: its directory and its metadata's entities by @id."""
+
+    def __init__(self, file: Path, root: Path, meta: dict):
+        self.file, self.root, self.meta = file, root, meta
+        self.by_id = {e["@id"]: e for e in meta["@graph"]}
+
+    @property
+    def run_id(self) -> str:
+        return str(self.by_id["./"].get("identifier", "")).split(":", 1)[-1]
+
+    def described_files(self) -> dict[str, dict]:
+        return {i: e for i, e in self.by_id.items() if "File" in profile._types(e)}
+
+
+def _one_line(first: str, more: int) -> str:
+    return first + (f" (and {more} more)" if more else "")
+
+
+@contextmanager
+def opened(file: Path) -> Iterator[Crate]:
+    """The crate in `file`, extracted into a temporary directory (removed afterwards)."""
+    file = Path(file)
+    if not file.is_file():
+        raise UserError(f"{file} does not exist or is not a file; give a crate `reproduce.py export` wrote")
+    with open(file, "rb") as f:
+        magic = f.read(4)
+    if magic != b"PK\x03\x04":
+        raise UserError(f"{file} is not an RO-Crate: not a zip file; give a crate `reproduce.py export` "
+                        "wrote")
+    try:
+        zf = zipfile.ZipFile(file)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise CrateInvalid(f"{file} is truncated or damaged: its zip directory cannot be read ({e}); "
+                           "copy or export it again") from e
+    with zf, tempfile.TemporaryDirectory(prefix="reprokit-crate-") as tmp:
+        names = zf.namelist()
+        if METADATA not in names:
+            raise UserError(f"{file} is not an RO-Crate: it holds no {METADATA}; give a crate "
+                            "`reproduce.py export` wrote")
+        for n in names:
+            p = PurePosixPath(n)
+            if p.is_absolute() or ".." in p.parts:
+                raise CrateInvalid(f"{file}: member {n} points outside the crate; the crate was altered")
+        try:
+            bad = zf.testzip()
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+            raise CrateInvalid(f"{file} is truncated or damaged ({e}); copy or export it again") from e
+        if bad is not None:
+            raise CrateInvalid(f"{bad} in {file} is damaged (its CRC does not match); copy or export it "
+                               "again")
+        zf.extractall(tmp)
+        root = Path(tmp)
+        try:
+            meta = files.loads_strict((root / METADATA).read_text())
+        except (ValueError, UnicodeDecodeError) as e:
+            raise CrateInvalid(f"{METADATA} in {file} is not valid JSON ({e}); the crate was altered") from e
+        graph = meta.get("@graph") if isinstance(meta, dict) else None
+        if not isinstance(graph, list) or not all(isinstance(e, dict) and "@id" in e for e in graph):
+            raise CrateInvalid(f"{METADATA} in {file} has no @graph of entities; the crate was altered")
+        crate = Crate(file, root, meta)
+        ident = str((crate.by_id.get("./") or {}).get("identifier", ""))
+        if not ident.startswith(f"{KIT_MARK}:"):
+            raise UserError(f"{file} is an RO-Crate but not a run reprokit exported (its root dataset's "
+                            f"identifier is not {KIT_MARK}:<run id>)")
+        yield crate
+
+
+def check_files(crate: Crate) -> int:
+    """Every described file present with its sha256 and size; nothing undescribed. The count."""
+    described = crate.described_files()
+    present = {p.relative_to(crate.root).as_posix() for p in crate.root.rglob("*") if p.is_file()}
+    present.discard(METADATA)
+    missing = sorted(set(described) - present)
+    if missing:
+        raise CrateInvalid(_one_line(f"{missing[0]} is missing from the crate (its metadata describes it)",
+                                     len(missing) - 1))
+    extra = sorted(present - set(described))
+    if extra:
+        raise CrateInvalid(_one_line(f"{extra[0]} is in the crate but its metadata does not describe it "
+                                     "(added after the export)", len(extra) - 1))
+    wrong = []
+    for rel, e in sorted(described.items()):
+        path = crate.root / rel
+        size = str(path.stat().st_size)
+        if e.get("contentSize") is not None and str(e["contentSize"]) != size:
+            wrong.append(f"{rel} has {size} bytes, the crate records {e['contentSize']} (truncated or "
+                         "altered)")
+        elif e.get("sha256") != export.sha256_file(path):
+            wrong.append(f"{rel}: its sha256 differs from the one the crate records (altered after the "
+                         "export)")
+        elif not e.get("sha256"):
+            wrong.append(f"{rel} has no sha256 in the crate's metadata")
+    if wrong:
+        raise CrateInvalid(_one_line(wrong[0], len(wrong) - 1))
+    return len(described)
+
+
+def _schema_of(rel: str) -> tuple[str, str | None]:
+    """('run' | 'data', schema name or None) of a crate file by its path."""
+    parts = rel.split("/")
+    if parts[0] == RUN_DIR:
+        if len(parts) == 2:
+            return "run", _RUN_SCHEMAS.get(parts[1])
+        if len(parts) == 3 and parts[2].endswith(".json"):
+            return "run", _FOLDER_SCHEMAS.get(parts[1])
+        return "run", None
+    if parts[0] == DATA_DIR:
+        name = files.data_schema("/".join(parts[1:]))
+        return "data", name if (files.SCHEMAS / f"{name}.schema.json").is_file() else None
+    return "other", None
+
+
+def check_schemas(crate: Crate) -> int:
+    """Every JSON result and data file against its schema; the count checked."""
+    bad, n = [], 0
+    for rel in sorted(crate.described_files()):
+        where, schema = _schema_of(rel)
+        if schema is None:
+            continue
+        n += 1
+        if where == "data":
+            data_rel = rel.split("/", 1)[1]
+            try:
+                with files.data_root(crate.root / DATA_DIR):
+                    files.load_data_file(data_rel, schema)
+            except UserError as e:
+                bad.append(f"{rel}: {' '.join(str(e).split())}")
+            continue
+        try:
+            doc = files.loads_strict((crate.root / rel).read_text())
+        except (ValueError, UnicodeDecodeError) as e:
+            bad.append(f"{rel} is not valid JSON ({e})")
+            continue
+        errs = validate.errors(schema, doc)
+        if errs:
+            bad.append(f"{rel} does not follow the {schema} schema: {errs[0]}")
+    if bad:
+        raise CrateInvalid(_one_line(bad[0], len(bad) - 1))
+    return n
+
+
+def check_profile(crate: Crate) -> list[str]:
+    """The kit's profile checks, then roc-validator where installed; notes on what was checked."""
+    own = profile.own_checks(crate.meta)
+    if own:
+        raise CrateInvalid(_one_line(f"{METADATA}: {own[0]} (Process Run Crate 0.5 / RO-Crate 1.1)",
+                                     len(own) - 1))
+    notes = ["profile: the kit's Process Run Crate 0.5 checks passed"]
+    roc = profile.roc_validator(crate.file)
+    if roc is None:
+        notes.append("profile: roc-validator is not installed (pip install roc-validator); the kit's "
+                     "checks stood in for it")
+        return notes
+    if roc["failures"]:
+        raise CrateInvalid(_one_line(f"roc-validator {profile.PROFILE_ID}: {roc['failures'][0]}",
+                                     len(roc["failures"]) - 1))
+    notes.append(f"profile: roc-validator {profile.PROFILE_ID} passed at its REQUIRED level, offline")
+    notes += [f"profile: not checked: {n}" for n in roc["not_checked"]]
+    return notes
+
+
+def render_into(crate: Crate, out: Path) -> Path:
+    """The crate's run directory copied to `out`, its report rendered there from the crate's files
+    alone (run/ and the data snapshot kit-data/)."""
+    shutil.copytree(crate.root / RUN_DIR, out)
+    export.render_recording(out, crate.root / DATA_DIR)
+    return out
+
+
+def check_report(crate: Crate) -> int:
+    """The report rendered again from the crate equals the crate's byte for byte; the files compared."""
+    stored = export.report_outputs(crate.root / RUN_DIR)
+    with tempfile.TemporaryDirectory(prefix="reprokit-render-") as tmp:
+        try:
+            fresh = export.report_outputs(render_into(crate, Path(tmp) / "run"))
+        except UserError as e:
+            raise CrateInvalid(f"the report cannot be rendered from the crate's files alone: "
+                               f"{' '.join(str(e).split())}") from e
+    diff = export.first_difference(fresh, stored)
+    if diff:
+        made_by = str((crate.by_id.get("#kit-export") or {}).get("identifier", "")).removeprefix("git:")
+        here = files.kit_info().get("git_commit")
+        why = ("the crate's files were altered consistently with their checksums, or the kit renders "
+               "differently" if not made_by or made_by == here else
+               f"the crate was rendered by reprokit at commit {made_by[:12]}, this is "
+               f"{(here or 'not a git checkout')[:12]}: verify with that version")
+        raise CrateInvalid(f"the report re-rendered from the crate differs from the crate's: {diff} ({why})")
+    return len(stored)
+
+
+def check_images(crate: Crate) -> list[str]:
+    """With a Docker engine: each ContainerImage's ID against the local store (notices only)."""
+    imgs = [e for e in crate.by_id.values() if "ContainerImage" in profile._types(e)]
+    if not imgs:
+        return []
+    try:
+        import docker
+        client = docker.from_env(timeout=5)
+        client.ping()
+    except Exception as e:  # no SDK, no engine, no permission: the check is not made, and said so
+        return [f"images: not checked against a local store (no Docker engine reachable: "
+                f"{type(e).__name__})"]
+    out = []
+    for e in imgs:
+        ident = f"sha256:{e['sha256']}"
+        try:
+            client.images.get(ident)
+            out.append(f"images: {e.get('name')} {ident[:19]}: in the local store")
+        except Exception:
+            out.append(f"images: {e.get('name')} {ident[:19]}: not in the local store (load it with "
+                       "`reproduce.py restore ARCHIVE`)")
+    return out
+
+
+def verify(file: Path) -> list[str]:
+    """Every check in order; the lines that say what was checked. Raises CrateInvalid (exit 1) at the
+    first failure, UserError (exit 2) when the file is not a crate."""
+    with opened(file) as crate:
+        n_files = check_files(crate)
+        n_schemas = check_schemas(crate)
+        notes = check_profile(crate)
+        n_report = check_report(crate)
+        images = check_images(crate)
+        return [f"{file}: run {crate.run_id}",
+                f"files: {n_files} files, each with its sha256 and size as recorded; no file undescribed",
+                f"schemas: {n_schemas} files valid against their schemas",
+                *notes,
+                f"report: re-rendered from the crate's files alone, byte-identical ({n_report} files)",
+                *images]
+
+
+def render_report(file: Path, out: Path) -> list[Path]:
+    """`reproduce.py report FILE`: the crate's run directory with its report rendered from the crate
+    alone, written to `out` (which must not exist); its files are checked against their checksums
+    first. The report files written."""
+    out = Path(out)
+    if out.exists():
+        raise UserError(f"{out} exists; give another directory with --out (the run is written there)")
+    with opened(file) as crate:
+        check_files(crate)
+        try:
+            render_into(crate, out)
+        except UserError as e:
+            shutil.rmtree(out, ignore_errors=True)
+            raise CrateInvalid(f"the report cannot be rendered from the crate's files alone: "
+                               f"{' '.join(str(e).split())}") from e
+    return [out / n for n in export.report_outputs(out)]

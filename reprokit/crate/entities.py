@@ -1,0 +1,133 @@
+"""The crate's contextual entities and actions, built from a run's files (pure: dicts in, dicts out).
+
+Each function returns JSON-LD entities (dicts with `@id` and `@type`) that reprokit/crate/export.py
+adds to the crate; the vocabulary is schema.org's as RO-Crate 1.1 and the Process Run Crate profile
+0.5 use it (CreateAction, SoftwareApplication, ContainerImage).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+COMPLETED = "http://schema.org/CompletedActionStatus"
+FAILED = "http://schema.org/FailedActionStatus"
+DOCKER_IMAGE = "https://w3id.org/ro/terms/workflow-run#DockerImage"
+
+
+def refs(ids: list[str]) -> dict | list[dict]:
+    """References to entities: one reference alone, several as a list (RO-Crate 1.1 asks for single
+    values rather than one-element arrays)."""
+    out = [{"@id": i} for i in ids]
+    return out[0] if len(out) == 1 else out
+
+
+def local_id(kind: str, name: str) -> str:
+    """'#<kind>-<name>' with every character outside [A-Za-z0-9._-] replaced by '_'."""
+    return f"#{kind}-{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}"
+
+
+def kit(ident: str, info: dict, role: str) -> dict:
+    """The kit as a SoftwareApplication: version and git commit (`info`: files.kit_info's dict)."""
+    commit = info.get("git_commit")
+    dirty = info.get("git_dirty")
+    desc = (f"{role}: reprokit {info.get('version')}, git commit {commit or 'not recorded'}"
+            + (" (with uncommitted changes)" if dirty else ""))
+    out = {"@id": ident, "@type": "SoftwareApplication", "name": "reprokit",
+           "softwareVersion": str(info.get("version")), "description": desc}
+    if commit:
+        out["identifier"] = f"git:{commit}"
+    return out
+
+
+def machine(ident: str, fp: dict, role: str) -> dict:
+    """A host or node fingerprint (reprokit/fingerprint.py) as a contextual entity: what it was, in
+    words; the whole fingerprint stays in run/run.json (the host) or the cell results (Slurm nodes)."""
+    cpu, osi, mem = fp.get("cpu") or {}, fp.get("os") or {}, fp.get("memory") or {}
+    gpus = [str(g.get("name")) for g in fp.get("gpus") or [] if isinstance(g, dict)]
+    total = mem.get("total_bytes")
+    parts = [f"CPU {cpu.get('model_name') or 'unknown'}"
+             + (f", {cpu.get('logical_cores')} logical cores" if cpu.get("logical_cores") else ""),
+             f"GPUs: {', '.join(gpus)}" if gpus else "no GPU listed",
+             f"memory {round(total / 2 ** 30, 1)} GiB" if isinstance(total, int | float) else None,
+             f"OS {(osi.get('distro') or {}).get('PRETTY_NAME') or osi.get('name') or 'unknown'} "
+             f"{osi.get('release') or ''}".rstrip()]
+    out = {"@id": ident, "@type": "Thing", "name": role,
+           "description": "; ".join(p for p in parts if p)}
+    if fp.get("host_id"):
+        out["identifier"] = str(fp["host_id"])
+    return out
+
+
+def stack_software(run: dict, stack: str, cell: dict) -> list[dict]:
+    """The stack a cell ran in as a SoftwareApplication (the framework and version it measured, the
+    environment or interpreter and its requirements for the local runner), and for a container run
+    its ContainerImage (name, tag and the image ID as sha256, Process Run Crate 0.5)."""
+    impl = cell.get("implementation") or {}
+    spec = (run.get("stacks") or {}).get(stack) or {}
+    fp = cell.get("stack_fingerprint") or {}
+    py = (fp.get("python") or {}).get("version")
+    env = (cell.get("environment") or {}).get("chosen") or {}
+    desc = [f"stack {stack}"]
+    if impl.get("framework"):
+        desc.append(f"framework {impl.get('framework')} {impl.get('framework_version') or ''}".rstrip())
+    if py:
+        desc.append(f"Python {py}")
+    if env:
+        desc.append(f"environment {env.get('candidate')}"
+                    + (f" ({', '.join(env['requirements'])})" if env.get("requirements") else "")
+                    + (f": stand-in, {env.get('why')}" if env.get("fallback") else ""))
+    orig = spec.get("original") or {}
+    if orig:
+        desc.append(f"published stack: {spec.get('framework') or ''} {orig.get('framework_version') or ''}"
+                    .replace("  ", " ").strip())
+    app = {"@id": local_id("stack", stack), "@type": "SoftwareApplication",
+           "name": f"{impl.get('framework') or spec.get('framework') or stack} "
+                   f"{impl.get('framework_version') or ''}".strip(),
+           "description": "; ".join(desc)}
+    if impl.get("framework_version"):
+        app["softwareVersion"] = str(impl["framework_version"])
+    out = [app]
+    image = fp.get("image") or {}
+    image_id = image.get("id") or image.get("digest")
+    if image_id:
+        name = str(spec.get("image") or stack)
+        repo, _, tag = name.partition(":")
+        img = {"@id": local_id("image", stack), "@type": "ContainerImage",
+               "additionalType": {"@id": DOCKER_IMAGE}, "name": repo,
+               "sha256": str(image_id).split(":", 1)[-1]}
+        if tag:
+            img["tag"] = tag
+        if image.get("digest"):
+            img["identifier"] = str(image["digest"])
+        out.append(img)
+    return out
+
+
+def cell_action(cell: dict, rel: str, job: str | None, log: str | None, objects: list[str],
+                instrument: str, image: str | None, kinds: list[str]) -> dict:
+    """One cell process as a CreateAction: `rel` the cell result's path in the crate (its result),
+    `job` the job file (object), `log` the log file (result), `objects` further inputs (the process
+    files a merged result was made from), `kinds` the reproduction kinds of its numbers."""
+    status = cell.get("status")
+    name = f"cell {cell.get('cell_id')}" + (f", process {cell['process']}" if cell.get("process") else "")
+    desc = [f"status {status}"]
+    if kinds:
+        desc.append("reproduction kind of its numbers: " + "; ".join(kinds))
+    act: dict[str, Any] = {
+        "@id": local_id("cell", rel.rsplit("/", 1)[-1][:-5]), "@type": "CreateAction", "name": name,
+        "description": "; ".join(desc), "instrument": {"@id": instrument},
+        "actionStatus": {"@id": COMPLETED if status == "ok" else FAILED},
+        "result": refs([r for r in (rel, log) if r]),
+    }
+    obj = [o for o in ([job] if job else []) + objects]
+    if obj:
+        act["object"] = refs(obj)
+    for key, field in (("startTime", "started"), ("endTime", "finished")):
+        if cell.get(field):
+            act[key] = cell[field]
+    if status != "ok":
+        act["error"] = str(cell.get("reason") or f"status {status}, no reason recorded")
+    if image:
+        act["containerImage"] = {"@id": image}
+    return act

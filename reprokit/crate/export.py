@@ -1,0 +1,202 @@
+"""`reproduce.py export RUN`: a run as a zipped RO-Crate (Process Run Crate 0.5), written with the
+`rocrate` library (layout: reprokit/crate/__init__.py, docs/CRATE.md).
+
+The run directory is copied as it is; its report is rendered again from that copy while the data
+files it reads are recorded (`files.data_root(..., reads)`), and those files are the crate's data
+snapshot. The fresh rendering must equal the run's stored report byte for byte: a run whose report
+is older than today's data or templates is refused (re-render it with `reproduce.py report RUN`
+first), so the crate always holds a report its own files re-render.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import shutil
+import tempfile
+from pathlib import Path
+
+from reprokit import files, results
+from reprokit.crate import (
+    DATA_DIR,
+    KIT_MARK,
+    PROCESS_RUN_CRATE,
+    REPORT_FILES,
+    RUN_DIR,
+    entities,
+)
+from reprokit.errors import UserError
+
+_FORMATS = {".json": "application/json", ".md": "text/markdown", ".html": "text/html",
+            ".svg": "image/svg+xml", ".log": "text/plain", ".yaml": "application/yaml"}
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _copy_run(src: Path, dst: Path) -> None:
+    """Every file of the run directory except hidden ones (the run's .lock, cells/.invalid/ results
+    set aside, .tmp-* of a write cut short)."""
+    shutil.copytree(src, dst, ignore=lambda _d, names: [n for n in names if n.startswith(".")])
+
+
+def report_outputs(run_path: Path) -> dict[str, bytes]:
+    """The report files of a run directory (report.*, plots/*.svg) by relative path."""
+    out = {n: (run_path / n).read_bytes() for n in REPORT_FILES if (run_path / n).is_file()}
+    for p in sorted((run_path / "plots").glob("*.svg")) if (run_path / "plots").is_dir() else []:
+        out[f"plots/{p.name}"] = p.read_bytes()
+    return out
+
+
+def render_recording(run_path: Path, data: Path) -> list[str]:
+    """Render the report of the run at `run_path` with the data files under `data`; the relative
+    paths of the data files it read, sorted."""
+    from reprokit import report
+
+    reads: list[str] = []
+    with files.data_root(data, reads):
+        report.render(results.RunDir(run_path))
+    return sorted(set(reads))
+
+
+def first_difference(a: dict[str, bytes], b: dict[str, bytes]) -> str | None:
+    """The first report file that differs between two renderings (or is in one only), or None."""
+    for name in sorted(set(a) | set(b)):
+        if a.get(name) != b.get(name):
+            if name not in a or name not in b:
+                return f"{name} is {'missing' if name not in b else 'extra'}"
+            la, lb = a[name].splitlines(), b[name].splitlines()
+            line = next((i + 1 for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)) + 1)
+            return f"{name} differs from line {line}"
+    return None
+
+
+def export(rundir: results.RunDir, out: Path) -> Path:
+    from rocrate.model import ContextEntity
+    from rocrate.rocrate import ROCrate
+
+    run = rundir.load_run()
+    out = Path(out)
+    if out.exists() and out.is_dir():
+        raise UserError(f"{out} is a directory; give the crate's file name with -o (e.g. "
+                        f"{run['run_id']}.crate.zip)")
+    with tempfile.TemporaryDirectory(prefix="reprokit-export-") as tmp:
+        stage = Path(tmp)
+        run_dir = stage / RUN_DIR
+        _copy_run(rundir.path, run_dir)
+        stored = report_outputs(run_dir)
+        reads = render_recording(run_dir, files.DATA)
+        fresh = report_outputs(run_dir)
+        diff = first_difference(fresh, stored)
+        if diff:
+            raise UserError(f"the report in {rundir.path} is not what its results render to with today's "
+                            f"data and templates ({diff}); re-render it with `reproduce.py report "
+                            f"{rundir.path}`, then export")
+        for rel in reads:
+            dst = stage / DATA_DIR / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(files.DATA / rel, dst)
+        crate = ROCrate(version="1.1")
+        _describe(crate, ContextEntity, stage, run, reads)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        part = out.with_name(f".{out.name}.part")
+        try:
+            crate.write_zip(str(part))
+            part.replace(out)
+        finally:
+            part.unlink(missing_ok=True)
+    return out
+
+
+def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) -> None:
+    """Fill the crate: its files with their checksums, then the entities and actions."""
+    import json
+
+    def add(entity: dict):
+        return crate.add(ContextEntity(crate, entity["@id"], properties={
+            k: v for k, v in entity.items() if k != "@id"}))
+
+    for path in sorted(p for p in stage.rglob("*") if p.is_file()):
+        rel = path.relative_to(stage).as_posix()
+        fmt = _FORMATS.get(path.suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        crate.add_file(str(path), dest_path=rel, properties={
+            "name": rel.split("/", 1)[1], "sha256": sha256_file(path),
+            "contentSize": str(path.stat().st_size), "encodingFormat": fmt})
+    report = json.loads((stage / RUN_DIR / "report.json").read_text())
+    run_kit = entities.kit("#kit-run", run.get("kit") or {}, "the kit that made the run")
+    export_kit = entities.kit("#kit-export", files.kit_info(),
+                              "the kit that exported the run and rendered its report from the crate's files")
+    add(run_kit)
+    add(export_kit)
+    mentions = []
+    host = run.get("host_fingerprint") or {}
+    add(entities.machine("#host", host, "the host that ran the suite (run/run.json host_fingerprint)"))
+    about = [{"@id": "#host"}]
+    kinds: dict[str, list[str]] = {}
+    for n in report.get("numbers") or []:
+        k = n.get("reproduction")
+        if k and n.get("cell") and k["label"] not in kinds.setdefault(n["cell"], []):
+            kinds[n["cell"]].append(k["label"])
+    added: set[str] = set()
+    nodes: set[str] = set()
+    cells_dir = stage / RUN_DIR / "cells"
+    for path in sorted(cells_dir.glob("*.json")) if cells_dir.is_dir() else []:
+        cell = files.loads_strict(path.read_text())
+        rel = path.relative_to(stage).as_posix()
+        stem = path.name[:-5]
+        procs = [] if cell.get("process") else sorted(
+            p.relative_to(stage).as_posix() for p in cells_dir.glob(f"{stem}.p*.json"))
+        image = None
+        if procs:  # a result merged from its processes' files by the kit
+            instrument = "#kit-run"
+        else:
+            soft = entities.stack_software(run, cell.get("stack", "?"), cell)
+            for e in soft:
+                if e["@id"] not in added:
+                    add(e)
+                    added.add(e["@id"])
+            instrument = soft[0]["@id"]
+            image = soft[1]["@id"] if len(soft) > 1 else None
+        job = f"{RUN_DIR}/jobs/{cell.get('stack')}.json"
+        log = f"{RUN_DIR}/{cell['log_file']}" if cell.get("log_file") else None
+        act = entities.cell_action(
+            cell, rel, job if (stage / job).is_file() else None,
+            log if log and (stage / log).is_file() else None, procs, instrument, image,
+            kinds.get(cell.get("cell_id"), []))
+        node = (cell.get("runner") or {}).get("node")
+        fp = (cell.get("runner") or {}).get("node_fingerprint")
+        if node and isinstance(fp, dict) and node not in nodes:
+            nodes.add(node)
+            add(entities.machine(entities.local_id("node", node), fp, f"Slurm node {node}"))
+            about.append({"@id": entities.local_id("node", node)})
+        if node:
+            act["description"] += f"; ran on node {node}"
+        mentions.append(add(act))
+    report_files = [f"{RUN_DIR}/{n}" for n in report_outputs(stage / RUN_DIR)]
+    inputs = [f"{RUN_DIR}/run.json"] + [f"{RUN_DIR}/cells/{p.name}" for p in sorted(cells_dir.glob("*.json"))
+                                        if cells_dir.is_dir()] + [f"{DATA_DIR}/{r}" for r in reads]
+    mentions.append(add({
+        "@id": "#report", "@type": "CreateAction", "name": "render the report",
+        "description": "the report rendered from the run's results and the data snapshot (kit-data/) "
+                       "alone; `reproduce.py verify` renders it again and compares byte for byte",
+        "instrument": {"@id": "#kit-export"}, "actionStatus": {"@id": entities.COMPLETED},
+        "object": entities.refs(inputs), "result": entities.refs(report_files)}))
+    root = crate.root_dataset
+    root["name"] = f"reprokit run {run['run_id']} (suite {run['suite']})"
+    lines = [f"Source {s.get('source')} ({s.get('title')}): {s.get('answer')}"
+             for s in report.get("first_screen") or []]
+    root["description"] = " ".join(
+        [f"The re-measurement of suite {run['suite']} by reprokit, run {run['run_id']} ({run.get('runner')} "
+         f"runner, {run.get('started')} to {run.get('finished')})."] + lines
+        + ["The full report: run/report.md and run/report.html; every number's verdict, with what kind "
+           "of reproduction it is (ACM terms), in run/report.json."])
+    root["datePublished"] = run.get("finished") or run.get("started") or files.utcnow()
+    root["identifier"] = f"{KIT_MARK}:{run['run_id']}"
+    root["conformsTo"] = {"@id": PROCESS_RUN_CRATE}
+    root["mentions"] = mentions[0] if len(mentions) == 1 else mentions
+    root["about"] = about[0] if len(about) == 1 else about
