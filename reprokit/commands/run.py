@@ -57,6 +57,9 @@ def add_arguments(p) -> None:
                    help="real data files (see `reproduce.py data`): cells that read PTB, "
                         "WikiText-2 or Nietzsche use them instead of the stand-ins")
     slurm_arguments(p)
+    from reprokit.commands.preflight import python_arguments
+
+    python_arguments(p)  # --python STACK=PATH, --python-config FILE (reprokit/runners/byo.py)
     p.add_argument("--data-lock", metavar="PATH",
                    help="lock file of data digests (default: $REPROKIT_DATA_LOCK or "
                         "~/.cache/reprokit/data-lock.json)")
@@ -171,6 +174,40 @@ def check_inputs(args, plan, resumed: results.RunDir | None) -> None:
                            "you can write to (digests are recorded there on first use)")
 
 
+def check_interpreters(args) -> str | None:
+    """--python / --python-config: the runners that run them, then the interpreters themselves
+    (exists, executable, imports the stack's framework: reprokit/runners/byo.py), before anything
+    runs. Returns why `--runner auto` takes the local runner, or None without --python."""
+    from reprokit.commands.preflight import chosen_interpreters
+
+    if not (args.python or args.python_config):
+        return None
+    flag = "--python" if args.python else "--python-config"
+    if args.runner == "docker" or (args.runner == "slurm" and args.slurm_launcher not in (None, "local")):
+        where = "--runner docker" if args.runner == "docker" else \
+            f"--slurm-launcher {args.slurm_launcher}"
+        raise UserError(f"{flag} names interpreters for the local runner and the Slurm local "
+                        f"launcher, not {where} (which runs images); drop {flag} or use --runner "
+                        "local")
+    mapping = chosen_interpreters(args)
+    return f"{flag} names the interpreter of {', '.join(sorted(mapping))}: local runner"
+
+
+def environment_device(args, runner, device: str, plan) -> tuple[str, set[str], str]:
+    """The device as the environments that will run allow it (runners/select.py local_device):
+    the local runner judges each stack's environment; the Slurm local launcher's GPU run refuses
+    environments built without GPU support (probed on this host, assumed on the nodes)."""
+    from reprokit.runners import select
+
+    if runner.name == "local":
+        return select.local_device(args.device, plan.runnable)
+    if runner.name == "slurm" and device == "gpu" and runner.launcher.name == "local":
+        node = (getattr(runner, "probe_result", None) or {}).get("node_fingerprint") or {}
+        _, by_stack = select.gpu_environments(plan.runnable, node, other_host=True)
+        select.refuse_gpu("--runner slurm --device gpu", by_stack, "--device cpu")
+    return device, set(), ""
+
+
 def slurm_runner(args, plan, resumed: results.RunDir | None, root: Path):
     """The Slurm runner, after a probe job has seen the results directory from a node, and the
     device: the probe's node's (slurm_device), not this host's. A GPU run is planned (preflight)
@@ -243,6 +280,7 @@ def run(args) -> int:
                       repeat=repeat or 1)
     plan = make_plan(suite, options)
     check_inputs(args, plan, resumed)
+    byo_local = check_interpreters(args)
     if resumed is not None:  # one driver per run: the lock before anything is written
         lifecycle.acquire(resumed.path)
         early = reconcile.resume_options(plan.options, "", suite.name)
@@ -257,9 +295,14 @@ def run(args) -> int:
         runner, device, why = slurm_runner(args, plan, resumed, root)
     else:
         runner, device, why = choose_runner(args.runner, args.device, args.gpus,
-                                            sorted(plan.by_stack()))
+                                            sorted(plan.by_stack()), local_because=byo_local)
+    device, on_cpu, device_why = environment_device(args, runner, device, plan)
     plan = make_plan(suite, replace(options, device=device, data=data))
-    print(f"runner: {runner.name} ({why}); device: {device}", file=sys.stderr)
+    if on_cpu:  # --device auto: cells whose environment cannot use the GPU run on the CPU
+        plan = replace(plan, runnable=[replace(c, device="cpu") if c.id in on_cpu else c
+                                       for c in plan.runnable])
+    print(f"runner: {runner.name} ({why}); device: {device}"
+          + (f" ({device_why})" if device_why else ""), file=sys.stderr)
     if resumed is not None:
         reconcile.check_resume(resumed.load_run(),
                                reconcile.resume_options(plan.options, runner.name, suite.name))
