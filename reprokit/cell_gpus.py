@@ -215,6 +215,8 @@ def for_cell(result: Mapping[str, Any], runner: str, runner_info: Mapping[str, A
     environment the runner gave the cell's process (the local runner's)."""
     if count <= 0:
         return [], "a CPU cell: no GPU"
+    if result.get("status") == "skipped":  # e.g. fewer GPUs in --gpus than the cell needs
+        return [], "not run: the cell was skipped"
     node_fp = runner_info.get("node_fingerprint")
     if runner == "slurm":
         node = runner_info.get("node") or "?"
