@@ -202,7 +202,9 @@ def test_finish_result_records_the_gpus(tmp_path):
     assert res["gpus"][0]["uuid"] == U1
     assert res["gpus_source"] == "Docker device ids 1 + host fingerprint"
     skipped = CellOutcome("skipped", "the cell needs 1 GPUs but --gpus 0 gives 0", 0.0, None, {})
-    res = execute._finish_result(rundir, "run", _cell(), skipped, {}, "docker", "gpu",
+    fresh = results.RunDir(tmp_path / "run2")  # no result of the cell on disk yet
+    fresh.cells_dir.mkdir(parents=True)
+    res = execute._finish_result(fresh, "run", _cell(), skipped, {}, "docker", "gpu",
                                  host=stored("h100"))
     assert res["gpus"] == [] and res["gpus_source"] == "not run: the cell was skipped"
     res = execute._finish_result(rundir, "run", _cell(), out, {}, "docker", "cpu",
