@@ -78,16 +78,48 @@ def test_multi_gpu_numbers_need_that_many_gpus():
     assert all("published on 8 GPUs" in x["reason"] and "this host has 1" in x["reason"] for x in eight)
 
 
-def test_same_gpu_class_other_model_compares_efficiency():
-    v = by_id("v100-other")
-    assert v["000-L012"]["verdict"] == "EFFICIENCY_SIMILAR"
-    assert v["000-L013"]["verdict"] == "EFFICIENCY_HIGHER"
-    assert v["000-L009"]["verdict"] == "EFFICIENCY_LOWER"
+def _with_precision(cells, effective="fp32"):
+    """The stored GPU cells predate issue 20's precision record: give them one (synthetic)."""
+    return {k: {**c, "precision": {"requested": "fp32", "effective": effective, "why": "synthetic"}}
+            for k, c in cells.items()}
+
+
+def test_same_gpu_class_other_model_compares_efficiency(monkeypatch):
+    run, cells = load("v100-other")
+    nums = [n for n in suites.load_published("000")]
+    fp32 = _with_precision(cells)
+    # a V100 (15.7 TFLOP/s) against an M40 (7.0): 2.24x apart, beyond the policy's max_peak_ratio (1.5),
+    # so the efficiencies are context; the band rule's answer is kept beside them
+    v = {x["number_id"]: x for x in verdicts.verdicts_for_run(nums, fp32, run, suites.load_sources())}
+    for nid, rule in (("000-L012", "EFFICIENCY_SIMILAR"), ("000-L013", "EFFICIENCY_HIGHER"),
+                      ("000-L009", "EFFICIENCY_LOWER")):
+        assert v[nid]["verdict"] == "NOT_COMPARABLE" and v[nid]["labels"] == ["NOT_COMPARABLE",
+                                                                             "EFFICIENCY_CONTEXT"]
+        assert v[nid]["policy"]["band_rule"] == rule and v[nid]["efficiency_is_context"]
+        assert "2.24x apart, more than the policy's 1.5x" in v[nid]["reason"]
     e = v["000-L013"]["efficiency"]
     assert e["measured"]["peak_tflops"] == pytest.approx(15.7)
     assert e["published"]["peak_tflops"] == pytest.approx(7.0)
     assert "same device class, other model" in v["000-L013"]["reason"]
-    assert v["000-L013"]["comparison"] == "efficiency" and not v["000-L013"]["efficiency_is_context"]
+    assert v["000-L013"]["comparison"] == "efficiency"
+    # within the ratio, the band rule decides
+    pol = verdicts.load_policy()
+    wide = {**pol, "efficiency": {**pol["efficiency"], "max_peak_ratio": 3.0}}
+    monkeypatch.setattr(verdicts, "load_policy", lambda: wide)
+    v = {x["number_id"]: x for x in verdicts.verdicts_for_run(nums, fp32, run, suites.load_sources())}
+    assert v["000-L012"]["verdict"] == "EFFICIENCY_SIMILAR"
+    assert v["000-L013"]["verdict"] == "EFFICIENCY_HIGHER"
+    assert v["000-L009"]["verdict"] == "EFFICIENCY_LOWER"
+    assert not v["000-L013"]["efficiency_is_context"]
+
+
+def test_a_gpu_cell_without_a_precision_record_gets_no_efficiency():
+    """A GPU result from before issue 20 does not say whether TF32 ran: no efficiency, said why."""
+    v = by_id("v100-other")
+    for nid in ("000-L012", "000-L013", "000-L009"):
+        assert v[nid]["verdict"] == "NOT_COMPARABLE"
+        assert v[nid]["labels"] == ["NOT_COMPARABLE", "PRECISION_UNKNOWN"]
+        assert "precision that ran is unknown" in v[nid]["reason"] and v[nid]["efficiency"] is None
 
 
 def test_cpu_published_numbers_get_cpu_verdicts():

@@ -11,6 +11,12 @@ microarchitecture, family/model and cores), "entry" (peaks.yaml GPU id, or cpus.
 The class of a device is its kind plus, for GPUs, the count. Two devices of different classes are not
 compared by any verdict (`class_mismatch` says why); two of the same class and model compare raw values
 (`same_model`); two of the same class and different models compare efficiency. Pure functions.
+
+Issue 20: a measured GPU device also carries "peaks" {"fp32": CUDA-core, "tf32": tensor (None without
+TF32)}, all `count` GPUs, scaled by a MIG slice's SM fraction; "gpus" (what it was made of) and
+"gpus_source" (where the list came from: the cell's own `gpus`, its Slurm node's fingerprint, or the
+driver host's fingerprint as a labelled last resort). `peak_for(device, precision)` is the peak an
+efficiency divides by: the one of the precision that ran (`cell_precision`).
 """
 
 from __future__ import annotations
@@ -63,18 +69,114 @@ def host_gpus(run: dict | None) -> list[str]:
     return [str(g.get("name")) for g in host.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
 
 
+# The precision the published numbers ran in: every source is from 2017-2019, on GPUs without TF32
+# (Maxwell, Pascal, Volta, Turing) or on CPUs, in float32 (peaks.yaml header).
+PUBLISHED_PRECISION = "fp32"
+PRECISIONS = ("fp32", "tf32", "unknown")
+
+
+def cell_precision(cell: dict) -> tuple[str, str]:
+    """(precision that ran: "fp32" | "tf32" | "unknown", why) of a cell result, from its `precision`
+    record (bench/harness.py, contract of issue 20). A result without one (written before issue 20):
+    on a CPU fp32, because the float32 CPU paths of these frameworks (Theano, TensorFlow, PyTorch,
+    JAX, MXNet on x86) have no reduced-precision default: TF32 is a GPU tensor-core mode; on a GPU
+    unknown, because PyTorch's cuDNN, TensorFlow 2.x and JAX run float32 matmuls in TF32 by default
+    on Ampere and later, and nothing recorded whether this one did."""
+    rec = cell.get("precision")
+    if isinstance(rec, dict) and rec.get("effective") in PRECISIONS:
+        return rec["effective"], str(rec.get("why") or "recorded by the cell")
+    if (cell.get("device") or "cpu") != "gpu":
+        return "fp32", ("the cell recorded no precision; on a CPU it is fp32 (the frameworks' float32 CPU "
+                        "paths have no reduced-precision default; TF32 is a GPU tensor-core mode)")
+    return "unknown", ("the GPU cell recorded no precision (a result from before the kit recorded it): "
+                       "its float32 matmuls may have run in TF32")
+
+
+def _fingerprint_gpu(g: dict) -> dict:
+    """A host or node fingerprint's GPU as a cell-GPU entry; MIG mode on with no slice named: the
+    cell's share of the GPU is unknown (sm_fraction None)."""
+    mig = None
+    if (g.get("mig_mode") or {}).get("current"):
+        mig = {"uuid": None, "parent_uuid": g.get("uuid"), "profile": None, "sm_fraction": None}
+    return {"index": g.get("index"), "uuid": g.get("uuid"), "name": g.get("name"), "mig": mig}
+
+
+def cell_gpus(cell: dict, run: dict | None) -> tuple[list[dict], str]:
+    """(GPUs, where from) of a GPU cell: the cell's own `gpus` (issue 20: from its runner); else the
+    GPUs of the Slurm node it ran on (`runner.node_fingerprint`); else the driver host's fingerprint
+    GPUs, the first as many as the cell used, labelled as such (before issue 20 this was the only
+    source, and under Slurm it is the login node's)."""
+    count = int((cell.get("params") or {}).get("gpus") or 1)
+    own = [g for g in cell.get("gpus") or [] if isinstance(g, dict)]
+    if own:
+        return own, str(cell.get("gpus_source") or "the cell's recorded GPUs")
+    runner = cell.get("runner") or {}
+    node = [g for g in ((runner.get("node_fingerprint") or {}).get("gpus") or []) if isinstance(g, dict)]
+    if node:
+        return ([_fingerprint_gpu(g) for g in node[:count]],
+                f"from the fingerprint of the Slurm node {runner.get('node') or '?'} "
+                "(the cell recorded no GPUs)")
+    host = [g for g in ((run or {}).get("host_fingerprint") or {}).get("gpus") or []
+            if isinstance(g, dict) and g.get("name")]
+    if not host:
+        return [], "the cell recorded no GPUs and the run's host fingerprint lists no GPU name"
+    picked = host[:count] + [host[0]] * max(0, count - len(host))
+    return [_fingerprint_gpu(g) for g in picked], \
+        "from the driver host's fingerprint (the cell recorded no GPUs)"
+
+
+def _measured_gpu(cell: dict, run: dict | None) -> dict:
+    gpus, source = cell_gpus(cell, run)
+    base = {"kind": "gpu", "count": len(gpus) or int((cell.get("params") or {}).get("gpus") or 1),
+            "gpus": gpus, "gpus_source": source, "peaks": {"fp32": None, "tf32": None},
+            "peak_tflops": None, "bandwidth_gbs": None, "peak_source": None, "verified": None}
+    if not gpus:
+        return {**base, "label": "GPU (name not recorded)", "entry": None, "reason": source}
+    names = [str(g.get("name") or "?") for g in gpus]
+    hits = [flops.find_gpu(n) for n in names]
+    migs = [g.get("mig") for g in gpus]
+    profile = next((m.get("profile") for m in migs if isinstance(m, dict) and m.get("profile")), None)
+    label = " + ".join(dict.fromkeys(names)) + (f" (MIG {profile or 'slice'})" if any(migs) else "")
+    if any(h is None for h in hits):
+        missing = next(n for n, h in zip(names, hits) if h is None)
+        return {**base, "label": label, "entry": None,
+                "reason": f"no peak for the GPU '{missing}' in peaks.yaml ({source})"}
+    fractions = []
+    for g, m in zip(gpus, migs):
+        if not m:
+            fractions.append(1.0)
+        elif isinstance(m.get("sm_fraction"), (int, float)) and 0 < m["sm_fraction"] <= 1:
+            fractions.append(float(m["sm_fraction"]))
+        else:
+            return {**base, "label": label, "entry": None,
+                    "reason": f"the cell ran on a MIG slice of {g.get('name')} whose share of the GPU's SMs "
+                              f"is unknown ({source}): no peak, so no efficiency"}
+    entries = {h["entry"] for h in hits}
+    entry = entries.pop() if len(entries) == 1 else None
+    if entry and any(migs):
+        entry = f"{entry} (MIG {profile or 'slice'})"  # a slice is not the published device model
+    fp32 = sum(h["fp32_tflops"] * f for h, f in zip(hits, fractions))
+    tf32 = (None if any(h.get("tf32_tensor_tflops") is None for h in hits)
+            else sum(h["tf32_tensor_tflops"] * f for h, f in zip(hits, fractions)))
+    bws = [h.get("memory_bandwidth_gbs") for h in hits]
+    scaled = "" if not any(migs) else f", x SM fraction {'/'.join(f'{f:.3g}' for f in fractions)} (MIG)"
+    return {**base, "label": label, "entry": entry, "peaks": {"fp32": fp32, "tf32": tf32},
+            "peak_tflops": fp32, "fp32_tflops": hits[0]["fp32_tflops"],
+            "bandwidth_gbs": None if any(migs) or not all(bws) else sum(bws),
+            "peak_source": f"peaks.yaml {' + '.join(dict.fromkeys(h['entry'] for h in hits))}{scaled}; "
+                           f"GPUs {source}",
+            "verified": all(h["verified"] for h in hits),
+            "tf32_verified": None if tf32 is None else all(h.get("tf32_verified") for h in hits),
+            "sources": hits[0]["sources"], "reason": None}
+
+
 def measured_device(cell: dict, run: dict | None) -> dict:
     """The device a cell ran on, with its theoretical peak (CPU: reprokit.analysis.cpus; GPU:
-    peaks.yaml) and, for a CPU, the run's measured GEMM probe as context."""
+    peaks.yaml, of the GPUs `cell_gpus` finds) and, for a CPU, the run's measured GEMM probe as
+    context."""
     host = (run or {}).get("host_fingerprint") or {}
     if (cell.get("device") or "cpu") == "gpu":
-        count = int((cell.get("params") or {}).get("gpus") or 1)
-        names = host_gpus(run)
-        if not names:
-            return {"kind": "gpu", "label": "GPU (name not in the host fingerprint)", "entry": None,
-                    "count": count, "peak_tflops": None, "bandwidth_gbs": None, "peak_source": None,
-                    "verified": None, "reason": "the run's host fingerprint lists no GPU name"}
-        return _gpu(names[0], count)
+        return _measured_gpu(cell, run)
     c = cpus.host_cpu(host)
     probe = flops.cpu_peak_of(run)
     probe_tflops = probe["gflops"] / 1000.0 if probe else None
@@ -91,6 +193,33 @@ def measured_device(cell: dict, run: dict | None) -> dict:
                             f"the theoretical {c.get('derivation')}: the clock under load is higher than "
                             "the one reported, so the measured rate is used (a lower bound of the true peak)")
     return d
+
+
+PEAK_KINDS = {"fp32": "fp32", "tf32": "TF32 tensor"}
+
+
+def peak_for(device: dict, precision: str) -> tuple[float | None, str]:
+    """(peak in TFLOP/s of `device` for the precision that ran, what it is or why there is none). A
+    CPU has one (fp32) peak; a GPU's fp32 is the CUDA-core peak, tf32 the dense tensor-core peak;
+    unknown precision has no peak, so no efficiency."""
+    if precision == "unknown":
+        return None, "the precision that ran is unknown"
+    if device.get("kind") == "gpu" and isinstance(device.get("peaks"), dict):
+        peak = device["peaks"].get(precision)
+        if peak is None:
+            why = device.get("reason") or f"peaks.yaml has no {PEAK_KINDS.get(precision, precision)} peak " \
+                                           f"for {device.get('label')}"
+            return None, why
+        return peak, f"{PEAK_KINDS.get(precision, precision)} peak"
+    if precision != "fp32":
+        return None, f"{device.get('label')} has no {precision} peak ({precision} is a GPU tensor-core mode)"
+    return device.get("peak_tflops"), "fp32 peak"
+
+
+def highest_peak(device: dict) -> float | None:
+    """The largest peak the device has at any precision the kit knows (for "faster than possible")."""
+    vals = [v for v in (device.get("peaks") or {}).values() if v] or [device.get("peak_tflops")]
+    return max((v for v in vals if v), default=None)
 
 
 def _kind(d: dict) -> str:

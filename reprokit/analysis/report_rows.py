@@ -108,6 +108,7 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
         "tier": verdict.get("tier"),
         "bound": _bound_text(verdict),
         "standin": _standin_text(verdict),
+        "policy_note": policy_note(verdict),
         "analysis": verdict,
     }
     summ = verdict.get("measured")
@@ -157,6 +158,30 @@ def _bound_text(verdict: dict) -> str | None:
         return None
     word = "at most" if verdicts.better_direction(rf["bound_unit"]) != "lower" else "at least"
     return f"{word} {factor_text(rf['bound_value'])} {rf['bound_unit']} ({rf['binding']}-bound)"
+
+
+def policy_note(verdict: dict) -> str | None:
+    """What the efficiency policy of issue 20 did to this number, in one line, or None: shown as context
+    instead of a verdict (and what the band rule alone would have said), no efficiency for an unknown
+    precision, or flagged for a measurement above its device's peak."""
+    labels = verdict.get("labels") or []
+    pol, fast = verdict.get("policy") or {}, verdict.get("above_peak")
+    if verdicts.ABOVE_PEAK in labels and fast:
+        return (f"ABOVE_PEAK: measured {_pct(fast['fraction'])} of the device's {fast['peak_kind']}, "
+                "so the timing cannot be right; no verdict")
+    if verdicts.EFFICIENCY_CONTEXT in labels and pol:
+        if pol["precision"] != pol["published_precision"]:
+            why = f"ran in {pol['precision']}, published in {pol['published_precision']}"
+        else:
+            why = f"peaks {pol['peak_ratio']:.3g}x apart (policy: at most {pol['max_peak_ratio']:g}x)"
+        return f"EFFICIENCY_CONTEXT: {why}; the efficiency band alone would say {pol['band_rule']}"
+    if verdicts.PRECISION_UNKNOWN in labels:
+        return "PRECISION_UNKNOWN: the cell did not record whether TF32 ran; no efficiency"
+    return None
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:,.0f} %"
 
 
 def _standin_text(verdict: dict) -> str | None:

@@ -24,15 +24,25 @@ and the first that applies decides:
     INCONCLUSIVE        the interval overlaps an edge of the band
     (`comparison` "same_hardware", or "same_hardware_other_stack" when another framework release or
     API ran; the reason names them)
-  same device class, another model: efficiencies (achieved FLOP/s / theoretical fp32 peak of each
-  device) within the policy's efficiency tolerance (data/verdict_policy.yaml):
+  same device class, another model: efficiencies (achieved FLOP/s / theoretical peak of each device,
+  of the precision that ran: fp32 CUDA-core or TF32 tensor, reprokit.analysis.devices.peak_for) within
+  the policy's efficiency tolerance (data/verdict_policy.yaml), when the policy allows a verdict: the
+  precision matches the publication's (fp32) and the two peaks are within `max_peak_ratio` of each
+  other. Otherwise the efficiencies are shown as context under NOT_COMPARABLE, labelled
+  EFFICIENCY_CONTEXT (or PRECISION_UNKNOWN when the precision that ran is not known):
     EFFICIENCY_SIMILAR  the measured efficiency interval lies inside published efficiency +- tolerance
     EFFICIENCY_HIGHER   this run reached a larger fraction of its device's peak than the publication
                         reached of its device's (entirely above the band)
     EFFICIENCY_LOWER    a smaller fraction (entirely below the band)
     INCONCLUSIVE        the interval overlaps an edge of the band
   NOT_COMPARABLE        the same class, but no FLOP model for the metric, no peak for a device, or
-                        units that cannot be converted.
+                        units that cannot be converted; or efficiency that the policy keeps as context
+                        (labels above).
+
+ABOVE_PEAK (a label, never a verdict): the measurement's achieved rate, counted with the roofline's
+lower bound of the work, exceeds the highest peak its device has: the timing cannot be right (most
+likely an unsynchronised loop on a GPU). Such a measurement gets NOT_COMPARABLE in its class (labelled
+ABOVE_PEAK), whatever the device model.
 
 Independently of the verdict, `tier` is the roofline tier of the published number (PLAUSIBLE,
 SUSPICIOUS, IMPLAUSIBLE, or None without a FLOP model); SUSPICIOUS is added to `labels`.
@@ -65,6 +75,18 @@ NOT_TESTABLE_HERE = "NOT_TESTABLE_HERE"
 NOT_TESTABLE_STANDIN = "NOT_TESTABLE_STANDIN"
 IMPLAUSIBLE = "IMPLAUSIBLE"
 SUSPICIOUS = "SUSPICIOUS"
+# Labels beside a verdict (issue 20), with what they mean (the report prints them).
+EFFICIENCY_CONTEXT = "EFFICIENCY_CONTEXT"
+PRECISION_UNKNOWN = "PRECISION_UNKNOWN"
+ABOVE_PEAK = "ABOVE_PEAK"
+LABEL_MEANINGS = {
+    EFFICIENCY_CONTEXT: "efficiency shown as context, not a verdict: the precision that ran is not the "
+    "publication's, or the two devices' peaks are further apart than the policy's max_peak_ratio "
+    "(data/verdict_policy.yaml)",
+    PRECISION_UNKNOWN: "the cell did not record the precision it ran in (TF32 or fp32): no efficiency",
+    ABOVE_PEAK: "the measurement's achieved FLOP/s exceeds its device's peak: the timing cannot be right "
+    "(unsynchronised?); never a verdict",
+}
 VERDICTS = (
     REPRODUCED,
     DEVIATES_FASTER,
@@ -95,7 +117,9 @@ MEANINGS = {
     "peak than the publication reached of its device's",
     EFFICIENCY_LOWER: "same device class, other model: this run reached a smaller fraction of its "
     "device's peak",
-    NOT_COMPARABLE: "same device class, but no FLOP model, peak or common unit",
+    NOT_COMPARABLE: "same device class, but no FLOP model, peak or common unit, or an efficiency the "
+    "policy keeps as context (peaks too far apart, another or unknown precision) or a measurement above "
+    "its device's peak",
     NOT_RUN: "no measurement in this run",
     NOT_TESTABLE_HERE: "published on another device class (GPU vs CPU, another GPU count): no verdict here",
     NOT_TESTABLE_STANDIN: "measured through a stand-in for the mechanism the number is about: no verdict",
@@ -251,9 +275,10 @@ def _base(number: dict, tolerance: float) -> dict:
     }
 
 
-def _finish(v: dict, verdict: str, reason: str) -> dict:
+def _finish(v: dict, verdict: str, reason: str, labels: list[str] | None = None) -> dict:
     v["verdict"], v["reason"] = verdict, reason
     v["labels"] = [verdict] + ([SUSPICIOUS] if v["tier"] == SUSPICIOUS and verdict != IMPLAUSIBLE else [])
+    v["labels"] += [x for x in labels or [] if x not in v["labels"]]
     return v
 
 
@@ -322,10 +347,18 @@ def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float,
 
 def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas: dict) -> dict:
     """Efficiency (achieved FLOP/s / theoretical peak) of the published number and of the measured
-    median and interval. Raises flops.NotApplicable (no FLOP model, no peak)."""
-    if meas["peak_tflops"] is None:
-        raise flops.NotApplicable(meas.get("reason") or f"no peak for {meas['label']}")
-    if pub["peak_tflops"] is None:
+    median and interval. The measured side divides by its device's peak of the precision the cell ran
+    in (reprokit.analysis.devices.cell_precision, peak_for: fp32 CUDA-core or TF32 tensor), the
+    published side by its device's fp32 peak (devices.PUBLISHED_PRECISION). Raises flops.NotApplicable
+    (no FLOP model, no peak, precision unknown)."""
+    precision, precision_why = devices.cell_precision(cell)
+    peak_m, peak_kind = devices.peak_for(meas, precision)
+    if peak_m is None:
+        if precision == "unknown":
+            raise flops.NotApplicable(f"{peak_kind} ({precision_why})")
+        raise flops.NotApplicable(meas.get("reason") or peak_kind)
+    peak_p, _ = devices.peak_for(pub, devices.PUBLISHED_PRECISION)
+    if peak_p is None:
         raise flops.NotApplicable(pub.get("reason") or f"no peak for {pub['label']}")
     metric = number["metric"]
     p_value, p_unit, _ = published_value(number)
@@ -335,7 +368,6 @@ def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas:
     a_med = flops.achieved(summ["median"], unit, metric, cell["cell_id"], params)
     a_lo = flops.achieved(lo, unit, metric, cell["cell_id"], params)
     a_hi = flops.achieved(hi, unit, metric, cell["cell_id"], params)
-    peak_m = meas["peak_tflops"]
     e_vals = sorted([a_lo["tflops"] / peak_m, a_hi["tflops"] / peak_m])
     probe = meas.get("probe_tflops")
     return {
@@ -345,15 +377,19 @@ def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas:
             "ci_high": e_vals[1],
             "tflops_median": a_med["tflops"],
             "peak_tflops": peak_m,
+            "peak_kind": peak_kind,
+            "precision": precision,
+            "precision_why": precision_why,
             "peak_source": meas.get("peak_source"),
             "probe_tflops": probe,
             "of_probe": a_med["tflops"] / probe if probe else None,
             "arithmetic": a_med["arithmetic"],
         },
         "published": {
-            "value": a_pub["tflops"] / pub["peak_tflops"],
+            "value": a_pub["tflops"] / peak_p,
             "tflops": a_pub["tflops"],
-            "peak_tflops": pub["peak_tflops"],
+            "peak_tflops": peak_p,
+            "precision": devices.PUBLISHED_PRECISION,
             "peak_source": pub.get("peak_source"),
             "arithmetic": a_pub["arithmetic"],
         },
@@ -362,38 +398,93 @@ def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas:
     }
 
 
+def above_peak(cell: dict, summ: dict, unit: str, metric: str, meas: dict) -> dict | None:
+    """The measurement's achieved rate when it exceeds its device's peak, else None (also when no FLOP
+    model or peak applies). The work is the roofline's lower bound (reprokit.analysis.roofline), so an
+    over-counting FLOP convention cannot raise the flag; the peak is the one of the precision that ran,
+    or the device's highest when the precision is unknown."""
+    precision, _ = devices.cell_precision(cell)
+    peak, kind = devices.peak_for(meas, precision)
+    if peak is None:
+        peak, kind = devices.highest_peak(meas), "highest peak (precision unknown)"
+    if not peak or summ.get("median") is None:
+        return None
+    try:
+        w = roofline.work_per_item(cell["cell_id"], metric, cell.get("params") or {})
+        ips = flops.items_per_second(summ["median"], unit, metric, w["_est"])
+    except flops.NotApplicable:
+        return None
+    rate = w["flops_per_item"] * ips / 1e12
+    if rate <= peak:
+        return None
+    return {"tflops": rate, "peak_tflops": peak, "peak_kind": kind, "fraction": rate / peak,
+            "arithmetic": f"{flops.fmt_flops(w['flops_per_item'])} per {w['item']} (lower bound) x "
+                          f"{ips:,.4g} {w['item_plural']}/s = {_rate(rate)}, {_pct(rate / peak)} of "
+                          f"{meas['label']}'s {_rate(peak)} {kind}"}
+
+
 def _efficiency_text(e: dict, pub: dict, meas: dict) -> str:
     m, p = e["measured"], e["published"]
     probe = f"; {_pct(m['of_probe'])} of its measured GEMM rate" if m.get("of_probe") else ""
     return (
-        f"measured {_pct(m['median'])} of {meas['label']}'s {_rate(m['peak_tflops'])} fp32 peak "
+        f"measured {_pct(m['median'])} of {meas['label']}'s {_rate(m['peak_tflops'])} {m['peak_kind']} "
         f"(interval {_pct(m['ci_low'])}-{_pct(m['ci_high'])}{probe}) vs published {_pct(p['value'])} of "
         f"{pub['label']}'s {_rate(p['peak_tflops'])}"
     )
 
 
+def band_verdict(e: dict, tol: float) -> tuple[str, tuple[float, float]]:
+    """(what the efficiency band rule gives, band): SIMILAR, HIGHER, LOWER or INCONCLUSIVE for the
+    measured efficiency interval against published efficiency +- tol."""
+    band = (e["published"]["value"] * (1 - tol), e["published"]["value"] * (1 + tol))
+    pos = band_position(e["measured"]["ci_low"], e["measured"]["ci_high"], *band)
+    return {"inside": EFFICIENCY_SIMILAR, "above": EFFICIENCY_HIGHER, "below": EFFICIENCY_LOWER,
+            "overlap": INCONCLUSIVE}[pos], band
+
+
+def peak_ratio(e: dict) -> float:
+    """How far apart the two peaks an efficiency comparison divides by are (>= 1)."""
+    a, b = e["measured"]["peak_tflops"], e["published"]["peak_tflops"]
+    return max(a, b) / min(a, b)
+
+
 def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str, pub: dict,
                         meas: dict) -> dict:
-    tol = float(load_policy()["efficiency"]["tolerance"])
+    pol = load_policy()["efficiency"]
+    tol, max_ratio = float(pol["tolerance"]), float(pol["max_peak_ratio"])
     note = f"same device class, other model (published on {pub['label']}, measured on {meas['label']})"
     try:
         e = efficiency(number, cell, summ, unit, pub, meas)
     except flops.NotApplicable as err:
-        return _finish(v, NOT_COMPARABLE, f"{note}; no efficiency comparison: {err}")
+        unknown = devices.cell_precision(cell)[0] == "unknown"
+        return _finish(v, NOT_COMPARABLE, f"{note}; no efficiency comparison: {err}",
+                       [PRECISION_UNKNOWN] if unknown else None)
     v["efficiency"] = e
-    band = (e["published"]["value"] * (1 - tol), e["published"]["value"] * (1 + tol))
+    rule, band = band_verdict(e, tol)
     v["band"] = list(band)
-    pos = band_position(e["measured"]["ci_low"], e["measured"]["ci_high"], *band)
+    ratio = peak_ratio(e)
+    v["policy"] = {"precision": e["measured"]["precision"],
+                   "published_precision": devices.PUBLISHED_PRECISION, "peak_ratio": ratio,
+                   "max_peak_ratio": max_ratio, "band_rule": rule}
     text = f"{note}: {_efficiency_text(e, pub, meas)} +- {_pct(tol)}; measured: {_what(summ)}"
-    if meas.get("peak_is_lower_bound") and pos != "below":
+    if e["measured"]["precision"] != devices.PUBLISHED_PRECISION:
+        v["efficiency_is_context"] = True
+        return _finish(v, NOT_COMPARABLE, f"{text}; context, not a verdict: this cell ran in "
+                       f"{e['measured']['precision']} ({e['measured']['precision_why']}), the publication in "
+                       f"{devices.PUBLISHED_PRECISION}", [EFFICIENCY_CONTEXT])
+    if ratio > max_ratio:
+        v["efficiency_is_context"] = True
+        return _finish(v, NOT_COMPARABLE, f"{text}; context, not a verdict: the two peaks are {ratio:.3g}x "
+                       f"apart, more than the policy's {max_ratio:g}x (verdict_policy.yaml: fractions of "
+                       f"peak do not carry that far; the band rule alone would say {rule})",
+                       [EFFICIENCY_CONTEXT])
+    if meas.get("peak_is_lower_bound") and rule != EFFICIENCY_LOWER:
         # the run's peak is only a lower bound, so its efficiency an upper bound: only LOWER is sound
         return _finish(v, INCONCLUSIVE, f"{text}; but this CPU's peak is known only as a lower bound (its "
                        "measured GEMM rate beat cores x reported clock x FLOP/cycle, so its real clock is "
                        "unknown), which makes its efficiency an upper bound: only a lower efficiency could "
                        "be concluded")
-    verdict_ = {"inside": EFFICIENCY_SIMILAR, "above": EFFICIENCY_HIGHER, "below": EFFICIENCY_LOWER,
-                "overlap": INCONCLUSIVE}[pos]
-    return _finish(v, verdict_, text)
+    return _finish(v, rule, text)
 
 
 def verdict(
@@ -448,13 +539,24 @@ def verdict(
             v["efficiency_is_context"] = True
         except flops.NotApplicable:
             pass
-        return _finish(v, NOT_TESTABLE_HERE, mismatch)
+        fast = above_peak(cell, summ, unit, number["metric"], meas)
+        if fast:
+            v["above_peak"] = fast
+            mismatch += f"; and the measurement is faster than its device can compute: {fast['arithmetic']}"
+        return _finish(v, NOT_TESTABLE_HERE, mismatch, [ABOVE_PEAK] if fast else None)
     mech = [s for s in v["standins"] if s["mechanism"]]
     if mech:
         v["comparison"] = "standin"
         return _finish(v, NOT_TESTABLE_STANDIN,
                        "measured through a stand-in for the mechanism under test: "
                        + "; ".join(f"{s['used']} instead of {s['original']}" for s in mech))
+    fast = above_peak(cell, summ, unit, number["metric"], meas)
+    if fast:  # issue 20: a timing faster than the device can compute is never a verdict
+        v["above_peak"] = fast
+        v["comparison"] = "above_peak"
+        return _finish(v, NOT_COMPARABLE, "the measurement is faster than its device can compute: "
+                       f"{fast['arithmetic']}; the timing cannot be right (an unsynchronised loop on a GPU "
+                       "times kernel launches, not kernels)", [ABOVE_PEAK])
     same = devices.same_model(pub, meas)
     v["hardware"]["same_model"] = same
     few = cold_compile(number["metric"], cell) or too_few_samples(number["metric"], summ)
