@@ -156,7 +156,7 @@ def check_dataset(name: str, ds: dict, root: Path, lock: dict, now: str, update_
                            "files": [], "counts": [], "archive": _archive(root, ds)}
     if d is None:
         return out
-    changed = False
+    pending: dict[str, dict] = {}
     for f in ds["files"]:
         p = d / f["name"]
         entry: dict[str, Any] = {"name": f["name"], "split": f["split"], "path": str(p),
@@ -176,11 +176,10 @@ def check_dataset(name: str, ds: dict, root: Path, lock: dict, now: str, update_
                          expected_from=f"lock (recorded {locked['recorded']} from {locked['path']})")
         if entry["expected"] is None or (update_lock and not f["sha256"]
                                          and entry["expected"] != digest):
-            lock["files"][key] = {"sha256": digest, "size": entry["size"], "recorded": now,
-                                  "path": str(p.resolve()),
-                                  "replaces": locked["sha256"] if locked else None}
+            # staged: check_dir writes it to the lock only when the whole data set checks out
+            pending[key] = {"sha256": digest, "size": entry["size"], "recorded": now,
+                            "path": str(p.resolve()), "replaces": locked["sha256"] if locked else None}
             entry["verdict"] = "re-recorded" if locked else "recorded"
-            changed = True
         else:
             entry["verdict"] = "match" if entry["expected"] == digest else "mismatch"
         if "lines" in f:
@@ -188,7 +187,7 @@ def check_dataset(name: str, ds: dict, root: Path, lock: dict, now: str, update_
     verdicts = {e["verdict"] for e in out["files"]}
     out["status"] = ("incomplete" if "missing" in verdicts else
                      "mismatch" if "mismatch" in verdicts else "ok")
-    out["lock_changed"] = changed
+    out["pending_lock"] = pending
     if parse and out["status"] == "ok":
         for r in ds["readings"]:
             try:
@@ -227,17 +226,29 @@ def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
                                  f"{cat[n]['archive']['name'] or 'the data set release'}, or remove "
                                  f"the {n} files to use the stand-in (see `reproduce.py data`)")
     sets = [check_dataset(n, cat[n], root, lock, now, update_lock, parse) for n in chosen]
-    if [s for s in sets if s.pop("lock_changed", False)]:
-        save_lock(lock_path, lock)
-    problems = []
+    problems, lock_changed = [], False
     for s in sets:
+        found = []
         if s["status"] in ("incomplete", "mismatch"):
-            problems.append(f"{s['name']}: {s['status']}")
+            found.append(f"{s['name']}: {s['status']}")
         if (s["archive"] or {}).get("verdict") == "mismatch":
-            problems.append(f"{s['name']}: archive md5 mismatch")
+            found.append(f"{s['name']}: archive md5 mismatch")
         if strict:
-            problems += [f"{s['name']}: {c['quantity']} {c['reading'] or ''} {c['split']} differs"
-                         for c in s["counts"] if c["strict"] and c["verdict"] == "differs"]
+            found += [f"{s['name']}: {c['quantity']} {c['reading'] or ''} {c['split']} differs"
+                      for c in s["counts"] if c["strict"] and c["verdict"] == "differs"]
+        pending = s.pop("pending_lock", {})
+        if pending and not found:  # a digest is recorded only for a data set that checked out
+            lock["files"].update(pending)
+            lock_changed = True
+        elif pending:  # never a "first use" digest of a file whose set failed: it would later
+            for f in s["files"]:  # make the good file look like a mismatch
+                if f["verdict"] in ("recorded", "re-recorded"):
+                    f["verdict"] = "unrecorded"
+                    f["why"] = (f"not recorded in the lock: {'; '.join(found)}; it is recorded once "
+                                f"{s['name']} checks out")
+        problems += found
+    if lock_changed:
+        save_lock(lock_path, lock)
     if not any(s["status"] != "absent" for s in sets):
         problems.append("no data set files found")
     return {"schema_version": files.version("data_check"), "kind": "data_check", "dir": str(root),

@@ -194,9 +194,24 @@ def test_layout_archive_subdirectory_and_incomplete_set(repo, tmp_path, lock):
     rep = json.loads(p.stdout)
     ptb = next(s for s in rep["datasets"] if s["name"] == "ptb")
     assert ptb["status"] == "incomplete" and ptb["dir"] == str(root / "simple-examples" / "data")
-    assert [f["verdict"] for f in ptb["files"]] == ["recorded", "recorded", "missing"]
+    # an incomplete set records no digest (issue 23: they were recorded as "first use")
+    assert [f["verdict"] for f in ptb["files"]] == ["unrecorded", "unrecorded", "missing"]
+    assert "ptb: incomplete" in ptb["files"][0]["why"]
     assert ptb["archive"]["verdict"] == "mismatch"  # md5 from seed_workloads.md 4.4
     assert "ptb: incomplete" in rep["problems"]
+    assert not lock.exists() or not any(k.startswith("ptb/") for k in json.loads(lock.read_text())["files"])
+
+
+def test_a_file_that_fails_the_check_is_not_recorded_as_first_use(data_dir, lock):
+    """--strict with a count that differs: the set fails, and its digests stay unrecorded, so the
+    right file later checks out instead of 'mismatching' the wrong one (issue 23)."""
+    bad = datasets.check_dir(data_dir, lock, names=["ptb"], strict=True)
+    assert not bad["ok"]
+    ptb = bad["datasets"][0]
+    assert {f["verdict"] for f in ptb["files"]} == {"unrecorded"}
+    assert not lock.exists() or not json.loads(lock.read_text())["files"]
+    good = datasets.check_dir(data_dir, lock, names=["ptb"])  # counts informative: it checks out
+    assert good["ok"] and {f["verdict"] for f in good["datasets"][0]["files"]} == {"recorded"}
 
 
 @pytest.mark.parametrize("case", ["missing", "file", "bad_lock", "bad_text"])

@@ -139,6 +139,8 @@ def print_check(rep: dict) -> None:
                 line += f" (expected {f['expected']} from {f['expected_from']})"
             elif f["verdict"] in ("recorded", "re-recorded"):
                 line += " (first use)" if f["verdict"] == "recorded" else " (--update-lock)"
+            elif f["verdict"] == "unrecorded":
+                line += f" ({f['why']})"
             print(line)
         for c in s["counts"]:
             what = f"{c['quantity']} {c['reading'] + ' ' if c['reading'] else ''}{c['split']}"
