@@ -28,8 +28,9 @@ keeps only a name all of the host's GPUs share (index and UUID null).
 MIG: a slice is recorded with its parent GPU's index, UUID and name (the name decides the peak)
 and `mig` = {uuid, parent_uuid, profile, sm_fraction}; sm_fraction is the slice's SM count over the
 SMs the GPU offers in MIG mode (fingerprint `mig_sm_total`), null when either is unknown. A whole
-MIG-enabled GPU named by index or UUID gives CUDA one of its slices (NVIDIA MIG user guide: a CUDA
-process enumerates a single MIG device); which one is not known here unless it has only one.
+MIG-enabled GPU named by index or UUID gives CUDA one of its slices (NVIDIA MIG user guide, running
+CUDA applications: a CUDA process enumerates a single MIG device [U: not re-read for this module]);
+which one is not known here unless it has only one.
 
 Never run on a GPU: tested with the stored fingerprints of tests/data/fingerprints only.
 """
