@@ -178,3 +178,27 @@ def test_a_mig_slice_scales_the_peak_or_refuses_it():
     v = verdict_of("000-L012", on_gpu(cells[n["cell"]], "NVIDIA A100-SXM4-80GB", FP32,
                                       mig={**mig, "sm_fraction": None}), run)
     assert v["verdict"] == "NOT_COMPARABLE" and "MIG slice" in v["reason"]
+
+
+# -- the report shows what the policy changed --------------------------------------------------------
+def test_the_report_labels_the_numbers_the_policy_keeps_from_a_verdict(tmp_path):
+    import json
+    import shutil
+
+    from reprokit import report
+
+    dst = tmp_path / "v100-other"
+    shutil.copytree(RUNS / "v100-other", dst)
+    for f in (dst / "cells").glob("*cudnn_lstm*.json"):
+        c = json.loads(f.read_text())
+        f.write_text(json.dumps(on_gpu(c, "NVIDIA H200", TF32)))
+    rd = results.RunDir(dst)
+    report.render(rd)
+    md = (dst / "report.md").read_text()
+    row = next(line for line in md.splitlines() if "| 000-L012 |" in line and "ms" in line)
+    assert "| NOT_COMPARABLE EFFICIENCY_CONTEXT" in row and "this cell ran in tf32" in row
+    assert "Efficiency policy (reprokit/data/verdict_policy.yaml)" in md
+    assert ("- 000-L012: EFFICIENCY_CONTEXT: ran in tf32, published in fp32; the efficiency band alone would "
+            "say EFFICIENCY_") in md
+    html = (dst / "report.html").read_text()
+    assert 'id="efficiency-policy"' in html and "EFFICIENCY_CONTEXT: ran in tf32" in html
