@@ -18,7 +18,7 @@ interrupted run always has an up-to-date merged result:
 
 from __future__ import annotations
 
-from reprokit import results
+from reprokit import gpu_state, results
 
 # per-process details of the runner that do not describe the merged cell (they stay in each
 # process file)
@@ -109,6 +109,9 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
     if any(loads):  # the worst process, so the report's load warning sees it
         merged["load_avg"] = {"before": _max_load(loads, "before"),
                               "after": _max_load(loads, "after")}
+    gpu = gpu_state.merge([processes[i].get("gpu_state") for i in order])
+    if gpu is not None:  # every process's throttling and other processes, so the report sees them
+        merged["gpu_state"] = gpu
     first_bad = next((processes[i] for i in order if processes[i]["status"] != "ok"), None)
     merged["log_file"] = (first_bad or base).get("log_file")
     if base.get("runner") is not None:

@@ -557,6 +557,12 @@ def build_context(rundir: results.RunDir) -> dict:
                        for s, cs in sorted(by_stack.items())],
         },
     }
+    gpu_health = run_health.gpu_health(cell_list)  # GPU cells run throttled or shared (none: no key)
+    if gpu_health["cells"]:
+        context["gpu_state"] = gpu_health
+    gpu_peak = run_health.gpu_peak_summary(run)  # the measured GEMM rate beside peaks.yaml
+    if gpu_peak is not None:
+        context["environments"]["host"]["gpu_peak"] = gpu_peak
     cluster = _cluster(run, cell_list)
     if cluster is not None:  # Slurm runs only: the other reports stay as they were
         context["cluster"] = cluster

@@ -9,6 +9,27 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+_NVML_GPUS: list = []
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `gpu` run only where NVML sees an NVIDIA GPU; elsewhere they are skipped with
+    NVML's own reason (a skipped test is not a passed one: the report counts them apart)."""
+    marked = [item for item in items if item.get_closest_marker("gpu")]
+    if not marked:
+        return
+    if not _NVML_GPUS:
+        from reprokit import fingerprint
+
+        _NVML_GPUS.append(fingerprint.nvml_gpus())
+    gpus, nvidia = _NVML_GPUS[0]
+    if gpus:
+        return
+    skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {nvidia.get('reason') or 'NVML sees none'}")
+    for item in marked:
+        item.add_marker(skip)
+
+
 @pytest.fixture
 def repo() -> Path:
     return REPO

@@ -4,7 +4,8 @@ What the report says about the run itself rather than about the published number
 load around every cell (`machine_load`), the driver's time beside the cells' (`driver_overhead`),
 how the intervals were made and how far they carry between runs (`interval_summary`, with the kit's
 own measurement of run-to-run spread, `rerun_coverage`), and the cells without a usable result
-(`cells_not_run`, `incomplete_cells`).
+(`cells_not_run`, `incomplete_cells`); on a GPU run, each GPU cell's clocks, power, throttling and other
+processes (`gpu_health`) and the measured GEMM rate beside the datasheet peak (`gpu_peak_summary`).
 """
 
 from __future__ import annotations
@@ -159,3 +160,99 @@ def incomplete_cells(run: dict) -> list[dict]:
     return [{"cell_id": e["cell_id"], "stack": e.get("stack"), "status": e["status"],
              "label": e["status"].upper(), "reason": e.get("reason")}
             for e in reconcile.incomplete(run)]
+
+
+def _short_uuid(uuid: str | None) -> str:
+    return (uuid or "GPU ?")[:12]
+
+
+def gpu_health(cells: list[dict]) -> dict:
+    """The NVML state of every GPU cell (its `gpu_state`, reprokit/gpu_state.py): per cell and GPU the
+    SM clock, power and temperature before and after it, and which cells ran throttled (a reason of
+    reprokit/data/gpu_clock_reasons.yaml that counts as throttling, seen in any sample) or beside
+    another compute process. The report labels those cells as it labels cells run under load. A CPU
+    cell has no `gpu_state` and is not listed."""
+    per_cell, throttled, shared, errors = [], [], [], []
+    for c in cells:
+        st = c.get("gpu_state")
+        if not isinstance(st, dict):
+            continue
+        seen = st.get("reasons_seen") or {}
+        samples = st.get("samples")
+        reasons = [f"{n} ({seen[n]} of {samples} samples)" if n in seen and samples else n
+                   for n in st.get("throttled") or []]
+        others = [f"pid {p.get('pid')}"
+                  + (f" ({p['used_memory_mib']:.0f} MiB)" if p.get("used_memory_mib") is not None else "")
+                  + f" on {_short_uuid(p.get('gpu_uuid'))}" for p in st.get("shared") or []]
+        after = {s.get("uuid"): s for s in st.get("after") or []}
+        uuids = [s.get("uuid") for s in st.get("before") or []]
+        uuids += [u for u in after if u not in uuids]
+        before = {s.get("uuid"): s for s in st.get("before") or []}
+        gpus = []
+        for u in uuids:
+            b, a = before.get(u) or {}, after.get(u) or {}
+            gpus.append({"uuid": u, "gpu": _short_uuid(u),
+                         "sm_clock_before_mhz": b.get("sm_clock_mhz"),
+                         "sm_clock_after_mhz": a.get("sm_clock_mhz"),
+                         "max_sm_clock_mhz": a.get("max_sm_clock_mhz") or b.get("max_sm_clock_mhz"),
+                         "power_before_w": b.get("power_draw_w"), "power_after_w": a.get("power_draw_w"),
+                         "power_limit_w": a.get("power_limit_w") or b.get("power_limit_w"),
+                         "temperature_before_c": b.get("temperature_c"),
+                         "temperature_after_c": a.get("temperature_c")})
+        entry = {"cell_id": c["cell_id"], "gpus": gpus, "throttled": reasons, "shared": others,
+                 "error": st.get("error"), "samples": samples}
+        per_cell.append(entry)
+        if reasons:
+            throttled.append(c["cell_id"])
+        if others:
+            shared.append(c["cell_id"])
+        if st.get("error") and not gpus:
+            errors.append(c["cell_id"])
+    return {"cells": per_cell, "throttled_cells": throttled, "shared_cells": shared,
+            "unread_cells": errors, "warning": bool(throttled or shared)}
+
+
+def gpu_peak_summary(run: dict) -> dict | None:
+    """The run's measured GPU GEMM rates (run.json `gpu_peak`, reprokit/gpu_peak.py) beside the
+    datasheet peaks of peaks.yaml (fp32 CUDA-core and TF32 tensor), as `cpu_peak` is shown beside the
+    CPU's theoretical peak; None for a run that has no `gpu_peak` (older runs)."""
+    from reprokit.analysis import flops
+
+    peak = run.get("gpu_peak")
+    if not isinstance(peak, dict):
+        return None
+    if "gpus" not in peak:
+        why = peak.get("skipped") or peak.get("error") or "no GPU measured"
+        return {"measured": False, "text": ("skipped: " if "skipped" in peak else "failed: ") + why,
+                "gpus": [], "method": None}
+    rows = []
+    for g in peak.get("gpus") or []:
+        hit = flops.find_gpu(g.get("name"))
+        sheet32 = hit["fp32_tflops"] if hit else None
+        sheet_tf32 = hit.get("tf32_tensor_tflops") if hit else None
+        fp32, tf32 = g.get("fp32_tflops"), g.get("tf32_tflops")
+        rows.append({"index": g.get("index"), "name": g.get("name"), "uuid": g.get("uuid"),
+                     "fp32_tflops": fp32, "tf32_tflops": tf32,
+                     "datasheet_fp32_tflops": sheet32, "datasheet_tf32_tflops": sheet_tf32,
+                     "datasheet": f"peaks.yaml {hit['entry']}" if hit else "no peaks.yaml entry",
+                     "fp32_fraction": fp32 / sheet32 if fp32 and sheet32 else None,
+                     "tf32_fraction": tf32 / sheet_tf32 if tf32 and sheet_tf32 else None,
+                     "note": g.get("error") or g.get("tf32_reason")})
+        rows[-1]["text"] = _gemm_text(rows[-1])
+    return {"measured": True, "text": None, "gpus": rows, "method": peak.get("method")}
+
+
+def _gemm_text(g: dict) -> str:
+    """'fp32 51.2 TFLOP/s (76% of the datasheet's 67; peaks.yaml h100-sxm); TF32 ...' for one GPU."""
+    parts = []
+    for label, key in (("fp32", "fp32"), ("TF32", "tf32")):
+        rate, sheet, frac = g[f"{key}_tflops"], g[f"datasheet_{key}_tflops"], g[f"{key}_fraction"]
+        if rate is None:
+            continue
+        text = f"{label} {rate:.3g} TFLOP/s"
+        if frac is not None:
+            text += f" ({frac:.0%} of the datasheet's {sheet:.3g})"
+        parts.append(text)
+    text = "; ".join(parts) or "no rate measured"
+    text += f" [{g['name']}, datasheet: {g['datasheet']}]"
+    return text + (f"; {g['note']}" if g.get("note") else "")

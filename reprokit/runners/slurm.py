@@ -483,6 +483,9 @@ class SlurmRunner:
             info["gpus"] = rec["gpus"]
         if rec.get("gpu_env"):  # the GPU variables the cell had (execute: cell_gpus.for_cell)
             info["gpu_env"] = rec["gpu_env"]
+        for key in ("gpu_state", "node_gpu_peak"):  # NVML on the node (reprokit/gpu_state.py)
+            if rec.get(key) is not None:
+                info[key] = rec[key]
         wall = rec.get("wall_s")
         wall = float(wall) if isinstance(wall, (int, float)) else 0.0
         code = rec.get("exit_code")

@@ -43,15 +43,26 @@ def _write(path: Path, doc: dict) -> None:
     results.write_json_atomic(path, doc)
 
 
-def _node_info(run_dir: Path, node: str) -> dict:
-    """The node's fingerprint, and its CPU peak measured once per node and run."""
+def _node_info(run_dir: Path, node: str, gpu_task: bool = False) -> dict:
+    """The node's fingerprint, and its CPU peak measured once per node and run; for a task given
+    GPUs on a node with some, their GEMM rate too (reprokit/gpu_peak.py; never run: no GPU here)."""
     from reprokit import fingerprint
 
     fp = fingerprint.host_fingerprint()
     peak_file = run_dir / "slurm" / "nodes" / f"{node}.json"
     peak = None
     try:
-        peak = json.loads(peak_file.read_text()).get("cpu_peak")
+        stored = json.loads(peak_file.read_text())
+        peak = stored.get("cpu_peak")
+        if gpu_task and fp.get("gpus") and "gpu_peak" not in stored:
+            from reprokit import gpu_peak
+
+            stored["gpu_peak"] = gpu_peak.probe()
+            try:
+                _write(peak_file, stored)
+            except OSError:
+                pass
+        return {"node_fingerprint": fp, "node_cpu_peak": peak, "node_gpu_peak": stored.get("gpu_peak")}
     except (OSError, ValueError):
         try:
             from reprokit import cpu_peak
@@ -59,11 +70,17 @@ def _node_info(run_dir: Path, node: str) -> dict:
             peak = cpu_peak.measure(backend="numpy")
         except Exception as e:  # the probe must never cost the cell
             peak = {"error": f"{type(e).__name__}: {e}"}
+        gpeak = None
+        if gpu_task and fp.get("gpus"):  # the GPUs this task was given (CUDA_VISIBLE_DEVICES)
+            from reprokit import gpu_peak
+
+            gpeak = gpu_peak.probe()
         try:
-            _write(peak_file, {"node": node, "cpu_peak": peak, "fingerprint": fp})
+            _write(peak_file, {"node": node, "cpu_peak": peak, "fingerprint": fp,
+                               **({"gpu_peak": gpeak} if gpeak is not None else {})})
         except OSError:
             pass
-    return {"node_fingerprint": fp, "node_cpu_peak": peak}
+    return {"node_fingerprint": fp, "node_cpu_peak": peak, "node_gpu_peak": gpeak}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "ended": None}
     cell_env = {**os.environ, **(task.get("env") or {})}  # which GPUs the cell sees (cell_gpus.py)
     record["gpu_env"] = {k: cell_env[k] for k in GPU_ENV if k in cell_env}
-    record.update(_node_info(run_dir, node))
+    record.update(_node_info(run_dir, node, bool(task.get("gpus") or os.environ.get("SLURM_JOB_GPUS"))))
     _write(record_path, record)
 
     log = Path(task["log"])
@@ -107,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         env.pop(k, None)
     env.update(task.get("env") or {})
     stopping = {"signal": None}
+    from reprokit import gpu_state
+
+    monitor = gpu_state.Monitor()  # NVML on the node around the cell (a CPU cell's is dropped)
     start = time.monotonic()
     with open(log, "w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
@@ -126,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
             signal.signal(s, stop)
         code = proc.wait()
+    record["gpu_state"] = monitor.stop()
     record.update({"ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "wall_s": time.monotonic() - start, "exit_code": code,
                    "stopped_by": stopping["signal"]})
