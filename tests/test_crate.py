@@ -301,3 +301,27 @@ def test_the_report_shows_the_kind_beside_the_verdict():
     assert all(r["reproduction"] is None for r in rows if r["measured"] is None)
     md = (run / "report.md").read_text()
     assert f"| {measured[0]['verdict']} ({measured[0]['reproduction']['label']}) |" in md
+
+
+# -- a run in a container: the image tied to its actions by ID, checked against the engine's store --
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_docker_run_names_its_image_and_verify_finds_it_in_the_local_store(smoke_image, tmp_path):
+    env = {"REPROKIT_IMAGE_LOCK": os.environ["REPROKIT_IMAGE_LOCK"]}  # set by the image_lock fixture
+    p = cli("run", "--suite", "smoke", "--runner", "docker", "--quick", "--cells", "smoke/python/*",
+            "--results", str(tmp_path / "results"), env=env)
+    assert p.returncode == 0, p.stderr
+    (run,) = [d for d in (tmp_path / "results").iterdir() if (d / "run.json").exists()]
+    crate = tmp_path / "docker.crate.zip"
+    p = cli("export", str(run), "-o", str(crate), env=env)
+    assert p.returncode == 0, p.stderr
+    with zipfile.ZipFile(crate) as z:
+        by_id = {e["@id"]: e for e in json.loads(z.read(METADATA))["@graph"]}
+    act = by_id["#cell-smoke__python__matmul__n24"]
+    image = by_id[act["containerImage"]["@id"]]
+    assert image["@type"] == "ContainerImage"
+    assert "sha256:" + image["sha256"] == smoke_image["image_id"]
+    assert act["object"]["@id"].startswith("run/jobs/smoke-python")  # the job file that asked for it
+    p = cli("verify", str(crate))
+    assert p.returncode == 0, p.stderr
+    assert f"sha256:{image['sha256'][:12]}: in the local store" in p.stdout, p.stdout

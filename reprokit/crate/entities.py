@@ -88,18 +88,24 @@ def stack_software(run: dict, stack: str, cell: dict) -> list[dict]:
     if impl.get("framework_version"):
         app["softwareVersion"] = str(impl["framework_version"])
     out = [app]
+    # the container image: what the runner recorded (Docker runner, Slurm launchers: image_id, its
+    # tag, digest and lock status), else what the stack saw (REPROKIT_IMAGE_ID / _DIGEST)
+    runner = cell.get("runner") or {}
     image = fp.get("image") or {}
-    image_id = image.get("id") or image.get("digest")
-    if image_id:
-        name = str(spec.get("image") or stack)
-        repo, _, tag = name.partition(":")
+    image_id = runner.get("image_id") or image.get("id")
+    digest = runner.get("image_digest") or image.get("digest")
+    if image_id or digest:
+        name = str(runner.get("image_tag") or spec.get("image") or stack)
+        repo, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "")
         img = {"@id": local_id("image", stack), "@type": "ContainerImage",
                "additionalType": {"@id": DOCKER_IMAGE}, "name": repo,
-               "sha256": str(image_id).split(":", 1)[-1]}
+               "sha256": str(image_id or digest).split(":", 1)[-1]}
         if tag:
             img["tag"] = tag
-        if image.get("digest"):
-            img["identifier"] = str(image["digest"])
+        if digest:
+            img["identifier"] = str(digest)
+        if runner.get("image_lock"):
+            img["description"] = f"image lock (images/lock.json) when the cell ran: {runner['image_lock']}"
         out.append(img)
     return out
 

@@ -113,6 +113,20 @@ def export(rundir: results.RunDir, out: Path) -> Path:
     return out
 
 
+def _jobs_by_cell(jobs_dir: Path) -> dict[str, str]:
+    """{cell id: the crate path of the first job file (by name) that asked for it}."""
+    out: dict[str, str] = {}
+    for path in sorted(jobs_dir.glob("*.json")) if jobs_dir.is_dir() else []:
+        try:
+            job = files.loads_strict(path.read_text())
+        except ValueError:
+            continue
+        for c in job.get("cells") or []:
+            if isinstance(c, dict) and c.get("id"):
+                out.setdefault(c["id"], f"{RUN_DIR}/jobs/{path.name}")
+    return out
+
+
 def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) -> None:
     """Fill the crate: its files with their checksums, then the entities and actions."""
     import json
@@ -145,6 +159,7 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
     added: set[str] = set()
     nodes: set[str] = set()
     cells_dir = stage / RUN_DIR / "cells"
+    jobs = _jobs_by_cell(stage / RUN_DIR / "jobs")
     for path in sorted(cells_dir.glob("*.json")) if cells_dir.is_dir() else []:
         cell = files.loads_strict(path.read_text())
         rel = path.relative_to(stage).as_posix()
@@ -162,10 +177,9 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
                     added.add(e["@id"])
             instrument = soft[0]["@id"]
             image = soft[1]["@id"] if len(soft) > 1 else None
-        job = f"{RUN_DIR}/jobs/{cell.get('stack')}.json"
         log = f"{RUN_DIR}/{cell['log_file']}" if cell.get("log_file") else None
         act = entities.cell_action(
-            cell, rel, job if (stage / job).is_file() else None,
+            cell, rel, jobs.get(cell.get("cell_id")),
             log if log and (stage / log).is_file() else None, procs, instrument, image,
             kinds.get(cell.get("cell_id"), []))
         node = (cell.get("runner") or {}).get("node")
