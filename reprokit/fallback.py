@@ -84,6 +84,8 @@ def resolve(
     links = chain_of(stack, compat)
     if original.get("runnable") or not links or not needs_gpu or probe_cell or runner not in CHAIN_RUNNERS:
         return original
+    if runner == "local" and environments is None:  # the local runner's links are environments
+        return original
     walked: list[dict[str, Any]] = [{"stack": stack, "kind": "original", **_brief(original)}]
     chosen: dict[str, Any] | None = None
     for link in links:

@@ -82,6 +82,20 @@ def load_fingerprint(path: str) -> dict:
     return fp
 
 
+def _environment_note(env_of, stack: str) -> str:
+    """' via PYTHON (framework version, a substitution for the pin)' for a stack whose environment
+    preflight judged (local runner, GPU cells), else ''."""
+    from reprokit.runners import byo
+
+    rec = (getattr(env_of, "seen", None) or {}).get(stack)
+    if not rec or rec.get("not_built"):
+        return ""
+    pin = (suites.load_stacks()[stack].get("original") or {}).get("framework_version")
+    same = byo.pin_matches(pin, rec.get("version"))
+    label = "" if same is not False else f", a substitution for {pin}"
+    return f" via {rec.get('python')} ({rec.get('framework')} {rec.get('version') or '?'}{label})"
+
+
 def run(args) -> int:
     suite = suites.load_suite(args.suite)
     if (args.python or args.python_config) and args.runner != "local":
@@ -115,8 +129,8 @@ def run(args) -> int:
     stack_of = {c.id: c.stack for c in suite.cells}
     for cell_id, v in verdicts.items():  # runnable / needs a probe / not runnable, and why
         used = fallback.stack_to_run(stack_of[cell_id], v)
-        t.add_row(cell_id, preflight.summary(v),
-                  used if used == stack_of[cell_id] else f"{used} (fallback for {stack_of[cell_id]})",
+        runs_on = used if used == stack_of[cell_id] else f"{used} (fallback for {stack_of[cell_id]})"
+        t.add_row(cell_id, preflight.summary(v), runs_on + _environment_note(env_of, used),
                   "; ".join(v["reasons"]) or "-")
     console().print(t)
     if env_of is not None and args.device == "gpu":  # where the environments judged were probed
