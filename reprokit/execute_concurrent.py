@@ -247,7 +247,7 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
             for job in slurm["jobs"]:
                 for rt in job.get("tasks", []):
                     try:
-                        rec = files.loads_strict((rundir.path / rt["record"]).read_text())
+                        rec = files.loads_bounded(rundir.path / rt["record"], "record")
                     except (OSError, ValueError, KeyError):
                         continue
                     if rec.get("ended"):

@@ -148,15 +148,86 @@ def loads_strict(text: str) -> Any:
     return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
 
 
+# The largest file each kind of reader takes, in bytes: one table for every reader of a file the kit
+# did not just write itself. A bigger file, or one that is not a regular file (a device, a FIFO, a
+# symlink to /dev/zero), is refused before a byte is read (issue 23: a cell file linked to /dev/zero
+# was read until MemoryError). The figures leave room above the largest legitimate file: a cell
+# result holds at most ~100,000 samples of ~20 metrics at ~40 bytes (80 MB), run.json one entry per
+# cell, a data file the kit's YAML.
+READ_LIMITS: dict[str, int] = {
+    "cell_result": 256 * 2**20,
+    "run": 64 * 2**20,
+    "job": 64 * 2**20,
+    "report": 256 * 2**20,
+    "record": 16 * 2**20,  # a Slurm task record, a probe's node fingerprint
+    "data": 64 * 2**20,  # reprokit/data/* and a run's data snapshot
+    "crate": 256 * 2**20,  # a member of an exported run (RO-Crate)
+}
+
+
+class UnreadableFile(OSError):
+    """A file a bounded reader refuses: not a regular file, or above its READ_LIMITS."""
+
+
+def read_bounded(path: Path | str, kind: str) -> bytes:
+    """The bytes of `path` when it is a regular file (symlinks followed) of at most READ_LIMITS[kind]
+    bytes; else UnreadableFile saying why. Opened without blocking, so a FIFO cannot hang it."""
+    import errno
+    import stat
+
+    limit = READ_LIMITS[kind]
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableFile(errno.EINVAL, "not a regular file (a device, FIFO or socket; a symlink "
+                                 "to one)", str(path))
+        if st.st_size > limit:
+            raise UnreadableFile(errno.EFBIG, f"{st.st_size} bytes, above the {limit}-byte limit of a "
+                                 f"{kind} file (reprokit/files.py READ_LIMITS)", str(path))
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:  # it grew while being read
+            raise UnreadableFile(errno.EFBIG, f"more than the {limit}-byte limit of a {kind} file "
+                                 "(reprokit/files.py READ_LIMITS)", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text_bounded(path: Path | str, kind: str) -> str:
+    """read_bounded as UTF-8 text (a UnicodeDecodeError is a ValueError, as a JSON error is)."""
+    return read_bounded(path, kind).decode("utf-8")
+
+
+def loads_bounded(path: Path | str, kind: str) -> Any:
+    """Strict JSON of a file read through read_bounded (no schema check)."""
+    return loads_strict(read_text_bounded(path, kind))
+
+
+# What to do about a file of each kind that cannot be read.
+_READ_FIX = {
+    "run": "run.json is the run's record: restore it from a copy of the run, or start a new run",
+    "job": "resume the run (`--resume RUN`) to write its job files again",
+    "report": "render it again with `reproduce.py report RUN`",
+}
+
+
 def read_json(path: Path, schema: str) -> dict:
     """A result file, strictly parsed and validated; a missing or unreadable file is a UserError."""
     from reprokit import validate
     try:
-        doc = loads_strict(path.read_text())
+        doc = loads_strict(read_text_bounded(path, schema if schema in READ_LIMITS else "record"))
     except FileNotFoundError as e:
         raise UserError(f"{path} does not exist; give a run directory under results/") from e
-    except (OSError, ValueError) as e:  # JSONDecodeError is a ValueError
-        raise UserError(f"{path} is unreadable ({e}); re-run the cell or remove the file") from e
+    except (OSError, ValueError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        fix = _READ_FIX.get(schema, "re-run the cell or remove the file")
+        raise UserError(f"{path} is unreadable ({e}); {fix}") from e
     validate.check(schema, doc, str(path))
     return doc
 
@@ -267,7 +338,10 @@ def _read_data(relpath: str) -> bytes:
     if _reads is not None:
         _reads.append(relpath)
     try:
-        return (DATA / relpath).read_bytes()
+        return read_bounded(DATA / relpath, "data")
+    except UnreadableFile as e:
+        raise UserError(f"{DATA / relpath} is unreadable ({e.strerror}); restore it from the "
+                        "repository") from e
     except FileNotFoundError as e:
         if DATA != PACKAGE / "data":
             raise UserError(f"{relpath} is missing from the data snapshot {DATA}; the snapshot holds "

@@ -55,7 +55,7 @@ def check_result(path: Path, run_id: str, cell_id: str | None = None,
     """(the result, None) when `path` is a valid cell result of this run (and cell and process),
     else (None, why not) in one line."""
     try:
-        text = path.read_text()
+        text = files.read_text_bounded(path, "cell_result")
     except FileNotFoundError:
         return None, "the file is missing"
     except (OSError, UnicodeDecodeError) as e:

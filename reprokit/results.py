@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import os
 from pathlib import Path
 
 from reprokit.errors import UserError
@@ -136,4 +137,11 @@ def resolve_run(arg: str, root: Path | None = None) -> RunDir:
         p = root / arg
     if not (p / "run.json").exists():
         raise UserError(f"'{arg}' is not a run: no run.json there; give results/<run-id> or a run id")
-    return RunDir(p)
+    rundir = RunDir(p)
+    for sub in (rundir.cells_dir, rundir.jobs_dir, rundir.logs_dir):  # made by the kit as directories
+        if os.path.lexists(sub) and not sub.is_dir():
+            what = ("a symbolic link that leads to no directory (a loop, or its target is gone)"
+                    if sub.is_symlink() else "not a directory")
+            raise UserError(f"{sub} is {what}; move it aside (mv {sub} {sub}.bad) and try again: the "
+                            "cells whose results it held are then measured again by --resume")
+    return rundir

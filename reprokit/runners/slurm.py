@@ -36,7 +36,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprokit import results
+from reprokit import files, results
 from reprokit.errors import UserError
 from reprokit.files import REPO
 from reprokit.runners import launchers
@@ -291,7 +291,7 @@ class SlurmRunner:
             self.probe_result = {"job_id": job, "node": text[1] if len(text) > 1 else None,
                                  "state": state, "at": results.utcnow(), "gres_gpus": gpus}
             try:
-                self.probe_result["node_fingerprint"] = results.loads_strict(fp_file.read_text())
+                self.probe_result["node_fingerprint"] = files.loads_bounded(fp_file, "record")
             except (OSError, ValueError) as e:
                 self.probe_result["node_fingerprint"] = None
                 self.probe_result["node_fingerprint_error"] = (
@@ -461,7 +461,7 @@ class SlurmRunner:
         if not t.record:
             return None
         try:
-            return results.loads_strict((rundir.path / t.record).read_text())
+            return files.loads_bounded(rundir.path / t.record, "record")
         except (OSError, ValueError):
             return None
 
