@@ -273,3 +273,39 @@ def test_the_harness_reads_the_cache_state_it_recorded(monkeypatch):
     assert harness.jit_cache_state("gpu", {"error": "OSError: x"}) == "unknown"
     monkeypatch.setenv("CUDA_CACHE_DISABLE", "1")  # every process JITs again
     assert harness.jit_cache_state("gpu", {"exists": True, "files": 3}) == "cold"
+
+
+SYNC_ORDER = r"""
+import json, sys, tempfile
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/workloads"]
+import timing
+from workloads import s000_theano as w
+ticks = []
+real_clock = timing.clock
+def clock():
+    ticks.append("clock")
+    return real_clock()
+timing.clock = clock
+real_sync_for = w._sync_for
+def sync_for(theano, gpu):
+    ticks.append("sync_for")
+    return real_sync_for(theano, gpu)
+w._sync_for = sync_for
+theano = w._import_theano(tempfile.mkdtemp())
+w._build_and_compile(theano, "fastlstm", 2, 2, 4, False)
+print(json.dumps(ticks))
+"""
+
+
+def test_theano_chooses_its_sync_before_the_compile_timer(theano_python, tmp_path):
+    """Looking the sync function up imports theano.sandbox.cuda (nvcc on a GPU): before the timer."""
+    import subprocess
+
+    import os
+
+    env = dict(os.environ, THEANO_FLAGS="cxx=")  # Theano's Python ops: no C compile, seconds
+    out = subprocess.run([theano_python, "-c", SYNC_ORDER, str(REPO / "bench")], capture_output=True,
+                         text=True, timeout=600, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ticks = json.loads(out.stdout.strip().splitlines()[-1])
+    assert ticks[0] == "sync_for" and ticks.count("sync_for") == 1 and "clock" in ticks
