@@ -43,7 +43,8 @@ def synthetic_cell(number: dict, gpu: str, count: int, precision: str, value: fl
             "metrics": {number["metric"]: {"unit": number["unit"], "samples": [value * f for f in SAMPLES]}},
             "gpus": gpus, "gpus_source": "synthetic (scripts/policy_effect.py)", "jit_cache": "warm",
             "precision": {"requested": "fp32" if precision == "fp32" else "framework_default",
-                          "effective": precision, "why": "synthetic"}}
+                          "effective": precision, "why": "synthetic", "settings": {}, "env": {},
+                          "autotune": {}}}
 
 
 def old_verdict(v: dict, number: dict, cell: dict, run: dict) -> str:

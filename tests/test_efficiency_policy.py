@@ -12,8 +12,10 @@ from reprokit import results, suites
 from reprokit.analysis import devices, flops, verdicts
 
 RUNS = Path(__file__).resolve().parent / "data" / "runs"
-FP32 = {"requested": "fp32", "effective": "fp32", "why": "set and read back (synthetic)"}
-TF32 = {"requested": "framework_default", "effective": "tf32", "why": "allow_tf32 read back True (synthetic)"}
+FP32 = {"requested": "fp32", "effective": "fp32", "why": "set and read back (synthetic)",
+        "settings": {"torch.backends.cuda.matmul.allow_tf32": False}, "env": {}, "autotune": {}}
+TF32 = {"requested": "framework_default", "effective": "tf32", "why": "allow_tf32 read back True (synthetic)",
+        "settings": {"torch.backends.cuda.matmul.allow_tf32": True}, "env": {}, "autotune": {}}
 
 
 # -- peaks.yaml --------------------------------------------------------------------------------------

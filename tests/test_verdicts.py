@@ -80,7 +80,8 @@ def test_multi_gpu_numbers_need_that_many_gpus():
 
 def _with_precision(cells, effective="fp32"):
     """The stored GPU cells predate issue 20's precision record: give them one (synthetic)."""
-    return {k: {**c, "precision": {"requested": "fp32", "effective": effective, "why": "synthetic"}}
+    return {k: {**c, "precision": {"requested": "fp32", "effective": effective, "why": "synthetic",
+                                   "settings": {}, "env": {}, "autotune": {}}}
             for k, c in cells.items()}
 
 
