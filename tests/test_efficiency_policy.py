@@ -204,3 +204,16 @@ def test_the_report_labels_the_numbers_the_policy_keeps_from_a_verdict(tmp_path)
             "say EFFICIENCY_") in md
     html = (dst / "report.html").read_text()
     assert 'id="efficiency-policy"' in html and "EFFICIENCY_CONTEXT: ran in tf32" in html
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (RUNS.parent / "fingerprints").glob("*.json")))
+def test_every_stored_gpu_fingerprint_has_fp32_and_tf32_peaks(name):
+    """The GPUs of the stored fingerprints (A100, B200, H100, H200, RTX 5090 ...) are the ones a re-run
+    lands on: each has a peak for both precisions a cell can record."""
+    import json
+
+    fp = json.loads((RUNS.parent / "fingerprints" / f"{name}.json").read_text())
+    run = {"host_fingerprint": fp}
+    d = devices.measured_device({"device": "gpu"}, run)
+    assert d["peaks"]["fp32"] and d["peaks"]["tf32"], (name, d.get("reason"))
+    assert d["gpus_source"] == "from the driver host's fingerprint (the cell recorded no GPUs)"
