@@ -180,6 +180,9 @@ SITUATIONS = {
     "empty-file": ("`empty.tar` is empty (0 bytes)", lambda t, m: (t / "empty.tar").write_bytes(b"")),
     "plain-tar": ("`plain.tar` is a tar archive of other files",
                   lambda t, m: _tar(t / "plain.tar", [("README", b"hello\n")])),
+    "bare-venv": ("`bare/` is a venv without the kit's packages (`python3 -m venv --without-pip bare`)",
+                  lambda t, m: subprocess.run([sys.executable, "-m", "venv", "--without-pip",
+                                               str(t / "bare")], check=True, timeout=300)),
 }
 
 
@@ -478,6 +481,40 @@ CASES = [
     Case("", "reproduce.py generate --check --reference-csv nothere.csv",
          "reproduce.py: error: --reference-csv nothere.csv is not a file; give the published_numbers.csv "
          "of the reference, or leave the option out"),
+    # issue 20: --python STACK=PATH, the user's own interpreter for a stack (reprokit/runners/byo.py)
+    Case("", "reproduce.py run --suite smoke --python torch-0.1",
+         "reproduce.py: error: --python must be STACK=PATH, not 'torch-0.1'; pass e.g. --python "
+         "torch-1.3=/usr/bin/python3 (the interpreter that runs that stack's cells)"),
+    Case("", "reproduce.py run --suite smoke --python nope=python3",
+         "reproduce.py: error: --python nope=python3: unknown stack 'nope'; known: jax-modern, "
+         "keras-mxnet-1.2, keras-tf-1.8, smoke-python, tf-1.2, tf-1.8, tf-2.0, tf-modern, theano-0.9, "
+         "torch-0.1, torch-1.3, torch-modern"),
+    Case("", "reproduce.py run --suite smoke --python torch-0.1=nothere",
+         "reproduce.py: error: --python torch-0.1=nothere: no such file; give the path of an existing "
+         "Python interpreter (e.g. the output of `which python` with the module or environment loaded)",
+         proc=True),
+    Case("empty-dir", "reproduce.py run --suite smoke --python torch-0.1=empty",
+         "reproduce.py: error: --python torch-0.1=empty is a directory; give the interpreter itself (e.g. "
+         "$TMP/empty/bin/python)"),
+    Case("not-archive", "reproduce.py run --suite smoke --python torch-0.1=notes.txt",
+         "reproduce.py: error: --python torch-0.1=notes.txt is not executable; give the path of a Python "
+         "interpreter you can run (check its permissions)"),
+    Case("bare-venv", "reproduce.py run --suite smoke --python torch-0.1=bare/bin/python",
+         "reproduce.py: error: --python torch-0.1=$TMP/bare/bin/python: that interpreter cannot import "
+         "torch (ModuleNotFoundError: No module named 'torch'); name an interpreter with torch installed "
+         "(e.g. the cluster's module for it), or drop the option to use the kit's environment"),
+    Case("", "reproduce.py run --suite smoke --runner docker --python torch-0.1=nothere",
+         "reproduce.py: error: --python names interpreters for the local runner and the Slurm local "
+         "launcher, not --runner docker (which runs images); drop --python or use --runner local"),
+    Case("", "reproduce.py run --suite smoke --python-config nothere.yaml",
+         "reproduce.py: error: --python-config nothere.yaml: cannot read it (No such file or directory); "
+         "give a YAML file mapping stack names to interpreter paths (torch-1.3: /usr/bin/python3)"),
+    Case("", "reproduce.py preflight --suite smoke --python torch-0.1=nothere",
+         "reproduce.py: error: --python torch-0.1=nothere: no such file; give the path of an existing "
+         "Python interpreter (e.g. the output of `which python` with the module or environment loaded)"),
+    Case("", "reproduce.py preflight --suite smoke --runner docker --python torch-0.1=nothere",
+         "reproduce.py: error: --python applies to --runner local here (the Slurm local launcher runs the "
+         "same environments: judge them with --runner local); add --runner local or drop --python"),
 ]
 
 

@@ -137,7 +137,8 @@ def test_an_interpreter_without_the_framework_reports_the_import_error(bare_venv
     ("theano", {"version": "0.9.0", "device": "cuda", "errors": {}}, [], ["cpu", "gpu"], True),
     ("theano", {"version": "0.9.0", "device": "cpu", "errors": {}}, [], ["cpu"], False),
     ("keras-mxnet", {"version": "1.9.1", "num_gpus": 0,
-                     "features": {"enabled": ["CPU_SSE"], "disabled": ["CUDA", "CUDNN"]}}, [], ["cpu"], False),
+                     "features": {"enabled": ["CPU_SSE"], "disabled": ["CUDA", "CUDNN"]}},
+     [], ["cpu"], False),
     ("keras-mxnet", {"version": "1.9.1", "num_gpus": 2,
                      "features": {"enabled": ["CUDA", "CUDNN"], "disabled": []}}, [], ["cpu", "gpu"], True),
 ])
