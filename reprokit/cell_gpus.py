@@ -213,7 +213,17 @@ def for_cell(result: Mapping[str, Any], runner: str, runner_info: Mapping[str, A
              ) -> tuple[list[dict[str, Any]], str]:
     """(gpus, gpus_source) of one cell that used `count` GPUs (0: a CPU cell) under `runner`.
     `runner_info`: the runner's CellOutcome info; `host`: the driver host's fingerprint; `env`: the
-    environment the runner gave the cell's process (the local runner's)."""
+    environment the runner gave the cell's process (the local runner's). Never raises: a record
+    it cannot read costs the list, never the cell."""
+    try:
+        return _for_cell(result, runner, runner_info, count, host, env)
+    except Exception as e:  # malformed fingerprint or runner info
+        return [], f"not known: the GPU records could not be read ({type(e).__name__}: {e})"
+
+
+def _for_cell(result: Mapping[str, Any], runner: str, runner_info: Mapping[str, Any], count: int,
+              host: Mapping[str, Any] | None, env: Mapping[str, Any] | None
+              ) -> tuple[list[dict[str, Any]], str]:
     if count <= 0:
         return [], "a CPU cell: no GPU"
     if result.get("status") == "skipped":  # e.g. fewer GPUs in --gpus than the cell needs

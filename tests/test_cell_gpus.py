@@ -350,3 +350,9 @@ def test_slurm_outcome_carries_the_tasks_gpu_env_to_cell_gpus(tmp_path):
     gpus, source = cell_gpus.for_cell({}, "slurm", out.runner_info, 1, stored("h100"))
     assert gpus[0]["uuid"] == U1 and gpus[0]["name"] == "NVIDIA GeForce RTX 5090"
     assert source.endswith("+ node n1 fingerprint")
+
+
+def test_unreadable_records_cost_the_list_never_the_cell():
+    bad = {"nvidia": {"available": True}, "gpus": [{"index": "x", "uuid": 5, "mig_mode": {"current": 1}}]}
+    gpus, source = cell_gpus.for_cell({}, "docker", {"gpus": ["GPU-0"]}, 1, bad)
+    assert gpus == [] and source.startswith("not known: the GPU records could not be read")
