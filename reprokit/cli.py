@@ -21,6 +21,7 @@ from collections.abc import Iterable
 
 from reprokit import __version__
 from reprokit.errors import UserError
+from reprokit.printable import visible
 
 COMMANDS = {
     "run": "run a suite and write its report (the default command)",
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)  # numbers are checked here (reprokit/checks.py `option`)
         return int(args.func(args) or 0)
     except UserError as e:
-        print(f"reproduce.py: error: {' '.join(str(e).split())}", file=sys.stderr)  # always one line
+        print(f"reproduce.py: error: {visible(' '.join(str(e).split()))}", file=sys.stderr)  # one line
         return e.exit_code
     except KeyboardInterrupt:
         print("reproduce.py: interrupted; finished cells are kept (resume with --resume RUN)",
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _internal(e: BaseException) -> int:
     """Exit status 3: a bug in the kit, on one line."""
-    print(f"reproduce.py: internal error: {type(e).__name__}: {' '.join(str(e).split())} (a bug in "
+    print(f"reproduce.py: internal error: {type(e).__name__}: {visible(' '.join(str(e).split()))} (a bug in "
           "reprokit: re-run with --debug for the traceback and report it)", file=sys.stderr)
     return 3
 

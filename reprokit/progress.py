@@ -27,6 +27,7 @@ from rich.progress import Progress as RichProgress
 
 from reprokit import files
 from reprokit.console import console
+from reprokit.printable import visible
 
 
 def past_cell_times(root: Path, runner: str, quick: bool, protocol: str,
@@ -132,6 +133,7 @@ class Progress:
         self.done_s.setdefault(cell.workload, []).append(seconds)
         if status == "ok" and cell.id in self.history and seconds > 0:
             self.pace.append((seconds, self.history[cell.id]))
+        reason = visible(reason) if reason else reason  # a framework's message may hold escapes
         line = f"    {status} in {seconds:.1f} s" + (f": {reason}" if reason else "")
         if self.live:
             self.live.advance(self.task)

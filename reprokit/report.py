@@ -39,6 +39,7 @@ from reprokit.analysis import (
     verdicts,
 )
 from reprokit.errors import UserError
+from reprokit.printable import visible
 
 REPORT_VERSION = files.version("report")
 TEMPLATES = files.REPO / "report_templates"
@@ -109,7 +110,7 @@ def md_escape(value: Any) -> str:
     "-> 1,315% of peak" stays readable) except at the start, where it would open a block quote."""
     if value is None:
         return "—"
-    text = str(value).replace("&", "&amp;").replace("<", "&lt;")
+    text = visible(str(value)).replace("&", "&amp;").replace("<", "&lt;")
     text = " ".join(text.replace("|", "\\|").split("\n")).replace("\r", " ")
     return "\\" + text if text.startswith(">") else text
 
@@ -582,6 +583,16 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     return _jinja(str(TEMPLATES))
 
 
+def _html_finalize(value: Any) -> Any:
+    """None as a dash; a plain string with its control characters shown (reprokit/printable.py):
+    autoescape then escapes it. Markup the kit made (the plots' SVG) is kept as it is."""
+    if value is None:
+        return "—"
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
 @cache
 def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
     """The HTML and Markdown environments (cached: each keeps its compiled templates)."""
@@ -590,7 +601,7 @@ def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
     loader = jinja2.FileSystemLoader(templates)
     html = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
                               autoescape=jinja2.select_autoescape(("html", "html.j2"), default=True),
-                              finalize=lambda v: "—" if v is None else v,
+                              finalize=_html_finalize,
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     md = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, autoescape=False,
                             finalize=md_escape, keep_trailing_newline=True, trim_blocks=True,

@@ -1,0 +1,22 @@
+"""Text the kit did not write, made safe to print and to render: control characters shown, not sent.
+
+A reason from a framework's exception, a string in a results file or an argument on the command line
+may hold ESC/CSI/OSC sequences; printed raw they would move the cursor, retitle or clear the terminal
+(`cat report.md` runs them). `visible` shows each C0/C1 control character (tab and newline excepted)
+and DEL as a Python-style escape (`\\x1b`), so nothing typed is lost and nothing is executed."""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab (\t) and newline (\n), DEL, and the C1 controls (U+0080-U+009F, CSI is U+009B)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(m: re.Match) -> str:
+    return f"\\x{ord(m.group()):02x}"
+
+
+def visible(text: str) -> str:
+    """`text` with every control character but tab and newline written as \\xNN."""
+    return _CONTROL.sub(_escape, text)
