@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from reprokit import datasets, files, jit_warmup
 from reprokit.errors import UserError
-from reprokit.suites import Cell, Suite
+from reprokit.suites import FRAMEWORK_DEFAULT, Cell, Suite, float_precision
 
 
 @dataclass
@@ -76,6 +76,8 @@ def make_plan(suite: Suite, options: Options) -> Plan:
     for c in select(suite, options.cells):
         if not c.implemented:
             not_runnable.append((c, "not_implemented", c.reason or "workload not implemented"))
+        elif c.precision == FRAMEWORK_DEFAULT and options.device != "gpu":
+            not_runnable.append((c, "skipped", float_precision()["cpu_reason"]))
         else:
             runnable.append(c)
     return Plan(suite, options, runnable, not_runnable)
@@ -110,7 +112,7 @@ def job_cell(cell: Cell, suite: Suite, options: Options) -> dict:
         "params": {**cell.params, **datasets.cell_data_params(cell, options.data)},
         "metrics": list(cell.metrics),
         "budget": budget_for(cell, suite, options), "protocol": options.protocol,
-        "timeout_s": cell.timeout_s or suite.defaults["timeout_s"],
+        "timeout_s": cell.timeout_s or suite.defaults["timeout_s"], "precision": cell.precision,
     }
     if cell.device:  # published on a CPU: the cell runs there whatever the job's device
         out["device"] = cell.device

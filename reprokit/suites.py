@@ -8,11 +8,16 @@ links every published number to its cell and to the source defects that affect i
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field, replace
 from functools import cache
 
 from reprokit import files
 from reprokit.errors import UserError
+
+FP32 = "fp32"
+FRAMEWORK_DEFAULT = "framework_default"
+TWIN_SUFFIX = "/framework-defaults"  # a framework_default twin's id: its fp32 cell's id + this
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,10 @@ class Cell:
     # None: as published; else {"kind": "corrected" | "alternative", "defects": [ids],
     # "as_published_cell": id of the as-published cell it stands beside} (the group's `label`)
     label: dict | None = None
+    # "fp32": the sources' precision, TF32 off (bench/float_mode.py); "framework_default": the
+    # framework's own defaults (TF32 where it has it), the twin of the fp32 cell `precision_of`
+    precision: str = FP32
+    precision_of: str | None = None
 
     def gpus_on(self, device: str) -> int:
         """GPUs the cell uses on a run whose device is `device`: none on a CPU run or for a cell
@@ -93,7 +102,7 @@ def _expand(group: dict) -> list[Cell]:
             implemented=group.get("status", "implemented") == "implemented",
             reason=group.get("reason"), note=group.get("note"),
             needs_gpus=int(group.get("needs_gpus", 0)), budget=group.get("budget"),
-            timeout_s=group.get("timeout_s"), label=label))
+            timeout_s=group.get("timeout_s"), label=label, device=group.get("device")))
     return cells
 
 
@@ -117,7 +126,13 @@ def load_suite(name: str) -> Suite:
     if name not in names:
         raise UserError(f"unknown suite '{name}'; known suites: {', '.join(names)}")
     doc = files.load_data(f"suites/{name}")
-    cells = [c for g in doc["groups"] for c in _expand(g)]
+    cells: list[Cell] = []
+    no_twin: set[str] = set()
+    for g in doc["groups"]:
+        group_cells = _expand(g)
+        cells += group_cells
+        if g.get("framework_default_twin") is False:
+            no_twin.update(c.id for c in group_cells)
     seen: set[str] = set()
     for c in cells:
         if c.id in seen:
@@ -127,7 +142,7 @@ def load_suite(name: str) -> Suite:
     for c in cells:
         if c.stack not in stacks:
             raise UserError(f"suite {name} cell {c.id} names unknown stack '{c.stack}'")
-    cells = _hardware_from_numbers(name, doc["sources"], cells)
+    cells = _with_twins(name, _hardware_from_numbers(name, doc["sources"], cells), no_twin, stacks)
     return Suite(doc["name"], doc["description"], doc["sources"], doc["defaults"], cells)
 
 
@@ -158,8 +173,52 @@ def _hardware_from_numbers(suite: str, sources: list[str], cells: list[Cell]) ->
                             f"{', '.join(f'{k} x{n}' for k, n in sorted(hw))}; one cell cannot "
                             "measure them all; map them to separate cells")
         needs = max(multi) if multi else 0
-        device = "cpu" if hw == {("cpu", 1)} else None
+        device = "cpu" if hw == {("cpu", 1)} else c.device
         out.append(replace(c, needs_gpus=needs, device=device))
+    return out
+
+
+@cache
+def float_precision() -> dict:
+    """reprokit/data/float_precision.yaml: the frameworks whose GPU float32 default is TF32."""
+    return files.load_data("float_precision")
+
+
+def _major_minor(text: object) -> tuple[int, int] | None:
+    m = re.search(r"(\d+)\.(\d+)", str(text or ""))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def has_tf32_default(stack: dict) -> bool:
+    """Whether the stack's framework, at its pinned version, runs float32 GPU work as TF32 by
+    default (float_precision.yaml), so its defaults can differ from fp32 on an Ampere+ GPU."""
+    spec = float_precision()["frameworks"].get(stack.get("framework", ""))
+    if spec is None:
+        return False
+    if spec["since"] is None:
+        return True
+    have = _major_minor((stack.get("original") or {}).get("framework_version"))
+    since = _major_minor(spec["since"])
+    return have is not None and since is not None and have >= since
+
+
+def _with_twins(suite: str, cells: list[Cell], no_twin: set[str], stacks: dict) -> list[Cell]:
+    """Each cell followed by its framework_default twin where the twin can differ: a GPU cell
+    (not one published on a CPU) of an implemented workload on a stack whose framework has a TF32
+    default, unless its group says `framework_default_twin: false`. The fp32 cell keeps its id."""
+    ids = {c.id for c in cells}
+    out = []
+    for c in cells:
+        out.append(c)
+        if (not c.implemented or c.device == "cpu" or c.id in no_twin
+                or not has_tf32_default(stacks[c.stack])):
+            continue
+        twin = replace(c, id=c.id + TWIN_SUFFIX, precision=FRAMEWORK_DEFAULT, precision_of=c.id,
+                       label=None)
+        if twin.id in ids:
+            raise UserError(f"suite {suite} defines cell {twin.id}, the id of {c.id}'s "
+                            "framework-defaults twin; rename it in the suite file")
+        out.append(twin)
     return out
 
 

@@ -20,6 +20,8 @@ sys.path.insert(0, str(BENCH))
 
 MODERN_STACKS = {"torch-modern", "tf-modern", "jax-modern"}
 SUITE = suites.load_suite("modern")
+# the fp32 cells; each GPU one has a framework_default twin (reprokit/suites.py), skipped on a CPU run
+FP32_CELLS = [c for c in SUITE.cells if c.precision == "fp32"]
 BUDGET = {"min_samples": 3, "max_samples": 50, "time_budget_s": 0, "warmup": 1}
 # tiny shapes per workload: the suite's params are kept where these do not override them
 TINY = {
@@ -65,7 +67,9 @@ def test_suite_covers_every_source_on_the_modern_stacks():
     assert {("001", "torch-modern"), ("001", "jax-modern")} <= have
     assert {("002", "tf-modern"), ("002", "jax-modern")} <= have
     assert all(c.implemented and c.id.startswith("modern/" + c.source + "/") for c in SUITE.cells)
-    assert len(SUITE.cells) == 23
+    assert len(FP32_CELLS) == 23
+    assert {c.id + suites.TWIN_SUFFIX for c in FP32_CELLS if c.device != "cpu"} == \
+        {c.id for c in SUITE.cells if c.precision == "framework_default"}
     ids = {c.id for c in SUITE.cells}
     for fw in ("pytorch/nn_lstm", "tensorflow/cudnn_lstm", "jax/scan"):
         assert {"modern/000/%s/b128-s30-h512" % fw, "modern/000/%s/b128-s100-h1024" % fw} <= ids
@@ -121,7 +125,7 @@ def harness_results(tmp_path_factory):
     jobs = {}
     for stack in sorted(AVAILABLE):
         d = tmp_path_factory.mktemp(stack)
-        cells = [c for c in SUITE.cells if c.stack == stack]
+        cells = [c for c in FP32_CELLS if c.stack == stack]
         job = {"schema_version": 1, "run_id": "test-modern", "stack": stack, "kit": {},
                "out_dir": str(d / "cells"), "device": "cpu",
                "cells": [_job_cell(c) for c in cells]}
@@ -137,14 +141,14 @@ def harness_results(tmp_path_factory):
     with ThreadPoolExecutor(max_workers=len(jobs) or 1) as pool:
         procs = dict(zip(jobs, pool.map(run, list(jobs))))
     out = {}
-    for c in SUITE.cells:
+    for c in FP32_CELLS:
         if c.stack in jobs:
             path = jobs[c.stack] / "cells" / (c.id.replace("/", "__") + ".json")
             out[c.id] = (procs[c.stack], json.loads(path.read_text()) if path.exists() else None)
     return out
 
 
-@pytest.mark.parametrize("cell", SUITE.cells, ids=lambda c: c.id)
+@pytest.mark.parametrize("cell", FP32_CELLS, ids=lambda c: c.id)
 def test_cell_runs_tiny_through_the_harness(harness_results, cell):
     if cell.stack not in AVAILABLE:
         pytest.skip("%s is not installed here" % FRAMEWORK_OF[cell.stack])

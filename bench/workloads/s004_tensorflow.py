@@ -367,6 +367,7 @@ def run(ctx):
             ctx.note("The published row ran on one GPU; this job's device is the CPU, so the same "
                      "graph runs on the CPU as context (not a GPU measurement).")
     on_gpu = any("gpu" in d.lower() for d in devices)
+    ctx.record_ran_on("gpu" if on_gpu else "cpu", "tower devices %s" % ", ".join(devices))
     cpu_substitute = variant == "cudnn" and not on_gpu
     if variant == "block" and _versions.at_least(tf, 1, 13):
         register_lstm_block_cell_grad(tf)
