@@ -283,7 +283,9 @@ def load_data_file(relpath: str, schema: str | None = None) -> Any:
 
 # -- validated documents kept between processes ---------------------------------------------------
 DATA_CACHE_ENV = "REPROKIT_DATA_CACHE"
-_DATA_CACHE_FORMAT = b"reprokit-data-cache 1\0"  # change it when the cached form changes
+# Change it when the cached form changes. Form 2: the header, the key the blob was stored under
+# (64 hex digits), the sha256 of the payload (64 hex digits), then the marshalled document.
+_DATA_CACHE_FORMAT = b"reprokit-data-cache 2\0"
 
 
 def data_cache_dir() -> Path | None:
@@ -312,11 +314,19 @@ def _cached_validated(key: str | None) -> Any:
     if key is None or where is None:
         return None
     try:
-        blob = (where / f"{key}.marshal").read_bytes()
-        if not blob.startswith(_DATA_CACHE_FORMAT):
-            return None
-        doc = marshal.loads(blob[len(_DATA_CACHE_FORMAT):])
-    except (OSError, ValueError, EOFError, TypeError):
+        blob = read_bounded(where / f"{key}.marshal", "data")
+    except OSError:
+        return None
+    head = len(_DATA_CACHE_FORMAT)
+    stored_key, digest, payload = blob[head:head + 64], blob[head + 64:head + 128], blob[head + 128:]
+    # a blob from another key (copied or planted under this name) or edited since it was written is
+    # ignored, and the file is parsed and validated again: it is checked before marshal reads it
+    if (not blob.startswith(_DATA_CACHE_FORMAT) or stored_key != key.encode()
+            or digest != hashlib.sha256(payload).hexdigest().encode()):
+        return None
+    try:
+        doc = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
         return None
     return doc if isinstance(doc, (dict, list)) else None
 
@@ -328,7 +338,9 @@ def _store_validated(key: str | None, doc: Any) -> None:
     if key is None or where is None:
         return
     try:
-        blob = _DATA_CACHE_FORMAT + marshal.dumps(doc)
+        payload = marshal.dumps(doc)
+        blob = (_DATA_CACHE_FORMAT + key.encode() + hashlib.sha256(payload).hexdigest().encode()
+                + payload)
         _write_atomic(where / f"{key}.marshal", lambda f: f.write(blob), sync=False, mode="wb")
     except (OSError, ValueError):
         pass

@@ -139,3 +139,29 @@ def test_results_keeps_the_old_names_of_what_moved_and_imports_no_pandas():
     p = subprocess.run([sys.executable, "-c", code], cwd=files.REPO, capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+def test_a_planted_or_foreign_cache_entry_is_ignored_and_rebuilt(scratch, tmp_path, monkeypatch):
+    """Issue 23: an edited blob that still unmarshals was used silently, and another document's blob
+    under this key gave exit 3; both are now ignored, the file parsed and validated again."""
+    import hashlib
+    import marshal
+
+    monkeypatch.setenv("REPROKIT_DATA_CACHE", str(tmp_path))
+    policy = (files.DATA / "verdict_policy.yaml").read_text()
+    scratch.write_text(policy)
+    good = files.load_data_file(scratch.name, "verdict_policy")
+    (entry,) = tmp_path.glob("*.marshal")
+    head = len(files._DATA_CACHE_FORMAT)
+    blob = entry.read_bytes()
+    edited = {**good, "efficiency": {**good["efficiency"], "tolerance": 9.0}}
+    entry.write_bytes(blob[:head + 128] + marshal.dumps(edited))  # edited: digest no longer holds
+    files.clear_data_cache()
+    assert files.load_data_file(scratch.name, "verdict_policy") == good
+    foreign = marshal.dumps(["another", "document"])  # a consistent blob stored under another key
+    other_key = hashlib.sha256(b"elsewhere").hexdigest().encode()
+    entry.write_bytes(files._DATA_CACHE_FORMAT + other_key + hashlib.sha256(foreign).hexdigest().encode()
+                      + foreign)
+    files.clear_data_cache()
+    assert files.load_data_file(scratch.name, "verdict_policy") == good
+    assert entry.read_bytes() == blob  # rebuilt
