@@ -1,8 +1,10 @@
 """Host and stack fingerprints (reprokit/fingerprint.py, bench/stack_fingerprint.py).
 
-Runs the real probes: this machine has no NVIDIA driver (platform.md), so the host fingerprint's
-NVML path is the real "no driver" path. The NVML success path can only be exercised here with a
-fake binding (FakeNVML below); it has never run against a real GPU.
+Runs the real probes, and holds on a machine with an NVIDIA GPU and on one without: the host
+fingerprint must say what NVML says there. The development machines have no NVIDIA driver, so the
+real path taken there is "no driver"; the NVML success path is exercised with a fake binding
+(FakeNVML below, whose every function exists in the installed nvidia-ml-py) and, on a GPU machine,
+by the tests marked `gpu` (skipped elsewhere, saying why: tests/conftest.py).
 """
 from __future__ import annotations
 
@@ -70,16 +72,40 @@ def _strings(obj):
         yield obj
 
 
-def test_host_fingerprint_reports_no_nvidia_driver_here():
+def test_host_fingerprint_says_what_nvml_says_here():
+    """With a driver: one record per GPU NVML counts; without: no GPU and NVML's own reason."""
     fpr = fp.host_fingerprint()
-    assert fpr["gpus"] == []
-    assert fpr["nvidia"]["available"] is False
-    assert fpr["nvidia"]["reason"].startswith("no NVIDIA driver: NVMLError")
+    nv = fpr["nvidia"]
+    if nv["available"]:
+        assert len(fpr["gpus"]) == nv["device_count"] and nv["driver_version"]
+        assert all(g["name"] and g["uuid"] for g in fpr["gpus"])
+    else:
+        assert fpr["gpus"] == []
+        assert nv["reason"].startswith(("no NVIDIA driver: NVMLError", "NVML failed to initialise: ",
+                                        "NVML bindings not importable"))
 
 
 def test_nvml_gpus_alone_matches_host_fingerprint():
     gpus, nvidia = fp.nvml_gpus()
-    assert gpus == [] and nvidia["available"] is False and "no NVIDIA driver" in nvidia["reason"]
+    fpr = fp.host_fingerprint()
+    assert [(g["index"], g["uuid"], g["name"]) for g in gpus] == \
+        [(g["index"], g["uuid"], g["name"]) for g in fpr["gpus"]]
+    assert nvidia["available"] == fpr["nvidia"]["available"]
+    assert nvidia.get("reason") == fpr["nvidia"].get("reason")
+
+
+@pytest.mark.gpu
+def test_host_fingerprint_describes_a_real_gpu():
+    fpr = fp.host_fingerprint()
+    nv = fpr["nvidia"]
+    assert nv["available"] is True and nv["device_count"] >= 1 and nv["device_count"] == len(fpr["gpus"])
+    assert nv["driver_version"] and nv["cuda_driver_version"].count(".") == 1
+    for i, g in enumerate(fpr["gpus"]):
+        assert g["index"] == i and g["uuid"].startswith("GPU-") and g["name"]
+        assert g["memory_total_bytes"] > 2**30 and g["compute_capability"].count(".") == 1
+        assert g["architecture"] and not g["architecture"].startswith("unknown"), g["architecture"]
+        assert g["clocks"]["sm_max_mhz"] > 0 and g["power_limit_w"] > 10
+        assert g["pci_bus_id"] and g["persistence_mode"] in (True, False)
 
 
 # -- NVML with a fake binding (the real GPU path never ran) -----------------------------------
@@ -163,6 +189,24 @@ class FakeNVML:
     def nvmlDeviceGetPerformanceState(self, h):
         return 0
     # nvmlDeviceGetMigMode, GetComputeMode, GetTemperature, GetVbiosVersion are missing on purpose
+
+
+def test_the_fake_binding_calls_only_what_the_installed_one_has_with_its_parameters():
+    """FakeNVML stands for pynvml: each of its functions must exist in the installed nvidia-ml-py and
+    take as many arguments as it may be called with (tests/test_nvml_api.py checks that the kit's own
+    calls exist)."""
+    import inspect
+
+    import pynvml
+
+    names = [n for n in vars(FakeNVML) if n.startswith("nvml")]
+    assert len(names) >= 15
+    for name in names:
+        assert hasattr(pynvml, name), name
+        params = inspect.signature(getattr(pynvml, name)).parameters.values()
+        required = sum(1 for p in params if p.default is inspect.Parameter.empty)
+        mine = len(inspect.signature(getattr(FakeNVML(), name)).parameters)
+        assert required <= mine <= len(params), name
 
 
 def test_nvml_gpus_records_each_failing_call_as_null_with_error():
@@ -294,7 +338,10 @@ def _check_stack(fpr: dict) -> None:
     assert fpr["kind"] == "stack_fingerprint" and fpr["python"]["version"] == platform.python_version()
     assert fpr["numpy"]["version"] and fpr["numpy"]["blas"]
     cudnn = fpr["cuda_libraries"]["cudnn"]
-    assert cudnn["version"] is None and cudnn["reason"]  # no cuDNN on this machine
+    if cudnn["version"] is None:  # no cuDNN on this machine: says why and what it tried
+        assert cudnn["reason"] and isinstance(cudnn["tried"], list)
+    else:  # a machine with cuDNN (a CUDA build of a framework brings one)
+        assert cudnn["version_str"] and cudnn["library"] and cudnn["function"] == "cudnnGetVersion"
     assert fpr["image"]["id"] is None and fpr["image"]["reason"]
 
 
@@ -305,7 +352,11 @@ def test_collect_torch_reports_the_imported_version():
     fw = fpr["framework"]
     assert fw["name"] == "torch" and fw["version"] == torch.__version__
     assert fw["errors"] == {}
-    assert fw["cuda"] is None and fw["cuda_available"] is False and fw["devices"] == []
+    # what the installed torch says: a CPU build here, a CUDA build on a GPU machine
+    assert fw["cuda"] == torch.version.cuda and fw["cuda_available"] is torch.cuda.is_available()
+    assert [d["name"] for d in fw["devices"]] == [torch.cuda.get_device_name(i)
+                                                  for i in range(torch.cuda.device_count())
+                                                  if torch.cuda.is_available()]
     assert "PyTorch built with" in fw["build_config"]
     assert any(p.startswith("torch==") for p in fpr["packages"]["packages"])
 
@@ -317,8 +368,12 @@ def test_collect_tensorflow_reports_the_imported_version():
     fw = fpr["framework"]
     assert fw["name"] == "tensorflow" and fw["version"] == tf.__version__
     assert fw["errors"] == {}
-    assert fw["built_with_cuda"] is False and fw["build_info"]["is_cuda_build"] is False
-    assert [d["device_type"] for d in fw["physical_devices"]] == ["CPU"]
+    # what the installed TensorFlow says (tensorflow-cpu in pyproject.toml: no GPU on any machine)
+    assert fw["built_with_cuda"] is tf.test.is_built_with_cuda()
+    assert fw["build_info"]["is_cuda_build"] is tf.sysconfig.get_build_info()["is_cuda_build"]
+    assert [d["device_type"] for d in fw["physical_devices"]] == \
+        [d.device_type for d in tf.config.list_physical_devices()]
+    assert "CPU" in [d["device_type"] for d in fw["physical_devices"]]
 
 
 def test_collect_missing_or_unknown_framework_is_data_not_an_exception():
