@@ -178,10 +178,13 @@ def from_cuda_visible(value: str | None, gpus: list[dict[str, Any]], order: str 
 
 
 def job_gpu_ids(ids: list[str], gpus: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """Slurm's global GPU ids (SLURM_JOB_GPUS) on a node fingerprint taken inside the job. With the
-    devices constrained (cgroup), NVML there lists only the job's GPUs, numbered from 0: the ids
-    are then matched by position; otherwise by NVML index (Slurm's AutoDetect=nvml numbers a
-    node's GPUs in NVML's order [U: assumed for a gres.conf written by hand])."""
+    """Slurm's global GPU ids (SLURM_JOB_GPUS) on a node fingerprint taken inside the job, matched
+    by NVML index (Slurm's AutoDetect=nvml numbers a node's GPUs in NVML's order [U: assumed for a
+    gres.conf written by hand]). With the devices constrained (cgroup), NVML's count_v2 still
+    lists every GPU and the job's others fail with NO_PERMISSION (NVML API reference,
+    nvmlDeviceGetHandleByIndex_v2): they are records without a UUID, and the index match holds.
+    An NVML that lists only the job's GPUs, numbered from 0 (the _v1 count), is recognised by
+    ids it does not have: they are then matched by position."""
     indexes = {g.get("index") for g in gpus}
     numeric = [i for i in ids if str(i).isdigit()]
     if len(gpus) == len(ids) and numeric == ids and any(int(i) not in indexes for i in ids):
@@ -191,6 +194,26 @@ def job_gpu_ids(ids: list[str], gpus: list[dict[str, Any]]) -> tuple[list[dict[s
             "the node's NVML lists only the job's GPUs (devices constrained): matched by position")
     out, missing = from_device_ids(ids, gpus)
     return out, (f"id(s) {', '.join(missing)} match no GPU of the node" if missing else "")
+
+
+def in_cgroup(value: str | None, gpus: list[dict[str, Any]], order: str | None
+              ) -> tuple[list[dict[str, Any]], str]:
+    """from_cuda_visible for a process in a device cgroup (a Slurm job with ConstrainDevices): when
+    some of the node's GPUs could not be opened (records without a UUID), CUDA enumerates only the
+    others, so its indexes count those, in NVML's order (Slurm sets CUDA_VISIBLE_DEVICES to
+    0..N-1 there [U: Slurm gres documentation not re-read for this])."""
+    usable = [g for g in gpus if g.get("uuid")]
+    if len(usable) == len(gpus):
+        return from_cuda_visible(value, gpus, order)
+    real = {g.get("uuid"): g.get("index") for g in usable}
+    view = [dict(g, index=n) for n, g in enumerate(sorted(usable, key=lambda g: g.get("index") or 0))]
+    entries, note = from_cuda_visible(value, view, order)
+    for e in entries:
+        if e.get("uuid") in real:
+            e["index"] = real[e["uuid"]]
+    said = (f"the job can open {len(usable)} of the node's {len(gpus)} GPUs (device cgroup): "
+            "CUDA's indexes count only those")
+    return entries, "; ".join(x for x in (said, note) if x)
 
 
 def _cut(entries: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
@@ -241,7 +264,7 @@ def _for_cell(result: Mapping[str, Any], runner: str, runner_info: Mapping[str, 
                                                f"(container device ids) + node {node} fingerprint")
         genv = runner_info.get("gpu_env") or _env_of(result, None)
         cvd = genv.get("CUDA_VISIBLE_DEVICES")
-        entries, note = from_cuda_visible(cvd, gpus, genv.get("CUDA_DEVICE_ORDER"))
+        entries, note = in_cgroup(cvd, gpus, genv.get("CUDA_DEVICE_ORDER"))
         job = genv.get("SLURM_JOB_GPUS")
         what = (f"CUDA_VISIBLE_DEVICES={cvd}" if cvd is not None else "CUDA_VISIBLE_DEVICES unset")
         return _cut(entries, count), _with(note, what + (f" (SLURM_JOB_GPUS={job})" if job else "")

@@ -168,6 +168,21 @@ def test_slurm_job_gpus_on_a_constrained_node_match_by_position():
     assert [g["uuid"] for g in gpus] == [U1, U0] and "constrained" in note
 
 
+def test_slurm_job_in_a_device_cgroup_counts_cuda_indexes_among_its_own_gpus():
+    """NVML's count lists every GPU of the node; the ones the job may not open have no UUID
+    (NO_PERMISSION): CUDA_VISIBLE_DEVICES=0 is then the job's first GPU, NVML index 1 here."""
+    node = stored("h100")
+    node["gpus"][0] = {"index": 0, "errors": {"handle": "NVMLError_NoPermission: Insufficient Permissions"}}
+    info = {"node": "n1", "node_fingerprint": node,
+            "gpu_env": {"SLURM_JOB_GPUS": "1", "CUDA_VISIBLE_DEVICES": "0"}}
+    gpus, source = cell_gpus.for_cell({}, "slurm", info, 1, None)
+    assert gpus == [{"index": 1, "uuid": U1, "name": "NVIDIA H100 80GB HBM3", "visible_as": "0",
+                     "mig": None}]
+    assert "can open 1 of the node's 2 GPUs" in source
+    # the container launchers' global ids match NVML indexes there
+    assert [g["uuid"] for g in cell_gpus.job_gpu_ids(["1"], node["gpus"])[0]] == [U1]
+
+
 def test_slurm_local_launcher_reads_the_task_environment():
     info = {"node": "n1", "node_fingerprint": stored("b200"),
             "gpu_env": {"SLURM_JOB_GPUS": "1", "CUDA_VISIBLE_DEVICES": "1",

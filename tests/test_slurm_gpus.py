@@ -52,7 +52,9 @@ def test_slurm_device_comes_from_the_probe_nodes_fingerprint():
 def test_a_gpu_run_from_a_gpu_less_login_node_is_planned_on_the_probe_nodes_gpus(
         monkeypatch, tmp_path):
     """This machine has no GPU: before, `--device gpu` was refused here (checks.require_gpu on the
-    driver host) and preflight counted the driver host's GPUs (none)."""
+    driver host) and preflight counted the driver host's GPUs (none). The Docker launcher: the
+    local launcher's environments here are CPU builds, which the environment check refuses for a
+    GPU run before anything is submitted (issue 20 item 3)."""
     from reprokit.runners.slurm import SlurmRunner
 
     asked = {}
@@ -71,12 +73,13 @@ def test_a_gpu_run_from_a_gpu_less_login_node_is_planned_on_the_probe_nodes_gpus
     monkeypatch.setattr(SlurmRunner, "probe", probe)
     monkeypatch.setattr(run_cmd, "execute", execute)
     code = cli.main(["run", "--suite", "smoke", "--runner", "slurm", "--device", "gpu", "--quick",
+                     "--slurm-launcher", "docker",
                      "--results", str(tmp_path / "r")])
     assert code == 0
     plan, runner = seen["plan"], seen["runner"]
     assert asked["gpus"] == 1  # the probe asks for a GPU, as the cells' jobs will
     assert plan.options.device == "gpu" and runner.device == "gpu"
-    assert runner.launcher.name == "local"
+    assert runner.launcher.name == "docker"
     assert plan.host["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"  # the node's, not this host's
     checks = [c for v in plan.verdicts.values() for c in v.get("checks", [])
               if c["name"] == "gpu_count"]
