@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -306,22 +307,34 @@ def test_the_report_shows_the_kind_beside_the_verdict():
 # -- a run in a container: the image tied to its actions by ID, checked against the engine's store --
 @pytest.mark.docker
 @pytest.mark.slow
-def test_a_docker_run_names_its_image_and_verify_finds_it_in_the_local_store(smoke_image, tmp_path):
+def test_a_docker_run_exported_with_its_image_names_it_by_id_and_verifies(smoke_image, tmp_path):
     env = {"REPROKIT_IMAGE_LOCK": os.environ["REPROKIT_IMAGE_LOCK"]}  # set by the image_lock fixture
     p = cli("run", "--suite", "smoke", "--runner", "docker", "--quick", "--cells", "smoke/python/*",
             "--results", str(tmp_path / "results"), env=env)
     assert p.returncode == 0, p.stderr
     (run,) = [d for d in (tmp_path / "results").iterdir() if (d / "run.json").exists()]
     crate = tmp_path / "docker.crate.zip"
-    p = cli("export", str(run), "-o", str(crate), env=env)
+    p = cli("export", str(run), "-o", str(crate), "--with-images", env=env)
     assert p.returncode == 0, p.stderr
     with zipfile.ZipFile(crate) as z:
         by_id = {e["@id"]: e for e in json.loads(z.read(METADATA))["@graph"]}
+        manifest = json.loads(tarfile.open(fileobj=z.open("images/images.tar")).extractfile(
+            "reprokit-archive.json").read())
     act = by_id["#cell-smoke__python__matmul__n24"]
     image = by_id[act["containerImage"]["@id"]]
     assert image["@type"] == "ContainerImage"
     assert "sha256:" + image["sha256"] == smoke_image["image_id"]
     assert act["object"]["@id"].startswith("run/jobs/smoke-python")  # the job file that asked for it
+    assert image["subjectOf"] == {"@id": "images/images.tar"}
+    assert [im["image_id"] for im in manifest["images"]] == [smoke_image["image_id"]]
     p = cli("verify", str(crate))
     assert p.returncode == 0, p.stderr
+    assert "images: images/images.tar holds 1 image(s), every one the actions name" in p.stdout, p.stdout
     assert f"sha256:{image['sha256'][:12]}: in the local store" in p.stdout, p.stdout
+
+
+def test_with_images_refuses_a_run_without_containers(smoke, tmp_path):
+    run, _ = smoke
+    p = cli("export", str(run), "-o", str(tmp_path / "x.zip"), "--with-images")
+    assert p.returncode == 2, p.stderr
+    assert "no cell of" in one_line(p) and "ran in a container image" in p.stderr

@@ -10,6 +10,9 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", default=None,
                    help="the crate file to write (default: <run-id>.crate.zip in the current directory)")
     p.add_argument("--results", default="results", help="results root (default: results/)")
+    p.add_argument("--with-images", action="store_true",
+                   help="add the archive of the container images the cells ran in (a Docker engine and "
+                   "the image lock needed)")
 
 
 def run(args) -> int:
@@ -20,5 +23,5 @@ def run(args) -> int:
 
     rundir = results.resolve_run(args.run, Path(args.results))
     out = Path(args.output) if args.output else Path(f"{rundir.path.name}.crate.zip")
-    print(export.export(rundir, out))
+    print(export.export(rundir, out, with_images=args.with_images))
     return 0

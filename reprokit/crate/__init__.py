@@ -14,6 +14,8 @@ The crate is a zip (RO-Crate 1.1, Process Run Crate profile 0.5) holding:
 - `kit-data/`: the snapshot of the kit's data files the report read (reprokit/data's relative layout:
   suites, published numbers, sources, claims, peaks, cpus, policies, ...). `verify` and `report FILE`
   read the data from there (`files.data_root`), never from reprokit/data.
+- `images/images.tar` (`export --with-images`): the image archive of `reproduce.py archive` holding the
+  images the cells ran in, each the ContainerImage entity of its actions by image ID.
 
 Modules: `export` (write), `archive` (open a crate file), `checks` (verify), `profile` (the profile
 checks: roc-validator where installed, the kit's own otherwise).
@@ -33,6 +35,7 @@ WFRUN_TERMS = "https://w3id.org/ro/terms/workflow-run"
 KIT_MARK = "reprokit-run-crate"
 # The report files render() writes (plots/*.svg besides); verify re-renders and compares them.
 REPORT_FILES = ("report.md", "report.html", "report.json")
+IMAGE_ARCHIVE = "images/images.tar"
 
 
 class CrateInvalid(UserError):

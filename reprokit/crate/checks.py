@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from reprokit import files, validate
 from reprokit.crate import (
     DATA_DIR,
+    IMAGE_ARCHIVE,
     KIT_MARK,
     METADATA,
     RUN_DIR,
@@ -231,6 +232,27 @@ def check_report(crate: Crate) -> int:
     return len(stored)
 
 
+def check_image_archive(crate: Crate) -> list[str]:
+    """`export --with-images`: the archive's structure and manifest (reprokit/containers/archive.py,
+    without loading anything), and that it holds every image the actions name by ID."""
+    if IMAGE_ARCHIVE not in crate.described_files():
+        return []
+    from reprokit.containers import archive
+
+    try:
+        manifest = archive.check_archive(crate.root / IMAGE_ARCHIVE)
+    except UserError as e:
+        raise CrateInvalid(f"{IMAGE_ARCHIVE}: {' '.join(str(e).split())}") from e
+    held = {im["image_id"] for im in manifest["images"]}
+    named = [e for e in crate.by_id.values() if "ContainerImage" in profile._types(e)]
+    lacking = [e for e in named if f"sha256:{e.get('sha256')}" not in held]
+    if lacking:
+        raise CrateInvalid(_one_line(f"{IMAGE_ARCHIVE} does not hold image sha256:{lacking[0].get('sha256')} "
+                                     f"({lacking[0].get('name')}) that the actions name", len(lacking) - 1))
+    return [f"images: {IMAGE_ARCHIVE} holds {len(held)} image(s), every one the actions name (load them "
+            f"elsewhere: unzip -j {crate.file.name} {IMAGE_ARCHIVE}, then `reproduce.py restore images.tar`)"]
+
+
 def check_images(crate: Crate) -> list[str]:
     """With a Docker engine: each ContainerImage's ID against the local store (notices only)."""
     imgs = [e for e in crate.by_id.values() if "ContainerImage" in profile._types(e)]
@@ -260,6 +282,7 @@ def verify(file: Path) -> list[str]:
     first failure, UserError (exit 2) when the file is not a crate."""
     with opened(file) as crate:
         n_files = check_files(crate)
+        archived = check_image_archive(crate)
         n_schemas = check_schemas(crate)
         notes = check_profile(crate)
         n_report = check_report(crate)
@@ -269,7 +292,7 @@ def verify(file: Path) -> list[str]:
                 f"schemas: {n_schemas} files valid against their schemas",
                 *notes,
                 f"report: re-rendered from the crate's files alone, byte-identical ({n_report} files)",
-                *images]
+                *archived, *images]
 
 
 def render_report(file: Path, out: Path) -> list[Path]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from reprokit import files, results
 from reprokit.crate import (
     DATA_DIR,
+    IMAGE_ARCHIVE,
     KIT_MARK,
     PROCESS_RUN_CRATE,
     REPORT_FILES,
@@ -76,7 +77,51 @@ def first_difference(a: dict[str, bytes], b: dict[str, bytes]) -> str | None:
     return None
 
 
-def export(rundir: results.RunDir, out: Path) -> Path:
+def ran_images(run_dir: Path) -> dict[str, dict]:
+    """{image ID: {"dir", "flavour", "tag"}} of every container image the run's cells ran in, from
+    what the runner recorded (tag reprokit/<dir>:<flavour>-<inputs hash>)."""
+    out: dict[str, dict] = {}
+    for path in sorted((run_dir / "cells").glob("*.json")) if (run_dir / "cells").is_dir() else []:
+        r = files.loads_strict(path.read_text()).get("runner") or {}
+        tag = r.get("image_tag") or ""
+        repo, _, version = tag.rpartition(":")
+        if not (r.get("image_id") and repo.startswith("reprokit/") and version):
+            continue
+        out.setdefault(r["image_id"], {"dir": repo.split("/", 1)[1], "flavour": version.split("-", 1)[0],
+                                       "tag": tag})
+    return out
+
+
+def _archive_images(run_dir: Path, dest: Path) -> list[str]:
+    """The image archive (reprokit/containers/archive.py) of the images the run ran in, written to
+    `dest`; refused when an image is no longer the one the cells ran in. The image IDs archived."""
+    import sys
+
+    from reprokit.containers import archive, engine
+
+    ran = ran_images(run_dir)
+    if not ran:
+        raise UserError(f"--with-images: no cell of {run_dir.name} ran in a container image (local "
+                        "runner); export without --with-images")
+    flavours = {v["flavour"] for v in ran.values()}
+    if len(flavours) != 1:
+        raise UserError(f"--with-images: the run used images of several flavours "
+                        f"({', '.join(sorted(flavours))}); archive them with `reproduce.py archive` instead")
+    dirs = sorted({v["dir"] for v in ran.values()})
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    manifest = archive.write_archive(engine.client(), dirs, flavours.pop(), dest, None,
+                                     lambda msg: print(msg, file=sys.stderr, flush=True))
+    have = {im["image_id"] for im in manifest["images"]}
+    gone = sorted(set(ran) - have)
+    if gone:
+        dest.unlink()
+        raise UserError(f"--with-images: image {ran[gone[0]]['tag']} ({gone[0][:19]}) that the cells ran "
+                        "in is no longer the locked build of its recipe; export without --with-images "
+                        "and keep the image another way (docker save)")
+    return sorted(have)
+
+
+def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path:
     from rocrate.model import ContextEntity
     from rocrate.rocrate import ROCrate
 
@@ -101,6 +146,8 @@ def export(rundir: results.RunDir, out: Path) -> Path:
             dst = stage / DATA_DIR / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(files.DATA / rel, dst)
+        if with_images:
+            _archive_images(run_dir, stage / IMAGE_ARCHIVE)
         crate = ROCrate(version="1.1")
         _describe(crate, ContextEntity, stage, run, reads)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -200,6 +247,14 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
                        "alone; `reproduce.py verify` renders it again and compares byte for byte",
         "instrument": {"@id": "#kit-export"}, "actionStatus": {"@id": entities.COMPLETED},
         "object": entities.refs(inputs), "result": entities.refs(report_files)}))
+    if (stage / IMAGE_ARCHIVE).is_file():  # --with-images: the archive tied to the images by ID
+        imgs = [e for e in crate.get_entities() if e.type == "ContainerImage"]
+        arch = crate.get(IMAGE_ARCHIVE)
+        arch["description"] = ("the images the cells ran in (`reproduce.py archive` format: "
+                               "`reproduce.py restore` loads and checks it)")
+        arch["about"] = imgs[0] if len(imgs) == 1 else imgs
+        for e in imgs:
+            e["subjectOf"] = arch
     root = crate.root_dataset
     root["name"] = f"reprokit run {run['run_id']} (suite {run['suite']})"
     lines = [f"Source {s.get('source')} ({s.get('title')}): {s.get('answer')}"
