@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from test_slurm import cluster  # noqa: F401  (the one-node cluster fixture, for the Slurm test)
 
 from reprokit import env_preflight, fingerprint, preflight, suites
 from reprokit.errors import UserError
@@ -330,3 +331,22 @@ def test_run_with_a_users_interpreter_records_it_and_labels_the_cells(tmp_path, 
     originals = [s["original"] for s in cell["implementation"]["substitutes"]]
     assert "torch 0.1.12_2 (stacks.yaml pin of torch-0.1)" in originals
     assert "Python 2.7.13 (stacks.yaml pin of torch-0.1)" in originals
+
+
+@pytest.mark.usefixtures("cluster")
+def test_slurm_local_launcher_runs_the_users_interpreter_on_the_node(tmp_path, user_venv):
+    """The real one-node Slurm cluster (tests/test_slurm.py's fixture): the interpreter named with
+    --python reaches the task, and the run records it."""
+    p = subprocess.run([sys.executable, str(ROOT / "reproduce.py"), "run", "--suite", "smoke", "--quick",
+                        "--runner", "slurm", "--cells", "smoke/pytorch*",
+                        "--python", f"torch-0.1={user_venv}", "--results", str(tmp_path), "--no-report"],
+                       capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                       env={**os.environ, "REPROKIT_ENV_PROBE_DIR": os.environ["REPROKIT_ENV_PROBE_DIR"]})
+    assert p.returncode == 0, p.stderr[-3000:]
+    run = json.loads(next(tmp_path.glob("*/run.json")).read_text())
+    assert run["environments"]["torch-0.1"]["byo"] and run["environments"]["torch-0.1"]["python"] == user_venv
+    cell = json.loads(next(tmp_path.glob("*/cells/smoke__pytorch*.json")).read_text())
+    assert cell["status"] == "ok" and cell["runner"]["launcher"] == "local"
+    assert cell["runner"]["python"] == user_venv and cell["environment"]["chosen"]["byo"]
+    assert "torch 0.1.12_2 (stacks.yaml pin of torch-0.1)" in [
+        s["original"] for s in cell["implementation"]["substitutes"]]

@@ -49,8 +49,11 @@ class LocalLauncher:
         # the chosen environment's variables (a candidate's, e.g. KERAS_BACKEND, over the stack's)
         env = dict(prepared.get("env_vars") or stack_spec["local"].get("env_vars", {}))
         env.update({"PYTHONDONTWRITEBYTECODE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+        # the interpreter (the kit's venv, or the user's --python STACK=PATH) must exist on the nodes
+        # at the same path; what it can use (env_probe.py, probed here) goes to run.json
         return {"stack": stack, "python": prepared["python"], "env": env,
-                "substitutes": prepared.get("substitutes"), "environment": prepared.get("environment")}
+                "substitutes": prepared.get("substitutes"), "environment": prepared.get("environment"),
+                "env_probe": prepared.get("env_probe")}
 
     def task(self, prepared: dict, job_path: Path, cell_id: str, process: int | None,
              run_dir: Path, gpus: int = 0) -> dict:
