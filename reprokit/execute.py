@@ -35,7 +35,7 @@ from reprokit import (
     results,
 )
 from reprokit.errors import UserError
-from reprokit.plan import Plan, decide, make_job
+from reprokit.plan import Plan, cell_specs, decide, make_job
 from reprokit.progress import Progress, past_cell_times, recorded_times
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
 from reprokit.suites import Cell, load_stacks
@@ -166,6 +166,20 @@ def _gpu_cell(job_cell: dict, device: str, host: dict) -> bool:
     """Whether a cell may run on a GPU, so its GPUs' state is watched (a CPU cell's is not)."""
     dev = job_cell.get("device") or device
     return dev == "gpu" or (dev == "auto" and bool((host or {}).get("gpus")))
+
+
+def _record_specs(run: dict, specs: dict[str, str], allow: bool) -> None:
+    """A resumed run: the specs of cells it plans for the first time are added; cells whose spec
+    changed (only with --allow-changed-data: the command refuses otherwise) are an incident."""
+    changed = reconcile.check_cell_specs(run, specs, allow)
+    if changed:
+        run.setdefault("incidents", []).append(
+            {"kind": "changed_data", "at": files.utcnow(), "cell_id": None,
+             "text": f"resumed with --allow-changed-data: the suite's data changed what "
+                     f"{', '.join(changed)} measure(s) since the run started; results of both "
+                     "definitions are mixed in this run"})
+    if "cell_specs" in run or not run.get("cells"):  # an older run records none: not started now
+        run["cell_specs"] = {**(run.get("cell_specs") or {}), **specs}
 
 
 def _driver() -> dict:
@@ -308,6 +322,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                                   modify=True, say=say).run
         run["finished"] = None
         run["current"] = None
+        _record_specs(run, cell_specs(plan), plan.options.allow_changed_data)
         ctx["run"] = run
     else:
         run = {
@@ -316,7 +331,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             "quick": plan.options.quick, "repeat": repeat, "started": files.utcnow(),
             "finished": None, "wall_s": None,
             "host_fingerprint": plan.host if plan.host is not None else fingerprint.host_fingerprint(),
-            "kit": files.kit_info(), "stacks": {}, "cells": [],
+            "kit": files.kit_info(), "stacks": {}, "cells": [], "cell_specs": cell_specs(plan),
             "options": {"device": plan.options.device, "min_samples": plan.options.min_samples,
                         "time_budget_s": plan.options.time_budget_s,
                         "data": (plan.options.data or {}).get("root"),

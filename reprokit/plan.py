@@ -9,11 +9,13 @@ modified in place: `dataclasses.replace` makes the next one."""
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
 from dataclasses import dataclass, field, replace
 
 from reprokit import datasets, files, jit_warmup
 from reprokit.errors import UserError
-from reprokit.suites import FRAMEWORK_DEFAULT, Cell, Suite, float_precision
+from reprokit.suites import FP32, FRAMEWORK_DEFAULT, Cell, Suite, float_precision
 
 
 @dataclass
@@ -26,6 +28,7 @@ class Options:
     time_budget_s: float | None = None
     data: dict | None = None  # `run --data DIR`: datasets.prepare_run's record; None = stand-ins
     repeat: int = 1  # `run --repeat K`: each cell in K fresh processes, interleaved across cells
+    allow_changed_data: bool = False  # `run --resume --allow-changed-data`: mix cells of two data
 
 
 @dataclass
@@ -112,11 +115,30 @@ def job_cell(cell: Cell, suite: Suite, options: Options) -> dict:
         "params": {**cell.params, **datasets.cell_data_params(cell, options.data)},
         "metrics": list(cell.metrics),
         "budget": budget_for(cell, suite, options), "protocol": options.protocol,
-        "timeout_s": cell.timeout_s or suite.defaults["timeout_s"], "precision": cell.precision,
+        "timeout_s": cell.timeout_s or suite.defaults["timeout_s"],
     }
+    if cell.precision != FP32:  # a framework_default twin; absent = fp32 (the harness's default)
+        out["precision"] = cell.precision
     if cell.device:  # published on a CPU: the cell runs there whatever the job's device
         out["device"] = cell.device
     return out
+
+
+def cell_spec(cell: Cell, suite: Suite, options: Options) -> str:
+    """sha256 of what a cell measures: its job entry and stack, without its id, its time limit and
+    where its data lies. A resumed run compares them with the run's (reconcile.check_cell_specs), so
+    cells measured under other suite data (another budget, other params) are never mixed silently."""
+    spec = job_cell(cell, suite, options)
+    for key in ("id", "timeout_s"):
+        spec.pop(key, None)
+    spec["params"] = {k: v for k, v in spec["params"].items() if k != "data_dir"}
+    spec["stack"] = cell.stack
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def cell_specs(plan: Plan) -> dict[str, str]:
+    """{cell id: cell_spec} of every runnable cell of the plan."""
+    return {c.id: cell_spec(c, plan.suite, plan.options) for c in plan.runnable}
 
 
 def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str,

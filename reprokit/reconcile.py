@@ -302,6 +302,26 @@ def _show(key: str, value) -> str:
     return f"with {_FLAGS[key]} {value}"
 
 
+def changed_cells(run: dict, specs: dict[str, str]) -> list[str]:
+    """The cells whose measured spec (plan.cell_spec) differs from the one the run recorded when it
+    first planned them (older runs record none: nothing is compared)."""
+    stored = run.get("cell_specs") or {}
+    return sorted(cid for cid, digest in specs.items() if cid in stored and stored[cid] != digest)
+
+
+def check_cell_specs(run: dict, specs: dict[str, str], allow: bool) -> list[str]:
+    """UserError (one line) when the suite's data changed what a cell of the run measures since the
+    run planned it, unless `allow` (--allow-changed-data): then the changed cells, to record."""
+    changed = changed_cells(run, specs)
+    if changed and not allow:
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        raise UserError(f"cannot resume {run.get('run_id')}: the suite's data changed what {shown} "
+                        "measures (budget, parameters, metrics or stack) since the run started, so "
+                        "its results would mix two definitions; start a new run, resume with the kit "
+                        "that started it, or pass --allow-changed-data (recorded in run.json)")
+    return changed
+
+
 def check_resume(run: dict, now: dict) -> None:
     """UserError (one line) when a setting that changes measurements differs from the run's.
     Older runs record fewer settings: what they do not record is not compared, nor what `now`

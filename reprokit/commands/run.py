@@ -18,7 +18,7 @@ from pathlib import Path
 from reprokit import checks, datasets, fingerprint, lifecycle, reconcile, results, suites
 from reprokit.errors import UserError
 from reprokit.execute import check_resume_repeat, execute, exit_code
-from reprokit.plan import Options, decide, make_plan
+from reprokit.plan import Options, cell_specs, decide, make_plan
 from reprokit.runners.select import choose_runner
 
 
@@ -52,6 +52,9 @@ def add_arguments(p) -> None:
                    help="continue RUN, skipping cells already ok (with --repeat K: the processes "
                         "already ok; K comes from RUN); the other options that change measurements "
                         "must be the run's")
+    p.add_argument("--allow-changed-data", action="store_true",
+                   help="with --resume: resume although the suite's data changed what some cells "
+                        "measure since the run started (mixes two definitions; recorded in run.json)")
     p.add_argument("--no-report", action="store_true", help="do not render the report")
     p.add_argument("--data", metavar="DIR",
                    help="real data files (see `reproduce.py data`): cells that read PTB, "
@@ -277,7 +280,10 @@ def run(args) -> int:
         repeat = check_resume_repeat(resumed.load_run(), repeat)
     options = Options(quick=args.quick, protocol=args.protocol, device="cpu", cells=args.cells,
                       min_samples=args.min_samples, time_budget_s=args.time_budget,
-                      repeat=repeat or 1)
+                      repeat=repeat or 1, allow_changed_data=args.allow_changed_data)
+    if args.allow_changed_data and resumed is None:
+        raise UserError("--allow-changed-data applies to --resume RUN only; drop it, or add "
+                        "--resume RUN")
     plan = make_plan(suite, options)
     check_inputs(args, plan, resumed)
     byo_local = check_interpreters(args)
@@ -306,6 +312,7 @@ def run(args) -> int:
     if resumed is not None:
         reconcile.check_resume(resumed.load_run(),
                                reconcile.resume_options(plan.options, runner.name, suite.name))
+        reconcile.check_cell_specs(resumed.load_run(), cell_specs(plan), args.allow_changed_data)
         rundir = resumed
         if runner.name == "slurm":  # collect what the run's jobs finished while nobody followed
             from reprokit.execute_concurrent import attach
