@@ -120,8 +120,12 @@ def match(token: str, gpus: list[dict[str, Any]], *, by_index: bool = True) -> d
     return None
 
 
-def _unknown(token: str, name: str | None = None) -> dict[str, Any]:
-    return {"index": None, "uuid": None, "name": name, "visible_as": token, "mig": None}
+def _unknown(token: str, name: str | None = None, maybe_mig: bool = False) -> dict[str, Any]:
+    """An entry whose GPU is not known; `maybe_mig`: it may be a MIG slice (some GPU of the host is
+    in MIG mode), whose share of the GPU is then unknown too."""
+    mig = {"uuid": None, "parent_uuid": None, "profile": None, "sm_fraction": None} if maybe_mig \
+        else None
+    return {"index": None, "uuid": None, "name": name, "visible_as": token, "mig": mig}
 
 
 def from_device_ids(ids: list[str], gpus: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -148,12 +152,13 @@ def from_cuda_visible(value: str | None, gpus: list[dict[str, Any]], order: str 
     several = len(gpus) > 1
     names = {g.get("name") for g in gpus}
     shared = names.pop() if len(names) == 1 else None
+    any_mig = any(_mig_on(g) for g in gpus)
     notes = []
     if value is None:
         tokens = [str(g.get("index")) for g in gpus]
         if not pci_order and several:  # every GPU, in an order CUDA does not promise
             notes.append("CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA's device order is not NVML's")
-            return [_unknown(t, shared) for t in tokens], "; ".join(notes)
+            return [_unknown(t, shared, any_mig) for t in tokens], "; ".join(notes)
         return [_whole(g, str(g.get("index"))) for g in gpus], ""
     if not value.strip():
         return [], "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU"
@@ -163,7 +168,7 @@ def from_cuda_visible(value: str | None, gpus: list[dict[str, Any]], order: str 
             if not any(g.get("index") == int(t) for g in gpus):
                 notes.append(f"entry {t!r} matches no GPU: CUDA ignores it and every entry after it")
                 break
-            out.append(_unknown(t, shared))
+            out.append(_unknown(t, shared, any_mig))
             note = ("CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA's index N is not necessarily NVML's"
                     + (f" (every GPU here is a {shared})" if shared else " (the GPUs differ)"))
             if note not in notes:

@@ -129,6 +129,14 @@ def test_cuda_visible_devices_index_without_pci_order_keeps_only_the_shared_name
     assert got[0]["uuid"] == U0 and note == ""
 
 
+def test_an_index_cuda_may_map_to_a_mig_gpu_keeps_the_slice_unknown():
+    """Without PCI_BUS_ID order on a host with a GPU in MIG mode, index 0 may be a slice: its share
+    of the GPU is unknown (mig set, sm_fraction null), never the whole GPU's."""
+    fp = with_mig(stored("a100"))
+    got, _ = cell_gpus.from_cuda_visible("0", fp["gpus"], None)
+    assert got[0]["name"] == "NVIDIA A100-SXM4-80GB" and got[0]["mig"]["sm_fraction"] is None
+
+
 def test_cuda_visible_devices_mig_uuid():
     fp = with_mig(stored("h100"))
     got, note = cell_gpus.from_cuda_visible(MIG_A, fp["gpus"], None)
