@@ -131,6 +131,9 @@ def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dic
     slug = _slug(k)
     out_dir = Path(rundir.path) / WARMUP_DIR / slug
     out_dir.mkdir(parents=True, exist_ok=True)
+    # the Docker runner mounts out_dir over cells/ inside the read-only run directory: the mount
+    # point must exist there before the first cell made it
+    rundir.cells_dir.mkdir(parents=True, exist_ok=True)
     wcell = warmup_cell(job_cell)
     wjob = dict(job, out_dir=str(out_dir.resolve()), cells=[wcell])
     wjob_path = Path(job_path).with_name(f"{Path(job_path).stem}.jit-warmup.json")

@@ -299,9 +299,8 @@ print(json.dumps(ticks))
 
 def test_theano_chooses_its_sync_before_the_compile_timer(theano_python, tmp_path):
     """Looking the sync function up imports theano.sandbox.cuda (nvcc on a GPU): before the timer."""
-    import subprocess
-
     import os
+    import subprocess
 
     env = dict(os.environ, THEANO_FLAGS="cxx=")  # Theano's Python ops: no C compile, seconds
     out = subprocess.run([theano_python, "-c", SYNC_ORDER, str(REPO / "bench")], capture_output=True,
@@ -309,3 +308,46 @@ def test_theano_chooses_its_sync_before_the_compile_timer(theano_python, tmp_pat
     assert out.returncode == 0, out.stderr[-2000:]
     ticks = json.loads(out.stdout.strip().splitlines()[-1])
     assert ticks[0] == "sync_for" and ticks.count("sync_for") == 1 and "clock" in ticks
+
+
+def test_the_warmup_runs_in_the_cells_image_and_fills_its_jit_volume(tmp_path, smoke_image,
+                                                                      monkeypatch):
+    """The Docker runner: the warm-up is a container of the stack's image with the run's JIT cache
+    volume (turned on for this CPU run, as tests/test_docker_runner.py does), its result in warmup/,
+    and the first timed cell's container finds the file the warm-up's container wrote there."""
+    import uuid
+
+    from conftest import docker_client
+
+    from reprokit.runners import container as spec
+    from reprokit.runners.docker import DockerRunner
+
+    client = docker_client()
+    monkeypatch.setenv(jit_warmup.ENV, "force")
+    runner = DockerRunner(client=client, say=QUIET, jit_cache=True)
+    runner._host_key = f"test-{uuid.uuid4().hex[:8]}"  # a volume of this test's own
+    name = spec.jit_volume_name("smoke-python", "cpu", smoke_image["image_id"], runner._host_key)
+    cells = [cache_cell("d1"), cache_cell("d2")]
+    try:
+        rundir, run = run_plan(tmp_path, plan_for(cells, "cpu"), runner)
+        doc = json.loads(rundir.run_file.read_text())
+        assert not validate.errors("run", doc)
+        rec = doc["jit_warmups"]["smoke-python | cpu"]
+        assert rec["status"] == "ok", rec["reason"]
+        warm = json.loads((rundir.path / rec["dir"] / "test__jit__d1.json").read_text())
+        assert warm["stack_fingerprint"]["cuda_cache"]["cold"] is True
+        assert sorted(p.name for p in rundir.cells_dir.glob("*.json")) == ["test__jit__d1.json",
+                                                                           "test__jit__d2.json"]
+        first, second = (rundir.load_cell(c.id) for c in cells)
+        for res in (first, second):
+            assert res["status"] == "ok", res["reason"]
+            assert res["runner"]["jit_cache"]["volume"] == name
+            assert res["jit_warmup_s"] == rec["wall_s"] and res["jit_cache"] == "n/a"
+        cache = first["stack_fingerprint"]["cuda_cache"]
+        assert cache["cold"] is False and cache["at_start"]["files"] == 1  # the warm-up's file
+        assert first["metrics"]["cache_files"]["samples"] == [2]
+    finally:
+        try:
+            client.volumes.get(name).remove(force=True)
+        except Exception:
+            pass
