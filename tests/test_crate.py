@@ -225,6 +225,7 @@ def test_export_refuses_a_report_older_than_its_results(smoke, tmp_path):
 
 
 # -- the committed sample run -----------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("run_json", SAMPLES, ids=[p.parent.name for p in SAMPLES])
 def test_the_sample_run_exports_and_verifies_with_roc_validator(run_json, tmp_path):
     run = tmp_path / run_json.parent.name
@@ -338,3 +339,21 @@ def test_with_images_refuses_a_run_without_containers(smoke, tmp_path):
     p = cli("export", str(run), "-o", str(tmp_path / "x.zip"), "--with-images")
     assert p.returncode == 2, p.stderr
     assert "no cell of" in one_line(p) and "ran in a container image" in p.stderr
+
+
+def test_a_data_file_against_its_schema_even_with_its_checksum_rewritten(smoke, tmp_path):
+    import hashlib
+
+    _, crate = smoke
+    target, new = "kit-data/verdict_policy.yaml", b"schema_version: 1\nefficiency: 3\n"
+
+    def meta(doc):
+        for e in doc["@graph"]:
+            if e["@id"] == target:
+                e["sha256"], e["contentSize"] = hashlib.sha256(new).hexdigest(), str(len(new))
+        return doc
+
+    bad = rewrite(crate, tmp_path / "data.zip", change=lambda n, d: new if n == target else d, meta=meta)
+    p = cli("verify", str(bad))
+    assert p.returncode == 1, p.stderr
+    assert one_line(p).startswith(f"reproduce.py: error: {target} does not follow the verdict_policy schema")

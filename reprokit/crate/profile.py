@@ -107,17 +107,17 @@ def roc_validator(crate: Path) -> dict | None:
         result = services.validate(settings)
     finally:
         _quiet()
-    failures, not_checked = [], []
+    failures, context = [], []
     for issue in result.get_issues():
         ident = getattr(issue.check, "identifier", str(issue.check))
         msg = " ".join(str(issue.message).split())
         if _CONTEXT_UNREACHABLE in msg:
-            line = (f"{ident}: the JSON-LD context could not be fetched offline (fill roc-validator's "
-                    "cache once online: `rocrate-validator cache warm`)")
-            if line not in not_checked:
-                not_checked.append(line)
+            if ident not in context:
+                context.append(ident)
         else:
             failures.append(f"{ident}: {msg}")
+    not_checked = [f"{', '.join(context)}: the JSON-LD context could not be fetched offline (fill "
+                   "roc-validator's cache once online: `rocrate-validator cache warm`)"] if context else []
     return {"failures": failures, "not_checked": not_checked}
 
 
