@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pynvml
@@ -27,6 +28,7 @@ from reprokit.plan import Options, make_plan
 from reprokit.runners.local import LocalRunner
 from reprokit.suites import Cell, Suite
 
+REPO = Path(__file__).resolve().parents[1]
 UUID_A, UUID_B = "GPU-aaaaaaaa-0000-0000-0000-000000000000", "GPU-bbbbbbbb-0000-0000-0000-000000000000"
 
 
@@ -377,3 +379,28 @@ def test_the_monitor_sees_a_cuda_process_and_knows_it_is_its_own(tmp_path):
         pytest.skip("NVML listed no process with the child's PID here (a PID namespace?)")
     assert all(p["own"] for p in mine)
     assert child.pid not in [p["pid"] for p in gpu_state.for_cell(raw)["shared"]]
+
+
+def test_the_slurm_task_records_the_gpu_state_on_its_node(tmp_path):
+    """reprokit/runners/slurm_task.py as a Slurm array task runs it on its node (a real child process;
+    no Slurm needed to run the task's own code): its record carries the monitor's raw state, which the
+    driver turns into the cell's gpu_state (a CPU cell's is dropped by gpu_state.attach)."""
+    record, log = tmp_path / "task-0.json", tmp_path / "log.txt"
+    tasks = {"run_dir": str(tmp_path), "launcher": "local",
+             "tasks": [{"cell_id": "c", "process": None, "argv": [sys.executable, "-c", "print('cell')"],
+                        "env": {}, "cwd": None, "docker_name": None, "launcher": "local", "spec": None,
+                        "gpus": 0, "log": str(log), "record": str(record)}]}
+    (tmp_path / "tasks.json").write_text(json.dumps(tasks))
+    env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0", "PYTHONPATH": str(REPO)}
+    env.pop("SLURM_JOB_GPUS", None)
+    p = subprocess.run([sys.executable, "-m", "reprokit.runners.slurm_task", str(tmp_path / "tasks.json")],
+                       capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    rec = json.loads(record.read_text())
+    assert rec["exit_code"] == 0 and log.read_text() == "cell\n"
+    raw = rec["gpu_state"]
+    assert set(raw) >= {"before", "after", "reasons_seen", "processes", "samples", "error"}
+    assert bool(raw["before"]) == (raw["error"] is None)  # snapshots on a GPU node, else NVML's reason
+    assert rec["node_gpu_peak"] is None  # a task given no GPUs measures none
+    info = gpu_state.attach({"device": "cpu"}, {"gpu_state": raw, "node": rec["node"]})
+    assert info == {"node": rec["node"]}
