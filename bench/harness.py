@@ -427,8 +427,8 @@ def watch_heartbeat(path, stale_s, poll_s=1.0):
             except OSError:
                 age = None  # the file is gone: as stale as it gets
             if age is None or age > stale_s:
-                print("harness: the driver's heartbeat %s is %s (limit %.0f s): the driver is gone; "
-                      "stopping so this cell does not outlive it"
+                print("harness: the driver's heartbeat %s is %s (limit %.0f s): the driver is gone "
+                      "or stopped; stopping so this cell does not measure unobserved"
                       % (path, "gone" if age is None else "%.0f s old" % age, stale_s))
                 sys.stdout.flush()
                 os._exit(HEARTBEAT_EXIT)

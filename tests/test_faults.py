@@ -561,6 +561,31 @@ def test_the_harness_stops_when_its_drivers_heartbeat_goes_stale(tmp_path):
     assert "heartbeat" in p.stdout and "driver is gone" in p.stdout
 
 
+def test_a_stopped_driver_stops_its_local_cell_and_resume_measures_it(tmp_path):
+    """SIGSTOP (or Ctrl-Z) of the driver: its cell no longer measures on unobserved until its
+    timeout; it sees the heartbeat go stale and ends, the driver, continued, records it as
+    interrupted (nothing else lost) and --resume measures it (issue 23)."""
+    env = {**os.environ, "REPROKIT_HEARTBEAT_STALE_S": "2"}
+    d = Driver(tmp_path / "results", "--runner", "local", "--cells", MATMUL, "--min-samples", "100000",
+               env=env)
+    try:
+        rundir = wait_mid_cell(d, MATMUL)
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            wait_until(lambda: not harness_pids(rundir, MATMUL), 30, "the cell to stop itself")
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        assert d.wait(120) == 1, d.stderr()
+    finally:
+        d.kill()
+    entry = {e["cell_id"]: e for e in rundir.load_run()["cells"]}[MATMUL]
+    assert entry["status"] == "interrupted" and "driver was stopped" in entry["reason"], entry
+    log = rundir.path / "logs" / "smoke__python__matmul__n24.log"
+    assert "driver is gone or stopped" in log.read_text()
+    p, md = report(rundir)  # incomplete: --resume measures an interrupted cell again
+    assert p.returncode == 1 and "INTERRUPTED" in p.stderr and "--resume" in p.stderr, p.stderr
+
+
 # -- honest reasons ---------------------------------------------------------------------------------
 def test_sigkill_is_out_of_memory_only_with_evidence(tmp_path, monkeypatch):
     events = tmp_path / "memory.events"

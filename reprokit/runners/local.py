@@ -2,7 +2,8 @@
 
 A cell's crash, hang or out-of-memory ends only that cell's process: the runner records the reason
 and the suite goes on. A cell never outlives its driver: it runs in a process group of its own with
-PR_SET_PDEATHSIG=SIGKILL (Linux; elsewhere it watches the run's heartbeat file), the whole group is
+PR_SET_PDEATHSIG=SIGKILL (Linux) and watches the run's heartbeat file (which a stopped driver no
+longer touches: the cell ends as interrupted instead of measuring unobserved), the whole group is
 killed on a timeout, an interruption of the driver, and after the cell, and bench/harness.py arms
 its own alarm at timeout_s plus a grace period.
 """
@@ -35,9 +36,11 @@ def describe_exit(code: int, oom: lifecycle.OomWatch | None = None) -> tuple[str
             return "timeout", ("the harness's own time limit (the cell's timeout_s plus "
                                f"{lifecycle.TIMEOUT_GRACE_S} s) ended it")
         return "crashed", f"process died on signal {sig}"
-    if code == lifecycle.HEARTBEAT_EXIT:
-        return "crashed", ("the cell stopped itself: the driver's heartbeat went stale (the driver "
-                           "was stopped or killed; see the log)")
+    if code == lifecycle.HEARTBEAT_EXIT:  # the driver reads this, so it was stopped, not killed
+        return "interrupted", ("the cell stopped itself: the driver's heartbeat went stale (the "
+                               "driver was stopped, e.g. SIGSTOP or Ctrl-Z, for longer than "
+                               f"{lifecycle.heartbeat_stale_s():.0f} s); nothing it measured is kept: "
+                               "`--resume RUN` measures it again")
     return "crashed", f"process exited with status {code} without writing a result"
 
 
@@ -77,7 +80,7 @@ class LocalRunner:
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
                  log_path: Path, process: int | None = None) -> CellOutcome:
         """Run the cell in a process group of its own. It dies with the driver (parent-death
-        signal; where there is none, the run's heartbeat file), is killed with its group on a
+        signal, and the heartbeat file a stopped driver stops touching), is killed with its group on a
         timeout and when the driver is interrupted (the exception propagates), and leaves no
         process behind."""
         cmd = [prepared["python"], str(BENCH / "harness.py"), str(Path(job_path).resolve()),
@@ -87,12 +90,13 @@ class LocalRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         timeout = float(cell.get("timeout_s") or 1200)
         env = dict(prepared["env"])
-        heartbeat = None
-        if not lifecycle.has_parent_death_signal():  # no PR_SET_PDEATHSIG: the heartbeat file
-            heartbeat = lifecycle.Heartbeat(Path(job_path).resolve().parent.parent)
-            heartbeat.beat(force=True)
-            env["REPROKIT_HEARTBEAT"] = str(heartbeat.path)
-            env["REPROKIT_HEARTBEAT_STALE_S"] = str(heartbeat.stale_s)
+        # The heartbeat file, with or without PR_SET_PDEATHSIG: a driver that is stopped (SIGSTOP,
+        # Ctrl-Z) lives on but beats no more, and its cell stops itself instead of measuring on
+        # unobserved until its timeout (issue 23); a dead driver's cell gets the signal at once.
+        heartbeat = lifecycle.Heartbeat(Path(job_path).resolve().parent.parent)
+        heartbeat.beat(force=True)
+        env["REPROKIT_HEARTBEAT"] = str(heartbeat.path)
+        env["REPROKIT_HEARTBEAT_STALE_S"] = str(heartbeat.stale_s)
         start = time.monotonic()
         with open(log_path, "w") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -106,11 +110,9 @@ class LocalRunner:
                     if left <= 0:
                         break
                     try:
-                        code = proc.wait(timeout=min(left, heartbeat.interval) if heartbeat
-                                         else left)
+                        code = proc.wait(timeout=min(left, heartbeat.interval))
                     except subprocess.TimeoutExpired:
-                        if heartbeat:
-                            heartbeat.beat()
+                        heartbeat.beat()
             except BaseException:  # interrupted (SIGINT/SIGTERM): the cell goes with the driver
                 _kill_group(proc.pid)
                 proc.wait()
