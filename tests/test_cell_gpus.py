@@ -379,3 +379,18 @@ def test_unreadable_records_cost_the_list_never_the_cell():
     bad = {"nvidia": {"available": True}, "gpus": [{"index": "x", "uuid": 5, "mig_mode": {"current": 1}}]}
     gpus, source = cell_gpus.for_cell({}, "docker", {"gpus": ["GPU-0"]}, 1, bad)
     assert gpus == [] and source.startswith("not known: the GPU records could not be read")
+
+
+def test_the_local_runner_numbers_gpus_as_nvml_does():
+    """CUDA's default order is fastest first; NVML's (the fingerprint's) is PCI bus id. The local
+    runner and the Slurm local launcher set CUDA_DEVICE_ORDER=PCI_BUS_ID so a cell's CUDA index is
+    the fingerprint's index (it was unset: a multi-GPU cell recorded only a name)."""
+    from reprokit.runners.launchers import LocalLauncher
+    from reprokit.runners.local import LocalRunner
+    from reprokit.suites import load_stacks
+
+    spec = load_stacks()["smoke-python"]
+    prepared = LocalRunner(say=lambda m: None).prepare("smoke-python", spec)
+    assert prepared["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    launched = LocalLauncher(say=lambda m: None).prepare("smoke-python", spec, lambda m: None)
+    assert launched["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"

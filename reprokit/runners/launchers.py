@@ -48,7 +48,8 @@ class LocalLauncher:
         prepared = self._local.prepare(stack, stack_spec, say)
         # the chosen environment's variables (a candidate's, e.g. KERAS_BACKEND, over the stack's)
         env = dict(prepared.get("env_vars") or stack_spec["local"].get("env_vars", {}))
-        env.update({"PYTHONDONTWRITEBYTECODE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+        env.update({"PYTHONDONTWRITEBYTECODE": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
+                    "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})  # NVML's order (reprokit/runners/local.py)
         # the interpreter (the kit's venv, or the user's --python STACK=PATH) must exist on the nodes
         # at the same path; what it can use (env_probe.py, probed here) goes to run.json
         return {"stack": stack, "python": prepared["python"], "env": env,

@@ -70,6 +70,9 @@ class LocalRunner:
         env.update(chosen.env_vars)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        # CUDA numbers GPUs fastest first unless told otherwise; NVML (the fingerprint, the cell's
+        # recorded GPUs: reprokit/cell_gpus.py) numbers them by PCI bus id. One order for both.
+        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         # the environment actually used and every candidate tried for it (venvs.py): execute.py
         # copies them into run.json and every cell result of the stack; what it can use
         # (env_probe.py, once per run) goes to run.json `environments`
