@@ -331,6 +331,12 @@ def test_run_with_a_users_interpreter_records_it_and_labels_the_cells(tmp_path, 
     originals = [s["original"] for s in cell["implementation"]["substitutes"]]
     assert "torch 0.1.12_2 (stacks.yaml pin of torch-0.1)" in originals
     assert "Python 2.7.13 (stacks.yaml pin of torch-0.1)" in originals
+    rundir = next(tmp_path.glob("*/run.json")).parent  # resumed without --python: refused
+    p = subprocess.run([sys.executable, str(ROOT / "reproduce.py"), "run", "--suite", "smoke", "--quick",
+                        "--cells", "smoke/pytorch*", "--resume", str(rundir), "--results", str(tmp_path)],
+                       capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert f"stack torch-0.1 ran with --python torch-0.1={user_venv}, this command gives none" in p.stderr
 
 
 @pytest.mark.usefixtures("cluster")

@@ -196,6 +196,23 @@ def check_interpreters(args) -> str | None:
     return f"{flag} names the interpreter of {', '.join(sorted(mapping))}: local runner"
 
 
+def check_resume_interpreters(run: dict, args) -> None:
+    """A resumed run keeps the interpreters it was started with: a stack run with --python then
+    needs the same --python now, and one run with the kit's environment no --python (its cells
+    would otherwise mix two environments)."""
+    from reprokit.runners import byo
+
+    before = {s: e.get("python") for s, e in (run.get("environments") or {}).items() if e.get("byo")}
+    now = byo.chosen()
+    for stack in sorted(set(before) | set(now)):
+        if before.get(stack) != now.get(stack) and (stack in before or stack in run.get("environments", {})):
+            was = f"--python {stack}={before[stack]}" if stack in before else "the kit's environment"
+            given = f"--python {stack}={now[stack]}" if stack in now else "none"
+            fix = f"pass {was}" if stack in before else f"drop --python {stack}=..."
+            raise UserError(f"cannot resume {run.get('run_id')}: stack {stack} ran with {was}, this "
+                            f"command gives {given}; {fix}, or start a new run")
+
+
 def environment_device(args, runner, device: str, plan) -> tuple[str, set[str], str]:
     """The device as the environments that will run allow it (runners/select.py local_device):
     the local runner judges each stack's environment; the Slurm local launcher's GPU run refuses
@@ -287,6 +304,8 @@ def run(args) -> int:
     plan = make_plan(suite, options)
     check_inputs(args, plan, resumed)
     byo_local = check_interpreters(args)
+    if resumed is not None:
+        check_resume_interpreters(resumed.load_run(), args)
     if resumed is not None:  # one driver per run: the lock before anything is written
         lifecycle.acquire(resumed.path)
         early = reconcile.resume_options(plan.options, "", suite.name)
