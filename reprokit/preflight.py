@@ -23,9 +23,14 @@ The probe gate (issue 12 item 5) applies to the Docker runner: a cached ok probe
 same host GPU (model, compute capability, driver) and image ID makes a `jit` stack runnable
 ("probed <date>"), a cached failure blocks it with the probe's error, and no entry is `probe`. A
 cached failure blocks a native stack too. The probe cells themselves are never gated: where the
-stack needs PTX JIT they run with CUDA_FORCE_PTX_JIT=1 (`env`). The local runner runs no image (its
-stand-ins are the host's frameworks), so it keeps the `jit` verdict, and so does the Slurm runner,
-whose runs do not record probes yet. None of this ran on a GPU.
+stack needs PTX JIT they run with CUDA_FORCE_PTX_JIT=1 (`env`). The Slurm runner keeps the `jit`
+verdict: its runs do not record probes yet. None of this ran on a GPU.
+
+The local runner runs no image: its GPU cells are judged on the environment that would run them
+(`environments`: each stack's local environment or --python interpreter, probed by running it:
+reprokit/env_preflight.py, runners/env_probe.py): first whether it can use a GPU at all (check
+`environment`), then the driver against its CUDA build and the GPU against its compiled
+architecture list, by the same rules as an image's binaries. Its fallback chains walk environments.
 """
 
 from __future__ import annotations
