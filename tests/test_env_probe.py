@@ -356,3 +356,15 @@ def test_slurm_local_launcher_runs_the_users_interpreter_on_the_node(tmp_path, u
     assert cell["runner"]["python"] == user_venv and cell["environment"]["chosen"]["byo"]
     assert "torch 0.1.12_2 (stacks.yaml pin of torch-0.1)" in [
         s["original"] for s in cell["implementation"]["substitutes"]]
+
+
+def test_slurm_local_launcher_gpu_runs_are_judged_on_the_environments_assumed_on_the_node():
+    chosen = cells("stacked-lstm-2019", "003/pytorch")
+    verdicts, by_stack = select.gpu_environments(chosen, stored("h200"), other_host=True, runner="slurm")
+    assert not by_stack and all(verdicts[c.id]["runnable"] for c in chosen)
+    assert all(any(x["name"] == "environment" for x in verdicts[c.id]["checks"]) for c in chosen)
+    verdicts, by_stack = select.gpu_environments(chosen, stored("h100"), other_host=True, runner="slurm")
+    assert "CPU-only build of torch" in by_stack["torch-1.3"]
+    with pytest.raises(UserError) as e:
+        select.refuse_gpu("--runner slurm --device gpu", by_stack, "--device cpu")
+    assert str(e.value).startswith("--runner slurm --device gpu: environment of torch-1.3 (")

@@ -223,7 +223,7 @@ def environment_device(args, runner, device: str, plan) -> tuple[str, set[str], 
         return select.local_device(args.device, plan.runnable)
     if runner.name == "slurm" and device == "gpu" and runner.launcher.name == "local":
         node = (getattr(runner, "probe_result", None) or {}).get("node_fingerprint") or {}
-        _, by_stack = select.gpu_environments(plan.runnable, node, other_host=True)
+        _, by_stack = select.gpu_environments(plan.runnable, node, other_host=True, runner="slurm")
         select.refuse_gpu("--runner slurm --device gpu", by_stack, "--device cpu")
     return device, set(), ""
 
@@ -346,6 +346,11 @@ def run(args) -> int:
     if host is None and runner.name == "slurm" and device == "gpu":  # planned on the GPU node
         host = (runner.probe_result or {}).get("node_fingerprint")
     plan = decide(plan, runner.name, host or fingerprint.host_fingerprint())
+    if runner.name == "slurm" and device == "gpu" and runner.launcher.name == "local":
+        from reprokit.runners.select import gpu_environments  # judged on the environments, not images
+
+        plan = replace(plan, verdicts=gpu_environments(plan.runnable, plan.host, other_host=True,
+                                                       runner="slurm")[0])
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     run_record = execute(plan, runner, rundir, sys.argv[:], resume=bool(args.resume), say=say)
     if (run_record.get("slurm") or {}).get("detached"):

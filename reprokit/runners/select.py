@@ -72,15 +72,17 @@ def _env_failed(verdict: dict) -> dict | None:
                 None)
 
 
-def gpu_environments(cells: list, host: dict, *, other_host: bool) -> tuple[dict, dict[str, str]]:
-    """Every cell's GPU verdict under the local runner on `host` (environments probed here, built
+def gpu_environments(cells: list, host: dict, *, other_host: bool,
+                     runner: str = "local") -> tuple[dict, dict[str, str]]:
+    """Every cell's GPU verdict under the local runner (or the Slurm local launcher: `runner`
+    "slurm", `other_host`: the node's) on `host`, judged on the environments (probed here, built
     first if need be, as the run would), and {stack: why its environment cannot use a GPU} for the
     stacks whose GPU cells fail on that alone (a fallback link's environment may still run them)."""
     from reprokit import env_preflight, preflight
     from reprokit.suites import load_stacks
 
     env_of = env_preflight.environments_for(host, load_stacks(), other_host=other_host, build=True)
-    verdicts = preflight.suite_verdicts(cells, host, "local", "gpu", environments=env_of,
+    verdicts = preflight.suite_verdicts(cells, host, runner, "gpu", environments=env_of,
                                         other_host=other_host)
     by_stack: dict[str, str] = {}
     for c in cells:
