@@ -245,10 +245,11 @@ def for_environment(stack: str, spec: dict, chosen) -> dict:
     if chosen.probe is not None:
         return chosen.probe
     byo = bool(chosen.chosen.get("byo"))
+    framework = spec.get("framework") or "python"
     try:
-        return probe(chosen.python, spec["framework"], chosen.env_vars, byo=byo)
-    except ProbeError as e:
-        return {"python": chosen.python, "devices": [], "framework": module_for(spec["framework"]),
+        return probe(chosen.python, framework, chosen.env_vars, byo=byo)
+    except (ProbeError, OSError, ValueError) as e:  # the probe never costs the run
+        return {"python": chosen.python, "devices": [], "framework": module_for(framework),
                 "version": None, "cuda": None, "cudnn": None, "arch_list": None, "gpu_build": None,
                 "why": f"not probed: {e}", "probe": "failed", "byo": byo, "error": str(e)}
 
