@@ -67,7 +67,7 @@ def gpu_key(host_fingerprint: dict | None) -> tuple[str | None, str | None]:
     """(GPU model(s), driver version) of the host, from its fingerprint; (None, None) without one."""
     fp = host_fingerprint or {}
     nvidia = fp.get("nvidia") or {}
-    gpus = fp.get("gpus") or [] if nvidia.get("available") else []
+    gpus = (fp.get("gpus") or []) if nvidia.get("available") else []
     names = sorted({str(g.get("name") or "unknown GPU") for g in gpus})
     drivers = sorted({str(g.get("driver_version") or nvidia.get("driver_version") or "unknown")
                       for g in gpus})
@@ -163,9 +163,10 @@ def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dic
     reason = outcome.reason if outcome.status != "ok" else (result or {}).get("reason")
     if result is None and outcome.status == "ok":
         reason = "the warm-up process wrote no result"
+    gpu, driver = gpu_key(run.get("host_fingerprint")) if device == "gpu" else (None, None)
     record = {
         "key": k, "stack": stack, "device": device, "cell_id": job_cell["id"],
-        "gpu": gpu_key(run.get("host_fingerprint"))[0], "driver": gpu_key(run.get("host_fingerprint"))[1],
+        "gpu": gpu, "driver": driver,
         "started": started, "wall_s": round(float(wall), 3), "status": status, "reason": reason,
         "cache_at_start": cache_state(result) if result else "unknown",
         "dir": str(out_dir.relative_to(rundir.path)),
