@@ -610,10 +610,18 @@ def test_sigkill_is_out_of_memory_only_with_evidence(tmp_path, monkeypatch):
 
 
 def test_the_cgroup_counter_of_this_host_is_found_or_said_missing():
-    """On this host: the file is found (cgroup v1 or v2) and its counter reads as a number."""
+    """On this host: the file is found (cgroup v1 or v2) and its counter reads as a number; or, when
+    it is not found, this process's cgroup really has no readable OOM counter."""
     f = lifecycle.cgroup_oom_file(os.getpid())
     if f is not None:
         assert isinstance(lifecycle.read_oom_kills(f), int)
+    else:
+        lines = Path(f"/proc/{os.getpid()}/cgroup").read_text().splitlines()
+        paths = [ln.split(":", 2)[2].lstrip("/") for ln in lines if ln.count(":") >= 2]
+        root = lifecycle.CGROUP_ROOT
+        candidates = [root / sub / p / name for p in paths for sub in ("", "unified", "memory")
+                      for name in ("memory.events", "memory.oom_control")]
+        assert not any(c.is_file() for c in candidates), candidates
 
 
 def test_reconcile_reads_strictly():

@@ -217,11 +217,18 @@ def test_requirements_files_pin_everything(image):
         assert all(hashed) or not any(hashed), f"{path.name}: pip needs a hash on every line or on none"
 
 
-@pytest.mark.parametrize("image", IMAGE_DIRS)
+CPU_REQUIREMENTS = [d for d in IMAGE_DIRS if (IMAGES / d / "requirements-cpu.txt").exists()]
+
+
+def test_every_image_but_the_stdlib_smoke_image_has_cpu_requirements():
+    """The parametrised hash check below covers every image whose CPU flavour pip-installs."""
+    assert sorted(set(IMAGE_DIRS) - set(CPU_REQUIREMENTS)) == ["smoke-python"]
+
+
+@pytest.mark.parametrize("image", CPU_REQUIREMENTS)
 def test_cpu_requirements_carry_hashes(image):
-    path = IMAGES / image / "requirements-cpu.txt"
-    if path.exists():
-        assert all("--hash=sha256:" in ln for ln in requirement_lines(path))
+    lines = requirement_lines(IMAGES / image / "requirements-cpu.txt")
+    assert lines and all("--hash=sha256:" in ln for ln in lines)
 
 
 # --------------------------------------------------------------------------------- downloads
@@ -309,11 +316,17 @@ def test_fetch_script_enforces_a_given_sha256(tmp_path):
     assert len(recorded) == 3 and all(line.startswith(real) for line in recorded)
 
 
-@pytest.mark.parametrize("image", [d for d in LEGACY_GPU])
+CUDA_REPO_IMAGES = [d for d in LEGACY_GPU if "CUDA_REPO" in dockerfile(d).read_text()]
+
+
+def test_the_images_that_add_nvidias_apt_repository_are_known():
+    """The key check below runs on each of them (PyTorch's images take CUDA from its wheels)."""
+    assert sorted(set(LEGACY_GPU) - set(CUDA_REPO_IMAGES)) == ["2019-pytorch", "legacy-2017-pytorch"]
+
+
+@pytest.mark.parametrize("image", CUDA_REPO_IMAGES)
 def test_cuda_repositories_use_the_2022_key(image):
     text = dockerfile(image).read_text()
-    if "CUDA_REPO" not in text:
-        return
     assert "3bf863cc.pub" in text and "A4B469963BF863CC" in text
     assert "${CUDA_REPO}/7fa2af80.pub" not in text
 
@@ -698,9 +711,32 @@ def tf_deps_module():
     return mod
 
 
-def test_tf_deps_runs_on_the_image_python():
+def test_tf_deps_is_python_3_5_syntax():
+    """A syntax check only (ast.parse raises on a construct 3.5 lacks, e.g. an f-string)."""
     import ast
     ast.parse((IMAGES / "legacy-2017-tensorflow" / "tf_deps.py").read_text(), feature_version=(3, 5))
+
+
+def test_tf_deps_runs_on_the_oldest_python_here(tmp_path):
+    """The image's Python is 3.5; the oldest interpreter on the project's machines is 3.6 (pyenv):
+    tf_deps finds the pinned archives of a small source tree there."""
+    import subprocess
+
+    from reprokit.runners import venvs
+
+    py, _, why = venvs.find_interpreter("3.6")  # as the local runner finds it (pyenv, PATH)
+    if py is None:
+        pytest.skip(f"no Python 3.6 on this machine ({why}); the project's machines have it (pyenv)")
+    src = tmp_path / "tensorflow"
+    (src / "tensorflow").mkdir(parents=True)
+    (src / "WORKSPACE").write_text('http_archive(\n    name = "six_archive",\n    sha256 = "'
+                                   + "a" * 64 + '",\n    urls = ["http://127.0.0.1:9/six.tar.gz"],\n)\n')
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import tf_deps; "
+            "print(sorted(a['name'] for a in tf_deps.archives(sys.argv[2])))")
+    p = subprocess.run([py, "-c", code, str(IMAGES / "legacy-2017-tensorflow"), str(src)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "['six_archive']"
 
 
 def test_tf_deps_fetches_every_pinned_archive_by_its_sha256_and_serves_them(tmp_path, monkeypatch):

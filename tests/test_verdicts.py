@@ -315,14 +315,15 @@ def test_cpu_peak_is_measured():
     assert r["gflops"] > 0 and r["method"].startswith("measured") and set(r["per_size"]) == {64, 128}
 
 
-def test_cpu_peak_source_quotes_the_probe_method_once():
-    from reprokit.analysis.flops import measured_device
+def test_a_cpu_cells_device_carries_the_runs_probe_as_context():
+    """devices.measured_device (the one the verdicts use; flops.measured_device, which nothing
+    called, is gone): the run's GEMM probe is context beside the theoretical peak, its method quoted."""
+    from reprokit.analysis.devices import measured_device
     probe = cpu_peak.measure(sizes=(64,), repeats=1)
     dev = measured_device({"device": "cpu"}, {"cpu_peak": probe, "host_fingerprint": {}})
-    assert dev["peak_source"] == probe["method"] and dev["peak_source"].count("measured") == 1
-    old = measured_device({"device": "cpu"},
-                          {"cpu_peak": {"gflops": 1.0, "method": "numpy matmul"}, "host_fingerprint": {}})
-    assert old["peak_source"] == "measured: numpy matmul"
+    assert dev["probe_source"] == probe["method"] and dev["probe_tflops"] == probe["gflops"] / 1000.0
+    none = measured_device({"device": "cpu"}, {"host_fingerprint": {}})
+    assert none["probe_tflops"] is None and none["probe_source"] is None
 
 
 @pytest.mark.parametrize("measured_mb,verdict", [(16000.0, "REPRODUCED"), (20000.0, "DEVIATES_HIGHER"),
