@@ -140,7 +140,8 @@ def where_line(env_of: Callable[[str], dict | None], source: str) -> str:
     wheres = {(rec or {}).get("where") for rec in seen.values()} - {None}
     parts = []
     if "fingerprint" in wheres:
-        parts.append(f"some from {source} (probed on that host)")
+        parts.append(f"some as {source} states them (each record's `probe` says how it was "
+                     "obtained: a probe on that host, or by hand)")
     if "assumed" in wheres:
         parts.append("probed on THIS host and assumed to be what runs on the host of "
                      f"{source}: a GPU build is taken to see its GPU there (not checked); a "

@@ -10,8 +10,9 @@ nothing is probed here; the engine is assumed to answer there and the images to 
 The local runner's GPU cells are judged on the environments that would run them (reprokit/
 env_preflight.py): each stack's local environment, or the interpreter `--python STACK=PATH` names,
 probed by running it (nothing is built: an environment not made yet "needs a probe"). With
-`--fingerprint FILE` the file's own `environments` (probed on that host) are used where it has
-them; the others are probed HERE and assumed to be what runs there, and the output says so."""
+`--fingerprint FILE` the file's own `environments` (as it states them: each says how it was
+obtained) are used where it has them; the others are probed HERE and assumed to be what runs
+there, and the output says so."""
 
 from __future__ import annotations
 
