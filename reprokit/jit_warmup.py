@@ -16,12 +16,13 @@ touch: `jit_cache` (written by bench/harness.py from the cell's own `stack_finge
 says what each timed cell started from, and compile-time verdicts need it "warm"
 (reprokit/analysis/verdicts.py).
 
-The warm-up runs for GPU cells only, and always once per key (not only on an empty cache: a cache the
-local runner shares between stacks, or one filled by another stack of the same image, can hold
-files without holding this stack's kernels). REPROKIT_JIT_WARMUP=off turns it off (`jit_warmup_s`
-then null), =force runs it for CPU cells too (how the tests check the mechanism on a machine with no
-GPU). The concurrent (Slurm) runner does not run it yet: its cells carry `jit_cache` and
-`jit_warmup_s` null.
+The warm-up runs for GPU cells only, never before a gpu-smoke probe (a probe is itself the first
+start: its `first_call_time` includes any PTX JIT by definition), and always once per key (not
+only on an empty cache: a cache the local runner shares between stacks, or one filled by another
+stack of the same image, can hold files without holding this stack's kernels).
+REPROKIT_JIT_WARMUP=off turns it off (`jit_warmup_s` then null), =force runs it for CPU cells too
+(how the tests check the mechanism on a machine with no GPU). The concurrent (Slurm) runner does
+not run it yet: its cells carry `jit_cache` and `jit_warmup_s` null.
 
 `raise_timeout` adds compat.yaml's `jit.timeout_allowance_s` to the time limit of a cell whose
 preflight verdict is `jit` (its stack reaches this GPU only through PTX JIT).
@@ -37,7 +38,7 @@ import re
 import time
 from pathlib import Path
 
-from reprokit import files, lifecycle
+from reprokit import files, lifecycle, probe_cache
 from reprokit.errors import UserError
 from reprokit.runners.base import CellOutcome
 
@@ -114,12 +115,12 @@ def warmup_cell(job_cell: dict) -> dict:
 def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dict,
                 rundir, stack: str, say=print) -> dict | None:
     """The warm-up record of the cell's key (run.json `jit_warmups`), running the warm-up first
-    when this run has none for the key; None when the cell needs none (a CPU cell, or
-    REPROKIT_JIT_WARMUP=off). A warm-up that fails is recorded with its status and the cells run
+    when this run has none for the key; None when the cell needs none (a CPU cell, a gpu-smoke
+    probe, or REPROKIT_JIT_WARMUP=off). A warm-up that fails is recorded with its status and the cells run
     anyway (they then say from their own `jit_cache` what they started from)."""
     how = mode()
-    if how == "off":
-        return None
+    if how == "off" or probe_cache.is_probe(job_cell["workload"]):
+        return None  # a gpu-smoke probe is itself the first start: its first_call_time holds the JIT
     job = files.read_json(Path(job_path), "job")
     device = cell_device(job, job_cell)
     if device != "gpu" and how != "force":

@@ -163,6 +163,28 @@ def test_the_switch_forces_it_on_a_cpu_cell_and_turns_it_off(tmp_path, cuda_cach
     assert res["jit_warmup_s"] is None and res["jit_cache"] == "cold"
 
 
+def test_a_probe_cell_is_its_own_first_start(tmp_path, monkeypatch):
+    """gpu-smoke probes time their first call, PTX JIT included: no warm-up before them, even forced."""
+    monkeypatch.setenv(jit_warmup.ENV, "force")
+
+    class NoRunner:
+        def run_cell(self, *args, **kwargs):
+            raise AssertionError("no process may run for a probe's warm-up")
+
+    job = {"schema_version": 1, "run_id": "r", "stack": "torch-0.1", "kit": files.kit_info(),
+           "out_dir": str(tmp_path), "device": "gpu",
+           "cells": [{"id": "gpu-smoke/torch-0.1", "source": "gpu-smoke", "workload": "probe_torch",
+                      "params": {}, "metrics": ["first_call_time"], "budget": {"min_samples": 1},
+                      "protocol": "budget", "timeout_s": 3600}]}
+    job_path = tmp_path / "jobs" / "torch-0.1.json"
+    job_path.parent.mkdir()
+    job_path.write_text(json.dumps(job))
+    run = {"host_fingerprint": H100}
+    got = jit_warmup.before_cell(run, NoRunner(), {}, job_path, job["cells"][0],
+                                 results.RunDir(tmp_path), "torch-0.1", QUIET)
+    assert got is None and "jit_warmups" not in run
+
+
 def test_a_bad_switch_value_is_one_line(monkeypatch):
     monkeypatch.setenv(jit_warmup.ENV, "sometimes")
     with pytest.raises(UserError, match="REPROKIT_JIT_WARMUP='sometimes' is not one of auto, off, force"):
