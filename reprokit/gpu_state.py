@@ -217,7 +217,7 @@ class Monitor:
             self.error = "NVML: " + _err(e)
             return
         if self._nv is not None and self._handles:
-            self.before = self._sample(snapshot=True)
+            self.before = self._sample(snapshot=True, phase="before")
             self._thread = threading.Thread(target=self._loop, name="reprokit-gpu-state", daemon=True)
             self._thread.start()
 
@@ -245,8 +245,10 @@ class Monitor:
         if not self._handles:
             self.error = "NVML sees no GPU"
 
-    def _sample(self, snapshot: bool) -> list[dict]:
-        """One sample of every GPU: reasons and processes recorded; full snapshots when asked."""
+    def _sample(self, snapshot: bool, phase: str = "during") -> list[dict]:
+        """One sample of every GPU: reasons and processes recorded; full snapshots when asked.
+        `phase` (before, during, after) is recorded with each process: one seen while the cell's
+        process did not exist (before or after it) cannot be the cell's."""
         nv = self._nv
         snaps = []
         own = None
@@ -268,16 +270,20 @@ class Monitor:
                     seen[n] = seen.get(n, 0) + 1
                 for p in procs:
                     key = (p["pid"], uuid)
-                    if key in self.processes:
-                        old = self.processes[key]["used_memory_mib"]
-                        new = p["used_memory_mib"]
+                    known = self.processes.get(key)
+                    if known is not None:
+                        if phase not in known["phases"]:
+                            known["phases"].append(phase)
+                        new, old = p["used_memory_mib"], known["used_memory_mib"]
                         if new is not None and (old is None or new > old):
-                            self.processes[key]["used_memory_mib"] = new
+                            known["used_memory_mib"] = new
                         continue
                     if own is None:
                         own = process_tree(self.own_pid)
                     p["own"] = p["pid"] in own
                     p["cgroup"] = None if p["own"] else _cgroup(p["pid"])
+                    p["visible"] = os.path.exists(os.path.join("/proc", str(p["pid"])))
+                    p["phases"] = [phase]
                     self.processes[key] = p
         with self._lock:
             self.samples += 1
@@ -298,7 +304,7 @@ class Monitor:
             self._thread.join(timeout=30)
         if self._nv is not None and self._handles:
             try:
-                self.after = self._sample(snapshot=True)
+                self.after = self._sample(snapshot=True, phase="after")
             except Exception as e:
                 self.error = self.error or "after-snapshot failed: " + _err(e)
         if self._nv is not None:
@@ -330,7 +336,10 @@ def for_cell(raw: dict, gpus: list[dict] | None = None, container_id: str | None
     """The cell result's `gpu_state` from a monitor's raw state: restricted to the cell's GPUs (all
     GPUs NVML saw when the cell names none), `throttled` = the reasons that count as throttling seen
     in any sample, `shared` = compute processes that are neither in the driver's process tree nor, for
-    a Docker cell, in the cell's container (its cgroup names the container id)."""
+    a Docker cell, in the cell's container (its cgroup names the container id). A process seen only
+    while the cell ran whose PID this machine's /proc does not show (the driver in a container of its
+    own: NVML gives PIDs of another namespace) cannot be told apart from the cell's own: it goes to
+    `unattributed`, not `shared`."""
     policy = reason_policy() if policy is None else policy
     keep = cell_uuids(gpus)
 
@@ -344,19 +353,21 @@ def for_cell(raw: dict, gpus: list[dict] | None = None, container_id: str | None
         if mine(uuid):
             for name, n in counts.items():
                 seen[name] = seen.get(name, 0) + int(n)
-    shared = []
+    shared, unattributed = [], []
     for p in raw.get("processes") or []:
         if not mine(p.get("gpu_uuid")) or p.get("own"):
             continue
         if container_id and container_id in (p.get("cgroup") or ""):
             continue  # the cell's own container
-        shared.append({"pid": p["pid"], "used_memory_mib": p.get("used_memory_mib"),
-                       "gpu_uuid": p.get("gpu_uuid")})
+        entry = {"pid": p["pid"], "used_memory_mib": p.get("used_memory_mib"), "gpu_uuid": p.get("gpu_uuid")}
+        outside = {"before", "after"} & set(p.get("phases") or ["before"])
+        (shared if p.get("visible", True) or outside else unattributed).append(entry)
     shared.sort(key=lambda p: (str(p["gpu_uuid"]), p["pid"]))
+    unattributed.sort(key=lambda p: (str(p["gpu_uuid"]), p["pid"]))
     unknown = sorted(n for n in seen if n not in policy)
     return {"before": before, "after": after,
             "throttled": sorted(n for n in seen if counts_as_throttle(n, policy)),
-            "shared": shared, "error": raw.get("error"),
+            "shared": shared, "unattributed": unattributed, "error": raw.get("error"),
             "reasons_seen": dict(sorted(seen.items())), "unknown_reasons": unknown,
             "samples": raw.get("samples"), "interval_s": raw.get("interval_s"),
             "gpus_from": "the cell's gpus" if keep else "every GPU NVML saw (the cell recorded no GPU UUID)"}
@@ -387,7 +398,10 @@ def merge(states: list[dict | None]) -> dict | None:
         return None
     seen: dict[str, int] = {}
     shared: dict[tuple, dict] = {}
+    unattributed: dict[tuple, dict] = {}
     for s in states:
+        for p in s.get("unattributed") or []:
+            unattributed.setdefault((p.get("gpu_uuid"), p.get("pid")), p)
         for name, n in (s.get("reasons_seen") or {}).items():
             seen[name] = seen.get(name, 0) + int(n)
         for p in s.get("shared") or []:
@@ -395,6 +409,7 @@ def merge(states: list[dict | None]) -> dict | None:
     return {"before": states[0].get("before") or [], "after": states[-1].get("after") or [],
             "throttled": sorted({n for s in states for n in s.get("throttled") or []}),
             "shared": [shared[k] for k in sorted(shared, key=lambda k: (str(k[0]), k[1]))],
+            "unattributed": [unattributed[k] for k in sorted(unattributed, key=lambda k: (str(k[0]), k[1]))],
             "error": next((s["error"] for s in states if s.get("error")), None),
             "reasons_seen": dict(sorted(seen.items())),
             "unknown_reasons": sorted({n for s in states for n in s.get("unknown_reasons") or []}),

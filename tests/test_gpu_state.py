@@ -161,6 +161,19 @@ def test_a_docker_cells_own_container_is_not_another_process():
     assert [p["pid"] for p in gpu_state.for_cell(raw)["shared"]] == [10, 11]
 
 
+def test_a_process_whose_pid_this_machine_cannot_see_is_shared_only_outside_the_cell():
+    """The driver in a container of its own sees NVML's PIDs of another namespace: a process seen only
+    while the cell ran may be the cell's own and is not labelled; one seen before or after it is not."""
+    def proc(pid, phases):
+        return {"pid": pid, "gpu_uuid": UUID_A, "used_memory_mib": 1.0, "own": False, "cgroup": None,
+                "visible": False, "phases": phases}
+    raw = {"before": [], "after": [], "reasons_seen": {}, "samples": 3, "interval_s": 1.0, "error": None,
+           "processes": [proc(20, ["during"]), proc(21, ["before", "during"]), proc(22, ["during", "after"])]}
+    state = gpu_state.for_cell(raw)
+    assert [p["pid"] for p in state["shared"]] == [21, 22]
+    assert [p["pid"] for p in state["unattributed"]] == [20]
+
+
 def test_which_reasons_count_as_throttling_comes_from_the_data_file():
     policy = gpu_state.reason_policy()
     assert not any(gpu_state.counts_as_throttle(n, policy) for n in

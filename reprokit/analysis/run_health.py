@@ -199,7 +199,10 @@ def gpu_health(cells: list[dict]) -> dict:
                          "power_limit_w": a.get("power_limit_w") or b.get("power_limit_w"),
                          "temperature_before_c": b.get("temperature_c"),
                          "temperature_after_c": a.get("temperature_c")})
+        unknown = [f"pid {p.get('pid')} on {_short_uuid(p.get('gpu_uuid'))}"
+                   for p in st.get("unattributed") or []]
         entry = {"cell_id": c["cell_id"], "gpus": gpus, "throttled": reasons, "shared": others,
+                 "unattributed": unknown,
                  "error": st.get("error"), "samples": samples}
         per_cell.append(entry)
         if reasons:
