@@ -149,7 +149,7 @@ def _cpu_peak(say) -> dict | None:
 def _gpu_peak(device: str, runner_name: str, host: dict, say) -> dict:
     """Measure the GPUs' fp32 and TF32 GEMM rate once per GPU run (reprokit/gpu_peak.py)."""
     if device == "cpu":
-        peak = {"skipped": "a CPU run (--device cpu)"}
+        peak = {"skipped": "a CPU run (device cpu)"}
     elif runner_name == "slurm":
         peak = {"skipped": "the Slurm runner measures each node's GPUs on the node "
                            "(slurm/nodes/<node>.json gpu_peak)"}

@@ -71,7 +71,7 @@ def test_the_driver_measures_only_on_a_gpu_run_with_a_gpu(monkeypatch):
     calls = []
     monkeypatch.setattr(gpu_peak, "probe", lambda: calls.append(1) or {"skipped": "stub"})
     no_gpu = {"gpus": [], "nvidia": {"available": False, "reason": "no NVIDIA driver: x"}}
-    assert execute._gpu_peak("cpu", "local", no_gpu, said.append) == {"skipped": "a CPU run (--device cpu)"}
+    assert execute._gpu_peak("cpu", "local", no_gpu, said.append) == {"skipped": "a CPU run (device cpu)"}
     assert execute._gpu_peak("auto", "local", no_gpu, said.append) == {
         "skipped": "NVML finds no GPU on this host (no NVIDIA driver: x)"}
     assert execute._gpu_peak("gpu", "slurm", {"gpus": [{"name": "H100"}]}, said.append)["skipped"].startswith(
@@ -103,8 +103,8 @@ def test_the_measured_rate_is_shown_beside_the_datasheet_peak():
     if sheet.get("tf32_tensor_tflops"):
         assert h100["tf32_fraction"] == pytest.approx(370.0 / sheet["tf32_tensor_tflops"])
     assert v100["tf32_tflops"] is None and v100["text"].endswith("compute capability 7.0 has no TF32")
-    assert run_health.gpu_peak_summary({"gpu_peak": {"skipped": "a CPU run (--device cpu)"}}) == {
-        "measured": False, "text": "skipped: a CPU run (--device cpu)", "gpus": [], "method": None}
+    assert run_health.gpu_peak_summary({"gpu_peak": {"skipped": "a CPU run (device cpu)"}}) == {
+        "measured": False, "text": "skipped: a CPU run (device cpu)", "gpus": [], "method": None}
     assert run_health.gpu_peak_summary({}) is None  # a run made before gpu_peak: nothing shown
 
 

@@ -225,6 +225,12 @@ def environment_device(args, runner, device: str, plan) -> tuple[str, set[str], 
         node = (getattr(runner, "probe_result", None) or {}).get("node_fingerprint") or {}
         _, by_stack = select.gpu_environments(plan.runnable, node, other_host=True, runner="slurm")
         select.refuse_gpu("--runner slurm --device gpu", by_stack, "--device cpu")
+    if args.device == "auto" and runner.name != "slurm":  # say why, as the local runner does
+        from reprokit import fingerprint
+
+        gpus, nvidia = fingerprint.nvml_gpus()
+        return device, set(), ("--device auto: " + (f"NVML sees {len(gpus)} GPU(s)" if gpus else
+                               f"this host has no GPU ({nvidia.get('reason') or 'NVML sees none'})"))
     return device, set(), ""
 
 
