@@ -78,6 +78,9 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
             "result_file": f"cells/{results.cell_filename(cell_id, i)}",
             "log_file": r.get("log_file"), "load_avg": r.get("load_avg"),
         })
+        node = (r.get("runner") or {}).get("node")
+        if node:  # a Slurm process: the node it ran on (the processes of a cell may differ)
+            entries[-1]["node"] = node
     merged["repeat"] = repeat
     merged["processes"] = entries
     merged["metrics"] = merge_metrics(ok)
@@ -118,6 +121,9 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
         runner = {k: v for k, v in base["runner"].items() if k not in _PER_PROCESS_RUNNER_KEYS}
         pw = [e["process_wall_s"] for e in entries if isinstance(e["process_wall_s"], (int, float))]
         runner["process_wall_s"] = sum(pw) if pw else None
+        nodes = sorted({e["node"] for e in entries if e.get("node")})
+        if len(nodes) > 1:  # `node` and `node_fingerprint` are the first ok process's
+            runner["nodes"] = nodes
         merged["runner"] = runner
     return merged
 

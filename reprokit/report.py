@@ -458,7 +458,21 @@ def _stack_summary(stack: str, cells: list[dict], spec: dict) -> dict:
     }
 
 
-def _cluster(run: dict, cell_list: list[dict]) -> dict | None:
+def _node_records(rundir: results.RunDir) -> dict[str, dict]:
+    """{node: its record of the run} (slurm/nodes/<node>.json, written by slurm_task.py: the node's
+    fingerprint and CPU peak); unreadable ones are left out."""
+    out = {}
+    for f in sorted((rundir.path / "slurm" / "nodes").glob("*.json")):
+        try:
+            doc = files.loads_bounded(f, "record")
+        except (OSError, ValueError, UserError):
+            continue
+        if isinstance(doc, dict):
+            out[str(doc.get("node") or f.stem)] = doc
+    return out
+
+
+def _cluster(run: dict, cell_list: list[dict], node_records: dict | None = None) -> dict | None:
     """A Slurm run (reprokit/runners/slurm.py): its launcher, job arrays, whether cells had their
     nodes to themselves, and its nodes with their cells; None for the other runners (whose reports
     have no such key)."""
@@ -467,21 +481,36 @@ def _cluster(run: dict, cell_list: list[dict]) -> dict | None:
         return None
     opts = slurm.get("options") or {}
     nodes: dict[str, dict] = {}
-    for c in cell_list:
-        r = c.get("runner") or {}
-        if not r.get("node"):
-            continue
-        n = nodes.setdefault(r["node"], {"node": r["node"], "partitions": [], "cells": [],
-                                         "cpu": None, "memory_gib": None, "gpus": []})
-        if r.get("partition") and r["partition"] not in n["partitions"]:
-            n["partitions"].append(r["partition"])
-        n["cells"].append(c["cell_id"])
-        fp = r.get("node_fingerprint") or {}
-        if n["cpu"] is None and fp:
-            n["cpu"] = (fp.get("cpu") or {}).get("model_name")
+
+    def fingerprint(n: dict, fp: dict) -> None:
+        if n["cpu"] is None and isinstance(fp, dict) and fp:
+            cpu = fp.get("cpu") or {}
+            # the distinguishing label (microarchitecture, the cores the node's jobs may use) and
+            # the model name: nodes of one model with other CPU sets or counts differ here
+            n["cpu"] = " ".join(x for x in (cpus.short_label(cpu), f"({cpu['model_name']})"
+                                            if cpu.get("model_name") else "") if x)
             mem = (fp.get("memory") or {}).get("total_bytes")
             n["memory_gib"] = round(mem / 2**30, 1) if isinstance(mem, (int, float)) else None
             n["gpus"] = [g.get("name") for g in fp.get("gpus") or [] if isinstance(g, dict)]
+
+    for c in cell_list:
+        r = c.get("runner") or {}
+        # run --repeat K: each process's node (merge_processes.py), else the cell's
+        where = [(e["node"], f"{c['cell_id']} (process {e.get('index')})")
+                 for e in c.get("processes") or [] if isinstance(e, dict) and e.get("node")]
+        if len({w[0] for w in where}) <= 1:
+            where = [(r["node"], c["cell_id"])] if r.get("node") else []
+        for node, label in where:
+            n = nodes.setdefault(node, {"node": node, "partitions": [], "cells": [],
+                                        "cpu": None, "memory_gib": None, "gpus": []})
+            if r.get("partition") and r["partition"] not in n["partitions"]:
+                n["partitions"].append(r["partition"])
+            n["cells"].append(label)
+            if node == r.get("node"):
+                fingerprint(n, r.get("node_fingerprint") or {})
+    for n in nodes.values():  # a node only some processes ran on: its record of the run
+        if n["cpu"] is None and node_records:
+            fingerprint(n, (node_records.get(n["node"]) or {}).get("fingerprint") or {})
     exclusive = opts.get("exclusive", True) is not False
     return {"launcher": opts.get("launcher"), "exclusive": exclusive,
             "job_arrays": [j.get("job_id") for j in slurm.get("jobs") or []],
@@ -564,7 +593,7 @@ def build_context(rundir: results.RunDir) -> dict:
     gpu_peak = run_health.gpu_peak_summary(run)  # the measured GEMM rate beside peaks.yaml
     if gpu_peak is not None:
         context["environments"]["host"]["gpu_peak"] = gpu_peak
-    cluster = _cluster(run, cell_list)
+    cluster = _cluster(run, cell_list, _node_records(rundir) if run.get("runner") == "slurm" else None)
     if cluster is not None:  # Slurm runs only: the other reports stay as they were
         context["cluster"] = cluster
     return context

@@ -173,15 +173,35 @@ def _measured_gpu(cell: dict, run: dict | None) -> dict:
 def measured_device(cell: dict, run: dict | None) -> dict:
     """The device a cell ran on, with its theoretical peak (CPU: reprokit.analysis.cpus; GPU:
     peaks.yaml, of the GPUs `cell_gpus` finds) and, for a CPU, the run's measured GEMM probe as
-    context."""
+    context. A Slurm cell's CPU is its node's (`runner.node_fingerprint`, the probe its
+    `node_cpu_peak`), not the driver host's; one whose --repeat processes ran on several nodes
+    (`runner.nodes`) has no peak, with the reason."""
     host = (run or {}).get("host_fingerprint") or {}
     if (cell.get("device") or "cpu") == "gpu":
         return _measured_gpu(cell, run)
-    c = cpus.host_cpu(host)
-    probe = flops.cpu_peak_of(run)
+    runner = cell.get("runner") or {}
+    node_fp = runner.get("node_fingerprint")
+    on_node = isinstance(node_fp, dict) and isinstance(node_fp.get("cpu"), dict)
+    if on_node:  # a Slurm cell: its node's CPU and the GEMM rate measured there, not the driver's
+        c = cpus.host_cpu(node_fp)
+        node_peak = runner.get("node_cpu_peak")
+        probe = node_peak if isinstance(node_peak, dict) and node_peak.get("gflops") else None
+    else:
+        c = cpus.host_cpu(host)
+        probe = flops.cpu_peak_of(run)
     probe_tflops = probe["gflops"] / 1000.0 if probe else None
     d = {**c, "kind": "cpu", "count": 1, "entry": "cpu", "peak_source": c.get("derivation"),
          "probe_tflops": probe_tflops, "probe_source": (probe or {}).get("method")}
+    if on_node:
+        d["node"] = runner.get("node")
+        if d["peak_source"]:
+            d["peak_source"] += f" (the Slurm node {runner.get('node') or '?'}'s fingerprint)"
+    nodes = [str(n) for n in runner.get("nodes") or []] if on_node else []
+    if len(nodes) > 1:  # run --repeat K spread over nodes (merge_processes.py): which CPU ran is open
+        return {**d, "peak_tflops": None, "probe_tflops": None, "verified": None, "peak_source": None,
+                "reason": f"the cell's processes ran on {len(nodes)} Slurm nodes ({', '.join(nodes)}), "
+                          "whose CPUs may differ: no one peak (run its processes on one node, e.g. "
+                          "with --slurm-constraint)"}
     if probe_tflops and d.get("peak_tflops") and probe_tflops > d["peak_tflops"]:
         # a measured rate above the theoretical one proves the figure too low (a VM reports its base
         # clock, boost is not counted): the measured rate is the best lower bound of the peak known
