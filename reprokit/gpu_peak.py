@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 DEFAULT_SIZES = (2048, 4096, 8192)
 DEFAULT_REPEATS = 10
@@ -141,6 +143,9 @@ def measure(sizes: tuple[int, ...] = DEFAULT_SIZES, repeats: int = DEFAULT_REPEA
 def probe(python: str | None = None, timeout_s: float = 600, env: dict | None = None) -> dict:
     """`measure()` in a child process (`python -m reprokit.gpu_peak`); never raises."""
     cmd = [python or sys.executable, "-m", "reprokit.gpu_peak"]
+    env = dict(os.environ if env is None else env)  # the kit importable from any directory
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
