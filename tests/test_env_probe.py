@@ -55,6 +55,29 @@ def bare_venv(tmp_path_factory) -> str:
     return str(d / "bin" / "python")
 
 
+def _ask(code: str) -> list:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def truth() -> dict:
+    """What the installed frameworks say, asked directly (not through the kit): the probe must agree
+    on this machine (CPU builds) and on a GPU machine alike."""
+    import importlib.util
+
+    out = {"torch": _ask("import json, torch; print(json.dumps([torch.version.cuda, "
+                         "bool(torch.cuda.is_available() and torch.cuda.device_count())]))")}
+    out["tensorflow"] = _ask(
+        "import json, tensorflow as tf; print(json.dumps([bool(tf.test.is_built_with_cuda()), "
+        "bool(tf.config.list_physical_devices('GPU'))]))") \
+        if importlib.util.find_spec("tensorflow") else None
+    out["jax"] = _ask("import json, jax; print(json.dumps([d.platform for d in jax.devices()]))") \
+        if importlib.util.find_spec("jax") else None
+    return out
+
+
 def stored(name: str) -> dict:
     return json.loads((FPS / f"{name}.json").read_text())
 
@@ -64,11 +87,15 @@ def cells(suite: str, pattern: str) -> list:
 
 
 # -- real probes ---------------------------------------------------------------------------------
-def test_the_installed_torch_is_probed_in_its_own_process_and_reports_a_cpu_build():
+def test_the_installed_torch_is_probed_in_its_own_process_and_says_what_it_can_use(truth):
     rec = env_probe.probe(sys.executable, "torch")
+    cuda, sees = truth["torch"]
     assert rec["framework"] == "torch" and rec["version"] == metadata.version("torch")
-    assert rec["devices"] == ["cpu"] and rec["gpu_build"] is False and rec["cuda"] is None
-    assert "CPU-only build" in rec["why"] and rec["byo"] is False and rec["python"] == sys.executable
+    assert rec["cuda"] == cuda and rec["gpu_build"] is (cuda is not None)
+    assert rec["devices"] == (["cpu", "gpu"] if sees else ["cpu"])
+    if cuda is None:  # this project's machines: the CPU wheel
+        assert "CPU-only build" in rec["why"]
+    assert rec["byo"] is False and rec["python"] == sys.executable
     assert "bench/env_probe.py torch" in rec["probe"]
 
 
@@ -82,12 +109,20 @@ def test_the_driver_process_imports_no_framework_to_probe():
     assert out.stdout.split() == ["tensorflow", "['cpu']", "False", "False"]
 
 
-def test_tensorflow_and_jax_cpu_builds_say_so():
+def test_tensorflow_and_jax_say_what_they_can_use(truth):
     tf = env_probe.probe(sys.executable, "keras-tf")  # keras-tf stacks probe TensorFlow
-    assert tf["framework"] == "tensorflow" and tf["gpu_build"] is False and tf["devices"] == ["cpu"]
+    assert tf["framework"] == "tensorflow"
+    if truth["tensorflow"] is None:  # not installed (the project's GPU machine has none)
+        assert tf["devices"] == [] and "No module named 'tensorflow'" in tf["error"]
+    else:
+        assert tf["gpu_build"] is truth["tensorflow"][0]
+        assert tf["devices"] == (["cpu", "gpu"] if truth["tensorflow"][1] else ["cpu"])
     jax = env_probe.probe(sys.executable, "jax")
-    assert jax["version"] == metadata.version("jax") and jax["devices"] == ["cpu"]
-    assert jax["gpu_build"] is False and "no CUDA or ROCm plugin" in jax["why"]
+    gpu = any(p in env_probe.GPU_PLATFORMS for p in truth["jax"] or [])
+    assert jax["version"] == metadata.version("jax")
+    assert jax["devices"] == (["cpu", "gpu"] if gpu else ["cpu"])
+    if not gpu and jax["gpu_build"] is False:
+        assert "no CUDA or ROCm plugin" in jax["why"]
 
 
 def test_a_probe_is_cached_per_interpreter_and_installed_packages(bare_venv):
@@ -107,10 +142,10 @@ def test_a_probe_is_cached_per_interpreter_and_installed_packages(bare_venv):
     assert env_probe.cache_key(bare_venv, "python", {"THEANO_FLAGS": "device=cuda"}) != key
 
 
-def test_a_venv_stack_is_probed_through_its_own_interpreter(user_venv):
+def test_a_venv_stack_is_probed_through_its_own_interpreter(user_venv, truth):
     rec = env_probe.probe(user_venv, "torch")
     assert rec["python"] == user_venv and rec["version"] == metadata.version("torch")
-    assert rec["devices"] == ["cpu"]
+    assert rec["devices"] == (["cpu", "gpu"] if truth["torch"][1] else ["cpu"])
 
 
 def test_an_interpreter_without_the_framework_reports_the_import_error(bare_venv):
@@ -166,19 +201,23 @@ def test_h200_fingerprint_with_its_environments_runs_the_003_004_pytorch_cells_o
             env_check = next(x for x in v[c.id]["checks"] if x["name"] == "environment")
             assert env_check["ok"] and "torch 2.11" in env_check["detail"]
         assert env_of.seen["torch-1.3"]["where"] == "fingerprint"
-        assert "from " in env_preflight.where_line(env_of, "h200.json")
+        assert "as h200.json states them" in env_preflight.where_line(env_of, "h200.json")
 
 
 @pytest.mark.parametrize("name", ["a100", "h100", "rtx5090", "b200"])
-def test_stored_fingerprints_judge_this_hosts_cpu_torch_assumed_there_and_refuse_it(name):
+def test_stored_fingerprints_judge_this_hosts_torch_assumed_there(name, truth):
     fp = stored(name)
     chosen = cells("stacked-lstm-2019", "003/pytorch")
     env_of = env_preflight.environments_for(fp, STACKS, other_host=True, build=False)
     v = preflight.suite_verdicts(chosen, fp, "local", "gpu", other_host=True, environments=env_of)
     for c in chosen:
-        assert not v[c.id]["runnable"]
-        assert "CPU-only build of torch" in v[c.id]["reasons"][0]
-        assert "--python torch-1.3=PATH" in v[c.id]["reasons"][0]
+        env_check = next(x for x in v[c.id]["checks"] if x["name"] == "environment")
+        if truth["torch"][0] is None:  # a CPU build here: refused, naming the fix
+            assert not v[c.id]["runnable"] and not env_check["ok"]
+            assert "CPU-only build of torch" in v[c.id]["reasons"][0]
+            assert "--python torch-1.3=PATH" in v[c.id]["reasons"][0]
+        else:  # a CUDA build here: assumed to see the GPU there, and said so
+            assert env_check["ok"] and any(r.startswith("assumed: ") for r in v[c.id]["reasons"])
     assert env_of.seen["torch-1.3"]["where"] == "assumed"
     line = env_preflight.where_line(env_of, f"{name}.json")
     assert "probed on THIS host and assumed" in line and "not checked" in line
@@ -250,9 +289,11 @@ def test_device_auto_on_this_host_is_cpu_and_says_why():
     assert device == "cpu" and not to_cpu and why.startswith("--device auto: this host has no GPU (")
 
 
-def test_device_gpu_and_auto_on_a_gpu_host_judge_the_real_cpu_environments(monkeypatch):
+def test_device_gpu_and_auto_on_a_gpu_host_judge_the_real_cpu_environments(monkeypatch, truth):
     """NVML is replaced by the stored H100 fingerprint (pure choice logic); the environments judged
     are this machine's real ones (the installed torch: a CPU build)."""
+    if truth["torch"][1]:
+        pytest.skip("the installed torch sees a GPU here: its environment can use one")
     fp = stored("h100")
     monkeypatch.setattr(fingerprint, "nvml_gpus", lambda: (fp["gpus"], {"available": True}))
     monkeypatch.setattr(fingerprint, "host_fingerprint", lambda: fp)
@@ -267,14 +308,15 @@ def test_device_gpu_and_auto_on_a_gpu_host_judge_the_real_cpu_environments(monke
 
 
 # -- bring your own interpreter -----------------------------------------------------------------
-def test_byo_interpreter_runs_the_stack_with_its_versions_labelled(user_venv):
+def test_byo_interpreter_runs_the_stack_with_its_versions_labelled(user_venv, truth):
     byo.use(byo.check([("torch-1.3", user_venv)], STACKS))
     env = venvs.environment_for("torch-1.3", STACKS["torch-1.3"], say=lambda *_: None)
     assert env.python == user_venv and env.chosen["byo"] and env.chosen["candidate"] == "byo"
     assert env.probe["byo"] and env.probe["version"] == metadata.version("torch")
     subs = env.substitutes
     assert [s["original"] for s in subs] == ["torch 1.3 (stacks.yaml pin of torch-1.3)"]  # Python unstated
-    assert subs[0]["used"].startswith(f"torch {metadata.version('torch')} (CPU-only build) at {user_venv}")
+    build = "CPU-only build" if truth["torch"][0] is None else f"CUDA {truth['torch'][0]} build"
+    assert subs[0]["used"].startswith(f"torch {metadata.version('torch')} ({build}) at {user_venv}")
     from reprokit.analysis import standins
     assert standins.classify(subs[0])["kind"] == "version"
 
@@ -358,11 +400,13 @@ def test_slurm_local_launcher_runs_the_users_interpreter_on_the_node(tmp_path, u
         s["original"] for s in cell["implementation"]["substitutes"]]
 
 
-def test_slurm_local_launcher_gpu_runs_are_judged_on_the_environments_assumed_on_the_node():
+def test_slurm_local_launcher_gpu_runs_are_judged_on_the_environments_assumed_on_the_node(truth):
     chosen = cells("stacked-lstm-2019", "003/pytorch")
     verdicts, by_stack = select.gpu_environments(chosen, stored("h200"), other_host=True, runner="slurm")
     assert not by_stack and all(verdicts[c.id]["runnable"] for c in chosen)
     assert all(any(x["name"] == "environment" for x in verdicts[c.id]["checks"]) for c in chosen)
+    if truth["torch"][0] is not None:
+        return  # a CUDA torch here is assumed to run on the node: nothing to refuse
     verdicts, by_stack = select.gpu_environments(chosen, stored("h100"), other_host=True, runner="slurm")
     assert "CPU-only build of torch" in by_stack["torch-1.3"]
     with pytest.raises(UserError) as e:
