@@ -104,7 +104,8 @@ def test_host_fingerprint_describes_a_real_gpu():
         assert g["index"] == i and g["uuid"].startswith("GPU-") and g["name"]
         assert g["memory_total_bytes"] > 2**30 and g["compute_capability"].count(".") == 1
         assert g["architecture"] and not g["architecture"].startswith("unknown"), g["architecture"]
-        assert g["clocks"]["sm_max_mhz"] > 0 and g["power_limit_w"] > 10
+        assert g["clocks"]["sm_max_mhz"] > 0
+        assert (g["power_limit_w"] or 0) > 10 or "power_limit_w" in g["errors"], g["errors"]
         assert g["pci_bus_id"] and g["persistence_mode"] in (True, False)
 
 

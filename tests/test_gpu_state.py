@@ -360,12 +360,16 @@ def test_the_monitor_reads_a_real_gpu():
     finally:
         pynvml.nvmlShutdown()
     assert len(raw["before"]) == len(raw["after"]) == count >= 1 and raw["samples"] >= 3
+    ranges = {"power_limit_w": (10, 2000), "power_draw_w": (0, 2000), "utilization_gpu_pct": (0, 100),
+              "utilization_memory_pct": (0, 100), "temperature_c": (1, 120)}
     for s in raw["before"] + raw["after"]:
         assert s["uuid"].startswith("GPU-")
         assert 0 < s["sm_clock_mhz"] <= s["max_sm_clock_mhz"] and s["mem_clock_mhz"] > 0
-        assert s["power_limit_w"] > 10 and s["power_draw_w"] is not None and 0 <= s["power_draw_w"] < 2000
-        assert isinstance(s["throttle_reasons"], list) and 0 <= s["utilization_gpu_pct"] <= 100
-        assert 0 < s["temperature_c"] < 120
+        assert isinstance(s["throttle_reasons"], list)
+        for key, (lo, hi) in ranges.items():  # a board may refuse one (utilisation in MIG mode): said why
+            errors = s.get("errors") or {}
+            assert (s[key] is not None and lo <= s[key] <= hi) or \
+                (s[key] is None and (key in errors or "utilization" in errors)), (key, s)
     state = gpu_state.for_cell(raw)
     assert validate.errors("cell_result", _cell("g", gpu_state=state)) == []
 
