@@ -195,7 +195,7 @@ def _other_kit(crate: Crate) -> str:
     if not made_by or made_by == here:
         return ""
     return (f" (the crate was exported by reprokit at commit {made_by[:12]}, this is "
-            f"{(here or 'not a git checkout')[:12]}: verify with that version)")
+            f"{here[:12] if here else 'not a git checkout'}: verify with that version)")
 
 
 def check_profile(crate: Crate) -> list[str]:
