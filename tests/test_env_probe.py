@@ -412,3 +412,16 @@ def test_slurm_local_launcher_gpu_runs_are_judged_on_the_environments_assumed_on
     with pytest.raises(UserError) as e:
         select.refuse_gpu("--runner slurm --device gpu", by_stack, "--device cpu")
     assert str(e.value).startswith("--runner slurm --device gpu: environment of torch-1.3 (")
+
+
+def test_the_environments_section_a_fingerprint_file_may_carry_is_printed_by_the_module():
+    p = subprocess.run([sys.executable, "-m", "reprokit.runners.env_probe", "--stack", "torch-1.3",
+                        "--stack", "smoke-python", "--no-build"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=600, env=dict(os.environ))
+    assert p.returncode == 0, p.stderr
+    envs = json.loads(p.stdout)["environments"]
+    assert set(envs) == {"torch-1.3", "smoke-python"}
+    assert envs["torch-1.3"]["framework"] == "torch" and envs["smoke-python"]["framework"] == "python"
+    fp = dict(stored("h100"), environments=envs)  # carried by a fingerprint: judged as stated
+    env_of = env_preflight.environments_for(fp, STACKS, other_host=True, build=False)
+    assert env_of("torch-1.3")["where"] == "fingerprint"

@@ -275,14 +275,18 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m reprokit.runners.env_probe")
     p.add_argument("--stack", action="append", help="only this stack (repeatable)")
+    p.add_argument("--no-build", action="store_true",
+                   help="probe only the environments already made (a venv not made yet is left out)")
     args = p.parse_args(argv)
     stacks = suites.load_stacks()
     out = {}
     for name, spec in stacks.items():
         if args.stack and name not in args.stack:
             continue
-        env = venvs.environment_for(name, spec, say=lambda m: print(m, file=sys.stderr))
-        out[name] = for_environment(name, spec, env)
+        env = venvs.environment_for(name, spec, say=lambda m: print(m, file=sys.stderr),
+                                    build=not args.no_build)
+        if env is not None:
+            out[name] = for_environment(name, spec, env)
     print(json.dumps({"environments": out}, indent=1))
     return 0
 
