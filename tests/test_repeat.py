@@ -214,8 +214,9 @@ def run_cells(tmp_path, cells, repeat, runner=None, resume=False, name="run1"):
     suite = Suite("test", "test suite", [], {"budget": BUDGET, "quick_budget": BUDGET,
                                              "timeout_s": 60}, list(cells))
     rundir = results.RunDir(tmp_path / name)
-    run = execute(make_plan(suite, Options(repeat=repeat)), runner or LocalRunner(say=QUIET),
-                  rundir, ["test"], resume=resume, say=QUIET)
+    # a resume turning a fault off changes the cell's params: allowed explicitly (--allow-changed-data)
+    run = execute(make_plan(suite, Options(repeat=repeat, allow_changed_data=resume)),
+                  runner or LocalRunner(say=QUIET), rundir, ["test"], resume=resume, say=QUIET)
     return rundir, run
 
 
