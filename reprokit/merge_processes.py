@@ -112,6 +112,10 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
     if any(loads):  # the worst process, so the report's load warning sees it
         merged["load_avg"] = {"before": _max_load(loads, "before"),
                               "after": _max_load(loads, "after")}
+    caches = [r.get("jit_cache") for r in ok]  # the worst cache any measuring process began on
+    worst = next((c for c in ("cold", "unknown", "warm", "n/a") if c in caches), None)
+    if worst is not None:  # (a later cold process, e.g. on another Slurm node, is not hidden)
+        merged["jit_cache"] = worst
     gpu = gpu_state.merge([processes[i].get("gpu_state") for i in order])
     if gpu is not None:  # every process's throttling and other processes, so the report sees them
         merged["gpu_state"] = gpu

@@ -407,3 +407,18 @@ def test_repeat_2_through_the_docker_runner(client, smoke_image, tmp_path):  # n
     assert rundir.load_cell("test/repeat/exit1", 1)["status"] == "crashed"
     assert exit_code(run) == 1
     assert not client.containers.list(all=True, filters={"label": "reprokit.run=run1"})
+
+
+def test_the_merged_jit_cache_is_the_worst_any_process_began_on():
+    """A compile time is decided only on a warm cache: one cold process among K must show (the
+    merge took the first ok process's state)."""
+    from reprokit import merge_processes
+
+    def proc(i, cache):
+        return {"cell_id": "c", "status": "ok", "reason": None, "metrics": {}, "jit_cache": cache,
+                "process": i}
+
+    assert merge_processes.merge({1: proc(1, "warm"), 2: proc(2, "cold")}, 2)["jit_cache"] == "cold"
+    assert merge_processes.merge({1: proc(1, "warm"), 2: proc(2, "unknown")}, 2)["jit_cache"] == "unknown"
+    assert merge_processes.merge({1: proc(1, "warm"), 2: proc(2, "warm")}, 2)["jit_cache"] == "warm"
+    assert merge_processes.merge({1: proc(1, None)}, 1).get("jit_cache") is None  # older results
