@@ -116,7 +116,8 @@ def cell_action(cell: dict, rel: str, job: str | None, log: str | None, objects:
     `job` the job file (object), `log` the log file (result), `objects` further inputs (the process
     files a merged result was made from), `kinds` the reproduction kinds of its numbers."""
     status = cell.get("status")
-    name = f"cell {cell.get('cell_id')}" + (f", process {cell['process']}" if cell.get("process") else "")
+    name = (f"cell {cell.get('cell_id')}" + (f", process {cell['process']}" if cell.get("process") else "")
+            + (", merged from its processes' results by the kit" if objects and not job else ""))
     desc = [f"status {status}"]
     if kinds:
         desc.append("reproduction kind of its numbers: " + "; ".join(kinds))

@@ -226,7 +226,7 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
             image = soft[1]["@id"] if len(soft) > 1 else None
         log = f"{RUN_DIR}/{cell['log_file']}" if cell.get("log_file") else None
         act = entities.cell_action(
-            cell, rel, jobs.get(cell.get("cell_id")),
+            cell, rel, None if procs else jobs.get(cell.get("cell_id")),
             log if log and (stage / log).is_file() else None, procs, instrument, image,
             kinds.get(cell.get("cell_id"), []))
         node = (cell.get("runner") or {}).get("node")
