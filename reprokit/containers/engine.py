@@ -5,9 +5,18 @@ call (a build step, a `docker save` chunk or an image load can be silent for min
 runner waits for a cell in slices with timeouts of its own). `answers()` only asks whether an engine
 answers at all, within PING_TIMEOUT_S: `--runner auto`, preflight, and the Docker runner after a
 failed call (is the engine gone?).
+
+`client()` is also the reaper (issue 23): a driver killed by SIGKILL cannot remove its cell's
+container, which stops itself once the run's heartbeat goes stale and then stays listed as exited.
+Every command that talks to the engine (run, resume, preflight, build, archive, restore, export
+--with-images) therefore first removes the exited containers of dead drivers of this host
+(`reap_exited`), saving each one's output as its cell's log where the driver could not.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 from reprokit.errors import UserError
 
@@ -23,14 +32,92 @@ def _connect(timeout: float):
     return c
 
 
-def client():
+def client(reap: bool = True):
     """A client of the engine DOCKER_HOST (or the local socket) names; a one-line UserError when
-    none answers."""
+    none answers. With `reap`, the exited containers of dead drivers are removed first
+    (reap_exited), each said in one line on stderr."""
     try:
-        return _connect(TIMEOUT_S)
+        c = _connect(TIMEOUT_S)
     except Exception as e:  # no SDK, no socket, engine down: all mean "no engine"
         raise UserError(f"no Docker engine answers ({type(e).__name__}); run .ci/docker-setup.sh "
                         "or start dockerd") from None
+    if reap:
+        reap_exited(c, say=lambda m: print(m, file=sys.stderr, flush=True))
+    return c
+
+
+# -- the reaper ---------------------------------------------------------------------------------
+# Labels the Docker runner gives each cell's container (reprokit/runners/docker.py)
+RUN_LABEL, RUN_DIR_LABEL = "reprokit.run", "reprokit.run_dir"
+PID_LABEL, HOST_LABEL, START_LABEL = ("reprokit.driver.pid", "reprokit.driver.host",
+                                      "reprokit.driver.start")
+ENDED = ("exited", "dead", "created")  # states of a container that runs no cell
+
+
+def driver_dead(labels: dict) -> int | None:
+    """The pid of the container's driver when that driver ran on this host and is dead (its pid
+    gone, or reused by a later process); None otherwise (alive, another host, no driver labels)."""
+    from reprokit import lifecycle
+
+    if labels.get(HOST_LABEL) != lifecycle.host_name():
+        return None
+    try:
+        pid = int(labels.get(PID_LABEL) or "")
+    except ValueError:
+        return None
+    return None if lifecycle.pid_alive(pid, labels.get(START_LABEL) or None) else pid
+
+
+def save_log(container) -> Path | None:
+    """Write an ended container's output as its cell's log (logs/<cell file>.log of the run in its
+    labels), as the driver would have, unless that log already holds something. The path written,
+    or None (no cell or run directory in the labels, the directory gone, or not writable)."""
+    from reprokit import results
+
+    labels = container.labels or {}
+    run_dir, cell = labels.get(RUN_DIR_LABEL), labels.get("reprokit.cell")
+    if not run_dir or not cell or not (Path(run_dir) / "run.json").is_file():
+        return None
+    process = labels.get("reprokit.process")
+    try:
+        path = results.RunDir(Path(run_dir)).log_path(cell, int(process) if process else None)
+        if path.is_file() and path.stat().st_size:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(container.logs(stdout=True, stderr=True))
+        return path
+    except (OSError, ValueError):
+        return None
+    except Exception:  # the engine's error: the container is still removed
+        return None
+
+
+def reap_exited(c, say=None) -> list[str]:
+    """Remove the containers of dead drivers of this host that have ended (exited, or created and
+    never started); running ones are left to stop themselves (a cell that ends after its driver
+    died still writes its result, which --resume adopts). The names removed."""
+    try:
+        found = c.containers.list(all=True, filters={"label": [RUN_LABEL, PID_LABEL],
+                                                     "status": list(ENDED)})
+    except Exception:  # the reaper never costs a command its engine
+        return []
+    gone = []
+    for ct in found:
+        labels = ct.labels or {}
+        pid = driver_dead(labels)
+        if pid is None:
+            continue
+        log = save_log(ct)
+        try:
+            ct.remove(force=True)
+        except Exception:
+            continue
+        gone.append(ct.name)
+        if say:
+            say(f"docker: removed exited container {ct.name} ({labels.get('reprokit.cell')}, run "
+                f"{labels.get(RUN_LABEL)}) of a dead driver (pid {pid})"
+                + (f"; its output is the cell's log {log}" if log else ""))
+    return gone
 
 
 def answers() -> tuple[bool, str]:

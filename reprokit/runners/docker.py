@@ -15,7 +15,9 @@ The container's output is saved as the cell's log and the container is removed a
 A container never outlives its driver for long: it is labelled with the run directory and the
 driver's pid, host and start time (leftovers of this run and of dead drivers are removed when a run
 starts or resumes), and the harness stops itself when the run's heartbeat file, which the driver
-touches while it waits, goes stale. An engine that stops answering mid-cell is lifecycle.EngineLost.
+touches while it waits, goes stale; once it has, the next command of the kit that talks to the
+engine removes it (engine.client's reaper), its output saved as the cell's log. An engine that
+stops answering mid-cell is lifecycle.EngineLost.
 
 The container is the one reprokit/runners/container.py describes (the compose files and the Slurm
 launchers render the same ContainerSpec): the image's own interpreter by absolute path,
@@ -296,29 +298,28 @@ class DockerRunner:
 
     def reap_leftovers(self, run_dir: Path, say=None) -> list[str]:
         """Remove the containers left by this run (its lock is held: none of them is running for
-        a live driver) and by drivers on this host that are dead (pid and start time labels).
+        a live driver) and by drivers on this host that are dead (pid and start time labels), an
+        ended one's output saved as its cell's log where the driver could not (engine.save_log).
         Containers of live drivers, of other hosts and of older kits (no driver labels) stay."""
         run_dir = str(Path(run_dir).resolve())
-        me = lifecycle.host_name()
         try:
-            found = self.client.containers.list(all=True, filters={"label": "reprokit.run"})
+            found = self.client.containers.list(all=True, filters={"label": engine.RUN_LABEL})
         except Exception:
             return []
         gone = []
         for c in found:
             labels = c.labels or {}
             why = None
-            if labels.get("reprokit.run_dir") == run_dir and c.id not in self.containers:
+            if labels.get(engine.RUN_DIR_LABEL) == run_dir and c.id not in self.containers:
                 why = "of this run"
-            elif labels.get("reprokit.driver.host") == me and labels.get("reprokit.driver.pid"):
-                try:
-                    pid = int(labels["reprokit.driver.pid"])
-                except ValueError:
-                    continue
-                if not lifecycle.pid_alive(pid, labels.get("reprokit.driver.start") or None):
+            else:
+                pid = engine.driver_dead(labels)
+                if pid is not None:
                     why = f"of a dead driver (pid {pid})"
             if why is None:
                 continue
+            if c.status in engine.ENDED:
+                engine.save_log(c)
             try:
                 c.remove(force=True)
             except Exception:
