@@ -125,7 +125,7 @@ def test_tensorflow_and_jax_say_what_they_can_use(truth):
         assert "no CUDA or ROCm plugin" in jax["why"]
 
 
-def test_a_probe_is_cached_per_interpreter_and_installed_packages(bare_venv):
+def test_a_probe_is_cached_per_interpreter_and_installed_packages(bare_venv, monkeypatch):
     first = env_probe.probe(bare_venv, "python")
     assert "cached" not in first["probe"] and first["devices"] == ["cpu"]
     env_probe._MEMO.clear()  # a new run: the file cache answers
@@ -140,6 +140,8 @@ def test_a_probe_is_cached_per_interpreter_and_installed_packages(bare_venv):
     finally:
         (site / "newpkg-1.0.dist-info").rmdir()
     assert env_probe.cache_key(bare_venv, "python", {"THEANO_FLAGS": "device=cuda"}) != key
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7,6")  # the user's own variables count too
+    assert env_probe.cache_key(bare_venv, "python", None) != key
 
 
 def test_a_venv_stack_is_probed_through_its_own_interpreter(user_venv, truth):
@@ -425,3 +427,10 @@ def test_the_environments_section_a_fingerprint_file_may_carry_is_printed_by_the
     fp = dict(stored("h100"), environments=envs)  # carried by a fingerprint: judged as stated
     env_of = env_preflight.environments_for(fp, STACKS, other_host=True, build=False)
     assert env_of("torch-1.3")["where"] == "fingerprint"
+
+
+def test_a_users_interpreter_keeps_the_users_variables_over_the_stacks(monkeypatch):
+    spec = STACKS["theano-0.9"]
+    assert "device=cpu" in byo.env_vars(spec)["THEANO_FLAGS"]
+    monkeypatch.setenv("THEANO_FLAGS", "device=cuda,floatX=float32")
+    assert "THEANO_FLAGS" not in byo.env_vars(spec)

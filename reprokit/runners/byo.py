@@ -9,7 +9,10 @@ them); every difference is a labelled substitution in each cell result (implemen
 and the environment's `chosen` record says `byo: true`. A bad path, a file that is not executable,
 or an interpreter that cannot import the stack's framework is one line and exit status 2, before
 anything runs. The mapping is held for the process (`use`), so the local runner, the Slurm local
-launcher and preflight see the same interpreters.
+launcher and preflight see the same interpreters. The stack's environment variables (stacks.yaml
+`local.env_vars`, e.g. Theano's THEANO_FLAGS with device=cpu) apply only where the user has not set
+the variable: THEANO_FLAGS=device=cuda,floatX=float32 in the environment lets a user's Theano with
+libgpuarray use the GPU.
 """
 
 from __future__ import annotations
@@ -93,15 +96,19 @@ def interpreter_for(stack: str) -> str | None:
     return _CHOSEN.get(stack)
 
 
+def env_vars(spec: dict) -> dict[str, str]:
+    """The stack's local variables the user has not set (theirs win for their interpreter)."""
+    return {k: v for k, v in spec.get("local", {}).get("env_vars", {}).items() if k not in os.environ}
+
+
 def probe(stack: str, spec: dict, path: str) -> dict:
     """The interpreter's `environments` entry; a one-line UserError when it cannot be run or cannot
     import the stack's framework."""
     from reprokit.runners import env_probe
 
     flag = f"--python {stack}={path}"
-    env_vars = dict(spec.get("local", {}).get("env_vars", {}))
     try:
-        rec = env_probe.probe(path, spec["framework"], env_vars, byo=True)
+        rec = env_probe.probe(path, spec["framework"], env_vars(spec), byo=True)
     except env_probe.ProbeError as e:
         raise UserError(f"{flag}: {e}; give the path of a working Python interpreter") from None
     if rec.get("error"):
@@ -172,5 +179,4 @@ def environment(stack: str, spec: dict, path: str):
               "why": f"named with --python {stack}={path}",
               "versions": {"framework": rec.get("framework"), "version": rec.get("version"),
                            "cuda": rec.get("cuda"), "cudnn": rec.get("cudnn")}}
-    return Environment(path, dict(spec.get("local", {}).get("env_vars", {})),
-                       substitutes(stack, spec, rec, path), chosen, [], probe=rec)
+    return Environment(path, env_vars(spec), substitutes(stack, spec, rec, path), chosen, [], probe=rec)

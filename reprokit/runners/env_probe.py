@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -91,13 +92,25 @@ def _run(python: str, arg: str, env_vars: dict[str, str] | None, timeout: float)
                      f"{_last_error_line(proc.stderr or proc.stdout)})")
 
 
+# variables that change what a framework sees or loads, as the probe's process has them
+KEY_VARS = ("THEANO_FLAGS", "THEANORC", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+            "JAX_PLATFORMS", "KERAS_BACKEND", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_HOME")
+
+
+def _key_vars(env_vars: dict[str, str] | None) -> list:
+    env = _env(env_vars)
+    return sorted((k, env[k]) for k in KEY_VARS if k in env) + sorted((env_vars or {}).items())
+
+
 def cache_key(python: str, framework: str, env_vars: dict[str, str] | None) -> str:
-    """What a probe is valid for: the interpreter and its installed packages (asked of it, without
-    importing any framework), the variables the stack sets, and this probe's code."""
+    """What a probe is valid for: the host (what it sees depends on its GPUs; a home directory may
+    be shared by several), the interpreter and its installed packages (asked of it, without
+    importing any framework), the variables that change what a framework sees, and this probe's
+    code."""
     key = _run(python, "--key", env_vars, 120)
     code = hashlib.sha256(PROBE_SCRIPT.read_bytes()
                           + (BENCH / "stack_fingerprint.py").read_bytes()).hexdigest()
-    text = json.dumps([key, module_for(framework), sorted((env_vars or {}).items()), code],
+    text = json.dumps([socket.gethostname(), key, module_for(framework), _key_vars(env_vars), code],
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -210,7 +223,7 @@ def probe(python: str, framework: str, env_vars: dict[str, str] | None = None, *
     """The `environments` entry of the environment whose interpreter is `python`; ProbeError when
     the interpreter cannot be run or answers nothing."""
     module = module_for(framework)
-    memo = json.dumps([python, module, sorted((env_vars or {}).items())])
+    memo = json.dumps([python, module, _key_vars(env_vars)])
     if memo in _MEMO and use_cache:  # once per run
         return dict(_MEMO[memo], byo=byo)
     key = cache_key(python, framework, env_vars)
