@@ -534,6 +534,10 @@ def build_context(rundir: results.RunDir) -> dict:
     published = [n for sid in source_ids for n in suites.load_published(sid)]
     load = run_health.machine_load(run, cell_list)
     rows = _rows_for(published, run, cells, all_sources, load)
+    gpu_health = run_health.gpu_health(cell_list)  # GPU cells run throttled or shared (none: no key)
+    for r in rows:  # a number measured by such a cell says so, as one measured under load does
+        if gpu_health["labels"].get(r.get("cell")):
+            r["gpu_state_label"] = gpu_health["labels"][r["cell"]]
     labelled = _labelled_cells(run["suite"])
     sections = [_source_section(sid, all_sources.get(sid, {}), [r for r in rows if r["source"] == sid],
                                 labelled)
@@ -587,7 +591,6 @@ def build_context(rundir: results.RunDir) -> dict:
                        for s, cs in sorted(by_stack.items())],
         },
     }
-    gpu_health = run_health.gpu_health(cell_list)  # GPU cells run throttled or shared (none: no key)
     if gpu_health["cells"]:
         context["gpu_state"] = gpu_health
     gpu_peak = run_health.gpu_peak_summary(run)  # the measured GEMM rate beside peaks.yaml

@@ -267,7 +267,7 @@ def test_a_cpu_run_records_no_gpu_state_and_skips_the_gemm_probe(tmp_path):
     assert cell["status"] == "ok" and cell["device"] == "cpu"
     assert "gpu_state" not in cell and "gpu_state" not in cell["runner"]
     stored = json.loads(rundir.run_file.read_text())
-    assert stored["gpu_peak"] == {"skipped": "a CPU run (--device cpu)"}
+    assert stored["gpu_peak"] == {"skipped": "a CPU run (device cpu)"}
     assert validate.errors("run", stored) == []
 
 
@@ -314,8 +314,9 @@ def test_the_report_labels_throttled_and_shared_cells(tmp_path):
     assert h["cells"][0]["throttled"] == ["SwPowerCap (9 of 12 samples)"]
     assert h["cells"][1]["shared"] == ["pid 4242 (2048 MiB) on GPU-aaaaaaaa"]
     assert run_health.gpu_health([calm, cpu])["warning"] is False
+    assert h["labels"] == {"a/hot": "GPU throttled: SwPowerCap", "a/busy": "GPU shared with another process"}
     assert run_health.gpu_health([cpu]) == {"cells": [], "throttled_cells": [], "shared_cells": [],
-                                            "unread_cells": [], "warning": False}
+                                            "unread_cells": [], "warning": False, "labels": {}}
 
     rundir = _synthetic_run(tmp_path, [hot, busy, calm])
     report.render(rundir)
@@ -329,10 +330,31 @@ def test_the_report_labels_throttled_and_shared_cells(tmp_path):
     assert doc["gpu_state"]["throttled_cells"] == ["a/hot"]
 
 
-def _synthetic_run(tmp_path, cells):
+def test_a_published_number_measured_by_a_throttled_cell_says_so_in_its_row(tmp_path):
+    """As a number measured under load says `load > cores + 1`, one measured by a GPU cell that ran
+    throttled says so in its row (000-L006 is measured by 000/tensorflow/basic_lstm/b128-s30-h512)."""
+    snap = {"uuid": UUID_A, "sm_clock_mhz": 900, "mem_clock_mhz": 2619, "max_sm_clock_mhz": 1980,
+            "power_limit_w": 700.0, "power_draw_w": 700.0, "throttle_reasons": ["HwThermalSlowdown"],
+            "utilization_gpu_pct": 100, "utilization_memory_pct": 50, "temperature_c": 92}
+    cell = _cell("000/tensorflow/basic_lstm/b128-s30-h512", source="000", stack="tf-1.2",
+                 workload="s000_tensorflow", variant="basic_lstm",
+                 gpu_state={"before": [snap], "after": [snap], "throttled": ["HwThermalSlowdown"],
+                            "shared": [], "error": None})
+    rundir = _synthetic_run(tmp_path, [cell], suite="legacy-2017")
+    report.render(rundir)
+    md = (rundir.path / "report.md").read_text()
+    row = next(line for line in md.splitlines() if "| 000-L006 |" in line)
+    assert "GPU throttled: HwThermalSlowdown" in row
+    doc = json.loads((rundir.path / "report.json").read_text())
+    labelled = [n["id"] for n in doc["numbers"] if n.get("gpu_state_label")]
+    assert {"000-L005", "000-L006", "000-L007"} <= set(labelled)  # the cell's three numbers
+    assert "000-L008" not in labelled  # another cell's
+
+
+def _synthetic_run(tmp_path, cells, suite="smoke"):
     rundir = results.RunDir(tmp_path / "synthetic")
     rundir.path.mkdir(parents=True)
-    run = {"schema_version": files.version("run"), "kind": "run", "run_id": "synthetic", "suite": "smoke",
+    run = {"schema_version": files.version("run"), "kind": "run", "run_id": "synthetic", "suite": suite,
            "argv": ["test"], "runner": "local", "protocol": "budget", "quick": True, "repeat": 1,
            "started": "2026-11-26T00:00:00Z", "finished": "2026-11-26T00:01:00Z", "wall_s": 60.0,
            "host_fingerprint": {"gpus": [], "nvidia": {"available": False, "reason": "synthetic"}},

@@ -211,8 +211,12 @@ def gpu_health(cells: list[dict]) -> dict:
             shared.append(c["cell_id"])
         if st.get("error") and not gpus:
             errors.append(c["cell_id"])
+    labels = {c["cell_id"]: "; ".join(
+        (["GPU throttled: " + ", ".join(n.split(" (")[0] for n in c["throttled"])] if c["throttled"] else [])
+        + (["GPU shared with another process"] if c["shared"] else []))
+        for c in per_cell if c["throttled"] or c["shared"]}
     return {"cells": per_cell, "throttled_cells": throttled, "shared_cells": shared,
-            "unread_cells": errors, "warning": bool(throttled or shared)}
+            "unread_cells": errors, "warning": bool(throttled or shared), "labels": labels}
 
 
 def gpu_peak_summary(run: dict) -> dict | None:
