@@ -381,7 +381,7 @@ def attach(result: dict, runner_info: dict) -> dict:
     raw = runner_info.get("gpu_state")
     ran = (result.get("ran_on") or {}).get("device")
     on_gpu = ran == "gpu" or (ran in (None, "unknown") and result.get("device") == "gpu")
-    if isinstance(raw, dict) and on_gpu:
+    if isinstance(raw, dict) and on_gpu and result.get("status") != "skipped":  # a process ran
         try:
             result["gpu_state"] = for_cell(raw, result.get("gpus"), runner_info.get("container_id"))
         except Exception as e:  # never costs the cell's result

@@ -220,6 +220,9 @@ def test_attach_gives_gpu_cells_a_state_and_cpu_cells_none():
     fell_back = {"device": "gpu", "ran_on": {"device": "cpu", "detail": "torch saw no GPU"}}
     gpu_state.attach(fell_back, {"gpu_state": raw})
     assert "gpu_state" not in fell_back
+    skipped = {"device": "gpu", "status": "skipped"}  # the runner started no process (too few GPUs)
+    gpu_state.attach(skipped, {"gpu_state": raw})
+    assert "gpu_state" not in skipped
 
 
 def test_processes_of_a_repeated_cell_merge_into_one_state():
