@@ -104,7 +104,7 @@ def check_environment(v, name: str, env: Mapping[str, Any] | None) -> bool:
 
 
 def environments_for(fingerprint: Mapping[str, Any], stacks: Mapping[str, Any], *,
-                     other_host: bool, build: bool) -> Callable[[str], dict | None]:
+                     other_host: bool, build: bool, say=None) -> Callable[[str], dict | None]:
     """stack -> its environment's record for preflight (None: not built, with build False).
     A fingerprint's own `environments` come first (probed on its host); the others are probed
     here, and with `other_host` marked "assumed"."""
@@ -120,7 +120,7 @@ def environments_for(fingerprint: Mapping[str, Any], stacks: Mapping[str, Any], 
             rec: dict | None = dict(carried[stack], where="fingerprint")
         else:
             spec = stacks[stack]
-            chosen = venvs.environment_for(stack, spec, say=lambda *_: None, build=build)
+            chosen = venvs.environment_for(stack, spec, say=say or (lambda *_: None), build=build)
             if chosen is None:
                 rec = {"not_built": f"its venv ({' '.join(spec['local']['requirements'])}) is not "
                        "made yet"}

@@ -219,11 +219,13 @@ def environment_device(args, runner, device: str, plan) -> tuple[str, set[str], 
     environments built without GPU support (probed on this host, assumed on the nodes)."""
     from reprokit.runners import select
 
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731  (environments being made)
     if runner.name == "local":
-        return select.local_device(args.device, plan.runnable)
+        return select.local_device(args.device, plan.runnable, say=say)
     if runner.name == "slurm" and device == "gpu" and runner.launcher.name == "local":
         node = (getattr(runner, "probe_result", None) or {}).get("node_fingerprint") or {}
-        _, by_stack = select.gpu_environments(plan.runnable, node, other_host=True, runner="slurm")
+        _, by_stack = select.gpu_environments(plan.runnable, node, other_host=True, runner="slurm",
+                                              say=say)
         select.refuse_gpu("--runner slurm --device gpu", by_stack, "--device cpu")
     if args.device == "auto" and runner.name != "slurm":  # say why, as the local runner does
         from reprokit import fingerprint

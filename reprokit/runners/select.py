@@ -72,8 +72,8 @@ def _env_failed(verdict: dict) -> dict | None:
                 None)
 
 
-def gpu_environments(cells: list, host: dict, *, other_host: bool,
-                     runner: str = "local") -> tuple[dict, dict[str, str]]:
+def gpu_environments(cells: list, host: dict, *, other_host: bool, runner: str = "local",
+                     say=None) -> tuple[dict, dict[str, str]]:
     """Every cell's GPU verdict under the local runner (or the Slurm local launcher: `runner`
     "slurm", `other_host`: the node's) on `host`, judged on the environments (probed here, built
     first if need be, as the run would), and {stack: why its environment cannot use a GPU} for the
@@ -81,7 +81,8 @@ def gpu_environments(cells: list, host: dict, *, other_host: bool,
     from reprokit import env_preflight, preflight
     from reprokit.suites import load_stacks
 
-    env_of = env_preflight.environments_for(host, load_stacks(), other_host=other_host, build=True)
+    env_of = env_preflight.environments_for(host, load_stacks(), other_host=other_host, build=True,
+                                            say=say)
     verdicts = preflight.suite_verdicts(cells, host, runner, "gpu", environments=env_of,
                                         other_host=other_host)
     by_stack: dict[str, str] = {}
@@ -119,7 +120,8 @@ def local_device(asked: str, cells: list, say=print) -> tuple[str, set[str], str
         if asked == "auto":
             return "cpu", set(), f"--device auto: this host has no GPU ({reason})"
         return "gpu", set(), "as asked"  # checks.require_gpu refused this already
-    verdicts, by_stack = gpu_environments(cells, fingerprint.host_fingerprint(), other_host=False)
+    verdicts, by_stack = gpu_environments(cells, fingerprint.host_fingerprint(), other_host=False,
+                                          say=say)
     if asked == "gpu":
         refuse_gpu("--device gpu", by_stack, "--device auto to run such cells on the CPU")
         return "gpu", set(), "as asked; every GPU cell's environment can use the GPU (probed)"
