@@ -319,7 +319,8 @@ def test_a_docker_run_exported_with_its_image_names_it_by_id_and_verifies(smoke_
     p = cli("export", str(run), "-o", str(crate), "--with-images", env=env)
     assert p.returncode == 0, p.stderr
     with zipfile.ZipFile(crate) as z:
-        by_id = {e["@id"]: e for e in json.loads(z.read(METADATA))["@graph"]}
+        meta = json.loads(z.read(METADATA))
+        by_id = {e["@id"]: e for e in meta["@graph"]}
         manifest = json.loads(tarfile.open(fileobj=z.open("images/images.tar")).extractfile(
             "reprokit-archive.json").read())
     act = by_id["#cell-smoke__python__matmul__n24"]
@@ -328,6 +329,7 @@ def test_a_docker_run_exported_with_its_image_names_it_by_id_and_verifies(smoke_
     assert "sha256:" + image["sha256"] == smoke_image["image_id"]
     assert act["object"]["@id"].startswith("run/jobs/smoke-python")  # the job file that asked for it
     assert image["subjectOf"] == {"@id": "images/images.tar"}
+    assert "https://w3id.org/ro/terms/workflow-run/context" in meta["@context"]
     assert [im["image_id"] for im in manifest["images"]] == [smoke_image["image_id"]]
     p = cli("verify", str(crate))
     assert p.returncode == 0, p.stderr

@@ -24,9 +24,12 @@ from reprokit.crate import (
     PROCESS_RUN_CRATE,
     REPORT_FILES,
     RUN_DIR,
+    WFRUN_TERMS,
     entities,
 )
 from reprokit.errors import UserError
+
+WFRUN_CONTEXT = f"{WFRUN_TERMS}/context"
 
 _FORMATS = {".json": "application/json", ".md": "text/markdown", ".html": "text/html",
             ".svg": "image/svg+xml", ".log": "text/plain", ".yaml": "application/yaml"}
@@ -247,8 +250,10 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
                        "alone; `reproduce.py verify` renders it again and compares byte for byte",
         "instrument": {"@id": "#kit-export"}, "actionStatus": {"@id": entities.COMPLETED},
         "object": entities.refs(inputs), "result": entities.refs(report_files)}))
+    imgs = [e for e in crate.get_entities() if e.type == "ContainerImage"]
+    if imgs:  # ContainerImage, containerImage, tag, registry: the Process Run Crate's own terms
+        crate.metadata.extra_contexts.append(WFRUN_CONTEXT)
     if (stage / IMAGE_ARCHIVE).is_file():  # --with-images: the archive tied to the images by ID
-        imgs = [e for e in crate.get_entities() if e.type == "ContainerImage"]
         arch = crate.get(IMAGE_ARCHIVE)
         arch["description"] = ("the images the cells ran in (`reproduce.py archive` format: "
                                "`reproduce.py restore` loads and checks it)")

@@ -14,7 +14,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from reprokit.crate import METADATA, PROCESS_RUN_CRATE, RO_CRATE
+from reprokit.crate import METADATA, PROCESS_RUN_CRATE, RO_CRATE, WFRUN_TERMS
 
 PROFILE_ID = "process-run-crate-0.5"
 _CONTEXT_UNREACHABLE = "Unable to retrieve the JSON-LD context"
@@ -91,6 +91,8 @@ def own_checks(meta: dict) -> list[str]:
     for e in graph:
         if "ContainerImage" in _types(e) and not (e.get("name") and e.get("sha256")):
             out.append(f"container image {e['@id']} has no name or sha256")
+    if any("ContainerImage" in _types(e) for e in graph) and f"{WFRUN_TERMS}/context" not in ctxs:
+        out.append(f"ContainerImage is used but @context does not name {WFRUN_TERMS}/context")
     return out
 
 
