@@ -20,12 +20,18 @@ if [ -x .ci/docker-setup.sh ]; then
   bash .ci/docker-setup.sh
 fi
 
-# a real one-node Slurm cluster (slurm-wlm, munge) for tests/test_slurm.py, when those tests run
+# real Slurm clusters (slurm-wlm, munge) for tests/test_slurm*.py, when those tests run: the one-node
+# cluster, and the three-node one (each slurmd in its own network and UTS namespace, with its own CPU
+# set) of tests/test_slurm_multinode.py
 if [ $# -eq 0 ] || printf '%s\n' "$@" | grep -q slurm; then
   echo "== slurm: munged, slurmctld and slurmd on this machine (scripts/slurm-setup.sh)"
   t0=$(date +%s)
   bash scripts/slurm-setup.sh
   echo "   slurm setup took $(( $(date +%s) - t0 )) s"
+  echo "== slurm: a three-node cluster in network namespaces (scripts/slurm-multinode.sh)"
+  t0=$(date +%s)
+  bash scripts/slurm-multinode.sh
+  echo "   multi-node setup took $(( $(date +%s) - t0 )) s"
 fi
 
 echo "== ruff"
