@@ -162,6 +162,7 @@ READ_LIMITS: dict[str, int] = {
     "record": 16 * 2**20,  # a Slurm task record, a probe's node fingerprint
     "data": 64 * 2**20,  # reprokit/data/* and a run's data snapshot
     "crate": 256 * 2**20,  # a member of an exported run (RO-Crate)
+    "archive": 16 * 2**20,  # an image archive's manifest and lock (reprokit/containers/archive.py)
 }
 
 
@@ -365,7 +366,10 @@ def _parse_data(relpath: str, raw: bytes) -> Any:
     """The document in `raw`, the bytes of reprokit/data/<relpath> (JSON or YAML by its suffix)."""
     where = f"reprokit/data/{relpath}"
     repair = _REPAIR.get(relpath, "fix the file")
-    text = raw.decode()
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as e:  # found by tests/fuzz (data_yaml): was an internal error, exit 3
+        raise UserError(f"{where} is not UTF-8 text (byte {e.start}: {e.reason}); {repair}") from e
     if relpath.endswith(".json"):
         try:
             return loads_strict(text)

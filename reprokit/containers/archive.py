@@ -133,10 +133,18 @@ def check_output(out: Path, dirs: list[str], flavour: str, lock: Path | None) ->
 
 
 def _member(tar: tarfile.TarFile, name: str, archive: Path) -> bytes:
+    """A small member (the manifest, the lock), read only up to files.READ_LIMITS['archive']."""
+    limit = files.READ_LIMITS["archive"]
     try:
-        return tar.extractfile(name).read()
+        f = tar.extractfile(name)
+        data = f.read(limit + 1)
     except (KeyError, AttributeError):
         raise UserError(f"{archive}: no {name} inside; not a reprokit archive") from None
+    if len(data) > limit:
+        raise UserError(f"{archive}: {name} holds more than the {limit}-byte limit of an archive's "
+                        "manifest or lock (reprokit/files.py READ_LIMITS); the archive is damaged or "
+                        "not one `reproduce.py archive` wrote: make it again")
+    return data
 
 
 def _extract(tar: tarfile.TarFile, name: str, dest: Path, archive: Path) -> str:
@@ -192,17 +200,18 @@ def _manifest_and_lock(tar: tarfile.TarFile, archive: Path) -> tuple[dict, dict]
                         f"{manifest['lock_sha256'][:16]}; the archive is damaged: make it again "
                         "with `reproduce.py archive`")
     try:
-        lock_entries = json.loads(lock_bytes)["images"]
+        lock_entries = files.loads_strict(lock_bytes.decode())["images"]
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f"{archive}: {LOCK} is not an image lock ({type(e).__name__}: {e}); make "
                         "the archive again with `reproduce.py archive`") from None
     for im in manifest["images"]:
         entry = lock_entries.get(im["key"]) if isinstance(lock_entries, dict) else None
-        if entry is None or entry.get("image_id") != im["image_id"]:
+        # an entry that is not an object, or an image ID that is not a string, was exit 3 (tests/fuzz)
+        theirs = entry.get("image_id") if isinstance(entry, dict) else None
+        if not isinstance(theirs, str) or theirs != im["image_id"]:
             raise UserError(f"{archive}: {im['key']}: image ID {im['image_id'][:19]} of the "
-                            "manifest is not the lock's "
-                            f"{(entry or {}).get('image_id', 'none')[:19]}; make the archive "
-                            "again with `reproduce.py archive`")
+                            f"manifest is not the lock's {str(theirs or 'none')[:19]}; make the "
+                            "archive again with `reproduce.py archive`")
     return manifest, lock_entries
 
 

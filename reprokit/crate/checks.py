@@ -110,8 +110,11 @@ def opened(file: Path) -> Iterator[Crate]:
         except ValueError as e:
             raise CrateInvalid(f"{METADATA} in {file} is not valid JSON ({e}); the crate was altered") from e
         graph = meta.get("@graph") if isinstance(meta, dict) else None
-        if not isinstance(graph, list) or not all(isinstance(e, dict) and "@id" in e for e in graph):
-            raise CrateInvalid(f"{METADATA} in {file} has no @graph of entities; the crate was altered")
+        # an @id that is not a string (a list, say) was exit 3 (tests/fuzz crate_metadata)
+        if not isinstance(graph, list) or not all(isinstance(e, dict) and isinstance(e.get("@id"), str)
+                                                  for e in graph):
+            raise CrateInvalid(f"{METADATA} in {file} has no @graph of entities (objects with a string "
+                               "@id); the crate was altered")
         crate = Crate(file, root, meta)
         ident = str((crate.by_id.get("./") or {}).get("identifier", ""))
         if not ident.startswith(f"{KIT_MARK}:"):

@@ -168,11 +168,12 @@ def _jobs_by_cell(jobs_dir: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for path in sorted(jobs_dir.glob("*.json")) if jobs_dir.is_dir() else []:
         try:
-            job = files.loads_strict(path.read_text())
-        except ValueError:
+            job = files.loads_strict(files.read_text_bounded(path, "job"))
+        except (OSError, ValueError):
             continue
-        for c in job.get("cells") or []:
-            if isinstance(c, dict) and c.get("id"):
+        cells = job.get("cells") if isinstance(job, dict) else None  # tests/fuzz (job_json): was exit 3
+        for c in cells if isinstance(cells, list) else []:
+            if isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]:
                 out.setdefault(c["id"], f"{RUN_DIR}/jobs/{path.name}")
     return out
 
