@@ -16,6 +16,9 @@
 #   rknode2  10.223.23.12  CPU 1      (1 usable core)
 #   rknode3  10.223.23.13  CPUs 0-1   (2 usable cores)
 #
+# Each node's features are `cpu` and its name: `--slurm-constraint rknode3` keeps a run on one node
+# (scripts/bench_slurm.py --multinode compares one node with three that way).
+#
 # One slurmctld (its own port 6917, state, logs and ClusterName, beside scripts/slurm-setup.sh's
 # one-node cluster, which keeps running for tests/test_slurm.py); munge is shared with it
 # (scripts/slurm-setup.sh starts munged: this script runs it first). Commands reach this cluster
@@ -166,7 +169,7 @@ ReturnToService=2
 SchedulerParameters=sched_interval=2
 EOF
 for i in "${!NODES[@]}"; do
-  echo "NodeName=${NODES[$i]} NodeAddr=${ADDRS[$i]} NodeHostname=${NODES[$i]} CPUs=${NCPUS[$i]} Boards=1 SocketsPerBoard=1 CoresPerSocket=${NCPUS[$i]} ThreadsPerCore=1 RealMemory=$MEM Feature=cpu,cpuset${CPUSETS[$i]} State=UNKNOWN"
+  echo "NodeName=${NODES[$i]} NodeAddr=${ADDRS[$i]} NodeHostname=${NODES[$i]} CPUs=${NCPUS[$i]} Boards=1 SocketsPerBoard=1 CoresPerSocket=${NCPUS[$i]} ThreadsPerCore=1 RealMemory=$MEM Feature=cpu,${NODES[$i]} State=UNKNOWN"
 done
 echo "PartitionName=multi Nodes=$(IFS=,; echo "${NODES[*]}") Default=YES MaxTime=INFINITE State=UP"
 } >"$NEW"
