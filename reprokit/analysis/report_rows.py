@@ -99,7 +99,7 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
         "n": 0, "cv": None, "noisy": None, "ci_method": None, "ci_note": None, "stop_reason": None,
         "ci_label": None, "ci_coverage": None,
         "measured_unit": None, "ratio": verdict.get("ratio"), "better": better(number["unit"]),
-        "reading": None, "note": None, "state": _state(cell, number["metric"]),
+        "reading": None, "note": None, "state": _state(cell, number["metric"]), "steady_note": None,
         "basis": verdict.get("basis"), "robust_median": None, "robust_ci_low": None, "robust_ci_high": None,
         "verdict": verdict["verdict"], "labels": list(verdict["labels"]), "reason": verdict["reason"],
         "comparison": verdict.get("comparison"),
@@ -138,10 +138,20 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
         out.update(robust_median=to_published_unit(robust["median"], robust["unit"], number),
                    robust_ci_low=to_published_unit(robust["ci_low"], robust["unit"], number),
                    robust_ci_high=to_published_unit(robust["ci_high"], robust["unit"], number))
+    out["steady_note"] = steady_note(summ)
     out["reading"] = reading(out["ratio"], number["unit"])
     if out["scale"] != 1.0:
         out["note"] = f"measured {number['metric']} x {out['scale']:g}"
     return out
+
+
+def steady_note(summ: dict) -> str | None:
+    """The steady-state detection's line when it changed something (iterations dropped, a process with
+    no steady state), else None (reprokit/analysis/steady_state.py)."""
+    ss = summ.get("steady_state") or (summ.get("robust") or {}).get("steady_state")
+    if not ss or not (sum(ss["dropped"]) or ss["no_steady_state"]):
+        return None
+    return ss["summary"]
 
 
 def _state(cell: dict | None, metric: str) -> str | None:

@@ -220,12 +220,21 @@ def summarize(
     return out
 
 
-def summarize_metric(metric: dict, **kw) -> dict:
+def summarize_metric(metric: dict, steady: bool = True, **kw) -> dict:
     """`summarize` of one metric of a cell result (its `samples`, `stop_reason` and, from a run with
-    --repeat K, `processes`), plus its unit."""
-    s = summarize(metric.get("samples") or [], metric.get("stop_reason"), processes=metric.get("processes"),
-                  **kw)
+    --repeat K, `processes`), plus its unit. With `steady` (the default) each process's samples are
+    first cut to its steady state (reprokit/analysis/steady_state.py): `steady_state` says per process
+    what was detected and dropped, and `n_recorded` how many samples the metric holds."""
+    samples, processes, ss = metric.get("samples") or [], metric.get("processes"), None
+    if steady and samples:
+        from reprokit.analysis import steady_state
+
+        ss = steady_state.of_metric(metric)
+        samples, processes = ss.pop("samples"), ss.pop("processes")
+    s = summarize(samples, metric.get("stop_reason"), processes=processes, **kw)
     s["unit"] = metric.get("unit")
+    s["steady_state"] = ss
+    s["n_recorded"] = len(metric.get("samples") or [])
     return s
 
 

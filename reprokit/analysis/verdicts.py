@@ -295,6 +295,19 @@ def too_few_samples(metric: str, summ: dict) -> str | None:
             f"(run with --repeat {need})")
 
 
+def no_steady_state(summ: dict) -> str | None:
+    """Why a measurement gets no verdict because a process of it never reached a steady state
+    (reprokit/analysis/steady_state.py; Barrett et al. 2017: such a benchmark gets no number); None
+    otherwise. An as-published figure carries the per-iteration summary under `robust`."""
+    ss = summ.get("steady_state") or (summ.get("robust") or {}).get("steady_state")
+    if not ss or not ss.get("no_steady_state"):
+        return None
+    why = next(p["reason"] for p in ss["per_process"] if p["class"] == "no_steady_state")
+    k = len(ss["classes"])
+    return (f"{ss['no_steady_state']} of {k} process{'es' if k > 1 else ''} reached no steady state "
+            f"({why}): no verdict on a measurement that never settled")
+
+
 def cold_compile(metric: str, cell: dict) -> str | None:
     """Why a GPU cell's compile time gets no verdict: the CUDA JIT cache its timed work started from
     was not warm (`jit_cache`, reprokit/jit_warmup.py), so the time may hold the driver's PTX JIT.
@@ -559,7 +572,8 @@ def verdict(
                        "times kernel launches, not kernels)", [ABOVE_PEAK])
     same = devices.same_model(pub, meas)
     v["hardware"]["same_model"] = same
-    few = cold_compile(number["metric"], cell) or too_few_samples(number["metric"], summ)
+    few = (cold_compile(number["metric"], cell) or too_few_samples(number["metric"], summ)
+           or no_steady_state(summ))
     if few:
         v["comparison"] = "same_hardware" if same else "efficiency"
         return _finish(v, INCONCLUSIVE, few)
