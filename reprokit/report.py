@@ -599,6 +599,12 @@ def build_context(rundir: results.RunDir) -> dict:
     cluster = _cluster(run, cell_list, _node_records(rundir) if run.get("runner") == "slurm" else None)
     if cluster is not None:  # Slurm runs only: the other reports stay as they were
         context["cluster"] = cluster
+        cpu_nodes = sorted({n["cpu"] for n in cluster["nodes"] if n["cpu"]})
+        if len(cluster["nodes"]) > 1 and "cpu" in context["device_labels"]:
+            # each cell is judged on its own node's CPU (devices.measured_device), not the driver's
+            context["device_labels"]["cpu"] = (
+                f"CPU: each cell's node's, {len(cluster['nodes'])} nodes "
+                f"({'; '.join(cpu_nodes) or 'CPUs not recorded'}: see Nodes)")
     return context
 
 

@@ -146,6 +146,8 @@ def test_a_suite_fans_out_over_all_nodes_each_cell_with_its_own_node(cluster, tm
     # the report groups the processes by node, each node's CPU with its cores
     md = (rundir.path / "report.md").read_text()
     assert "### Nodes" in md and "The cells ran on 3 nodes" in md, md[:3000]
+    devices_line = next(ln for ln in md.splitlines() if ln.startswith("| devices |"))
+    assert "each cell's node's, 3 nodes" in devices_line and "1 core" in devices_line, devices_line
     rows = {ln.split("|")[1].strip(): ln for ln in md.splitlines() if ln.startswith("| rknode")}
     assert sorted(rows) == sorted(cluster), rows
     assert "1 core" in rows["rknode1"] and "1 core" in rows["rknode2"] and "2 cores" in rows["rknode3"]
