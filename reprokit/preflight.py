@@ -352,6 +352,8 @@ def check_cell(
 
         if env_preflight.check_environment(v, stack["name"], stack.get("environment")):
             _check_gpus(v, stack, host, needed, compat, runner, probes or [], probe_cell)
+        else:  # the host's GPUs are said whatever the environment
+            _check_gpu_count(v, host, needed)
     elif needed:
         _check_gpus(v, stack, host, needed, compat, runner, probes or [], probe_cell)
     return v.result()
@@ -366,13 +368,7 @@ def _check_gpus(
             "gpu_flavour", False, f"stack {stack['name']} has no GPU flavour; the cell needs {needed} GPU(s)"
         )
         return
-    gpus = list(host.get("gpus") or []) if host.get("nvidia_available", True) else []
-    v.check(
-        "gpu_count",
-        len(gpus) >= needed,
-        f"cell needs {needed} GPU(s), host has {len(gpus)}"
-        + ("" if gpus or host.get("nvidia_available") else " (no NVIDIA driver/NVML)"),
-    )
+    gpus = _check_gpu_count(v, host, needed)
     if len(gpus) < needed:
         return
     used = gpus[:needed]
@@ -386,6 +382,18 @@ def _check_gpus(
     if runner in IMAGE_RUNNERS:
         for gpu in used:
             _check_probe(v, stack, host, gpu, bool(jit_on[id(gpu)]), probes or [], probe_cell)
+
+
+def _check_gpu_count(v: _Verdict, host: Mapping[str, Any], needed: int) -> list:
+    """The `gpu_count` check; returns the host's GPUs."""
+    gpus = list(host.get("gpus") or []) if host.get("nvidia_available", True) else []
+    v.check(
+        "gpu_count",
+        len(gpus) >= needed,
+        f"cell needs {needed} GPU(s), host has {len(gpus)}"
+        + ("" if gpus or host.get("nvidia_available") else " (no NVIDIA driver/NVML)"),
+    )
+    return gpus
 
 
 def _gpu_label(gpu: Mapping[str, Any]) -> str:
