@@ -130,7 +130,15 @@ def test_the_crate_describes_every_file_and_each_cell_process(smoke):
     assert lstm["object"] == {"@id": "run/jobs/torch-0.1.json"}
     assert {"@id": "run/cells/smoke__pytorch__nn_lstm__b8-s5-h32.json"} in lstm["result"]
     assert lstm["actionStatus"]["@id"].endswith("CompletedActionStatus") and lstm["startTime"]
-    assert by_id[lstm["instrument"]["@id"]]["@type"] == "SoftwareApplication"
+    stack = by_id[lstm["instrument"]["@id"]]
+    assert stack["@type"] == "SoftwareApplication"
+    cell = json.loads((run / "cells" / "smoke__pytorch__nn_lstm__b8-s5-h32.json").read_text())
+    needs = stack["softwareRequirements"]  # the interpreter and packages, with their versions
+    needs = {(by_id[n["@id"]]["name"], by_id[n["@id"]].get("softwareVersion"))
+             for n in (needs if isinstance(needs, list) else [needs])}
+    assert ("Python", cell["stack_fingerprint"]["python"]["version"]) in needs
+    for req in (cell.get("environment") or {}).get("chosen", {}).get("requirements") or []:
+        assert tuple(req.split("==")) in needs, (req, needs)
     assert by_id["./"]["conformsTo"] == {"@id": "https://w3id.org/ro/wfrun/process/0.5"}
     assert by_id["#kit-run"]["description"].startswith("the kit that made the run: reprokit ")
     assert by_id["#kit-run"].get("identifier", "git:").startswith("git:")  # none outside a checkout

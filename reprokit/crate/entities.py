@@ -61,8 +61,9 @@ def machine(ident: str, fp: dict, role: str) -> dict:
 
 def stack_software(run: dict, stack: str, cell: dict) -> list[dict]:
     """The stack a cell ran in as a SoftwareApplication (the framework and version it measured, the
-    environment or interpreter and its requirements for the local runner), and for a container run
-    its ContainerImage (name, tag and the image ID as sha256, Process Run Crate 0.5)."""
+    environment or interpreter and its requirements for the local runner), then for a container run
+    its ContainerImage (name, tag and the image ID as sha256, Process Run Crate 0.5), then the Python
+    and the packages it requires (`softwareRequirements`), each a SoftwareApplication."""
     impl = cell.get("implementation") or {}
     spec = (run.get("stacks") or {}).get(stack) or {}
     fp = cell.get("stack_fingerprint") or {}
@@ -87,6 +88,17 @@ def stack_software(run: dict, stack: str, cell: dict) -> list[dict]:
            "description": "; ".join(desc)}
     if impl.get("framework_version"):
         app["softwareVersion"] = str(impl["framework_version"])
+    # the interpreter and the packages the environment was made from, as entities of their own
+    reqs = []
+    if py:
+        reqs.append({"@id": local_id("python", py), "@type": "SoftwareApplication", "name": "Python",
+                     "softwareVersion": str(py)})
+    for r in env.get("requirements") or []:
+        name, sep, version = str(r).partition("==")
+        reqs.append({"@id": local_id("package", str(r)), "@type": "SoftwareApplication", "name": name,
+                     **({"softwareVersion": version} if sep else {"description": str(r)})})
+    if reqs:
+        app["softwareRequirements"] = refs([q["@id"] for q in reqs])
     out = [app]
     # the container image: what the runner recorded (Docker runner, Slurm launchers: image_id, its
     # tag, digest and lock status), else what the stack saw (REPROKIT_IMAGE_ID / _DIGEST)
@@ -107,7 +119,7 @@ def stack_software(run: dict, stack: str, cell: dict) -> list[dict]:
         if runner.get("image_lock"):
             img["description"] = f"image lock (images/lock.json) when the cell ran: {runner['image_lock']}"
         out.append(img)
-    return out
+    return out + reqs
 
 
 def cell_action(cell: dict, rel: str, job: str | None, log: str | None, objects: list[str],

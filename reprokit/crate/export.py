@@ -227,7 +227,7 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
                     add(e)
                     added.add(e["@id"])
             instrument = soft[0]["@id"]
-            image = soft[1]["@id"] if len(soft) > 1 else None
+            image = next((e["@id"] for e in soft if e["@type"] == "ContainerImage"), None)
         log = f"{RUN_DIR}/{cell['log_file']}" if cell.get("log_file") else None
         act = entities.cell_action(
             cell, rel, None if procs else jobs.get(cell.get("cell_id")),
