@@ -18,6 +18,16 @@ here). Three figures:
    `--runner slurm` and with `--runner local` (each `--quick --repeat K`, one run each, back to
    back): what queueing, job start and polling add over running the cells in place.
 Prints the figures and writes them as JSON with the machine and date (--out).
+
+    python scripts/bench_slurm.py --multinode [--repeat 3] [--out FILE]
+
+compares, on the three-node cluster of scripts/slurm-multinode.sh (SLURM_CONF set here), one node
+(`--slurm-constraint rknode3`, the node with both CPUs) against all three: figure 1 (submission)
+and figure 3 with `--runner slurm` only, plus the time a task holds its node outside the cell:
+(run wall time x nodes used - sum of in-cell process times) / tasks, the per-task overhead (job
+start, fingerprint and CPU probe of a node's first task, polling) as node-seconds. The three nodes
+share this machine's two cores: the cells run slower on three nodes than on one, which the in-cell
+times show.
 """
 
 from __future__ import annotations
@@ -34,9 +44,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+MULTINODE_CONF = "/etc/slurm-multinode/slurm.conf"  # scripts/slurm-multinode.sh
 sys.path.insert(0, str(REPO))
 
-from reprokit import files, results, suites  # noqa: E402
+from reprokit import files, merge_processes, results, suites  # noqa: E402
 from reprokit.plan import Options, make_job, make_plan  # noqa: E402
 from reprokit.runners.slurm import SlurmOptions, SlurmRunner, Task  # noqa: E402
 
@@ -45,13 +56,14 @@ def largest_suite() -> str:
     return max(suites.suite_names(), key=lambda n: len(suites.load_suite(n).cells))
 
 
-def bench_submission(root: Path) -> dict:
+def bench_submission(root: Path, constraint: str | None = None) -> dict:
     name = largest_suite()
     plan = make_plan(suites.load_suite(name), Options(quick=True, device="cpu"))
-    rundir = results.RunDir(root / f"submit-{name}")
+    rundir = results.RunDir(root / f"submit-{name}-{constraint or 'all'}")
     rundir.path.mkdir(parents=True)
     kit = files.kit_info()
-    runner = SlurmRunner(SlurmOptions(launcher="local", hold=True), say=lambda *_: None)
+    runner = SlurmRunner(SlurmOptions(launcher="local", hold=True, constraint=constraint),
+                         say=lambda *_: None)
     tasks, prepared = [], {}
     for stack, cells in plan.by_stack().items():
         job = make_job(plan, stack, rundir.path.name, kit, str(rundir.cells_dir.resolve()))
@@ -69,9 +81,25 @@ def bench_submission(root: Path) -> dict:
             "per_cell_ms": round(1000 * took / max(1, len(tasks)), 2)}
 
 
-def run_smoke(root: Path, runner: str, repeat: int) -> dict:
+def _seconds(text: str | None) -> float | None:
+    """Slurm's elapsed time ([D-]H:MM:SS or M:SS) in seconds; None when absent."""
+    if not text:
+        return None
+    days, _, hms = str(text).rpartition("-")
+    try:
+        parts = [int(x) for x in hms.split(":")]
+    except ValueError:
+        return None
+    secs = 0
+    for x in parts:
+        secs = secs * 60 + x
+    return secs + 86400 * (int(days) if days else 0)
+
+
+def run_smoke(root: Path, runner: str, repeat: int, extra: tuple[str, ...] = ()) -> dict:
     cmd = [sys.executable, str(REPO / "reproduce.py"), "run", "--suite", "smoke", "--quick",
-           "--runner", runner, "--repeat", str(repeat), "--results", str(root), "--no-report"]
+           "--runner", runner, "--repeat", str(repeat), "--results", str(root), "--no-report",
+           *extra]
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     took = time.monotonic() - t0
@@ -80,13 +108,33 @@ def run_smoke(root: Path, runner: str, repeat: int) -> dict:
     rundir = results.RunDir(max(root.iterdir(), key=lambda q: q.stat().st_mtime))
     run = rundir.load_run()
     in_cell = 0.0
+    nodes: set[str] = set()
     for c in rundir.load_cells():
         for proc in c.get("processes") or [c]:
             wall = proc.get("process_wall_s") or (proc.get("runner") or {}).get("process_wall_s")
             in_cell += float(wall or 0.0)
-    out = {"runner": runner, "tasks": len(run["cells"]) * repeat, "run_wall_s": round(run["wall_s"], 2),
+            if proc.get("node") or (proc.get("runner") or {}).get("node"):
+                nodes.add(proc.get("node") or proc["runner"]["node"])
+    tasks = len(run["cells"]) * repeat
+    out = {"runner": runner, "tasks": tasks, "run_wall_s": round(run["wall_s"], 2),
            "command_wall_s": round(took, 2), "sum_in_cell_s": round(in_cell, 2),
            "wall_over_in_cell": round(run["wall_s"] / in_cell, 2) if in_cell else None}
+    if nodes:  # node-seconds a task holds outside its cell (job start, node probe, polling)
+        out["nodes"] = sorted(nodes)
+        out["node_s_outside_cells_per_task"] = round(
+            (run["wall_s"] * len(nodes) - in_cell) / max(1, tasks), 2)
+        # each task's own job: Slurm's elapsed time (squeue %M, whole seconds) less its cell's
+        # process time: job start, the node's fingerprint (and CPU probe, for a node's first task)
+        extra = []
+        for cell_id in (e["cell_id"] for e in run["cells"]):
+            for r in merge_processes.load_processes(rundir, cell_id, repeat).values():
+                used = _seconds((r.get("runner") or {}).get("time_used"))
+                wall = (r.get("runner") or {}).get("process_wall_s")
+                if used is not None and isinstance(wall, (int, float)):
+                    extra.append(used - wall)
+        if extra:
+            out["job_s_outside_cell_per_task"] = round(sum(extra) / len(extra), 2)
+            out["job_s_outside_cell_max"] = round(max(extra), 2)
     cost = (run.get("slurm") or {}).get("driver_cost")
     if cost:
         n = max(1, cost["tasks_followed"])
@@ -100,7 +148,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="processes per smoke cell (default 5)")
     ap.add_argument("--out", type=Path, help="write the figures as JSON here")
+    ap.add_argument("--multinode", action="store_true",
+                    help="one node against three on scripts/slurm-multinode.sh's cluster")
     args = ap.parse_args()
+    if args.multinode:
+        return multinode(args)
     with tempfile.TemporaryDirectory(prefix="bench-slurm-", dir=str(REPO / "results")
                                      if (REPO / "results").is_dir() else None) as tmp:
         root = Path(tmp)
@@ -121,6 +173,44 @@ def main() -> int:
                        "load_avg_at_end": os.getloadavg()},
            "command": "python scripts/bench_slurm.py " + " ".join(sys.argv[1:]),
            "submission": sub, "slurm": slurm, "local": local}
+    if args.out:
+        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"written: {args.out}")
+    return 0
+
+
+def multinode(args) -> int:
+    """One node (rknode3: both CPUs) against all three nodes of scripts/slurm-multinode.sh."""
+    os.environ["SLURM_CONF"] = MULTINODE_CONF  # this process's sbatch and the drivers' inherit it
+    if not Path(MULTINODE_CONF).exists():
+        raise SystemExit(f"no {MULTINODE_CONF}: run `bash scripts/slurm-multinode.sh` first")
+    load = [os.getloadavg()]
+    figures = {}
+    with tempfile.TemporaryDirectory(prefix="bench-slurm-mn-", dir=str(REPO / "results")
+                                     if (REPO / "results").is_dir() else None) as tmp:
+        root = Path(tmp)
+        for label, constraint in (("1 node", "rknode3"), ("3 nodes", None)):
+            sub = bench_submission(root, constraint)
+            extra = ("--slurm-constraint", constraint) if constraint else ()
+            smoke = run_smoke(root / label.replace(" ", "-"), "slurm", args.repeat, extra)
+            load.append(os.getloadavg())
+            figures[label] = {"constraint": constraint, "submission": sub, "smoke": smoke}
+            print(f"{label}: submission of {sub['cells']} cells in {sub['submit_s']} s "
+                  f"({sub['per_cell_ms']} ms per cell); smoke --quick --repeat {args.repeat} "
+                  f"({smoke['tasks']} tasks) on {', '.join(smoke.get('nodes') or [])}: run wall "
+                  f"{smoke['run_wall_s']} s, {smoke['sum_in_cell_s']} s in cells, "
+                  f"{smoke.get('node_s_outside_cells_per_task')} node-s per task outside cells, "
+                  f"each task's job {smoke.get('job_s_outside_cell_per_task')} s (at most "
+                  f"{smoke.get('job_s_outside_cell_max')} s) longer than its cell; "
+                  f"driver CPU {smoke.get('driver_cpu_ms_per_task')} ms per task "
+                  f"(+ squeue {smoke.get('squeue_cpu_ms_per_task')} ms)")
+    doc = {"measured": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                       "load_avg_during": [[round(x, 2) for x in la] for la in load]},
+           "cluster": "scripts/slurm-multinode.sh: rknode1 (CPU 0), rknode2 (CPU 1), rknode3 "
+                      "(CPUs 0-1), each slurmd in its own network and UTS namespace on this machine",
+           "command": "python scripts/bench_slurm.py " + " ".join(sys.argv[1:]),
+           "figures": figures}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
         print(f"written: {args.out}")
