@@ -87,6 +87,18 @@ def test_a_gpu_run_from_a_gpu_less_login_node_is_planned_on_the_probe_nodes_gpus
 
 
 # -- the real one-node cluster (no GPU) ---------------------------------------------------------
+def _host_gpus() -> list:
+    from reprokit import fingerprint
+
+    return fingerprint.nvml_gpus()[0]
+
+
+# The one-node cluster is this machine: the two tests below are about a cluster whose node has no
+# GPU, which holds only where this machine has none (on a GPU machine the node has one).
+no_gpu_node = pytest.mark.skipif(bool(_host_gpus()), reason="this machine has a GPU, so the "
+                                 "one-node cluster's node has one: these tests need a GPU-less node")
+
+
 @pytest.fixture(scope="module")
 def cluster():
     p = subprocess.run(["bash", str(REPO / "scripts" / "slurm-setup.sh")], capture_output=True,
@@ -94,6 +106,7 @@ def cluster():
     assert p.returncode == 0, f"scripts/slurm-setup.sh failed: {p.stdout[-2000:]} {p.stderr[-2000:]}"
 
 
+@no_gpu_node
 def test_the_probe_job_records_its_nodes_fingerprint(cluster, tmp_path):
     from reprokit.runners.slurm import SlurmRunner
 
@@ -104,6 +117,7 @@ def test_the_probe_job_records_its_nodes_fingerprint(cluster, tmp_path):
     assert run_cmd.slurm_device("auto", probe)[0] == "cpu"
 
 
+@no_gpu_node
 def test_device_gpu_through_slurm_is_asked_of_the_node_and_refused_in_one_line(cluster, tmp_path):
     p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "run", "--suite", "smoke",
                         "--runner", "slurm", "--device", "gpu", "--quick", "--results",
