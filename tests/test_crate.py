@@ -368,3 +368,13 @@ def test_a_data_file_against_its_schema_even_with_its_checksum_rewritten(smoke, 
     p = cli("verify", str(bad))
     assert p.returncode == 1, p.stderr
     assert one_line(p).startswith(f"reproduce.py: error: {target} does not follow the verdict_policy schema")
+
+
+def test_report_from_a_crate_with_a_file_missing_writes_nothing(smoke, tmp_path):
+    _, crate = smoke
+    gone = "run/cells/smoke__python__matmul__n24.json"
+    bad = rewrite(crate, tmp_path / "incomplete.zip", drop=gone)
+    p = cli("report", str(bad), "--out", str(tmp_path / "out"))
+    assert p.returncode == 1, p.stderr
+    assert gone in one_line(p)
+    assert not (tmp_path / "out").exists()
