@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ import targets  # noqa: E402
 
 SECONDS = int(os.environ.get("REPROKIT_FUZZ_SECONDS", "12"))
 KIT_TARGETS = [n for n in targets.TARGETS if n != "selftest"]
+KEPT = Path(tempfile.gettempdir()) / "reprokit-fuzz-findings"  # each finding's input, kept
 
 
 @pytest.fixture(scope="module")
@@ -70,21 +72,23 @@ def executions(output: str) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", KIT_TARGETS)
-def test_fuzz_target_finds_nothing(name, work, capsys, tmp_path_factory):
-    kept = tmp_path_factory.mktemp(f"fuzz-findings-{name}")
+def test_fuzz_target_finds_nothing(name, work, capsys):
     p, corpus, crashes = fuzz(name, work, SECONDS)
     out = p.stdout + p.stderr
     found = []
-    for f in sorted(crashes.iterdir()):  # kept where pytest keeps its temporary files
-        found.append(kept / f"{name}-{f.name}")
+    for f in sorted(crashes.iterdir()):  # kept after the test (pytest keeps its own for 3 runs only)
+        found.append(KEPT / f"{name}-{f.name}")
+        KEPT.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, found[-1])
+    shown = "; ".join(f"{f.name}: {f.read_bytes()[:2000]!r}" for f in found)
     n = executions(out)
     with capsys.disabled():
         print(f"\nfuzz {name}: {n} executions in {SECONDS} s, corpus {len(list(corpus.iterdir()))} inputs, "
               f"{len(found)} finding(s)")
     assert p.returncode == 0 and not found, (
         f"fuzz target {name}: a finding (exit {p.returncode}); input(s): {[str(f) for f in found]}; "
-        f"replay with `python tests/fuzz/run_fuzz.py {name} /tmp/fz INPUT`\n{out[-6000:]}")
+        f"replay with `python tests/fuzz/run_fuzz.py {name} /tmp/fz INPUT`; the input(s): {shown}\n"
+        f"{out[-6000:]}")
     assert "INITED" in out and n > 0, out[-3000:]  # it ran, from its seeds
 
 

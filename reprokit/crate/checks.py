@@ -74,7 +74,8 @@ def opened(file: Path) -> Iterator[Crate]:
                         "wrote")
     try:
         zf = zipfile.ZipFile(file)
-    except (zipfile.BadZipFile, OSError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
+        # NotImplementedError (a zip "version" zipfile does not know): tests/fuzz (crate_zip), was exit 3
         raise CrateInvalid(f"{file} is truncated or damaged: its zip directory cannot be read ({e}); "
                            "copy or export it again") from e
     with zf, tempfile.TemporaryDirectory(prefix="reprokit-crate-") as tmp:
