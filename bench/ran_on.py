@@ -59,8 +59,9 @@ def _torch(torch):
         return "cpu", ("torch %s sees %d GPU(s) but the cell never initialised CUDA: no tensor "
                        "or kernel of it ran on a GPU" % (torch.__version__, tc.device_count()))
     i = tc.current_device()
-    return "gpu", "torch %s: CUDA initialised by the cell, current device cuda:%d %s" % (
-        torch.__version__, i, tc.get_device_name(i))
+    name = getattr(tc, "get_device_name", None)  # not in the oldest releases
+    return "gpu", "torch %s: CUDA initialised by the cell, current device cuda:%d%s" % (
+        torch.__version__, i, " " + name(i) if name is not None else "")
 
 
 def _tf(tf):

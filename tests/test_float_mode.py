@@ -302,3 +302,46 @@ def test_a_cpu_run_skips_the_twins_with_the_reason():
     jobs = [job_cell(c, modern, gpu.options) for c in gpu.runnable]
     assert [j.get("precision") for j in jobs] == [None, "framework_default"]
     assert jobs[0]["id"] == cell  # the fp32 cell keeps its id
+
+
+# -- ran_on of GPU frameworks, from what they say (fakes of their answers: no GPU here) -------------
+def _cuda(**kw):
+    base = dict(is_available=lambda: True, current_device=lambda: 0, device_count=lambda: 1)
+    base.update(kw)
+    return types.SimpleNamespace(**base)
+
+
+@pytest.mark.parametrize("cuda,device,detail", [
+    (_cuda(_initialized=True), "gpu", "current device cuda:0"),  # torch 0.1: no get_device_name
+    (_cuda(is_initialized=lambda: True, get_device_name=lambda i: "NVIDIA H200"), "gpu",
+     "cuda:0 NVIDIA H200"),
+    (_cuda(is_initialized=lambda: False), "cpu", "never initialised CUDA"),
+    (_cuda(is_available=lambda: False), "cpu", "is_available() is False"),
+    (_cuda(), "unknown", "this version does not say"),
+])
+def test_ran_on_torch(monkeypatch, cuda, device, detail):
+    torch = types.ModuleType("torch")
+    torch.__version__, torch.cuda = "0.1.12_2", cuda
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    got = ran_on.detect("torch")
+    assert got["device"] == device and detail in got["detail"], got
+
+
+def test_ran_on_theano_that_fell_back_to_the_cpu(monkeypatch):
+    theano = types.ModuleType("theano")
+    theano.config = types.SimpleNamespace(device="cuda")
+    monkeypatch.setitem(sys.modules, "theano", theano)
+    monkeypatch.delitem(sys.modules, "theano.gpuarray", raising=False)
+    monkeypatch.delitem(sys.modules, "theano.sandbox.cuda", raising=False)
+    got = ran_on.detect("theano")
+    assert got["device"] == "cpu" and "no GPU backend activated" in got["detail"]
+    gpuarray = types.ModuleType("theano.gpuarray")
+    gpuarray.pygpu_activated = True
+    monkeypatch.setitem(sys.modules, "theano.gpuarray", gpuarray)
+    assert ran_on.detect("theano")["device"] == "gpu"
+
+
+def test_ran_on_asks_only_frameworks_the_cell_imported(monkeypatch):
+    monkeypatch.delitem(sys.modules, "mxnet", raising=False)
+    assert ran_on.detect("mxnet") == {"device": "unknown", "detail": "the cell never imported mxnet"}
+    assert ran_on.detect(None)["device"] == "unknown"
