@@ -302,6 +302,8 @@ def test_a_cpu_run_skips_the_twins_with_the_reason():
     jobs = [job_cell(c, modern, gpu.options) for c in gpu.runnable]
     assert [j.get("precision") for j in jobs] == [None, "framework_default"]
     assert jobs[0]["id"] == cell  # the fp32 cell keeps its id
+    validate.check("job", make_job(gpu, "torch-modern", "r", {"version": "0", "git_commit": None},
+                                   "/tmp/out"), "test")
 
 
 # -- ran_on of GPU frameworks, from what they say (fakes of their answers: no GPU here) -------------
