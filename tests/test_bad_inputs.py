@@ -137,6 +137,31 @@ def _data(tmp: Path, name: str, content: bytes) -> None:
     (d / name).write_bytes(content)
 
 
+def _cells_loop(rundir: Path) -> None:
+    shutil.rmtree(rundir / "cells")
+    (rundir / "cells").symlink_to("cells")
+
+
+def _link_first_cell(rundir: Path, target: str) -> None:
+    f = sorted((rundir / "cells").glob("*.json"))[0]
+    f.unlink()
+    f.symlink_to(target)
+
+
+# Bytes a command line can hold but a table must not (`cat` of the table would send them): written
+# <ESC> and <BEL> in CASES and the table, passed to the command as the bytes themselves.
+CONTROLS = {"<ESC>": "\x1b", "<BEL>": "\x07"}
+
+
+def argv_of(case: Case) -> list[str]:
+    out = []
+    for arg in shlex.split(case.command)[1:]:
+        for shown, byte in CONTROLS.items():
+            arg = arg.replace(shown, byte)
+        out.append(arg)
+    return out
+
+
 def _good_ptb(tmp: Path) -> None:
     for split in ("train", "valid", "test"):
         _data(tmp, f"ptb.{split}.txt", b" the cat sat on the mat \n a dog ran \n")
@@ -180,6 +205,16 @@ SITUATIONS = {
     "empty-file": ("`empty.tar` is empty (0 bytes)", lambda t, m: (t / "empty.tar").write_bytes(b"")),
     "plain-tar": ("`plain.tar` is a tar archive of other files",
                   lambda t, m: _tar(t / "plain.tar", [("README", b"hello\n")])),
+    # issue 23
+    "run-a": ("`a/` is a stored run (tests/data/runs/cpu-a)",
+              lambda t, m: _copy_run(RUNS / "cpu-a", t / "a")),
+    "smoke-s": ("`s/` is a stored run of suite smoke (tests/data/runs/cpu-b relabelled)",
+                lambda t, m: _copy_run(RUNS / "cpu-b", t / "s", suite="smoke")),
+    "a-run-json-broken": ("`a/run.json` is not JSON (`{broken`)",
+                          lambda t, m: (t / "a" / "run.json").write_text("{broken")),
+    "a-cells-loop": ("`a/cells` is a symbolic link to itself (a loop)", lambda t, m: _cells_loop(t / "a")),
+    "b-dev-zero": ("`b/`'s first cell file is a symbolic link to /dev/zero",
+                   lambda t, m: _link_first_cell(t / "b", "/dev/zero")),
     "bare-venv": ("`bare/` is a venv without the kit's packages (`python3 -m venv --without-pip bare`)",
                   lambda t, m: subprocess.run([sys.executable, "-m", "venv", "--without-pip",
                                                str(t / "bare")], check=True, timeout=300)),
@@ -518,6 +553,132 @@ CASES = [
 ]
 
 
+CASES += [
+    # issue 23: the bad inputs of its battery (the other cases: FAULTS below)
+    Case("", "reproduce.py run --suite smoke --cells '<ESC>]0;pwned<BEL>no/such/*'",
+         "reproduce.py: error: no cell of suite smoke matches \\x1b]0;pwned\\x07no/such/*; see "
+         "`reproduce.py list --suite smoke`"),
+    Case("", "reproduce.py run --suite smoke --allow-changed-data",
+         "reproduce.py: error: --allow-changed-data applies to --resume RUN only; drop it, or add "
+         "--resume RUN"),
+    Case("run-a smoke-s", "reproduce.py compare a s",
+         "reproduce.py: error: RUN_A is a run of suite legacy-2017 and RUN_B of suite smoke: two suites "
+         "share no cell, so nothing can be compared; compare two runs of one suite", proc=True),
+    Case("run-a a-run-json-broken", "reproduce.py report a",
+         "reproduce.py: error: a/run.json is unreadable (Expecting property name enclosed in double "
+         "quotes: line 1 column 2 (char 1)); run.json is the run's record: restore it from a copy of "
+         "the run, or start a new run"),
+    Case("run-a a-run-json-broken", "reproduce.py run --suite legacy-2017 --resume a",
+         "reproduce.py: error: a/run.json is unreadable (Expecting property name enclosed in double "
+         "quotes: line 1 column 2 (char 1)); run.json is the run's record: restore it from a copy of "
+         "the run, or start a new run"),
+    Case("run-a a-cells-loop", "reproduce.py report a",
+         "reproduce.py: error: a/cells is a symbolic link that leads to no directory (a loop, or its "
+         "target is gone); move it aside (mv a/cells a/cells.bad) and try again: the cells whose "
+         "results it held are then measured again by --resume", proc=True),
+    Case("run-a a-cells-loop", "reproduce.py run --suite legacy-2017 --resume a",
+         "reproduce.py: error: a/cells is a symbolic link that leads to no directory (a loop, or its "
+         "target is gone); move it aside (mv a/cells a/cells.bad) and try again: the cells whose "
+         "results it held are then measured again by --resume"),
+    Case("runs b-dev-zero", "reproduce.py compare a b",
+         "reproduce.py: error: cannot compare b: b/cells/000__tensorflow__basic_lstm__b128-s30-h512.json "
+         "is unreadable ([Errno 22] not a regular file (a device, FIFO or socket; a symlink to one): "
+         "'b/cells/000__tensorflow__basic_lstm__b128-s30-h512.json'); re-run the cell or remove the "
+         "file"),
+]
+
+
+@dataclass
+class Fault:
+    """A case of issue 23's battery that is not one command refused in one line with nothing written
+    (a fault, an exit status other than 2, or a refusal that comes later): the table below the first
+    in docs/BAD_INPUTS.md, each row naming the test that reproduces it (they live beside the code they
+    test; test_every_fault_names_a_test_that_exists keeps the names honest)."""
+    situation: str
+    command: str
+    outcome: str  # what happens now (and what happened before, in parentheses)
+    exit: str
+    tests: str  # tests/FILE.py::NAME, comma-separated
+
+
+FAULTS = [
+    Fault("a smoke run measured, its directory renamed and moved, one cell file removed",
+          "reproduce.py run --suite smoke --quick --cells smoke/python/matmul/n24 --runner local "
+          "--resume elsewhere/renamed-run",
+          "the removed cell is measured again under the run id run.json records, nothing is moved "
+          "aside (the id came from the directory name: every new result went to cells/.invalid as "
+          "'belongs to another run', at every resume)", "0",
+          "tests/test_moved_run.py::test_resuming_a_renamed_run_keeps_what_it_measures"),
+    Fault("a cell file of a complete run is a symbolic link to /dev/zero",
+          "reproduce.py report RUN",
+          "the file is moved to cells/.invalid unread (not a regular file), its cell INVALID, the "
+          "report written (it was read until MemoryError, exit 3, or the OOM killer)", "1",
+          "tests/test_bounded_reads.py::test_a_cell_file_linked_to_dev_zero_is_moved_aside_by_report"),
+    Fault("a cell's reason and a run.json string hold OSC and CSI escape sequences",
+          "reproduce.py report RUN",
+          "report.md and report.html show them as \\x1b...; no control byte is written (`cat "
+          "report.md` ran them)", "1",
+          "tests/test_escapes.py::test_an_escape_in_a_reason_and_in_run_json_is_not_rendered_raw"),
+    Fault("the validated-data cache holds a blob planted from another key, or edited",
+          "reproduce.py list",
+          "the blob is ignored, the data file parsed, validated and cached again (an edited document "
+          "was used silently, a foreign one gave exit 3)", "0",
+          "tests/test_files.py::test_a_planted_or_foreign_cache_entry_is_ignored_and_rebuilt"),
+    Fault("a run's cell_specs record another definition of a cell than the suite's data gives now",
+          "reproduce.py run --suite smoke --quick --cells smoke/python/matmul/n24 --runner local "
+          "--resume RUN",
+          "refused in one line (after the runner line, before any cell runs; the run's lock file is "
+          "the only file touched); with --allow-changed-data it resumes and records a changed_data "
+          "incident (it exited 0 and mixed both definitions)", "2 (0 with --allow-changed-data)",
+          "tests/test_resume_changed_data.py::"
+          "test_resume_after_the_data_changed_is_refused_then_allowed_and_recorded"),
+    Fault("`data/ptb/` whose word counts differ from the published ones",
+          "reproduce.py data --check data --strict",
+          "the set fails and its files say 'unrecorded', no digest is written, so the right file "
+          "later checks out (a 'first use' digest of the failed file made it 'mismatch')", "1",
+          "tests/test_data_command.py::test_a_file_that_fails_the_check_is_not_recorded_as_first_use"),
+    Fault("the reader of the run's output exits after one line",
+          "reproduce.py run --suite smoke --quick --cells 'smoke/python/*' --runner local 2>&1, piped into "
+          "head -1",
+          "printing ends, the run finishes: run.json complete, the report written (the run died on "
+          "EPIPE with run.json pending and no report)", "0",
+          "tests/test_closed_streams.py::test_a_run_whose_reader_closes_the_pipe_finishes, "
+          "tests/test_closed_streams.py::test_a_closed_reader_of_a_listing_is_exit_zero"),
+    Fault("a complete run with a crashed cell",
+          "reproduce.py report RUN",
+          "one line naming the cell, exit status as the run's own (it was 0)", "1",
+          "tests/test_exit_status.py::test_report_of_a_run_with_a_crashed_cell_is_exit_1"),
+    Fault("two runs of one suite with no metric measured in both",
+          "reproduce.py compare A B",
+          "one line saying so (it said '0 metrics compared')", "1",
+          "tests/test_compare.py::test_nothing_measured_in_both_is_exit_1"),
+    Fault("-", "reproduce.py --debug list",
+          "the listing, with --debug as the command's flag (it was refused)", "0",
+          "tests/test_closed_streams.py::test_debug_before_the_command_is_the_commands_flag"),
+    Fault("a Docker cell running, its driver killed with SIGKILL; then any command that talks to the "
+          "engine, e.g.",
+          "reproduce.py preflight --suite smoke --runner docker",
+          "the container stops itself (stale heartbeat); that command removes it, the exited container "
+          "of a dead driver, and saves its output as the cell's log (it stayed listed until the next "
+          "resume)", "0",
+          "tests/test_faults.py::test_docker_a_killed_driver_leaves_a_container_that_stops_itself, "
+          "tests/test_docker_reaper.py::"
+          "test_the_next_command_removes_exited_containers_of_dead_drivers_only"),
+    Fault("a local cell running; its driver stopped with SIGSTOP (Ctrl-Z), continued later",
+          "reproduce.py run --suite smoke --runner local ...",
+          "the cell sees the heartbeat go stale and ends; the driver, continued, records it as "
+          "interrupted and --resume measures it (it measured unobserved until its timeout)", "1",
+          "tests/test_faults.py::test_a_stopped_driver_stops_its_local_cell_and_resume_measures_it"),
+    Fault("found by fuzzing the readers (tests/test_fuzz.py) or probing its targets: a data file "
+          "that is not UTF-8; a crate with a damaged deflate stream, an unknown zip "
+          "version, members that clash, a metadata directory or an @id that is not a string; a job "
+          "file that is a list; an image archive's lock whose entry is not an object",
+          "reproduce.py list, verify CRATE, export RUN or restore ARCHIVE (the inputs: tests/fuzz/findings)",
+          "the kit's one-line error (each was an internal error, exit 3)", "2 (a crate: 1)",
+          "tests/test_fuzz.py::test_stored_finding_is_fixed"),
+]
+
+
 # -- running a case ------------------------------------------------------------------------------
 def normalize(text: str, tmp: Path, mask: bool = True) -> str:
     for p in sorted({str(tmp.resolve()), str(tmp)}, key=len, reverse=True):
@@ -541,7 +702,7 @@ def snapshot(root: Path) -> dict[str, tuple]:
 def run_case(case: Case, tmp: Path, monkeypatch, capsys) -> tuple[int, str, str]:
     env = {"REPROKIT_DATA_LOCK": str(tmp / "data-lock.json"),
            "REPROKIT_IMAGE_LOCK": str(tmp / "image-lock.json")}
-    argv = shlex.split(case.command)[1:]
+    argv = argv_of(case)
     if case.proc:
         p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), *argv], cwd=tmp,
                            capture_output=True, text=True, timeout=120, env={**os.environ, **env})
@@ -614,6 +775,32 @@ def test_docs_table_and_the_cases_agree():
         assert got == exp
     assert len(rows) == len(want), f"{len(rows)} rows in {DOC.name}, {len(want)} cases"
     assert not any("|" in c.message or "|" in c.command for c in CASES)
+
+
+FAULT_ROW = re.compile(r"^\| F(\d+) \| (.*) \| `` (.*) `` \| (.*) \| (.*) \| (.*) \|$")
+FAULT_HEADER = "|---|---|---|---|---|---|"
+
+
+def fault_row(i: int, f: Fault) -> str:
+    tests = ", ".join(f"`{t.strip()}`" for t in f.tests.split(","))
+    return f"| F{i} | {f.situation} | `` {f.command} `` | {f.outcome} | {f.exit} | {tests} |"
+
+
+def test_docs_faults_table_and_FAULTS_agree():
+    rows = [line for line in DOC.read_text().splitlines() if FAULT_ROW.match(line)]
+    assert rows == [fault_row(i + 1, f) for i, f in enumerate(FAULTS)]
+    assert not any("|" in (f.situation + f.command + f.outcome + f.exit + f.tests) for f in FAULTS)
+
+
+def test_every_fault_names_a_test_that_exists():
+    import ast
+
+    for f in FAULTS:
+        for ref in f.tests.split(","):
+            path, _, name = ref.strip().partition("::")
+            tree = ast.parse((REPO / path).read_text())
+            names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+            assert name.startswith("test_") and name in names, f"{ref}: no such test"
 
 
 def test_a_subprocess_row_and_an_in_process_row_of_each_command():
@@ -693,9 +880,8 @@ def _print_table() -> None:
                 prepare(case, tmp, m)
                 env = {**os.environ, "REPROKIT_DATA_LOCK": str(tmp / "data-lock.json"),
                        "REPROKIT_IMAGE_LOCK": str(tmp / "image-lock.json")}
-                p = subprocess.run([sys.executable, str(REPO / "reproduce.py"),
-                                    *shlex.split(case.command)[1:]], cwd=tmp, capture_output=True,
-                                   text=True, timeout=300, env=env)
+                p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), *argv_of(case)],
+                                   cwd=tmp, capture_output=True, text=True, timeout=300, env=env)
             finally:
                 m.close()
             msg = normalize(p.stderr.strip(), tmp, mask=False)
@@ -703,12 +889,15 @@ def _print_table() -> None:
 
 
 def _write_docs() -> None:
-    """Rewrite the table of docs/BAD_INPUTS.md from CASES (whose messages come from --table)."""
+    """Rewrite the tables of docs/BAD_INPUTS.md from CASES (whose messages come from --table) and
+    FAULTS."""
     lines = DOC.read_text().splitlines()
-    kept = [line for line in lines if not ROW.match(line)]
+    kept = [line for line in lines if not ROW.match(line) and not FAULT_ROW.match(line)]
     at = kept.index("|---|---|---|---|---|") + 1
-    rows = [table_row(i + 1, c) for i, c in enumerate(CASES)]
-    DOC.write_text("\n".join(kept[:at] + rows + kept[at:]) + "\n")
+    kept[at:at] = [table_row(i + 1, c) for i, c in enumerate(CASES)]
+    at = kept.index(FAULT_HEADER) + 1
+    kept[at:at] = [fault_row(i + 1, f) for i, f in enumerate(FAULTS)]
+    DOC.write_text("\n".join(kept) + "\n")
 
 
 if __name__ == "__main__":
