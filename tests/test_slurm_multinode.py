@@ -210,6 +210,9 @@ def test_a_node_killed_mid_run_is_node_fail_others_finish_resume_reruns_it_elsew
     assert [e["status"] for e in merged["processes"]] == ["ok"] * 3
     entry = {e["cell_id"]: e for e in rundir.load_run()["cells"]}[LSTM]
     assert entry["status"] == "ok"
+    # the node back: its slurmd started again, it registers and returns to service
+    said = setup_cluster()
+    assert f"starting slurmd {victim}" in said and f"{victim} idle" in said, said
 
 
 # -- the driver lost while cells run on several nodes -----------------------------------------------
