@@ -6,7 +6,8 @@ imported are asked (nothing is imported here, and CUDA is never initialised here
 
 * torch: torch.cuda.is_available() and whether the cell initialised CUDA (a CUDA tensor or kernel);
   the current device's name;
-* TensorFlow: the GPUs it set up (tf.config logical devices, TF >= 1.14; device_lib in older 1.x);
+* TensorFlow: the GPUs it set up (tf.config logical devices, TF >= 1.14; device_lib in older 1.x),
+  ops go there unless pinned: the TensorFlow workloads that pin a CPU cell to /cpu:0 say so;
 * JAX: jax.devices()[0].platform (the default device every array goes to unless placed);
 * Theano: theano.config.device and whether its GPU backend activated;
 * MXNet: the GPUs it sees; which context the arrays used is the workload's to say
@@ -79,8 +80,8 @@ def _tf(tf):
         names = [d.name for d in device_lib.list_local_devices() if d.device_type == "GPU"]
     if not names:
         return "cpu", "TensorFlow %s set up no GPU device" % version
-    return "gpu", "TensorFlow %s placed its default ops on %s (GPUs: %s)" % (
-        version, names[0], ", ".join(names))
+    return "gpu", "TensorFlow %s set up GPU devices %s (the default placement)" % (
+        version, ", ".join(names))
 
 
 def _jax(jax):

@@ -47,6 +47,8 @@ def run(ctx):
     if gpu and not _gpu_available(tf):
         raise common.ProbeFailure("the cell asks for a GPU but TensorFlow %s sees none"
                                   % tf.__version__)
+    if not gpu:  # pinned to the CPU below: TensorFlow's GPU devices (on a GPU host) stay unused
+        ctx.record_ran_on("cpu", "TensorFlow ops pinned to /cpu:0")
     if not _versions.at_least(tf, 2):
         return _run_graph(ctx, np, tf, p, ptx_note, gpu)
     return _run_eager(ctx, np, tf, p, ptx_note, gpu)

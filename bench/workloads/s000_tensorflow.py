@@ -334,6 +334,8 @@ def run(ctx):
     gpu = ctx.device == "gpu"
     if gpu and not _gpu_available(tf):
         raise RuntimeError("cell asks for a GPU but TensorFlow sees none")
+    if not gpu:  # pinned to the CPU below: TensorFlow's GPU devices (on a GPU host) stay unused
+        ctx.record_ran_on("cpu", "TensorFlow ops pinned to /cpu:0")
 
     rng = np.random.RandomState(1234)
     pick = random.Random(1234)

@@ -378,6 +378,8 @@ def run(ctx):
     if gpu and not tf.config.experimental.list_physical_devices("GPU"):
         raise RuntimeError("cell asks for a GPU but TensorFlow sees none")
     device = "/GPU:0" if gpu else "/CPU:0"
+    if not gpu:  # pinned to the CPU below: TensorFlow's GPU devices (on a GPU host) stay unused
+        ctx.record_ran_on("cpu", "TensorFlow ops pinned to /cpu:0")
     tf.random.set_seed(p["seed"])
 
     xs, ys, nb = _lm003.prepare(ctx, p)
