@@ -116,6 +116,7 @@ def test_cpu_published_claims_get_decided_on_a_cpu_host():
 
 def obs(cell, median, spread=0.01, unit="words/s", n=30, metric="m"):
     xs = [median * (1 + spread * ((i % 7) - 3) / 3) for i in range(n)]
+    counts = [n // 3 + (1 if i < n % 3 else 0) for i in range(3)] if n >= 3 else None  # 3 processes
     return {
         "cell_id": cell,
         "metric": metric,
@@ -126,7 +127,8 @@ def obs(cell, median, spread=0.01, unit="words/s", n=30, metric="m"):
         "count": 1,
         "standins": [],
         "exact": False,
-        "summary": stats.summarize(xs),
+        "summary": stats.summarize(xs, processes=counts),
+        "groups": stats.split_processes(xs, counts),
         "origin": "test",
     }
 

@@ -2,6 +2,7 @@
 
 import math
 import random
+import statistics
 import sys
 
 import pytest
@@ -70,15 +71,18 @@ def test_processes_widen_the_interval_to_the_spread_between_them():
     xs, counts = _two_level(rng, 6, 20, between=0.10, within=0.01)
     pooled = stats.summarize(xs)
     by_process = stats.summarize(xs, processes=counts)
-    assert by_process["ci_method"] == "process_medians_order_statistic" and by_process["processes"] == 6
-    assert by_process["ci_coverage"] == pytest.approx(1 - 2 / 64)
+    assert by_process["ci_method"] == "process_t_rerun" and by_process["processes"] == 6
+    assert by_process["ci_coverage"] == 0.95 and by_process["ci_label"] == "95 % re-run interval"
+    assert by_process["ci_levels"] == ["processes", "iterations"] and by_process["ci_covers"] == "rerun"
+    assert pooled["ci_levels"] == ["iterations"] and pooled["ci_covers"] == "process"
+    assert "covers that process only" in pooled["ci_note"]
     meds = by_process["between"]["medians"]
-    assert by_process["ci_low"] <= min(meds) and by_process["ci_high"] >= max(meds)
+    half = stats.t_quantile(0.975, 5) * statistics.stdev(meds) * (2 / 6) ** 0.5
+    assert by_process["ci_high"] - by_process["ci_low"] == pytest.approx(2 * half)
     assert (by_process["ci_high"] - by_process["ci_low"]) > 3 * (pooled["ci_high"] - pooled["ci_low"])
     assert by_process["between"]["spread_rel"] > 5 * by_process["between"]["within_half_width_rel"]
     three = stats.summarize(xs[:60], processes=counts[:3])
-    assert three["ci_method"] == "process_medians_min_max" and three["ci_coverage"] == pytest.approx(0.75)
-    assert three["ci_label"] == "75 % interval"
+    assert three["ci_method"] == "process_t_rerun" and three["between"]["processes"] == 3
 
 
 def test_process_interval_covers_a_fresh_process_median_as_stated():

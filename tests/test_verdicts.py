@@ -167,8 +167,8 @@ def test_single_samples_decide_nothing():
     """A compile time measured once has no interval: no verdict until compile_min_samples processes."""
     v = by_id("m40-same")
     assert v["000-L005"]["verdict"] == "INCONCLUSIVE" and "1 sample" in v["000-L005"]["reason"]
-    assert v["000-L008"]["verdict"] == "DEVIATES_FASTER"  # 3 samples: decided, with its real coverage
-    assert "75 % interval" in v["000-L008"]["reason"]
+    assert v["000-L008"]["verdict"] == "DEVIATES_FASTER"  # 3 processes: decided on their re-run interval
+    assert "95 % re-run interval" in v["000-L008"]["reason"]
 
 
 def test_source_001_is_implausible_and_nothing_else():
@@ -335,7 +335,8 @@ def test_memory_on_the_same_gpu_deviates_higher_or_lower(measured_mb, verdict):
     cell = {"cell_id": n["cell"], "status": "ok", "device": "gpu", "params": {"gpus": 1},
             "implementation": {"framework": "tensorflow", "framework_version": "1.8.0", "substitutes": []},
             "metrics": {"gpu_memory": {"unit": "MB",
-                                       "samples": [measured_mb * (1 + i / 1000) for i in range(6)]}}}
+                                       "samples": [measured_mb * (1 + i / 1000) for i in range(6)],
+                                       "processes": [2, 2, 2]}}}
     v = verdicts.verdict(n, cell, run)
     assert v["verdict"] == verdict and v["comparison"].startswith("same_hardware")
     if verdict != "REPRODUCED":

@@ -30,8 +30,12 @@ one (reprokit.analysis.published_metric: mean over the published iterations, tok
 ...; its interval a bootstrap over the iterations), else the median of the per-iteration samples
 (reprokit.analysis.stats); each side keeps its `statistic`, interval method and coverage; a single
 measured sample x becomes x * (1 +- point_margin); published values are exact points. The speed-up
-interval of A over B is the outer bound [A_lo / B_hi, A_hi / B_lo] for rates
-(times and memory: B over A), so its coverage is at least that of the two intervals together.
+interval of A over B is, when both sides are measured, the percentile interval of the ratio from a
+hierarchical bootstrap (reprokit/analysis/bootstrap.py: processes, then iterations within them, resampled
+on both sides; Kalibera & Jones 2013), stated as "A better than B by x % ± y %" with its levels, method
+and coverage (`speedup_interval`); a pair with a side measured in one process is not decided (its
+interval covers that process only). Against a published side (an exact point) or a single as-published
+figure it is the outer bound [A_lo / B_hi, A_hi / B_lo] for rates (times and memory: B over A).
 """
 
 from __future__ import annotations
@@ -92,11 +96,30 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
                     # the figure of the source's own definition where the cell records one (issue 13
                     # item 2: a claim compares what the source compared), else the median
                     "summary": verdicts.measured_summary(m)[0],
+                    "groups": _groups(m),
                     "states": m.get("states") or ([m["state"]] if m.get("state") else []),
                     "origin": "measured",
                 }
             )
     return out
+
+
+def _groups(metric: dict) -> list[list[float]] | None:
+    """What the ratio bootstrap resamples for a measured side: each process's steady samples when the
+    side is the median of the per-iteration samples; each process's figure (one value per process) when
+    it is the figure of the source's own definition from 2 or more processes; None otherwise (a single
+    as-published figure: the outer bound of the two intervals is used)."""
+    summ = verdicts.measured_summary(metric)[0]
+    if summ.get("statistic") in ("as_published", "partial"):
+        values = summ.get("process_values") or []
+        return [[v] for v in values] if len(values) >= 2 else None
+    ss = summ.get("steady_state")
+    if ss is None:
+        return stats.split_processes(metric.get("samples") or [], metric.get("processes"))
+    from reprokit.analysis import steady_state
+
+    kept = steady_state.of_metric(metric)
+    return stats.split_processes(kept["samples"], kept["processes"])
 
 
 def observations_from_published(numbers: list[dict]) -> list[dict]:
@@ -295,9 +318,20 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
     b_med = verdicts.convert(ob["summary"]["median"], ob["unit"], unit)
     w_med = verdicts.convert(ow["summary"]["median"], ow["unit"], unit)
     s_med = _speedup(direction, (b_med, b_med), (w_med, w_med))[0]
+    boot = _ratio_bootstrap(ob, ow, direction, unit)
+    if boot is not None:  # issue 21: the ratio's own interval, every level resampled
+        s_lo, s_hi = boot["low"], boot["high"]
     res["speedup"] = [s_lo, s_hi]
     res["speedup_median"] = s_med
-    txt = f"speed-up of {res['better']} over {res['worse']} {s_med:.3g} in [{s_lo:.3g}, {s_hi:.3g}]"
+    res["speedup_interval"] = _interval_kind(boot)
+    res["effect_text"] = _effect_text(res["better"], res["worse"], s_med, s_lo, s_hi)
+    txt = (f"speed-up of {res['better']} over {res['worse']} {s_med:.3g} in [{s_lo:.3g}, {s_hi:.3g}] "
+           f"({res['speedup_interval']['label']}): {res['effect_text']}")
+    one = [o["cell_id"] for o in (ob, ow) if not o["exact"] and (o["summary"].get("processes") or 1) < 2]
+    if one and not (s_lo <= 1 <= s_hi):
+        res.update(status=INCONCLUSIVE, reason=txt + f"; not decided: {one[0]} ran in one process, whose "
+                   "interval covers that process only (a verdict needs 2 or more processes per cell)")
+        return res
     if claimed is None:
         effect = 1 + float(pol["min_effect"])
         if s_lo > 1 and s_med >= effect:
@@ -322,6 +356,48 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
     else:
         res.update(status=INCONCLUSIVE, reason=f"{txt} overlaps an edge of the {rng}")
     return res
+
+
+def _ratio_bootstrap(ob: dict, ow: dict, direction: str, unit: str) -> dict | None:
+    """The hierarchical bootstrap interval of the speed-up (reprokit/analysis/bootstrap.py) when both
+    sides are measured and resamplable in a common unit; None otherwise (a published side, a single
+    as-published figure)."""
+    from reprokit.analysis import bootstrap
+
+    gb, gw = ob.get("groups"), ow.get("groups")
+    if ob["exact"] or ow["exact"] or not gb or not gw:
+        return None
+    if sum(len(g) for g in gb) < 2 or sum(len(g) for g in gw) < 2:
+        return None
+    try:
+        fb = verdicts.convert(1.0, ob["unit"], unit)
+        fw = verdicts.convert(1.0, ow["unit"], unit)
+    except ValueError:
+        return None
+    b = [[x * fb for x in g] for g in gb]
+    w = [[x * fw for x in g] for g in gw]
+    return bootstrap.ratio_interval(b, w) if direction == "higher" else bootstrap.ratio_interval(w, b)
+
+
+def _interval_kind(boot: dict | None) -> dict:
+    """How a speed-up interval was made: its levels, method and coverage, and a label."""
+    if boot is None:
+        return {"method": "outer_bound", "levels": None, "coverage": None,
+                "label": "outer bound of the two sides' intervals"}
+    levels = boot["levels"]
+    where = ("processes and iterations resampled" if len(levels) == 2
+             else "iterations resampled: a side ran in one process, so it covers that process only")
+    return {"method": boot["method"], "levels": levels, "coverage": boot["confidence"],
+            "label": f"{boot['confidence']:.0%} hierarchical bootstrap, {where}".replace("%", " %")}
+
+
+def _effect_text(better: str, worse: str, s_med: float, s_lo: float, s_hi: float) -> str:
+    """'A faster than B by x % ± y %' (the half-width of the speed-up interval, in points of x)."""
+    x = 100 * (s_med - 1)
+    y = 100 * (s_hi - s_lo) / 2
+    if x >= 0:
+        return f"{better} better than {worse} by {x:.3g} % ± {y:.2g} %"
+    return f"{better} worse than {worse} by {-x:.3g} % ± {y:.2g} %"
 
 
 def _pairs_of(claim: dict) -> list[tuple[dict, dict]]:

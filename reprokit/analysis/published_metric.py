@@ -185,7 +185,7 @@ def summary(metric: dict, confidence: float = stats.DEFAULT_CONFIDENCE) -> dict 
     if len(per_process) >= 2:
         values = [value_of(a) for a in per_process]
         recorded = [float(a["value"]) for a in per_process]
-        ci = stats.median_ci(values, confidence)
+        ci = stats.between_process_ci([[x] for x in values], confidence)  # re-run interval (issue 21)
         whole = all(complete(a) for a in per_process)
         out.update(
             median=statistics.median(values), value=statistics.median(values), process_values=values,
@@ -198,8 +198,9 @@ def summary(metric: dict, confidence: float = stats.DEFAULT_CONFIDENCE) -> dict 
             + label(next(a for a in per_process if not complete(a))),
             ci_low=ci["ci_low"], ci_high=ci["ci_high"], ci_coverage=ci["ci_coverage"],
             ci_label=ci["ci_label"], ci_method=f"process_figures_{ci['ci_method']}",
-            ci_note=f"{len(values)} processes: the median of their figures, the interval over them "
-                    f"({ci['ci_label']})")
+            ci_levels=["processes", "iterations"], ci_covers="rerun",
+            ci_note=f"{len(values)} processes: the median of their figures, the re-run interval over them "
+                    f"(t with {len(values) - 1} degrees of freedom on the process figures)")
         return out
     value = value_of(ap)
     n_iter = iterations(ap)
@@ -210,10 +211,11 @@ def summary(metric: dict, confidence: float = stats.DEFAULT_CONFIDENCE) -> dict 
         n=n_iter, processes=1, iterations=n_iter, complete=complete(ap), label=label(ap),
         ci_low=iv[0] if iv else None, ci_high=iv[1] if iv else None, ci_coverage=None,
         ci_label=label_ci if iv else "no interval",
-        ci_method="bootstrap_iterations" if iv else "none",
+        ci_method="bootstrap_iterations" if iv else "none", ci_levels=["iterations"], ci_covers="process",
         ci_note=(f"percentile bootstrap ({N_BOOT} resamples) of the figure over the {n_iter} iterations' "
                  "seconds (warm-up iterations and time outside iterations kept as measured); approximate "
-                 "coverage" if iv else "fewer than 2 steady iterations: no interval"))
+                 "coverage; " + stats.ONE_PROCESS_NOTE if iv
+                 else "fewer than 2 steady iterations: no interval"))
     return out
 
 

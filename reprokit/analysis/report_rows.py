@@ -97,7 +97,7 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
         "defects": list(number.get("defects", [])),
         "measured": None, "ci_low": None, "ci_high": None, "measured_min": None, "measured_max": None,
         "n": 0, "cv": None, "noisy": None, "ci_method": None, "ci_note": None, "stop_reason": None,
-        "ci_label": None, "ci_coverage": None,
+        "ci_label": None, "ci_coverage": None, "ci_levels": None, "ci_scope": None,
         "measured_unit": None, "ratio": verdict.get("ratio"), "better": better(number["unit"]),
         "reading": None, "note": None, "state": _state(cell, number["metric"]), "steady_note": None,
         "basis": verdict.get("basis"), "robust_median": None, "robust_ci_low": None, "robust_ci_high": None,
@@ -124,7 +124,8 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
         return out
     out.update(measured_unit=summ["unit"], n=summ["n"], cv=summ["cv"], noisy=summ["noisy"],
                ci_method=summ["ci_method"], ci_note=summ["ci_note"], stop_reason=summ["stop_reason"],
-               ci_label=summ.get("ci_label"), ci_coverage=summ.get("ci_coverage"))
+               ci_label=summ.get("ci_label"), ci_coverage=summ.get("ci_coverage"),
+               ci_levels=summ.get("ci_levels"), ci_scope=ci_scope(summ))
     try:
         conv = {k: to_published_unit(summ[k], summ["unit"], number)
                 for k in ("median", "ci_low", "ci_high", "min", "max")}
@@ -143,6 +144,18 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
     if out["scale"] != 1.0:
         out["note"] = f"measured {number['metric']} x {out['scale']:g}"
     return out
+
+
+def ci_scope(summ: dict) -> str | None:
+    """What an interval covers, in words beside its label: 'this process only' (iterations of one
+    process) or 're-run of K processes' (processes and iterations); None without an interval."""
+    if summ.get("ci_low") is None:
+        return None
+    if summ.get("ci_covers") == "rerun":
+        return f"re-run of {summ.get('processes')} processes"
+    if summ.get("ci_covers") == "process":
+        return "this process only"
+    return None
 
 
 def steady_note(summ: dict) -> str | None:

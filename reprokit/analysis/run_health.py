@@ -34,8 +34,13 @@ INTERVAL_METHODS = {
     "min_max": "[min, max] of fewer than 6 samples",
     "process_medians_order_statistic": "order-statistic interval over 6 or more process medians",
     "process_medians_min_max": "[min, max] of fewer than 6 process medians",
+    "process_t_rerun": "re-run interval over 2 or more processes: t on the process medians, "
+    "df = processes - 1 "
+    "(Kalibera & Jones 2013)",
     "none": "a single sample: no interval",
 }
+LEVELS_TEXT = {"process": "iterations of one process: covers that process only",
+               "rerun": "processes and their iterations: covers a re-run of the same design"}
 
 
 def interval_summary(cells: list[dict], run: dict) -> dict:
@@ -59,8 +64,11 @@ def interval_summary(cells: list[dict], run: dict) -> dict:
                 halves.append(between["within_half_width_rel"])
             method = summ.get("ci_method") or "none"
             key = (summ.get("ci_label") or "no interval", method)
+            covers = summ.get("ci_covers") if method != "none" else None
             k = kinds.setdefault(key, {"label": key[0], "method": method,
                                        "method_text": INTERVAL_METHODS.get(method, method),
+                                       "levels": summ.get("ci_levels") if covers else None,
+                                       "covers": covers, "levels_text": LEVELS_TEXT.get(covers),
                                        "coverage": summ.get("ci_coverage"), "metrics": 0})
             k["metrics"] += 1
             if summ.get("ci_coverage") is not None:  # the least any interval of this kind covers

@@ -15,11 +15,15 @@ One process (the samples of one cell process are taken as independent, identical
 Such an interval describes the process it came from. Medians of separate processes (and of runs
 minutes apart on a shared machine) vary more than that, so it does not cover a re-run.
 
-K >= 2 processes (`reproduce.py run --repeat K`; the metric's `processes` lists each process's sample
-count): the unit of replication is the process. The interval is the order-statistic interval of the
-median over the K process medians (exact coverage from K = 6 on, [min, max] with coverage 1 - 2^(1-K)
-below), joined with the pooled interval of all samples so it always holds the pooled median. Its
-coverage is that of the process-median interval, for the median a fresh process would report.
+K >= 2 processes (`reproduce.py run --repeat K`, or the default design: reprokit/analysis/design.py; the
+metric's `processes` lists each process's sample count): the unit of replication is the process
+(Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013: the degrees of freedom are the
+top-level repetitions, not the samples). The interval is a re-run interval: where the median of another
+run of K processes falls with 95 % probability, centred on the pooled median, half-width
+t(0.975, K-1) x s x sqrt(2/K) with s the standard deviation of the K process medians (each process
+median carries its iterations' noise, so both levels' variance is in s). Coverage is nominal (normal
+process medians). `ci_levels` names the levels an interval resamples (["iterations"] or
+["processes", "iterations"]), `ci_covers` what it covers ("process": this process only; "rerun").
 `between` gives the process medians and their spread.
 
 An order-statistic interval of the median is equivariant under monotone transforms: the interval of
@@ -130,39 +134,46 @@ def split_processes(samples: Sequence[float], processes: Sequence[int] | None) -
     return out
 
 
+def t_quantile(p: float, df: int) -> float:
+    """The p quantile of Student's t with df degrees of freedom (scipy)."""
+    from scipy.stats import t
+
+    return float(t.ppf(p, df))
+
+
 def between_process_ci(groups: list[list[float]], confidence: float = DEFAULT_CONFIDENCE) -> dict:
-    """The interval over K >= 2 process medians, joined with the pooled interval (module docstring)."""
+    """The re-run interval over K >= 2 processes (module docstring): centre the pooled median, half-width
+    t(1 - alpha/2, K - 1) x s x sqrt(2 / K), s the standard deviation of the K process medians."""
     pooled = [x for g in groups for x in g]
     medians = [statistics.median(g) for g in groups]
     k = len(medians)
-    over = binomial_median_ci(medians, confidence)
-    if over is not None:
-        lo, hi, coverage = over
-        method = "process_medians_order_statistic"
-    else:
-        lo, hi, coverage = min(medians), max(medians), 1.0 - 2.0 ** (1 - k)
-        method = "process_medians_min_max"
-    inner = median_ci(pooled, confidence)
-    pooled_median = statistics.median(pooled)
-    lo = min(x for x in (lo, inner["ci_low"], pooled_median) if x is not None)
-    hi = max(x for x in (hi, inner["ci_high"], pooled_median) if x is not None)
+    centre = statistics.median(pooled)
+    s = statistics.stdev(medians)
+    t = t_quantile(1 - (1 - confidence) / 2, k - 1)
+    half = t * s * math.sqrt(2.0 / k)
     within = [median_ci(g, confidence) for g in groups]
-    half = [(w["ci_high"] - w["ci_low"]) / 2 / abs(statistics.median(g))
-            for w, g in zip(within, groups) if w["ci_low"] is not None and statistics.median(g)]
-    spread = (max(medians) - min(medians)) / abs(pooled_median) if pooled_median else None
+    halves = [(w["ci_high"] - w["ci_low"]) / 2 / abs(statistics.median(g))
+              for w, g in zip(within, groups) if w["ci_low"] is not None and statistics.median(g)]
+    spread = (max(medians) - min(medians)) / abs(centre) if centre else None
     return {
-        "ci_low": lo, "ci_high": hi, "ci_method": method, "ci_coverage": coverage,
-        "ci_label": _label(coverage, confidence),
-        "ci_note": f"{k} processes: interval over the process medians (the spread between processes "
-        f"included), joined with the pooled interval; covers the median a fresh process would give with "
-        f"probability {coverage:.2%}",
+        "ci_low": centre - half, "ci_high": centre + half, "ci_method": "process_t_rerun",
+        "ci_coverage": confidence, "ci_label": f"{confidence:.0%} re-run interval".replace("%", " %"),
+        "ci_levels": ["processes", "iterations"], "ci_covers": "rerun",
+        "ci_note": f"{k} processes: where the median of a re-run of {k} processes falls with probability "
+        f"{confidence:.0%} (t with {k - 1} degrees of freedom on the process medians, both levels' variance "
+        "included; nominal coverage, Kalibera & Jones 2013)",
         "between": {
             "processes": k,
             "medians": medians,
             "spread_rel": spread,
-            "within_half_width_rel": statistics.median(half) if half else None,
+            "sd_rel": s / abs(centre) if centre else None,
+            "within_half_width_rel": statistics.median(halves) if halves else None,
         },
     }
+
+
+ONE_PROCESS_NOTE = ("one process: the interval covers that process only (iterations are its only level); "
+                    "the median of a re-run moves more than that (reprokit/data/rerun_coverage.json)")
 
 
 def summarize(
@@ -216,7 +227,13 @@ def summarize(
         max=max(xs),
         noisy=(cv > noisy_cv) if cv is not None else None,
     )
-    out.update(between_process_ci(groups, confidence) if len(groups) > 1 else median_ci(xs, confidence))
+    if len(groups) > 1:
+        out.update(between_process_ci(groups, confidence))
+    else:
+        one = median_ci(xs, confidence)
+        one.update(ci_levels=["iterations"], ci_covers="process",
+                   ci_note="; ".join(x for x in (one["ci_note"], ONE_PROCESS_NOTE) if x))
+        out.update(one)
     return out
 
 

@@ -298,8 +298,9 @@ def too_few_samples(metric: str, summ: dict) -> str | None:
 def no_steady_state(summ: dict) -> str | None:
     """Why a measurement gets no verdict because a process of it never reached a steady state
     (reprokit/analysis/steady_state.py; Barrett et al. 2017: such a benchmark gets no number); None
-    otherwise. An as-published figure carries the per-iteration summary under `robust`."""
-    ss = summ.get("steady_state") or (summ.get("robust") or {}).get("steady_state")
+    otherwise. A figure of the source's own definition (as_published) is computed over the whole loop as
+    the source did, so it is not refused; its row shows the detection's note."""
+    ss = summ.get("steady_state")  # a figure as the source defined it counts its loop as it ran
     if not ss or not ss.get("no_steady_state"):
         return None
     why = next(p["reason"] for p in ss["per_process"] if p["class"] == "no_steady_state")
@@ -325,6 +326,27 @@ def cold_compile(metric: str, cell: dict) -> str | None:
             "times get a verdict only on a warm cache")
 
 
+def one_process(summ: dict) -> str | None:
+    """Why an interval decides no verdict: it comes from one process, so it covers that process only (a
+    re-run's median moves by more than it: reprokit/data/rerun_coverage.json); None when it comes from
+    K >= 2 processes (stats: `ci_covers` "rerun")."""
+    if summ.get("ci_covers") != "process" and (summ.get("processes") or 1) > 1:
+        return None
+    return ("one process: its interval covers that process only, not a re-run (issue 21: medians of two "
+            "runs back to back moved by more than such intervals are wide); a verdict needs 2 or more "
+            "processes per cell (the default design, or --repeat K)")
+
+
+def _undecided(v: dict, rule: str, summ: dict, text: str) -> dict | None:
+    """INCONCLUSIVE when the band rule decided something on a one-process interval, else None."""
+    why = one_process(summ)
+    if why is None or rule == INCONCLUSIVE:
+        return None
+    v["undecided_rule"] = rule
+    return _finish(v, INCONCLUSIVE, f"{text}; not decided: {why} (on this process alone the band rule "
+                   f"would say {rule})")
+
+
 def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float, note: str) -> dict:
     lo, hi = stats.interval(summ)
     band = (p * (1 - tol), p * (1 + tol))
@@ -339,7 +361,8 @@ def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float,
     )
     band_txt = f"published {p:.4g} {unit} +- {_pct(tol)} = [{band[0]:.4g}, {band[1]:.4g}]"
     if pos == "inside":
-        return _finish(v, REPRODUCED, f"{note}: {basis} lies inside {band_txt}")
+        return (_undecided(v, REPRODUCED, summ, f"{note}: {basis} lies inside {band_txt}")
+                or _finish(v, REPRODUCED, f"{note}: {basis} lies inside {band_txt}"))
     if pos == "overlap":
         return _finish(v, INCONCLUSIVE, f"{note}: {basis} overlaps an edge of {band_txt}")
     better = better_direction(unit)
@@ -349,13 +372,10 @@ def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float,
     else:
         verdict_ = DEVIATES_HIGHER if pos == "above" else DEVIATES_LOWER
     word = verdict_.split("_")[1].lower()
-    return _finish(
-        v,
-        verdict_,
-        f"{note}: {basis} lies entirely {pos} {band_txt} ({word}, "
-        f"{'figure' if summ.get('statistic') == 'as_published' else 'median'}/published = "
-        f"{summ['median'] / p:.3g})",
-    )
+    text = (f"{note}: {basis} lies entirely {pos} {band_txt} ({word}, "
+            f"{'figure' if summ.get('statistic') == 'as_published' else 'median'}/published = "
+            f"{summ['median'] / p:.3g})")
+    return _undecided(v, verdict_, summ, text) or _finish(v, verdict_, text)
 
 
 def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas: dict) -> dict:
@@ -497,7 +517,7 @@ def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str
                        "measured GEMM rate beat cores x reported clock x FLOP/cycle, so its real clock is "
                        "unknown), which makes its efficiency an upper bound: only a lower efficiency could "
                        "be concluded")
-    return _finish(v, rule, text)
+    return _undecided(v, rule, summ, text) or _finish(v, rule, text)
 
 
 def verdict(
