@@ -220,8 +220,9 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
                 cid, proc = rt["cell_id"], rt.get("process")
                 if cid not in cells or entries.get(cid, {}).get("status") != "pending":
                     continue
-                if proc is not None and rundir.cell_path(cid, proc).exists():
-                    continue
+                if proc is not None and _collected(rundir, cid, proc):
+                    continue  # the driver collected it; a file the harness alone wrote is not:
+                    # its task record (node, fingerprint, job) is added now
                 tasks[(cid, proc)] = Task(cells[cid], proc, {}, rundir.jobs_dir / f"{cells[cid].stack}.json",
                                           rundir.log_path(cid, proc))
         for t in runner.adopt(rundir, slurm["jobs"], tasks, ended=True):
@@ -260,6 +261,19 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
     finally:
         if lock is not None:
             lock.release()
+
+
+def _collected(rundir: results.RunDir, cell_id: str, process: int) -> bool:
+    """A process file the driver finished (it added its runner record: job, node, fingerprint);
+    one the harness wrote while no driver followed the job has none yet."""
+    path = rundir.cell_path(cell_id, process)
+    if not path.exists():
+        return False
+    try:
+        doc = files.loads_bounded(path, "cell_result")
+    except (OSError, ValueError):
+        return True  # unreadable: reconcile moves it aside; nothing to add here
+    return not isinstance(doc, dict) or isinstance(doc.get("runner"), dict)
 
 
 def _seconds_between(a: str, b: str) -> float | None:

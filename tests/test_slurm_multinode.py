@@ -244,3 +244,52 @@ def test_a_driver_killed_while_cells_run_on_several_nodes_is_reattached(cluster,
     for r in procs.values():  # each process's record names its own node, as its job ran
         assert r["runner"]["node_fingerprint"]["cpu"]["usable_cores"] == cluster[r["runner"]["node"]]
     assert rundir.load_cell(LSTM)["status"] == "ok"
+
+
+def test_a_node_lost_while_no_driver_follows_is_rerun_and_the_others_keep_their_nodes(cluster, tmp_path):
+    """The driver killed, then a node: the processes on the other nodes end while nobody follows
+    (their harnesses write their files), the victim's job ends NODE_FAIL. `--resume` adds each ended
+    process's task record (job, node, fingerprint) to its file, re-runs only the victim's, elsewhere."""
+    d = Driver(tmp_path / "results", "--runner", "slurm", "--cells", LSTM, "--repeat", "3", *SLOW,
+               env=ENV)
+    victim = "rknode2"
+    try:
+        rundir = d.rundir()
+        wait_until(lambda: (r := running_on(rundir, LSTM)) and len(r) == 3 and r, 240,
+                   f"the three LSTM processes to run on three nodes ({d.stderr()[-800:]})", poll=0.2)
+        d.proc.kill()  # SIGKILL: no cleanup at all
+        d.wait(30)
+    finally:
+        d.kill()
+    k = subprocess.run(["bash", str(SCRIPT), "--kill", victim], capture_output=True, text=True,
+                       timeout=60)
+    assert k.returncode == 0, k.stderr
+    jobs = rundir.load_run()["slurm"]["jobs"]
+    ids = [f"{j['job_id']}_{t['index']}" for j in jobs for t in j["tasks"]]
+
+    def states():
+        p = subprocess.run(["squeue", "-h", "-r", "--states=all", "-o", "%i %T %N"],
+                           capture_output=True, text=True, timeout=30, env=ENV)
+        return {ln.split()[0]: ln.split()[1:] for ln in p.stdout.splitlines() if ln.split()[0] in ids}
+    ended = wait_until(lambda: (s := states()) and len(s) == 3
+                       and all(v[0] in ("COMPLETED", "NODE_FAIL") for v in s.values()) and s, 240,
+                       "the jobs to end while no driver follows them")
+    lost = [jid for jid, (state, _node) in ended.items() if state == "NODE_FAIL"]
+    assert len(lost) == 1 and ended[lost[0]][1] == victim, ended
+    on_disk = process_files(rundir)
+    assert len(on_disk) == 2  # the harnesses wrote them; no driver added its record yet
+    p = resume(rundir, "--cells", LSTM, "--repeat", "3", *SLOW)
+    assert p.returncode == 0, p.stderr
+    assert "submitted 1 cell(s) of torch-0.1" in p.stderr, p.stderr
+    procs = merge_processes.load_processes(rundir, LSTM, 3)
+    assert sorted(procs) == [1, 2, 3] and {r["status"] for r in procs.values()} == {"ok"}
+    rerun = [r for i, r in procs.items() if results.cell_filename(LSTM, i) not in on_disk]
+    assert len(rerun) == 1 and rerun[0]["runner"]["job_id"] not in ids, rerun  # a new job
+    for r in procs.values():  # every process with its own node's record
+        node = r["runner"]["node"]
+        assert node != victim and r["runner"]["node_fingerprint"]["cpu"]["usable_cores"] == cluster[node]
+    for name, data in on_disk.items():  # the measurements kept: same samples, record added
+        before, now = json.loads(data), json.loads((rundir.cells_dir / name).read_bytes())
+        assert now["metrics"] == before["metrics"] and now["runner"]["state"] == "COMPLETED", name
+    assert rundir.load_cell(LSTM)["status"] == "ok"
+    setup_cluster()
