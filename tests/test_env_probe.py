@@ -434,3 +434,31 @@ def test_a_users_interpreter_keeps_the_users_variables_over_the_stacks(monkeypat
     assert "device=cpu" in byo.env_vars(spec)["THEANO_FLAGS"]
     monkeypatch.setenv("THEANO_FLAGS", "device=cuda,floatX=float32")
     assert "THEANO_FLAGS" not in byo.env_vars(spec)
+
+
+def test_the_fingerprint_command_carries_the_environments_preflight_reads(tmp_path):
+    """`reproduce.py fingerprint --environments` writes the section `preflight --fingerprint` uses
+    as the file states it (before, only `python -m reprokit.runners.env_probe` printed it). Here:
+    this host's CPU builds, put beside a stored H100 host's GPUs."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from reprokit.files import REPO
+
+    p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "fingerprint", "--environments",
+                        "--no-build"], capture_output=True, text=True, timeout=600, cwd=str(REPO))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["kind"] == "host_fingerprint" and doc["environments"]["torch-1.3"]["framework"] == "torch"
+    h100 = json.loads((REPO / "tests" / "data" / "fingerprints" / "h100.json").read_text())
+    f = tmp_path / "h100-with-these-envs.json"
+    f.write_text(json.dumps({**h100, "environments": doc["environments"]}))
+    q = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "preflight", "--suite",
+                        "stacked-lstm-2019", "--runner", "local", "--device", "gpu", "--fingerprint", str(f)], capture_output=True,
+                       text=True, timeout=600, cwd=str(REPO), env={**os.environ, "COLUMNS": "250"})
+    out = " ".join((q.stdout + q.stderr).split())
+    assert f"as {f} states them" in out, out
+    gpu_build = doc["environments"]["torch-1.3"]["devices"] == ["cpu", "gpu"]
+    assert ("not runnable" in out) != gpu_build, out  # this host's CPU build cannot use the H100

@@ -283,25 +283,31 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    from reprokit import suites
-    from reprokit.runners import venvs
-
     p = argparse.ArgumentParser(prog="python -m reprokit.runners.env_probe")
     p.add_argument("--stack", action="append", help="only this stack (repeatable)")
     p.add_argument("--no-build", action="store_true",
                    help="probe only the environments already made (a venv not made yet is left out)")
     args = p.parse_args(argv)
-    stacks = suites.load_stacks()
+    print(json.dumps({"environments": host_environments(args.stack, build=not args.no_build,
+                                                        say=lambda m: print(m, file=sys.stderr))},
+                     indent=1))
+    return 0
+
+
+def host_environments(only: list[str] | None = None, build: bool = True, say=print) -> dict:
+    """{stack: environment record} of this host's local stacks (`only` these), probed here: the
+    `environments` section a host fingerprint file may carry (preflight --fingerprint)."""
+    from reprokit import suites
+    from reprokit.runners import venvs
+
     out = {}
-    for name, spec in stacks.items():
-        if args.stack and name not in args.stack:
+    for name, spec in suites.load_stacks().items():
+        if only and name not in only:
             continue
-        env = venvs.environment_for(name, spec, say=lambda m: print(m, file=sys.stderr),
-                                    build=not args.no_build)
+        env = venvs.environment_for(name, spec, say=say, build=build)
         if env is not None:
             out[name] = for_environment(name, spec, env)
-    print(json.dumps({"environments": out}, indent=1))
-    return 0
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover
