@@ -394,3 +394,24 @@ def test_the_local_runner_numbers_gpus_as_nvml_does():
     assert prepared["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     launched = LocalLauncher(say=lambda m: None).prepare("smoke-python", spec, lambda m: None)
     assert launched["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+def test_each_local_stack_has_its_own_cuda_jit_cache(monkeypatch, tmp_path):
+    """The driver's default cache is shared by every program of the user: a cell's jit_cache would
+    say nothing of its own stack's kernels. Each local stack gets its own (the user's setting wins)."""
+    from reprokit.runners.launchers import LocalLauncher
+    from reprokit.runners.local import LocalRunner
+    from reprokit.suites import load_stacks
+
+    monkeypatch.setenv("REPROKIT_CUDA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CUDA_CACHE_PATH", raising=False)
+    stacks = load_stacks()
+    paths = {s: LocalRunner(say=lambda m: None).prepare(s, stacks[s])["env"]["CUDA_CACHE_PATH"]
+             for s in ("smoke-python", "torch-modern")}
+    assert paths == {s: str(tmp_path / s) for s in paths}
+    launched = LocalLauncher(say=lambda m: None).prepare("smoke-python", stacks["smoke-python"],
+                                                         lambda m: None)
+    assert launched["env"]["CUDA_CACHE_PATH"] == str(tmp_path / "smoke-python")
+    monkeypatch.setenv("CUDA_CACHE_PATH", "/mine")
+    assert LocalRunner(say=lambda m: None).prepare("smoke-python", stacks["smoke-python"])["env"][
+        "CUDA_CACHE_PATH"] == "/mine"

@@ -50,6 +50,9 @@ class LocalLauncher:
         env = dict(prepared.get("env_vars") or stack_spec["local"].get("env_vars", {}))
         env.update({"PYTHONDONTWRITEBYTECODE": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
                     "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})  # NVML's order (reprokit/runners/local.py)
+        from reprokit.runners.local import jit_cache_vars
+
+        env.update(jit_cache_vars(stack))  # the stack's own JIT cache, on the shared file system
         # the interpreter (the kit's venv, or the user's --python STACK=PATH) must exist on the nodes
         # at the same path; what it can use (env_probe.py, probed here) goes to run.json
         return {"stack": stack, "python": prepared["python"], "env": env,

@@ -44,6 +44,19 @@ def describe_exit(code: int, oom: lifecycle.OomWatch | None = None) -> tuple[str
     return "crashed", f"process exited with status {code} without writing a result"
 
 
+def jit_cache_vars(stack: str) -> dict[str, str]:
+    """CUDA_CACHE_PATH (one directory per stack under $REPROKIT_CUDA_CACHE_DIR, default
+    ~/.cache/reprokit/cuda-jit) and CUDA_CACHE_MAXSIZE (compat.yaml jit.cache_env) for a local
+    stack: the driver's default cache is shared by every program of the user, so a cell's
+    `jit_cache` (cold or warm when it began) would say nothing about this stack's kernels."""
+    from reprokit.runners.container import jit_cache_env
+
+    root = os.environ.get("REPROKIT_CUDA_CACHE_DIR") or str(Path.home() / ".cache" / "reprokit"
+                                                             / "cuda-jit")
+    return {"CUDA_CACHE_PATH": str(Path(root) / stack),
+            "CUDA_CACHE_MAXSIZE": jit_cache_env()["CUDA_CACHE_MAXSIZE"]}
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -73,6 +86,8 @@ class LocalRunner:
         # CUDA numbers GPUs fastest first unless told otherwise; NVML (the fingerprint, the cell's
         # recorded GPUs: reprokit/cell_gpus.py) numbers them by PCI bus id. One order for both.
         env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+        for key, value in jit_cache_vars(stack).items():  # the user's own setting wins
+            env.setdefault(key, value)
         # the environment actually used and every candidate tried for it (venvs.py): execute.py
         # copies them into run.json and every cell result of the stack; what it can use
         # (env_probe.py, once per run) goes to run.json `environments`
