@@ -317,7 +317,8 @@ def test_the_report_shows_the_kind_beside_the_verdict():
     assert measured and all(r["reproduction"]["acm"] == "replication" for r in measured)
     assert all(r["reproduction"] is None for r in rows if r["measured"] is None)
     md = (run / "report.md").read_text()
-    assert f"| {measured[0]['verdict']} ({measured[0]['reproduction']['label']}) |" in md
+    assert f"| {measured[0]['verdict']} | {measured[0]['reproduction']['label']} |" in md
+    assert "| verdict | kind (ACM) | reason |" in md
 
 
 # -- a run in a container: the image tied to its actions by ID, checked against the engine's store --
