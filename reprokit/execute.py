@@ -22,6 +22,7 @@ from pathlib import Path
 from reprokit import (
     cell_gpus,
     cpu_peak,
+    design,
     fallback,
     files,
     fingerprint,
@@ -338,6 +339,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                         "cells": list(plan.options.cells)},
             "driver": _driver(), "current": None, "cpu_peak": None,
         }
+        if plan.options.design is not None:  # the default design (reprokit/design.py), not --repeat K
+            run["design"] = plan.options.design
         for c in plan_cells:  # every cell is listed before anything runs
             _entry(run, c, "pending", "not run yet", None)
         ctx["run"] = run
@@ -444,6 +447,9 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             run.setdefault("environments", {})[stack] = prepared["env_probe"]
         job = make_job(plan, stack, run_id, run["kit"], str(rundir.cells_dir.resolve()),
                        cells=[c for c, _ in items])  # the cells to run, not every cell of the stack
+        for jc in job["cells"]:  # the default design's iterations per process (reprokit/design.py)
+            jc["budget"] = design.process_budget(jc["budget"], (run.get("design") or {}).get("cells", {})
+                                                 .get(jc["id"]))
         for jc in job["cells"]:  # the probe of a stack reaching this GPU only through PTX JIT:
             if verdicts[jc["id"]].get("env", {}).get("CUDA_FORCE_PTX_JIT") == "1":  # its workload
                 jc["params"]["cuda_force_ptx_jit"] = True  # sets it before importing the framework

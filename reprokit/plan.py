@@ -29,6 +29,7 @@ class Options:
     data: dict | None = None  # `run --data DIR`: datasets.prepare_run's record; None = stand-ins
     repeat: int = 1  # `run --repeat K`: each cell in K fresh processes, interleaved across cells
     allow_changed_data: bool = False  # `run --resume --allow-changed-data`: mix cells of two data
+    design: dict | None = None  # the default design when no --repeat K (reprokit/design.py run_design)
 
 
 @dataclass

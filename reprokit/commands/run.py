@@ -45,7 +45,8 @@ def add_arguments(p) -> None:
     p.add_argument("--results", default="results", help="results root (default: results/)")
     p.add_argument("--repeat", metavar="K",
                    type=checks.option("--repeat", integer=True, low=1, high=100, example="3"),
-                   help="run every cell in K fresh processes (default 1), interleaved across cells "
+                   help="run every cell in K fresh processes (default: the design of reprokit/design.py "
+                        "from data/cell_costs.yaml, else 1), interleaved across cells "
                         "(round 1 runs every cell once, then round 2, ...); the samples of the K "
                         "processes are merged into the cell's result, with each one's count")
     p.add_argument("--resume", metavar="RUN",
@@ -296,6 +297,20 @@ def slurm_device(asked: str, probe: dict) -> tuple[str, str]:
                    "--device gpu asks the probe for one)")
 
 
+def default_design(suite, options: Options, runner: str) -> Options:
+    """Without --repeat K (and without sampling overrides): the processes x iterations of the default
+    design (reprokit/design.py, from data/cell_costs.yaml), or one process where no costs are recorded."""
+    from reprokit import design
+    from reprokit.plan import budget_for
+
+    cells = make_plan(suite, options).runnable
+    d = design.run_design(cells, suite.name, runner, options.quick, options.protocol,
+                          {c.id: budget_for(c, suite, options) for c in cells})
+    if d is None:
+        return options
+    return replace(options, repeat=d["processes"], design=d)
+
+
 def run(args) -> int:
     suite = suites.load_suite(args.suite)
     repeat = args.repeat
@@ -306,6 +321,8 @@ def run(args) -> int:
     options = Options(quick=args.quick, protocol=args.protocol, device="cpu", cells=args.cells,
                       min_samples=args.min_samples, time_budget_s=args.time_budget,
                       repeat=repeat or 1, allow_changed_data=args.allow_changed_data)
+    if repeat is None and args.min_samples is None and args.time_budget is None:
+        options = default_design(suite, options, args.runner)
     if args.allow_changed_data and resumed is None:
         raise UserError("--allow-changed-data applies to --resume RUN only; drop it, or add "
                         "--resume RUN")

@@ -1,0 +1,101 @@
+"""Record each cell's measured costs and variances in reprokit/data/cell_costs.yaml (issue 21 item 1).
+
+    python tools/record_cell_costs.py RUN_DIR [RUN_DIR ...]
+
+For every ok cell of a run and its first timed metric (the one the design sizes the cell by): the cost of
+one process beyond its timed iterations (`start_s`: process wall time minus warm-up and timed seconds,
+per process), the cost of one steady iteration (`iteration_s`, the median of the steady-state seconds,
+reprokit/analysis/steady_state.py), the iteration-level variance as a CV (`within_cv`, pooled over the
+processes) and, from a run with 2 or more processes per cell, the process-level CV of the process medians
+(`between_cv`; null from a one-process run). reprokit/design.py picks processes x iterations from these
+(Kalibera & Jones 2013). One entry per (suite, runner, --quick, protocol): a new run replaces the old one.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from reprokit import files, results, validate  # noqa: E402
+from reprokit.analysis import cpus, stats, steady_state  # noqa: E402
+
+OUT = REPO / "reprokit" / "data" / "cell_costs.yaml"
+HEADER = """\
+# Per cell: the cost of a process beyond its timed iterations (start_s), of one steady iteration
+# (iteration_s), the iteration-level CV (within_cv) and, from a run of 2 or more processes per cell, the
+# process-level CV of the process medians (between_cv, else null), per (suite, runner, --quick,
+# protocol). Written by tools/record_cell_costs.py RUN_DIR from the run's cell results; each entry names
+# the run, the machine and the date. reprokit/design.py chooses processes x iterations per cell from them
+# (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013).
+"""
+
+
+def cell_costs(cell: dict, entry: dict | None) -> dict | None:
+    """The costs of one ok cell result (None without a timed metric of 2 or more samples)."""
+    metrics = [m for m in (cell.get("metrics") or {}).values()
+               if len(m.get("raw_seconds") or []) >= 2
+               and len(m["raw_seconds"]) == len(m.get("samples") or [])]
+    if not metrics:
+        return None
+    m = metrics[0]
+    kept = steady_state.of_metric({**m, "samples": m["raw_seconds"]})
+    groups = stats.split_processes(kept["samples"], kept["processes"])
+    pooled = [x for g in groups for x in g]
+    iteration = statistics.median(pooled)
+    within = statistics.median([statistics.stdev(g) / statistics.fmean(g) for g in groups if len(g) >= 2])
+    k = len(groups)
+    between = (statistics.stdev([statistics.median(g) for g in groups]) / iteration) if k >= 2 else None
+    wall = (entry or {}).get("process_wall_s")
+    timed = sum(sum(x.get("raw_seconds") or []) + sum(x.get("warmup_seconds") or [])
+                for x in cell["metrics"].values())
+    start = max(0.0, (float(wall) - timed) / k) if wall else None
+    return {"metric": next(n for n, x in cell["metrics"].items() if x is m),
+            "start_s": round(start, 2) if start is not None else None,
+            "iteration_s": round(iteration, 5), "within_cv": round(within, 4),
+            "between_cv": round(between, 4) if between is not None else None, "processes": k}
+
+
+def entry(rundir: Path) -> dict:
+    rd = results.RunDir(rundir)
+    run = rd.load_run()
+    entries = {e["cell_id"]: e for e in run["cells"]}
+    cells = {}
+    for c in rd.load_cells():
+        if c.get("status") == "ok":
+            costs = cell_costs(c, entries.get(c["cell_id"]))
+            if costs:
+                cells[c["cell_id"]] = costs
+    if not cells:
+        sys.exit(f"record_cell_costs: {rundir} has no ok cell with timed samples")
+    return {"suite": run["suite"], "runner": run["runner"], "quick": bool(run["quick"]),
+            "protocol": run["protocol"], "run": run["run_id"], "repeat": int(run.get("repeat") or 1),
+            "machine": cpus.short_label((run.get("host_fingerprint") or {}).get("cpu") or {}),
+            "date": str(run["started"])[:10], "cells": dict(sorted(cells.items()))}
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        sys.exit(__doc__)
+    doc = yaml.safe_load(OUT.read_text())  # keeps its `design` settings
+    for d in argv:
+        new = entry(Path(d))
+        key = (new["suite"], new["runner"], new["quick"], new["protocol"])
+        doc["measurements"] = [m for m in doc["measurements"]
+                               if (m["suite"], m["runner"], m["quick"], m["protocol"]) != key] + [new]
+    validate.check("cell_costs", doc, str(OUT))
+    design = yaml.safe_dump({"design": doc.pop("design")}, sort_keys=False, width=110)
+    OUT.write_text(HEADER + "schema_version: 1\n" + design
+                   + yaml.safe_dump({"measurements": doc["measurements"]}, sort_keys=False, width=110))
+    files.load_data_file.cache_clear()
+    print(f"wrote {OUT.relative_to(REPO)}: {sum(len(m['cells']) for m in doc['measurements'])} cells")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
