@@ -350,6 +350,8 @@ def _decide(backend, rec, device):
              and v not in (None, "float32")]
     if lower:
         return "unknown", "%s is %s: the workload's layers may compute below float32" % lower[0]
+    if not backend:
+        return "unknown", "the workload names no framework whose precision could be read"
     if device == "cpu":
         return _cpu(backend, settings)
     if device != "gpu":

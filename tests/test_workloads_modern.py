@@ -156,6 +156,9 @@ def test_cell_runs_tiny_through_the_harness(harness_results, cell):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert r is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert r["status"] == "ok", (r.get("reason"), r.get("traceback"))
+    # fp32 set and read back (bench/float_mode.py), on the CPU the framework says it used
+    assert r["ran_on"]["device"] == "cpu", r["ran_on"]
+    assert (r["precision"]["requested"], r["precision"]["effective"]) == ("fp32", "fp32"), r["precision"]
     for name in cell.metrics:
         m = r["metrics"][name]
         assert m["samples"], name
