@@ -133,12 +133,11 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
 def _gpu_models(sources: list[str]) -> dict[str, tuple[str, ...]]:
     """{cell id: the GPU names its published numbers were measured on} (--slurm-gpu-feature)."""
     from reprokit import suites
-    from reprokit.analysis import devices
 
     out: dict[str, set[str]] = {}
     for src in sources:
         for n in suites.load_published(src):
-            if n.get("cell") and devices.publication_hardware(n)[0] == "gpu":
+            if n.get("cell") and suites.publication_hardware(n)[0] == "gpu":
                 out.setdefault(n["cell"], set()).add(n["environment"].get("gpu") or "")
     return {k: tuple(sorted(v)) for k, v in out.items()}
 

@@ -146,6 +146,20 @@ def load_suite(name: str) -> Suite:
     return Suite(doc["name"], doc["description"], doc["sources"], doc["defaults"], cells)
 
 
+GPU_COUNT = re.compile(r"^\s*(\d+)\s*x\s+", re.I)  # "4x Tesla V100-16GB": 4 GPUs
+
+
+def publication_hardware(number: dict) -> tuple[str, int]:
+    """("cpu", 1) or ("gpu", N): the class of device a published number was measured on, from its data
+    alone (environment.gpu: "none (...)" is a CPU; "Nx <model>" N GPUs; a GPU model alone one GPU).
+    The device a cell needs comes from this, as does analysis.devices.publication_device's kind."""
+    label = number["environment"].get("gpu") or "unstated"
+    if label.lower().startswith("none"):
+        return "cpu", 1
+    m = GPU_COUNT.match(label)
+    return "gpu", int(m.group(1)) if m else 1
+
+
 def _hardware_from_numbers(suite: str, sources: list[str], cells: list[Cell]) -> list[Cell]:
     """The device each cell needs, from the hardware of the published numbers mapped to it, the same rule
     for every source and framework: numbers published on N >= 2 GPUs need N GPUs (a multi-GPU figure
@@ -154,13 +168,11 @@ def _hardware_from_numbers(suite: str, sources: list[str], cells: list[Cell]) ->
     run on the CPU, whatever the run's device. A cell no number maps to keeps its group's `needs_gpus`
     (default 0). Numbers of one cell on different classes of hardware that disagree (a CPU and several
     GPUs, or 2 and 4 GPUs) are a data error."""
-    from reprokit.analysis import devices
-
     found: dict[str, set[tuple[str, int]]] = {}
     for src in sources:
         for n in load_published(src):
             if n["cell"]:
-                found.setdefault(n["cell"], set()).add(devices.publication_hardware(n))
+                found.setdefault(n["cell"], set()).add(publication_hardware(n))
     out = []
     for c in cells:
         hw = found.get(c.id)

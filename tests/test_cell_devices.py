@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from reprokit import plan, preflight, suites
-from reprokit.analysis import devices
 from reprokit.errors import UserError
 
 SUITES = [s for s in suites.suite_names() if suites.load_suite(s).sources]
@@ -32,7 +31,7 @@ def test_every_cell_needs_what_its_numbers_hardware_says(name):
     cells = {c.id: c for c in suite.cells}
     for cell_id, nums in numbers_by_cell(suite).items():
         c = cells[cell_id]
-        hw = {devices.publication_hardware(n) for n in nums}
+        hw = {suites.publication_hardware(n) for n in nums}
         gpus = {count for kind, count in hw if kind == "gpu"}
         if max(gpus, default=0) >= 2:
             assert c.needs_gpus == max(gpus) and c.device is None, cell_id
@@ -53,7 +52,7 @@ def test_one_gpu_numbers_are_treated_alike_across_sources_and_frameworks():
         cells = {c.id: c for c in suite.cells}
         for cell_id, nums in numbers_by_cell(suite).items():
             for n in nums:
-                if devices.publication_hardware(n) == ("gpu", 1):
+                if suites.publication_hardware(n) == ("gpu", 1):
                     c = cells[cell_id]
                     seen[(n["provenance"]["source"], c.framework)].add((c.needs_gpus, c.device))
     assert {k[0] for k in seen} == {"000", "001", "002", "003", "004"}
@@ -70,7 +69,7 @@ def test_on_a_cpu_host_only_multi_gpu_numbers_are_skipped(name):
     verdicts = preflight.cell_verdicts(suite.cells, CPU_HOST, "local")
     nums = numbers_by_cell(suite)
     for c in suite.cells:
-        multi = any(devices.publication_hardware(n)[1] >= 2 for n in nums.get(c.id, []))
+        multi = any(suites.publication_hardware(n)[1] >= 2 for n in nums.get(c.id, []))
         if multi:
             assert not verdicts[c.id]["runnable"], c.id
         else:

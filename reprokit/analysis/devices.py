@@ -22,6 +22,7 @@ efficiency divides by: the one of the precision that ran (`cell_precision`).
 from __future__ import annotations
 
 from reprokit.analysis import cpus, flops
+from reprokit.suites import publication_hardware
 
 
 def _gpu(label: str, count: int | None = None) -> dict:
@@ -37,17 +38,6 @@ def _gpu(label: str, count: int | None = None) -> dict:
             "bandwidth_gbs": n * bw if bw else None,
             "peak_source": f"peaks.yaml {hit['entry']}", "verified": hit["verified"],
             "sources": hit["sources"], "reason": None}
-
-
-def publication_hardware(number: dict) -> tuple[str, int]:
-    """("cpu", 1) or ("gpu", N): the class of device a published number was measured on, from its data
-    alone (environment.gpu: "none (...)" is a CPU; "Nx <model>" N GPUs; a GPU model alone one GPU).
-    The device a cell needs comes from this (reprokit.suites), as does `publication_device`'s kind."""
-    label = number["environment"].get("gpu") or "unstated"
-    if label.lower().startswith("none"):
-        return "cpu", 1
-    m = flops.GPU_COUNT.match(label)
-    return "gpu", int(m.group(1)) if m else 1
 
 
 def publication_device(number: dict) -> dict:

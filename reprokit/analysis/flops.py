@@ -13,7 +13,8 @@ import operator
 import re
 from functools import cache
 
-from reprokit import files, units
+from reprokit import files, suites, units
+from reprokit.suites import GPU_COUNT
 
 
 class NotApplicable(Exception):
@@ -131,8 +132,6 @@ def number_params(number: dict) -> dict:
     """The parameters a published number's FLOPs are counted with: those of the cell it maps to (the
     suite's params, the same the workload runs), over the number's own workload fields; the number's
     fields alone when it maps to no cell of any suite."""
-    from reprokit import suites
-
     cell = suites.cell_params(number.get("cell"))
     return {**(number.get("workload") or {}), **(cell or {})}
 
@@ -253,7 +252,6 @@ def fmt_flops(x: float) -> str:
 
 
 # -- device peaks ----------------------------------------------------------------------------------
-GPU_COUNT = re.compile(r"^\s*(\d+)\s*x\s+", re.I)  # "4x Tesla V100-16GB": 4 GPUs
 
 
 def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
