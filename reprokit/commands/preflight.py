@@ -24,6 +24,7 @@ from rich.table import Table
 from reprokit import checks, fallback, fingerprint, preflight, suites
 from reprokit.console import console
 from reprokit.errors import UserError
+from reprokit.runners import byo
 
 
 def add_arguments(p) -> None:
@@ -34,37 +35,7 @@ def add_arguments(p) -> None:
     p.add_argument("--fingerprint", metavar="FILE",
                    help="a host fingerprint (JSON, as `reproduce.py fingerprint` writes it) of the host "
                         "to plan for, instead of this one")
-    python_arguments(p)
-
-
-def python_arguments(p) -> None:
-    """--python STACK=PATH and --python-config FILE (run and preflight; reprokit/runners/byo.py)."""
-    from reprokit.runners import byo
-
-    p.add_argument("--python", metavar="STACK=PATH", action="append", type=byo.option, default=[],
-                   help="run STACK's cells with this interpreter (e.g. a cluster's PyTorch module) "
-                        "instead of the kit's environment; repeatable; local runner and the Slurm "
-                        "local launcher; its versions are recorded and differences from the stack's "
-                        "pins labelled as substitutions")
-    p.add_argument("--python-config", metavar="FILE",
-                   help="a YAML file mapping stack names to interpreter paths (as --python)")
-
-
-def chosen_interpreters(args) -> dict[str, str]:
-    """The --python / --python-config interpreters, checked and probed (one line, exit 2, when one
-    is missing, not executable or lacks the stack's framework), then used by this process."""
-    from reprokit.runners import byo
-
-    pairs = list(args.python or [])
-    if args.python_config:
-        pairs += byo.load_config(args.python_config)
-    if not pairs:
-        return {}
-    stacks = suites.load_stacks()
-    mapping = byo.check(pairs, stacks)
-    byo.verify(mapping, stacks)
-    byo.use(mapping)
-    return mapping
+    byo.add_arguments(p)
 
 
 def load_fingerprint(path: str) -> dict:
@@ -111,7 +82,7 @@ def run(args) -> int:
             checks.require_gpu("preflight --device gpu", "run it with --device cpu, on the host "
                                "with the NVIDIA GPU and its driver, or with --fingerprint FILE of it")
         fp, where = fingerprint.host_fingerprint(), "this host"
-    chosen_interpreters(args)
+    byo.from_args(args)
     env_of = None
     if args.runner == "local":
         from reprokit import env_preflight

@@ -30,9 +30,10 @@ from functools import cached_property
 from pathlib import Path
 
 from reprokit import files, validate
+from reprokit.containers import recipes
+from reprokit.containers.recipes import IMAGES
 from reprokit.errors import UserError
 
-IMAGES = Path(os.environ.get("REPROKIT_IMAGES_DIR") or files.IMAGES)  # recipes
 BASE_IMAGE = "reprokit/base:bookworm"
 REPOSITORY = "reprokit"
 FLAVOURS = ("cpu", "gpu")
@@ -127,8 +128,6 @@ class Recipe:
         """recipe.yaml, validated (reprokit/containers/recipes.py load_recipe); None without one."""
         if not (self.path / "recipe.yaml").is_file():
             return None
-        from reprokit.containers import recipes
-
         return recipes.load_recipe(self.image_dir, self.path.parent)
 
     def flavour(self, flavour: str) -> dict | None:
@@ -209,15 +208,11 @@ class Recipe:
         params = self.params
         if params is None or self.flavour(flavour) is None:
             return []
-        from reprokit.containers import recipes
-
         return recipes.downloads(params, flavour, recipes.load_distros(self.path.parent))
 
     def shared_files(self) -> list[Path]:
         """Files the Dockerfile COPYs that are not in images/<dir>/ but in the shared building
         blocks (images/_blocks/, e.g. fetch_sha256.sh): the build copies them into the context."""
-        from reprokit.containers import recipes
-
         shared = recipes.blocks(self.path.parent)
         out = []
         for src in dockerfile_copies(self.dockerfile):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import posixpath
 import re
 import sys
@@ -29,10 +30,10 @@ import yaml
 
 from reprokit import files, validate
 from reprokit.containers import generated
-from reprokit.containers.images import IMAGES
 from reprokit.errors import UserError
 
 REPO = files.REPO
+IMAGES = Path(os.environ.get("REPROKIT_IMAGES_DIR") or files.IMAGES)  # the recipes' folder
 BLOCKS_DIR = "_blocks"  # shared building blocks; "_" keeps it apart from the image directories
 FETCH = "fetch_sha256.sh"  # the verified download helper, copied into build contexts that use it
 MARKER = "recorded on first build"

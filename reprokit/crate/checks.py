@@ -284,13 +284,13 @@ def check_images(crate: Crate) -> list[str]:
     imgs = [e for e in crate.by_id.values() if "ContainerImage" in profile._types(e)]
     if not imgs:
         return []
-    try:
-        import docker
-        client = docker.from_env(timeout=5)
-        client.ping()
-    except Exception as e:  # no SDK, no engine, no permission: the check is not made, and said so
-        return [f"images: not checked against a local store (no Docker engine reachable: "
-                f"{type(e).__name__})"]
+    from reprokit.containers import engine
+    from reprokit.errors import UserError
+
+    try:  # the kit's one way to the engine (reprokit/containers/engine.py); verify reaps nothing
+        client = engine.client(reap=False)
+    except UserError as e:  # no SDK, no engine, no permission: the check is not made, and said so
+        return [f"images: not checked against a local store ({e})"]
     out = []
     for e in imgs:
         ident = f"sha256:{e['sha256']}"

@@ -82,9 +82,15 @@ def check(pairs: list[tuple[str, str]], stacks: dict) -> dict[str, str]:
 
 def use(mapping: dict[str, str]) -> dict[str, str]:
     """Make `mapping` the interpreters of this process; returns the previous mapping."""
+    from reprokit.runners import venvs
+
     old = dict(_CHOSEN)
     _CHOSEN.clear()
     _CHOSEN.update(mapping)
+    # venvs.environment_for asks the registry first: the user's interpreter comes before any
+    # candidate (registered here, so the venv code imports nothing of this module)
+    venvs.user_environments({stack: (lambda spec, stack=stack, path=path: environment(stack, spec, path))
+                             for stack, path in mapping.items()})
     return old
 
 
@@ -180,3 +186,32 @@ def environment(stack: str, spec: dict, path: str):
               "versions": {"framework": rec.get("framework"), "version": rec.get("version"),
                            "cuda": rec.get("cuda"), "cudnn": rec.get("cudnn")}}
     return Environment(path, env_vars(spec), substitutes(stack, spec, rec, path), chosen, [], probe=rec)
+
+
+# -- the command line's options (run and preflight) --------------------------------------------
+def add_arguments(p) -> None:
+    """--python STACK=PATH and --python-config FILE (the run and preflight commands)."""
+    p.add_argument("--python", metavar="STACK=PATH", action="append", type=option, default=[],
+                   help="run STACK's cells with this interpreter (e.g. a cluster's PyTorch module) "
+                        "instead of the kit's environment; repeatable; local runner and the Slurm "
+                        "local launcher; its versions are recorded and differences from the stack's "
+                        "pins labelled as substitutions")
+    p.add_argument("--python-config", metavar="FILE",
+                   help="a YAML file mapping stack names to interpreter paths (as --python)")
+
+
+def from_args(args) -> dict[str, str]:
+    """The --python / --python-config interpreters, checked and probed (one line, exit 2, when one
+    is missing, not executable or lacks the stack's framework), then used by this process."""
+    from reprokit import suites
+
+    pairs = list(args.python or [])
+    if args.python_config:
+        pairs += load_config(args.python_config)
+    if not pairs:
+        return {}
+    stacks = suites.load_stacks()
+    mapping = check(pairs, stacks)
+    verify(mapping, stacks)
+    use(mapping)
+    return mapping

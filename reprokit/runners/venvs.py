@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 import venv
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,6 +261,17 @@ def _summary(att: dict) -> str:
             f"{att['outcome']}" + (f": {detail}" if detail else ""))
 
 
+# The environments of interpreters the user named (--python STACK=PATH): stack -> a function of the
+# stack's spec that makes it. reprokit/runners/byo.py registers them (user_environments).
+_USER_ENVIRONMENTS: dict[str, Callable[[dict], Environment]] = {}
+
+
+def user_environments(makers: dict[str, Callable[[dict], Environment]]) -> None:
+    """Replace the registry of user-named environments (runners/byo.py `use`)."""
+    _USER_ENVIRONMENTS.clear()
+    _USER_ENVIRONMENTS.update(makers)
+
+
 def environment_for(stack: str, spec: dict, say=print, build: bool = True) -> Environment | None:
     """Try the stack's candidates in order; the first that works runs its cells, else the stand-in.
     REPROKIT_STAND_INS=1 skips the candidates (the stand-in of every stack, as before). An
@@ -267,10 +279,9 @@ def environment_for(stack: str, spec: dict, say=print, build: bool = True) -> En
     and is not tried against anything. With `build=False` nothing is created or installed: a
     candidate not built yet is passed over, and None says the stand-in's venv is not built either
     (preflight asks this way)."""
-    from reprokit.runners import byo
-
-    if byo.interpreter_for(stack):
-        return byo.environment(stack, spec, byo.interpreter_for(stack))
+    user = _USER_ENVIRONMENTS.get(stack)
+    if user is not None:
+        return user(spec)
     local = spec["local"]
     base_vars = dict(local.get("env_vars", {}))
     attempts: list[dict] = []
