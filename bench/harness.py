@@ -311,6 +311,20 @@ def _stack_fingerprint(framework):
         return {"error": "%s: %s" % (type(e).__name__, e)}
 
 
+def _threads(fingerprint):
+    """The threads the cell's framework computed with, read after the cell ran (its stack
+    fingerprint): {"count", "source"}, or None when the framework does not say (TensorFlow's intra_op
+    0 means its default, every core)."""
+    fw = (fingerprint or {}).get("framework") or {}
+    n = fw.get("num_threads")
+    if isinstance(n, int) and n > 0:
+        return {"count": n, "source": "torch.get_num_threads() after the cell ran"}
+    t = fw.get("threads")
+    if isinstance(t, dict) and isinstance(t.get("intra_op"), int) and t["intra_op"] > 0:
+        return {"count": t["intra_op"], "source": "tf.config.threading intra_op_parallelism_threads"}
+    return None
+
+
 def _load_avg():
     try:
         return list(os.getloadavg())
@@ -383,6 +397,9 @@ def run_cell(cell, job, process=None):
     result["metrics"] = ctx.metrics
     result["implementation"] = ctx.implementation
     result["stack_fingerprint"] = _stack_fingerprint(framework)
+    threads = _threads(result["stack_fingerprint"])
+    if threads is not None:  # the cores the host counts in this cell's peak (issue 21)
+        result["threads"] = threads
     _add_gpu_runtime(result["stack_fingerprint"], cache_before)
     result["jit_cache"] = jit_cache_state(ctx.device, cache_before)
     if ctx.extra:

@@ -89,17 +89,24 @@ def cell_design(c: dict, wall: float | None, warmup: int, t_process: float, cfg:
 
 
 def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
-               budgets: dict[str, dict]) -> dict | None:
-    """The design of a run of `cells` (suites.Cell), or None when no cell has recorded costs. `budgets`:
-    {cell id: the cell's job budget} (its warm-up count). Returns {"processes" K, "cells": {id: design},
-    "text", "source"}."""
+               budgets: dict[str, dict], has_published: bool = True) -> dict | None:
+    """The design of a run of `cells` (suites.Cell). `budgets`: {cell id: the cell's job budget} (its
+    warm-up count). Returns {"processes" K, "cells": {id: design}, "text", "source"}; without recorded
+    costs, the fewest processes a re-run interval needs (`min_processes`) with the suite's own sampling
+    budgets when the suite has published numbers to decide, else None (one process: a smoke suite)."""
     if protocol != "budget":
         return None
+    cfg = settings()
     recorded, header = costs(suite, runner, quick, protocol)
     t_process, t_source = rerun_process_cv()
     if header is None or t_process is None:
-        return None
-    cfg = settings()
+        if not has_published:
+            return None
+        return {"processes": int(cfg["min_processes"]), "cells": {},
+                "source": "cell_costs.yaml design.min_processes (no costs recorded for this suite)",
+                "text": f"{cfg['min_processes']} processes per cell, the fewest a re-run interval needs (no "
+                        "costs recorded for this suite: tools/record_cell_costs.py RUN records them), "
+                        "each with the suite's own sampling budget"}
     min_iter = int(files.load_data("steady_state")["min_iterations"])
     walls = recorded_wall(suite, runner, False, protocol)
     out = {}

@@ -37,7 +37,7 @@ from reprokit import (
 )
 from reprokit.errors import UserError
 from reprokit.plan import Plan, cell_specs, decide, make_job
-from reprokit.progress import Progress, past_cell_times, recorded_times
+from reprokit.progress import Progress, design_times, past_cell_times, recorded_times
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
 from reprokit.suites import Cell, load_stacks
 
@@ -141,7 +141,10 @@ def _cpu_peak(say) -> dict | None:
     if ok:
         peak = dict(max(ok, key=lambda p: p["gflops"]))
         peak["probes"] = {k: v.get("gflops", v.get("error")) for k, v in probes.items()}
-        say(f"cpu peak probe: {peak['gflops']:.1f} GFLOP/s ({peak['library']}; all: {peak['probes']})")
+        clock = (peak.get("clock") or {}).get("ghz")
+        say(f"cpu peak probe: {peak['gflops']:.1f} GFLOP/s ({peak['library']}; all: {peak['probes']}); "
+            + (f"effective clock {clock:.3g} GHz measured (dependent adds)" if clock else
+               f"clock not measured: {(peak.get('clock') or {}).get('reason')}"))
         return peak
     say(f"cpu peak probe failed: {probes}")
     return {"error": str(probes)}
@@ -414,7 +417,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
         runner.reap_leftovers(rundir.path, say)
     history = {**recorded_times(runner.name, plan.options.quick, plan.options.protocol),
                **past_cell_times(rundir.path.parent, runner.name, plan.options.quick,
-                                 plan.options.protocol, exclude=rundir.path)}
+                                 plan.options.protocol, exclude=rundir.path),
+               **design_times(run.get("design"))}  # per-cell costs of the design that runs
     progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
                         repeat=repeat)
     ctx["progress"] = progress

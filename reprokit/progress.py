@@ -1,6 +1,9 @@
 """Progress with ETA while a suite runs: a live bar on a terminal, one line per cell otherwise.
 
 The ETA of each remaining cell, best estimate first:
+0. in a run of the default design (reprokit/design.py), the process time the design expects from the
+   cell's recorded costs (`design_times`, data/cell_costs.yaml: start-up + iterations x iteration cost),
+   scaled like 1.;
 1. its own time in the newest earlier run with the same runner, --quick and protocol
    (`past_cell_times`), else its time recorded in reprokit/data/cell_times.yaml
    (`recorded_times`: measured on the project's machine, so a fresh clone's first run has an ETA),
@@ -65,6 +68,16 @@ def recorded_times(runner: str, quick: bool, protocol: str) -> dict[str, float]:
     for m in sorted(same, key=lambda m: m["runner"] == runner):  # the same runner last: it wins
         out.update(m["cells"])
     return out
+
+
+def design_times(design: dict | None) -> dict[str, float]:
+    """{cell id: seconds per process} the default design expects (reprokit/design.py: the cell's
+    recorded start-up cost + its warm-up and designed iterations x its recorded iteration cost, from
+    data/cell_costs.yaml): a designed process is shorter than a one-process run's, so these win over
+    the times of earlier runs of another design."""
+    cells = (design or {}).get("cells") or {}
+    return {cid: float(d["process_s"]) for cid, d in cells.items()
+            if isinstance(d.get("process_s"), (int, float)) and d["process_s"] > 0}
 
 
 def _fmt(seconds: float) -> str:

@@ -49,9 +49,17 @@ def test_default_run_of_legacy_2017_uses_the_recorded_design():
 
 
 def test_a_suite_without_recorded_costs_keeps_one_process():
-    s = suites.load_suite("smoke")
+    s = suites.load_suite("smoke")  # nothing published to decide
     opts = default_design(s, Options(), "local")
     assert opts.design is None and opts.repeat == 1
+
+
+def test_a_suite_with_published_numbers_but_no_costs_gets_the_fewest_processes_for_an_interval():
+    s = suites.load_suite("stacked-lstm-2019")
+    assert design.costs("stacked-lstm-2019", "local", False, "budget")[1] is None
+    opts = default_design(s, Options(), "local")
+    assert opts.repeat == design.settings()["min_processes"] and opts.design["cells"] == {}
+    assert "no costs recorded" in opts.design["text"]
 
 
 def test_the_tool_records_costs_from_a_run():

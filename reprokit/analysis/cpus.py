@@ -289,10 +289,15 @@ def publication_cpu(label: str) -> dict | None:
     }
 
 
-def host_cpu(host: dict) -> dict:
+def host_cpu(host: dict, clock: dict | None = None, threads: dict | None = None) -> dict:
     """The CPU of a run host, from its fingerprint (`host["cpu"]` as written by
     reprokit.fingerprint), with its theoretical peak, or peak None and the reason. Never raises on
-    missing or malformed fields."""
+    missing or malformed fields.
+
+    `clock`: the run's measured effective clock (reprokit/cpu_peak.measure_clock: dependent adds of
+    known cycle count); when it has `ghz`, the peak uses it instead of the reported clock (a VM reports
+    its base clock; boost is real). `threads`: the threads the cell's framework used ({"count",
+    "source"}, bench/harness.py); fewer threads than cores count only those cores."""
     cpu = (host or {}).get("cpu") if isinstance(host, dict) else None
     cpu = cpu if isinstance(cpu, dict) else {}
     vendor = cpu.get("vendor") or None
@@ -300,7 +305,18 @@ def host_cpu(host: dict) -> dict:
     flags = _flags(cpu)
     uarch = find_uarch(vendor, family, model, stepping, flags)
     cores, cores_how = _host_cores(cpu)
-    clock, clock_how = _host_clock(cpu)
+    clock_ghz, clock_how = _host_clock(cpu)
+    measured = _num((clock or {}).get("ghz")) if isinstance(clock, dict) else None
+    if measured:
+        reported = f"; reported {_fmt(clock_ghz)} GHz" if clock_ghz else ""
+        clock_ghz, clock_how = measured, f"{clock.get('method') or 'measured'}{reported}"
+    used = _num((threads or {}).get("count")) if isinstance(threads, dict) else None
+    if used and cores and used < cores:
+        cores = int(used) if float(used).is_integer() else used
+        cores_how = (f"{cores_how}; the cell's framework used {_fmt(used)} thread"
+                     f"{'s' if used != 1 else ''} ({threads.get('source') or 'recorded by the cell'}), so "
+                     f"{_fmt(used)} core{'s' if used != 1 else ''} counted")
+    clock = clock_ghz
     notes = [cores_how, f"clock: {clock_how}"]
     if uarch:
         fpc, isa, why = uarch["fp32_flops_per_cycle"], uarch["isa"], None
@@ -322,6 +338,7 @@ def host_cpu(host: dict) -> dict:
         "model_name": cpu.get("model_name"),
         "uarch": uarch["id"] if uarch else None, "uarch_name": uarch["name"] if uarch else None,
         "cores": cores, "clock_ghz": clock, "clock_source": clock_how, "flops_per_cycle": fpc,
+        "clock_measured": bool(measured), "threads_used": used,
         "peak_tflops": gflops / 1000.0 if gflops else None,
         "bandwidth_gbs": None, "bandwidth_source": "not known for a run host (not in the fingerprint)",
         "derivation": derivation,

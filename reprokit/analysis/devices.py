@@ -160,6 +160,23 @@ def _measured_gpu(cell: dict, run: dict | None) -> dict:
             "sources": hits[0]["sources"], "reason": None}
 
 
+def cell_threads(cell: dict) -> dict | None:
+    """The threads the cell's framework used: its `threads` record (bench/harness.py), else what its
+    stack fingerprint says (torch num_threads; TensorFlow intra_op when set, 0 meaning all cores);
+    None when unknown."""
+    t = cell.get("threads")
+    if isinstance(t, dict) and isinstance(t.get("count"), int) and t["count"] > 0:
+        return t
+    fw = ((cell.get("stack_fingerprint") or {}).get("framework") or {})
+    n = fw.get("num_threads")
+    if isinstance(n, int) and n > 0:
+        return {"count": n, "source": "torch.get_num_threads() in the stack fingerprint"}
+    intra = (fw.get("threads") or {}).get("intra_op") if isinstance(fw.get("threads"), dict) else None
+    if isinstance(intra, int) and intra > 0:
+        return {"count": intra, "source": "TensorFlow intra_op_parallelism_threads in the stack fingerprint"}
+    return None
+
+
 def measured_device(cell: dict, run: dict | None) -> dict:
     """The device a cell ran on, with its theoretical peak (CPU: reprokit.analysis.cpus; GPU:
     peaks.yaml, of the GPUs `cell_gpus` finds) and, for a CPU, the run's measured GEMM probe as
@@ -172,13 +189,15 @@ def measured_device(cell: dict, run: dict | None) -> dict:
     runner = cell.get("runner") or {}
     node_fp = runner.get("node_fingerprint")
     on_node = isinstance(node_fp, dict) and isinstance(node_fp.get("cpu"), dict)
+    threads = cell_threads(cell)
     if on_node:  # a Slurm cell: its node's CPU and the GEMM rate measured there, not the driver's
-        c = cpus.host_cpu(node_fp)
         node_peak = runner.get("node_cpu_peak")
         probe = node_peak if isinstance(node_peak, dict) and node_peak.get("gflops") else None
+        c = cpus.host_cpu(node_fp, clock=(node_peak or {}).get("clock") if isinstance(node_peak, dict)
+                          else None, threads=threads)
     else:
-        c = cpus.host_cpu(host)
         probe = flops.cpu_peak_of(run)
+        c = cpus.host_cpu(host, clock=((run or {}).get("cpu_peak") or {}).get("clock"), threads=threads)
     probe_tflops = probe["gflops"] / 1000.0 if probe else None
     d = {**c, "kind": "cpu", "count": 1, "entry": "cpu", "peak_source": c.get("derivation"),
          "probe_tflops": probe_tflops, "probe_source": (probe or {}).get("method")}

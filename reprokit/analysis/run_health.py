@@ -141,7 +141,49 @@ def machine_load(run: dict, cells: list[dict]) -> dict:
             "cells": per_cell, "high_cells": high,
             "max_1min": max((x for c in per_cell for x in (c["before_1min"], c["after_1min"])
                              if x is not None), default=None),
-            "warning": bool(high)}
+            "warning": bool(high), "effect": load_effect(cells, set(high), len(per_cell), limit)}
+
+
+def load_effect(cells: list[dict], high: set[str], measured: int, limit: float | None) -> dict | None:
+    """What the load did to the intervals (issue 21 item 6): how many cells ran loaded, and the median
+    relative half-width and CV of their timed metrics against the other cells'; None without a loaded
+    cell. `text` says it in one sentence (the report's load warning, instead of a list of cell ids)."""
+    if not high:
+        return None
+    groups: dict[bool, dict[str, list[float]]] = {True: {"half": [], "cv": []}, False: {"half": [], "cv": []}}
+    for c in cells:
+        if c.get("status") != "ok":
+            continue
+        g = groups[c["cell_id"] in high]
+        for m in (c.get("metrics") or {}).values():
+            if len(m.get("samples") or []) < 2:
+                continue
+            summ = stats.summarize_metric(m)
+            if summ.get("cv") is not None:
+                g["cv"].append(summ["cv"])
+            if summ.get("ci_low") is not None and summ.get("median"):
+                g["half"].append((summ["ci_high"] - summ["ci_low"]) / 2 / abs(summ["median"]))
+
+    def med(xs: list[float]) -> float | None:
+        return _upper_median(xs) if xs else None
+
+    out = {"loaded_cells": len(high), "cells": measured,
+           "loaded_half_width_median": med(groups[True]["half"]),
+           "other_half_width_median": med(groups[False]["half"]),
+           "loaded_cv_median": med(groups[True]["cv"]), "other_cv_median": med(groups[False]["cv"])}
+    text = f"{len(high)} of {measured} cells ran with the 1-minute load above {limit:g}"
+    lh, oh = out["loaded_half_width_median"], out["other_half_width_median"]
+    lc, oc = out["loaded_cv_median"], out["other_cv_median"]
+    if lh is not None and oh is not None:
+        text += (f": their intervals' median half-width was {100 * lh:.2g} % of the median against "
+                 f"{100 * oh:.2g} % for the other cells")
+        if lc is not None and oc is not None:
+            text += f" (CV {100 * lc:.2g} % against {100 * oc:.2g} %)"
+    elif lh is not None:
+        text += (f": their intervals' median half-width was {100 * lh:.2g} % of the median (every cell "
+                 "ran loaded)")
+    out["text"] = text
+    return out
 
 
 def cells_not_run(run: dict, cells: dict[str, dict]) -> list[dict]:

@@ -61,9 +61,9 @@ def add_arguments(p) -> None:
                    help="real data files (see `reproduce.py data`): cells that read PTB, "
                         "WikiText-2 or Nietzsche use them instead of the stand-ins")
     slurm_arguments(p)
-    from reprokit.runners import byo
+    from reprokit.commands.preflight import python_arguments
 
-    byo.add_arguments(p)  # --python STACK=PATH, --python-config FILE
+    python_arguments(p)  # --python STACK=PATH, --python-config FILE (reprokit/runners/byo.py)
     p.add_argument("--data-lock", metavar="PATH",
                    help="lock file of data digests (default: $REPROKIT_DATA_LOCK or "
                         "~/.cache/reprokit/data-lock.json)")
@@ -182,7 +182,7 @@ def check_interpreters(args) -> str | None:
     """--python / --python-config: the runners that run them, then the interpreters themselves
     (exists, executable, imports the stack's framework: reprokit/runners/byo.py), before anything
     runs. Returns why `--runner auto` takes the local runner, or None without --python."""
-    from reprokit.runners import byo
+    from reprokit.commands.preflight import chosen_interpreters
 
     if not (args.python or args.python_config):
         return None
@@ -193,7 +193,7 @@ def check_interpreters(args) -> str | None:
         raise UserError(f"{flag} names interpreters for the local runner and the Slurm local "
                         f"launcher, not {where} (which runs images); drop {flag} or use --runner "
                         "local")
-    mapping = byo.from_args(args)
+    mapping = chosen_interpreters(args)
     return f"{flag} names the interpreter of {', '.join(sorted(mapping))}: local runner"
 
 
