@@ -51,14 +51,12 @@ def _gpu_names(host: Mapping[str, Any]) -> str:
     return ", ".join(names) or "no GPU"
 
 
-def _link_summary(link: Mapping[str, Any]) -> str:
+def _link_summary(link: Mapping[str, Any], describe) -> str:
     name = link["stack"] or link["candidate"]
     if link["status"] == "unavailable":
         return f"{link['kind']} {name}: {link['reasons'][0]}"
-    from reprokit.preflight import summary
-
     why = "; ".join(link["reasons"][:2])
-    return f"{link['kind']} {name}: {summary(link)}" + (f" ({why})" if why and not link["runnable"] else "")
+    return f"{link['kind']} {name}: {describe(link)}" + (f" ({why})" if why and not link["runnable"] else "")
 
 
 def resolve(
@@ -72,11 +70,13 @@ def resolve(
     compat: Mapping[str, Any],
     stacks: Mapping[str, Any],
     probe_cell: bool = False,
+    describe,
     environments=None,
 ) -> dict[str, Any]:
     """The verdict a cell of `stack` runs under: `original` (preflight's verdict for its own stack)
     when it is runnable or no chain applies; else the first accepted link's verdict, or `original`
-    again when no link is accepted. `check(link_stack)` gives preflight's verdict for a link.
+    again when no link is accepted. `check(link_stack)` gives preflight's verdict for a link and
+    `describe(verdict)` its phrase (preflight.summary: passed in, so this module imports no preflight).
 
     A walked chain is recorded as verdict["chain"] = {"original", "stack" (the stack that runs;
     None when none does), "links": [{"stack", "kind", "status", "runnable", "reasons", ...}],
@@ -98,7 +98,7 @@ def resolve(
         if verdict.get("runnable"):
             chosen = verdict
             break
-    lines = [_link_summary(w) for w in walked]
+    lines = [_link_summary(w, describe) for w in walked]
     if chosen is None:
         out = dict(original)
         out["reasons"] = list(original.get("reasons", [])) + [

@@ -761,7 +761,7 @@ def cell_verdicts(cells: Iterable[Any], host: Mapping[str, Any], runner: str,
         out[cell.id] = fallback.resolve(
             cell.stack, check(cell.stack), check, host=host, needs_gpu=needed > 0,
             runner=runner, compat=compat, stacks=stacks, probe_cell=is_probe,
-            environments=environments)
+            environments=environments, describe=summary)
         links = (out[cell.id].get("chain") or {}).get("links") or [out[cell.id]]
         if cache_warning and any(c["name"] == "probe" for x in links for c in x.get("checks", [])):
             out[cell.id]["reasons"].append(cache_warning)  # a link it walked past needed the cache
