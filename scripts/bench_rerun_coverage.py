@@ -1,8 +1,17 @@
 #!/usr/bin/env python3
 """Do a run's intervals cover a re-run? Two runs of the same cells on one machine, back to back.
 
-    python scripts/bench_rerun_coverage.py --suite legacy-2017 [--cells GLOB ...] [--repeat K]
+    python scripts/bench_rerun_coverage.py --suite legacy-2017 [--cells GLOB ...] [--repeat K | --design new]
+    python scripts/bench_rerun_coverage.py --calibrate [--quick]
     python scripts/bench_rerun_coverage.py --compare RUN_A RUN_B
+
+--design new runs the kit's default design (reprokit/design.py: processes x iterations per cell from
+data/cell_costs.yaml; no --repeat); --design old (the default) one process per cell, or --repeat K.
+--calibrate is issue 21's calibration benchmark: source 000's PyTorch and TensorFlow cells
+(legacy-2017) and source 003's PyTorch cells (stacked-lstm-2019), two runs back to back with the old
+design and two with the new, reporting for each design the coverage, the intervals' half-widths, the
+run-to-run drift and the runs' wall time. Intervals are those of the current analysis (steady state
+detected, re-run intervals over processes: reprokit/analysis/stats.py).
 
 The first form runs `reproduce.py run` twice with the same options (local runner, full budgets unless
 --quick, no report) and compares the two; the second compares two existing runs. For every timed metric
@@ -40,8 +49,12 @@ def run_once(args: argparse.Namespace, root: Path) -> Path:
            "--results", str(root), "--no-report"]
     if args.cells:
         cmd += ["--cells", *args.cells]
-    if args.repeat > 1:
+    if getattr(args, "design", "old") == "new":
+        pass  # no --repeat: the default design
+    elif args.repeat > 1:
         cmd += ["--repeat", str(args.repeat)]
+    else:
+        cmd += ["--repeat", "1"]  # the old design, explicitly (the default is the new one)
     if args.quick:
         cmd.append("--quick")
     print("$", " ".join(cmd), flush=True)
@@ -53,6 +66,35 @@ def run_once(args: argparse.Namespace, root: Path) -> Path:
         sys.exit(f"bench_rerun_coverage: the run made no directory under {root} (exit {code})")
     print(f"run {new[-1].name}: exit {code}, {time.monotonic() - t0:.0f} s", flush=True)
     return new[-1]
+
+
+CALIBRATION = (("legacy-2017", ["000/pytorch/*", "000/tensorflow/*"]),
+               ("stacked-lstm-2019", ["003/pytorch/*"]))
+
+
+def wall_of(rundir: Path) -> float | None:
+    w = results.RunDir(rundir).load_run().get("wall_s")
+    return float(w) if isinstance(w, (int, float)) else None
+
+
+def calibrate(args: argparse.Namespace) -> dict:
+    """Issue 21's calibration benchmark: per design (old, new), per suite two runs back to back; the
+    metrics of both suites pooled into one comparison per design. Returns {design: {"summary", "runs",
+    "wall_s": [run A's, run B's] summed over the suites}}."""
+    out = {}
+    root = Path(args.results)
+    root.mkdir(parents=True, exist_ok=True)
+    for design in ("old", "new"):
+        rows, runs, walls = [], [], [0.0, 0.0]
+        for suite, cells in CALIBRATION:
+            ns = argparse.Namespace(suite=suite, cells=cells, repeat=1, quick=args.quick, design=design)
+            a, b = run_once(ns, root), run_once(ns, root)
+            rows += compare(a, b)["rows"]
+            runs += [a.name, b.name]
+            for i, r in enumerate((a, b)):
+                walls[i] += wall_of(r) or 0.0
+        out[design] = {"summary": summarize_rows(rows), "runs": runs, "wall_s": walls}
+    return out
 
 
 def metrics_of(rundir: Path) -> dict[tuple[str, str], dict]:
@@ -84,7 +126,11 @@ def compare(a: Path, b: Path) -> dict:
         })
     if not rows:
         sys.exit("bench_rerun_coverage: no timed metric with an interval in both runs")
+    return {"rows": rows, "summary": summarize_rows(rows)}
 
+
+def summarize_rows(rows: list[dict]) -> dict:
+    """The summary of compared metrics (coverage, drift, half-widths, CV, processes, labels)."""
     def q(values: list[float], p: float) -> float:
         values = sorted(values)
         return values[min(len(values) - 1, int(round(p * (len(values) - 1))))]
@@ -101,7 +147,7 @@ def compare(a: Path, b: Path) -> dict:
         "median_cv": statistics.median(cvs) if cvs else None,
         "processes": max(r["processes_a"] for r in rows), "interval_labels": labels,
     }
-    return {"rows": rows, "summary": summary}
+    return summary
 
 
 def machine(rundir: Path) -> str:
@@ -118,7 +164,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default=str(REPO / "results" / "rerun-coverage"))
     p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing runs")
     p.add_argument("--write", metavar="FILE", help="write the summary as JSON (rerun_coverage schema)")
+    p.add_argument("--design", choices=("old", "new"), default="old",
+                   help="old: --repeat K (default 1); new: the kit's default design (no --repeat)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="issue 21's calibration: 000 PyTorch+TensorFlow and 003 PyTorch, old vs new design")
     args = p.parse_args(argv)
+    if args.calibrate:
+        res = calibrate(args)
+        for design, r in res.items():
+            s = r["summary"]
+            print(f"{design} design: {s['inside']} of {s['pairs']} medians of the second runs inside the "
+                  f"first runs' intervals ({s['coverage']:.0%}); drift {s['shift_median']:.1%} (median), "
+                  f"{s['shift_p90']:.1%} (p90); intervals' median half-width {s['half_width_median']:.1%} "
+                  f"({s['half_width_median'] / s['shift_median']:.2g}x the drift); processes per cell "
+                  f"{s['processes']}; wall time {r['wall_s'][0]:.0f} s and {r['wall_s'][1]:.0f} s; runs "
+                  f"{', '.join(r['runs'])}")
+        return 0
     if args.compare:
         a, b = (Path(x) for x in args.compare)
         command = f"scripts/bench_rerun_coverage.py --compare {a.name} {b.name}"
