@@ -5,7 +5,7 @@
 #
 #   SLURM_CONF=/etc/slurm-multinode/slurm.conf reproduce.py run --suite smoke --runner slurm
 #
-# Three nodes, each slurmd in its own network and UTS namespace (`ip netns` + `unshare --uts`): its
+# Three nodes, each slurmd in its own network and UTS namespace (`ip netns add`, nsenter, `unshare --uts`): its
 # own hostname (rknode1..3) and address on a private test subnet (10.223.23.0/24) that only these
 # namespaces and the bridge rkslurm0 in the root namespace (10.223.23.1, where slurmctld listens)
 # use; no route leaves the subnet, nothing is forwarded. The file system is shared, as a cluster's
