@@ -172,7 +172,7 @@ def _gpu_cell(job_cell: dict, device: str, host: dict) -> bool:
     return dev == "gpu" or (dev == "auto" and bool((host or {}).get("gpus")))
 
 
-def _record_specs(run: dict, specs: dict[str, str], allow: bool) -> None:
+def _record_specs(run: dict, specs: dict[str, str], allow: bool) -> list[str]:
     """A resumed run: the specs of cells it plans for the first time are added; cells whose spec
     changed (only with --allow-changed-data: the command refuses otherwise) are an incident."""
     changed = reconcile.check_cell_specs(run, specs, allow)
@@ -184,6 +184,7 @@ def _record_specs(run: dict, specs: dict[str, str], allow: bool) -> None:
                      "definitions are mixed in this run"})
     if "cell_specs" in run or not run.get("cells"):  # an older run records none: not started now
         run["cell_specs"] = {**(run.get("cell_specs") or {}), **specs}
+    return changed
 
 
 def _driver() -> dict:
@@ -326,7 +327,8 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                                   modify=True, say=say).run
         run["finished"] = None
         run["current"] = None
-        _record_specs(run, cell_specs(plan), plan.options.allow_changed_data)
+        if _record_specs(run, cell_specs(plan), plan.options.allow_changed_data):
+            run["data_snapshot"] = results.snapshot_data(rundir)  # the data it now measures with
         ctx["run"] = run
     else:
         run = {
@@ -336,6 +338,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             "finished": None, "wall_s": None,
             "host_fingerprint": plan.host if plan.host is not None else fingerprint.host_fingerprint(),
             "kit": files.kit_info(), "stacks": {}, "cells": [], "cell_specs": cell_specs(plan),
+            "data_snapshot": results.snapshot_data(rundir),
             "options": {"device": plan.options.device, "min_samples": plan.options.min_samples,
                         "time_budget_s": plan.options.time_budget_s,
                         "data": (plan.options.data or {}).get("root"),

@@ -42,6 +42,73 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# -- the data a run's verdicts use --------------------------------------------------------------
+DATA_SNAPSHOT = "kit-data"  # results/<run>/kit-data/: reprokit/data as it was when the run started
+
+
+def snapshot_data(rundir: RunDir) -> dict:
+    """Copy the kit's data files (reprokit/data: suites, published numbers, claims, peaks, policies,
+    ...) into the run, so its report is made from the data its verdicts were planned with, after any
+    later change of reprokit/data and from any checkout. Returns run.json's `data_snapshot`:
+    {"dir", "files": {relative path: sha256}}. Written into a temporary directory, then renamed."""
+    import hashlib
+    import shutil
+
+    from reprokit import files
+
+    dst = rundir.path / DATA_SNAPSHOT
+    part = rundir.path / f".{DATA_SNAPSHOT}.part"
+    shutil.rmtree(part, ignore_errors=True)
+    digests = {}
+    for src in sorted(files.DATA.rglob("*")):
+        rel = src.relative_to(files.DATA).as_posix()
+        if not src.is_file() or src.suffix not in (".yaml", ".json") or "__pycache__" in rel:
+            continue
+        raw = files.read_bounded(src, "data")
+        (part / rel).parent.mkdir(parents=True, exist_ok=True)
+        (part / rel).write_bytes(raw)
+        digests[rel] = hashlib.sha256(raw).hexdigest()
+    shutil.rmtree(dst, ignore_errors=True)
+    part.rename(dst)
+    return {"dir": DATA_SNAPSHOT, "files": digests}
+
+
+def snapshot_root(rundir: RunDir, run: dict) -> Path | None:
+    """The run's data snapshot directory, each file checked against the sha256 run.json recorded
+    (one line, exit 2, when one differs or is missing); None for a run without one (older runs:
+    their report uses reprokit/data as it is now)."""
+    import hashlib
+
+    from reprokit import files
+
+    snap = run.get("data_snapshot")
+    if not snap:
+        return None
+    root = rundir.path / snap["dir"]
+    for rel, digest in sorted(snap["files"].items()):
+        try:
+            raw = files.read_bounded(root / rel, "data")
+        except OSError as e:
+            raise UserError(f"{root / rel}: the run's data snapshot is incomplete ({e.strerror}); "
+                            "restore the run directory from a copy (its report needs the data its "
+                            "verdicts used)") from None
+        if hashlib.sha256(raw).hexdigest() != digest:
+            raise UserError(f"{root / rel} is not the file this run recorded (sha256 differs from "
+                            "run.json data_snapshot); restore the run directory from a copy")
+    return root
+
+
+def run_data(rundir: RunDir, run: dict | None = None):
+    """A context in which the kit's data files are the run's snapshot (files.data_root), or
+    reprokit/data as it is for a run without one."""
+    import contextlib
+
+    from reprokit import files
+
+    root = snapshot_root(rundir, run if run is not None else rundir.load_run())
+    return files.data_root(root) if root is not None else contextlib.nullcontext()
+
+
 def new_run_id(suite: str) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{suite}"

@@ -38,9 +38,10 @@ def run(args) -> int:
     from reprokit import execute_concurrent
 
     execute_concurrent.attach(rundir)  # a Slurm run left with --detach: collect what ended since
-    rec = reconcile.reconcile(rundir, modify=True)
-    for p in report.render(rundir):
-        print(p)
+    with results.run_data(rundir):  # the data the run started with (older runs: reprokit/data)
+        rec = reconcile.reconcile(rundir, modify=True)
+        for p in report.render(rundir):
+            print(p)
     bad = reconcile.incomplete(rec.run)
     if bad:
         counts: dict[str, int] = {}

@@ -61,9 +61,9 @@ def add_arguments(p) -> None:
                    help="real data files (see `reproduce.py data`): cells that read PTB, "
                         "WikiText-2 or Nietzsche use them instead of the stand-ins")
     slurm_arguments(p)
-    from reprokit.commands.preflight import python_arguments
+    from reprokit.runners import byo
 
-    python_arguments(p)  # --python STACK=PATH, --python-config FILE (reprokit/runners/byo.py)
+    byo.add_arguments(p)  # --python STACK=PATH, --python-config FILE
     p.add_argument("--data-lock", metavar="PATH",
                    help="lock file of data digests (default: $REPROKIT_DATA_LOCK or "
                         "~/.cache/reprokit/data-lock.json)")
@@ -182,7 +182,7 @@ def check_interpreters(args) -> str | None:
     """--python / --python-config: the runners that run them, then the interpreters themselves
     (exists, executable, imports the stack's framework: reprokit/runners/byo.py), before anything
     runs. Returns why `--runner auto` takes the local runner, or None without --python."""
-    from reprokit.commands.preflight import chosen_interpreters
+    from reprokit.runners import byo
 
     if not (args.python or args.python_config):
         return None
@@ -193,7 +193,7 @@ def check_interpreters(args) -> str | None:
         raise UserError(f"{flag} names interpreters for the local runner and the Slurm local "
                         f"launcher, not {where} (which runs images); drop {flag} or use --runner "
                         "local")
-    mapping = chosen_interpreters(args)
+    mapping = byo.from_args(args)
     return f"{flag} names the interpreter of {', '.join(sorted(mapping))}: local runner"
 
 
@@ -382,8 +382,9 @@ def run(args) -> int:
         return 0  # the jobs run on: `status RUN` / `report RUN` / `--resume RUN` re-attach
     if not args.no_report:
         from reprokit import report
-        for p in report.render(rundir):
-            print(f"report: {p}", file=sys.stderr)
+        with results.run_data(rundir, run_record):  # the data the run started with
+            for p in report.render(rundir):
+                print(f"report: {p}", file=sys.stderr)
     counts: dict[str, int] = {}
     for c in run_record["cells"]:
         counts[c["status"]] = counts.get(c["status"], 0) + 1

@@ -138,7 +138,8 @@ def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path
         run_dir = stage / RUN_DIR
         _copy_run(rundir.path, run_dir)
         stored = report_outputs(run_dir)
-        reads = render_recording(run_dir, files.DATA)
+        data = results.snapshot_root(rundir, run) or files.DATA  # the run's own data, if it has it
+        reads = render_recording(run_dir, data)
         fresh = report_outputs(run_dir)
         diff = first_difference(fresh, stored)
         if diff:
@@ -148,7 +149,7 @@ def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path
         for rel in reads:
             dst = stage / DATA_DIR / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(files.DATA / rel, dst)
+            shutil.copyfile(data / rel, dst)
         if with_images:
             _archive_images(run_dir, stage / IMAGE_ARCHIVE)
         crate = ROCrate(version="1.1")
