@@ -655,13 +655,15 @@ FAULTS = [
     Fault("-", "reproduce.py --debug list",
           "the listing, with --debug as the command's flag (it was refused)", "0",
           "tests/test_closed_streams.py::test_debug_before_the_command_is_the_commands_flag"),
-    Fault("a Docker cell running, its driver killed with SIGKILL; then any command that talks to the "
-          "engine, e.g.",
-          "reproduce.py preflight --suite smoke --runner docker",
-          "the container stops itself (stale heartbeat); that command removes it, the exited container "
-          "of a dead driver, and saves its output as the cell's log (it stayed listed until the next "
-          "resume)", "0",
+    Fault("a Docker cell running; its driver killed with SIGKILL",
+          "reproduce.py run --suite smoke --runner docker ...",
+          "the container stops itself (stale heartbeat) and the driver's successor, a watcher the "
+          "driver started in a session of its own, removes it and saves its output as the cell's log; "
+          "were the successor killed too, the next command that talks to the engine does (the exited "
+          "container stayed listed until the next resume)", "-",
           "tests/test_faults.py::test_docker_a_killed_driver_leaves_a_container_that_stops_itself, "
+          "tests/test_docker_reaper.py::"
+          "test_the_drivers_successor_removes_its_containers_once_it_is_dead, "
           "tests/test_docker_reaper.py::"
           "test_the_next_command_removes_exited_containers_of_dead_drivers_only"),
     Fault("a local cell running; its driver stopped with SIGSTOP (Ctrl-Z), continued later",

@@ -1,8 +1,10 @@
-"""The reaper of reprokit/containers/engine.py, with the real Docker engine: every command that talks to
-the engine first removes the exited containers of dead drivers of this host, each one's output saved as
-its cell's log (issue 23: after SIGKILL of the driver a Docker cell's exited container stayed listed
-until the next resume). The driver-level test (a real run SIGKILLed mid-cell, then `preflight`) is
-tests/test_faults.py test_docker_a_killed_driver_leaves_a_container_that_stops_itself.
+"""The driver's successor and the reaper of reprokit/containers/engine.py, with the real Docker engine
+(issue 23: after SIGKILL of the driver a Docker cell's exited container stayed listed until the next
+resume). The successor, a watcher each Docker driver starts, removes its driver's containers as they
+end once the driver is dead; every command that talks to the engine first removes the exited
+containers of dead drivers of this host (for when the successor died too); both save a container's
+output as its cell's log. The driver-level test (a real run SIGKILLed mid-cell) is tests/test_faults.py
+test_docker_a_killed_driver_leaves_a_container_that_stops_itself.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -137,3 +140,49 @@ def test_the_reaper_never_costs_a_command_its_engine(monkeypatch):
 
     monkeypatch.setattr(engine, "_connect", lambda timeout: Client())
     assert isinstance(engine.client(), Client)
+
+
+def test_the_drivers_successor_removes_its_containers_once_it_is_dead(client, smoke_image, tmp_path):
+    """A real process as the driver: while it lives its ended container stays (it may still read it);
+    once it is killed, the successor removes the container without any command, saving its log."""
+    run = a_run(tmp_path)
+    driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    watcher = None
+    c = container(client, smoke_image["image_id"], labels(run, "smoke/a", driver.pid),
+                  "print('after my driver')")
+    try:
+        watcher = engine.start_watch(driver.pid, lifecycle.process_start_ticks(driver.pid))
+        assert watcher is not None
+        assert engine.start_watch(driver.pid, None) is None  # one successor per driver
+        time.sleep(3 * engine.WATCH_POLL_S)
+        assert exists(client, c) and watcher.poll() is None, "removed while its driver lives"
+        driver.kill()
+        driver.wait()
+        end = time.monotonic() + 60
+        while exists(client, c) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert not exists(client, c), "the successor did not remove its dead driver's container"
+        assert watcher.wait(timeout=60) == 0  # and it ends: nothing of its driver is left
+        assert results.RunDir(run).log_path("smoke/a").read_text().strip() == "after my driver"
+    finally:
+        driver.kill()
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+        if exists(client, c):
+            c.remove(force=True)
+
+
+def test_the_successor_waits_for_a_running_container_to_end(client, smoke_image, tmp_path):
+    run = a_run(tmp_path)
+    dead = dead_pid()
+    running = container(client, smoke_image["image_id"], labels(run, "smoke/a", dead),
+                        "import time; time.sleep(300)")
+    try:
+        assert engine.watch(dead, None, give_up_s=2) == []  # it gives up, the container untouched
+        assert exists(client, running)
+        running.kill()
+        running.wait(timeout=60)
+        assert engine.watch(dead, None, give_up_s=60) == [running.name]
+    finally:
+        if exists(client, running):
+            running.remove(force=True)

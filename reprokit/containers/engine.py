@@ -6,16 +6,23 @@ runner waits for a cell in slices with timeouts of its own). `answers()` only as
 answers at all, within PING_TIMEOUT_S: `--runner auto`, preflight, and the Docker runner after a
 failed call (is the engine gone?).
 
-`client()` is also the reaper (issue 23): a driver killed by SIGKILL cannot remove its cell's
-container, which stops itself once the run's heartbeat goes stale and then stays listed as exited.
-Every command that talks to the engine (run, resume, preflight, build, archive, restore, export
---with-images) therefore first removes the exited containers of dead drivers of this host
-(`reap_exited`), saving each one's output as its cell's log where the driver could not.
+A driver killed by SIGKILL cannot remove its cell's container, which stops itself once the run's
+heartbeat goes stale and then stayed listed as exited (issue 23). Two things remove it now, each
+saving the container's output as its cell's log where the driver could not:
+- the driver's successor: the Docker runner starts `watch()` (`python -m reprokit.containers.engine
+  watch PID START`) in a session of its own; it waits for the driver to end, then removes that
+  driver's containers as they end, and exits when none is left (or after WATCH_GIVE_UP_S);
+- the reaper: every command that talks to the engine (`client()`: run, resume, preflight, build,
+  archive, restore, export --with-images) first removes the exited containers of dead drivers of
+  this host (`reap_exited`), for when the successor was killed too.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from reprokit.errors import UserError
@@ -92,13 +99,14 @@ def save_log(container) -> Path | None:
         return None
 
 
-def reap_exited(c, say=None) -> list[str]:
-    """Remove the containers of dead drivers of this host that have ended (exited, or created and
-    never started); running ones are left to stop themselves (a cell that ends after its driver
-    died still writes its result, which --resume adopts). The names removed."""
+def reap_exited(c, say=None, pid: int | None = None) -> list[str]:
+    """Remove the containers of dead drivers of this host (with `pid`: of that driver only) that have
+    ended (exited, or created and never started); running ones are left to stop themselves (a cell
+    that ends after its driver died still writes its result, which --resume adopts). The names
+    removed."""
+    labels = [RUN_LABEL, f"{PID_LABEL}={pid}" if pid is not None else PID_LABEL]
     try:
-        found = c.containers.list(all=True, filters={"label": [RUN_LABEL, PID_LABEL],
-                                                     "status": list(ENDED)})
+        found = c.containers.list(all=True, filters={"label": labels, "status": list(ENDED)})
     except Exception:  # the reaper never costs a command its engine
         return []
     gone = []
@@ -127,3 +135,60 @@ def answers() -> tuple[bool, str]:
         return True, "a Docker engine answers"
     except Exception as e:
         return False, f"no Docker engine ({type(e).__name__})"
+
+
+# -- the driver's successor -----------------------------------------------------------------------
+# How long the successor waits, after its driver died, for the driver's running containers to stop
+# themselves (a stale heartbeat ends a cell within its stale limit, a killed one within the grace)
+WATCH_GIVE_UP_S = 600
+WATCH_POLL_S = 1.0
+_watched: set[int] = set()  # drivers this process started a successor for (one each)
+
+
+def start_watch(pid: int, start: str | None) -> subprocess.Popen | None:
+    """Start the successor of driver `pid` (watch(), below) in a session of its own, so that a signal
+    to the driver's process group does not reach it; once per driver. None when one was started
+    before, or it cannot be started (the reaper of the next command then removes the containers)."""
+    if pid in _watched:
+        return None
+    _watched.add(pid)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    try:
+        return subprocess.Popen([sys.executable, "-m", "reprokit.containers.engine", "watch", str(pid),
+                                 start or ""], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                                env=env, cwd=root)
+    except OSError:
+        return None
+
+
+def watch(pid: int, start: str | None, give_up_s: float = WATCH_GIVE_UP_S) -> list[str]:
+    """Wait until driver `pid` (with its start time) has ended, then remove its containers as they end
+    (reap_exited for that driver); return when none is left or after `give_up_s`. The names removed."""
+    from reprokit import lifecycle
+
+    while lifecycle.pid_alive(pid, start or None):
+        time.sleep(WATCH_POLL_S)
+    try:
+        c = _connect(TIMEOUT_S)
+    except Exception:
+        return []
+    gone: list[str] = []
+    end = time.monotonic() + give_up_s
+    while True:
+        gone += reap_exited(c, pid=pid)
+        try:
+            left = c.containers.list(all=True, filters={"label": [
+                RUN_LABEL, f"{PID_LABEL}={pid}", f"{HOST_LABEL}={lifecycle.host_name()}"]})
+        except Exception:
+            return gone
+        if not left or time.monotonic() > end:
+            return gone
+        time.sleep(WATCH_POLL_S)
+
+
+if __name__ == "__main__":  # python -m reprokit.containers.engine watch PID START (start_watch)
+    if len(sys.argv) == 4 and sys.argv[1] == "watch":
+        watch(int(sys.argv[2]), sys.argv[3] or None)

@@ -15,8 +15,9 @@ The container's output is saved as the cell's log and the container is removed a
 A container never outlives its driver for long: it is labelled with the run directory and the
 driver's pid, host and start time (leftovers of this run and of dead drivers are removed when a run
 starts or resumes), and the harness stops itself when the run's heartbeat file, which the driver
-touches while it waits, goes stale; once it has, the next command of the kit that talks to the
-engine removes it (engine.client's reaper), its output saved as the cell's log. An engine that
+touches while it waits, goes stale; once it has, the driver's successor (a watcher the runner
+starts in a session of its own) or else the next command of the kit that talks to the engine
+removes it, its output saved as the cell's log (reprokit/containers/engine.py). An engine that
 stops answering mid-cell is lifecycle.EngineLost.
 
 The container is the one reprokit/runners/container.py describes (the compose files and the Slurm
@@ -90,6 +91,7 @@ class DockerRunner:
         self.client = client or engine.client()
         self.containers: set[str] = set()
         self._users: dict[str, str] = {}
+        self._watch = None  # the driver's successor (engine.start_watch), asked for with the first cell
 
     # -- prepare ---------------------------------------------------------------------------
     def prepare(self, stack: str, stack_spec: dict, say=None) -> dict:
@@ -198,6 +200,8 @@ class DockerRunner:
                                {"image_id": found.image_id, "image_tag": found.tag})
         jit = prepared.get("jit_cache") if (gpu_ids or self.device != "gpu") else None
         pid = os.getpid()
+        if self._watch is None:  # removes this driver's containers should it die without doing so
+            self._watch = engine.start_watch(pid, lifecycle.process_start_ticks(pid))
         name = f"reprokit-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
         # a container cannot see its driver's pid: it watches the run's heartbeat file instead
         heartbeat = lifecycle.Heartbeat(run_dir)
