@@ -81,6 +81,47 @@ def resume(rundir: results.RunDir, *args) -> subprocess.CompletedProcess:
                "--results", str(rundir.path.parent), "--no-report", *args, timeout=600, env=ENV)
 
 
+# -- pure logic: which CPU a Slurm cell is judged on -----------------------------------------------
+def test_a_slurm_cells_cpu_device_is_its_nodes_not_the_driver_hosts():
+    """(no cluster) The driver host has 2 cores; the cell's node, 1 core (its CPU set) and its own
+    GEMM probe: the device, its peak and its probe are the node's. A cell whose processes ran on two
+    nodes has no peak, with the reason."""
+    import copy
+
+    from reprokit import fingerprint
+
+    host = fingerprint.host_fingerprint()
+    host["cpu"].update(usable_cores=2, physical_cores=2, logical_cores=2, cgroup_quota=None)
+    node = copy.deepcopy(host)
+    node["cpu"]["usable_cores"] = 1
+    run = {"host_fingerprint": host, "cpu_peak": {"gflops": 200.0, "method": "driver probe"}}
+    cell = {"device": "cpu", "runner": {"name": "slurm", "node": "rknode1", "node_fingerprint": node,
+                                        "node_cpu_peak": {"gflops": 100.0, "method": "node probe"}}}
+    on_host = devices.measured_device({"device": "cpu"}, run)
+    on_node = devices.measured_device(cell, run)
+    assert on_host["cores"] == 2 and on_node["cores"] == 1, (on_host, on_node)
+    assert on_node["node"] == "rknode1" and "rknode1" in on_node["peak_source"]
+    assert on_node["probe_tflops"] == 0.1 and on_node["probe_source"] == "node probe"
+    if on_host["peak_tflops"] and on_node["peak_tflops"]:
+        assert on_node["peak_tflops"] < on_host["peak_tflops"]
+    cell["runner"]["nodes"] = ["rknode1", "rknode3"]
+    mixed = devices.measured_device(cell, run)
+    assert mixed["peak_tflops"] is None and "2 Slurm nodes (rknode1, rknode3)" in mixed["reason"]
+
+
+def test_merged_processes_keep_each_ones_node():
+    """(no cluster) run --repeat K under Slurm: each process entry names its node; the merged runner
+    lists the nodes when there are several."""
+    def proc(i, node):
+        return {"cell_id": "c", "status": "ok", "process": i, "metrics": {},
+                "runner": {"name": "slurm", "node": node, "process_wall_s": 1.0}}
+    merged = merge_processes.merge({1: proc(1, "rknode1"), 2: proc(2, "rknode3")}, 2)
+    assert [e["node"] for e in merged["processes"]] == ["rknode1", "rknode3"]
+    assert merged["runner"]["node"] == "rknode1" and merged["runner"]["nodes"] == ["rknode1", "rknode3"]
+    one = merge_processes.merge({1: proc(1, "rknode1"), 2: proc(2, "rknode1")}, 2)
+    assert "nodes" not in one["runner"]
+
+
 # -- the cluster itself ---------------------------------------------------------------------------
 def test_each_node_has_its_own_namespace_hostname_address_and_cpus(cluster):
     """One job per node (sbatch -w): the node's hostname, address and CPU set as its jobs see them."""

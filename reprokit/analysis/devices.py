@@ -203,8 +203,6 @@ def measured_device(cell: dict, run: dict | None) -> dict:
          "probe_tflops": probe_tflops, "probe_source": (probe or {}).get("method")}
     if on_node:
         d["node"] = runner.get("node")
-        if d["peak_source"]:
-            d["peak_source"] += f" (the Slurm node {runner.get('node') or '?'}'s fingerprint)"
     nodes = [str(n) for n in runner.get("nodes") or []] if on_node else []
     if len(nodes) > 1:  # run --repeat K spread over nodes (merge_processes.py): which CPU ran is open
         return {**d, "peak_tflops": None, "probe_tflops": None, "verified": None, "peak_source": None,
@@ -221,6 +219,8 @@ def measured_device(cell: dict, run: dict | None) -> dict:
         d["peak_source"] = (f"the run's measured GEMM rate, {1000 * probe_tflops:.4g} GFLOP/s, which exceeds "
                             f"the theoretical {c.get('derivation')}: the clock under load is higher than "
                             "the one reported, so the measured rate is used (a lower bound of the true peak)")
+    if on_node and d["peak_source"]:
+        d["peak_source"] += f" (the Slurm node {runner.get('node') or '?'}'s CPU and GEMM probe)"
     return d
 
 
