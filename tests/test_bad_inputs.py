@@ -678,6 +678,32 @@ FAULTS = [
           "reproduce.py list, verify CRATE, export RUN or restore ARCHIVE (the inputs: tests/fuzz/findings)",
           "the kit's one-line error (each was an internal error, exit 3)", "2 (a crate: 1)",
           "tests/test_fuzz.py::test_stored_finding_is_fixed"),
+    Fault("a Slurm run fanned out over three nodes with different CPU sets (scripts/slurm-multinode.sh)",
+          "SLURM_CONF=/etc/slurm-multinode/slurm.conf reproduce.py run --suite smoke --runner slurm "
+          "--quick --repeat 3",
+          "each process records its node and the node's fingerprint, the report lists every process "
+          "under its node with the node's CPU, each cell is judged on its own node's CPU and GEMM "
+          "probe (it was the driver host's), a cell whose processes ran on several nodes has no CPU "
+          "peak and says why", "0",
+          "tests/test_slurm_multinode.py::test_a_suite_fans_out_over_all_nodes_each_cell_with_its_own_node, "
+          "tests/test_slurm_multinode.py::test_a_slurm_cells_cpu_device_is_its_nodes_not_the_driver_hosts"),
+    Fault("a node of a multi-node Slurm run killed (every process of its network namespace) while "
+          "its cell runs and the other nodes' cells run on",
+          "reproduce.py run ... --runner slurm, then --resume RUN",
+          "its process ends interrupted with NODE_FAIL, the others finish; --resume re-runs only the "
+          "lost one, on a node that is up, every result file kept byte for byte", "1, then 0",
+          "tests/test_slurm_multinode.py::"
+          "test_a_node_killed_mid_run_is_node_fail_others_finish_resume_reruns_it_elsewhere"),
+    Fault("a multi-node Slurm run's driver killed with SIGKILL; then a node; the other nodes' "
+          "processes end while no driver follows them",
+          "reproduce.py run ... --runner slurm --resume RUN",
+          "the ended processes get their job, node and node fingerprint, the lost one is re-run "
+          "elsewhere, the running ones are re-attached (an ended process kept only what its harness "
+          "wrote: no node, so its CPU was judged as the driver host's)", "0",
+          "tests/test_slurm_multinode.py::"
+          "test_a_node_lost_while_no_driver_follows_is_rerun_and_the_others_keep_their_nodes, "
+          "tests/test_slurm_multinode.py::"
+          "test_a_driver_killed_while_cells_run_on_several_nodes_is_reattached"),
 ]
 
 
