@@ -94,19 +94,19 @@ def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
     warm-up count). Returns {"processes" K, "cells": {id: design}, "text", "source"}; without recorded
     costs, the fewest processes a re-run interval needs (`min_processes`) with the suite's own sampling
     budgets when the suite has published numbers to decide, else None (one process: a smoke suite)."""
-    if protocol != "budget":
-        return None
     cfg = settings()
     recorded, header = costs(suite, runner, quick, protocol)
     t_process, t_source = rerun_process_cv()
-    if header is None or t_process is None:
+    if protocol != "budget" or header is None or t_process is None:  # `--protocol published`: the
+        # source's iteration counts per process, so only the number of processes is the kit's
         if not has_published:
             return None
+        why = ("the published protocol fixes the iterations" if protocol != "budget" else
+               "no costs recorded for this suite: tools/record_cell_costs.py RUN records them")
         return {"processes": int(cfg["min_processes"]), "cells": {},
-                "source": "cell_costs.yaml design.min_processes (no costs recorded for this suite)",
-                "text": f"{cfg['min_processes']} processes per cell, the fewest a re-run interval needs (no "
-                        "costs recorded for this suite: tools/record_cell_costs.py RUN records them), "
-                        "each with the suite's own sampling budget"}
+                "source": f"cell_costs.yaml design.min_processes ({why})",
+                "text": f"{cfg['min_processes']} processes per cell, the fewest a re-run interval needs "
+                        f"({why}), each with the suite's own sampling budget"}
     min_iter = int(files.load_data("steady_state")["min_iterations"])
     walls = recorded_wall(suite, runner, False, protocol)
     out = {}

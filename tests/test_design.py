@@ -74,3 +74,10 @@ def test_the_tool_records_costs_from_a_run():
     assert c["iteration_s"] > 0 and c["start_s"] > 0 and 0 < c["within_cv"] < 0.2
     stored = files.load_data("cell_costs")["measurements"][0]["cells"]
     assert stored["000/pytorch/nn_lstm/b128-s100-h1024"] == c
+
+
+def test_the_published_protocol_keeps_its_iterations_and_gets_processes():
+    s = suites.load_suite("legacy-2017")
+    opts = default_design(s, Options(protocol="published"), "local")
+    assert opts.repeat == design.settings()["min_processes"] and opts.design["cells"] == {}
+    assert "published protocol" in opts.design["text"]
