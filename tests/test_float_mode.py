@@ -347,3 +347,46 @@ def test_ran_on_asks_only_frameworks_the_cell_imported(monkeypatch):
     monkeypatch.delitem(sys.modules, "mxnet", raising=False)
     assert ran_on.detect("mxnet") == {"device": "unknown", "detail": "the cell never imported mxnet"}
     assert ran_on.detect(None)["device"] == "unknown"
+
+
+# -- the old stacks' own environments (the local runner's venvs): never a crash, switches absent ----
+OLD_CELLS = {
+    "tf-1.2": ("s000_tensorflow", "basic_lstm", {"batch": 4, "seq_len": 3, "hidden": 8, "layers": 1},
+               ["tf.config.experimental.enable_tensor_float_32_execution"]),
+    "torch-0.1": ("s000_pytorch", "nn_lstm", {"batch": 4, "seq_len": 3, "hidden": 8, "layers": 1},
+                  ["torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.allow_tf32",
+                   "torch.set_float32_matmul_precision"]),
+    "keras-mxnet-1.2": ("probe_mxnet", None, {"n": 16, "batch": 2, "input": 4, "hidden": 4}, []),
+    "theano-0.9": ("probe_theano", None, {"n": 16, "batch": 2, "input": 4, "hidden": 4}, []),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stack", sorted(OLD_CELLS))
+def test_old_stack_environments_record_precision(tmp_path, stack):
+    from reprokit.runners import venvs
+
+    env = venvs.environment_for(stack, suites.load_stacks()[stack], say=lambda *_: None, build=False)
+    if env is None:
+        pytest.skip("the %s environment is not built here (the local runner builds it)" % stack)
+    workload, variant, params, absent = OLD_CELLS[stack]
+    metric = "gemm_time" if workload.startswith("probe_") else "compile_time"
+    cell = {"source": "smoke", "workload": workload, "variant": variant, "params": params,
+            "metrics": [metric], "budget": {"min_samples": 2, "max_samples": 2, "time_budget_s": 0},
+            "protocol": "budget"}
+    job = {"schema_version": 1, "run_id": "r", "stack": stack, "kit": {}, "out_dir": str(tmp_path),
+           "device": "cpu", "cells": [dict(cell, id="cpu"), dict(cell, id="gpu", device="gpu")]}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    for cell_id in ("cpu", "gpu") if stack == "torch-0.1" else ("cpu",):
+        p = subprocess.run([env.python, str(BENCH / "harness.py"), str(tmp_path / "job.json"),
+                            "--cell", cell_id], capture_output=True, text=True, timeout=900,
+                           env={**_clean_env(), **env.env_vars})
+        assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads((tmp_path / "cpu.json").read_text())
+    assert r["status"] == "ok", (r["reason"], r.get("traceback"))
+    assert r["ran_on"]["device"] == "cpu" and r["precision"]["effective"] == "fp32", r
+    assert sorted(r["precision"].get("absent", [])) == sorted(absent)
+    assert not r["precision"].get("errors") and validate.errors("cell_result", r) == []
+    if stack == "torch-0.1":  # asked for a GPU on a machine without one: failed, naming the fix
+        g = json.loads((tmp_path / "gpu.json").read_text())
+        assert g["status"] == "failed" and "ran on the CPU" in g["reason"], g["reason"]
