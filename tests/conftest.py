@@ -85,3 +85,16 @@ def theano_python() -> str:
                                 say=lambda *_: None)
     except StackUnavailable as e:
         pytest.skip("the Theano environment cannot be installed here: %s" % e)
+
+
+def smoke_run(results: Path, *args: str, env: dict | None = None) -> Path:
+    """`reproduce.py run --suite smoke --quick --runner local --results RESULTS ARGS...` in a process
+    of its own (the real command line), asserted to exit 0; the run directory it made."""
+    import subprocess
+
+    p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "run", "--suite", "smoke", "--quick",
+                        "--runner", "local", "--results", str(results), *args], capture_output=True,
+                       text=True, timeout=600, cwd=str(REPO), env={**os.environ, **(env or {})})
+    assert p.returncode == 0, p.stderr
+    (run,) = [d for d in Path(results).iterdir() if (d / "run.json").exists()]
+    return run

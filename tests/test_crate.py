@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import smoke_run
 
 from reprokit import files, report, results, suites
 from reprokit.analysis import reproduction
@@ -73,9 +74,7 @@ def one_line(p: subprocess.CompletedProcess) -> str:
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     root = tmp_path_factory.mktemp("crate-smoke")
-    p = cli("run", "--suite", "smoke", "--runner", "local", "--quick", "--results", str(root / "results"))
-    assert p.returncode == 0, p.stderr
-    (run,) = [d for d in (root / "results").iterdir() if (d / "run.json").exists()]
+    run = smoke_run(root / "results")
     crate = root / "smoke.crate.zip"
     p = cli("export", str(run), "-o", str(crate))
     assert p.returncode == 0, p.stderr

@@ -456,8 +456,9 @@ def test_the_fingerprint_command_carries_the_environments_preflight_reads(tmp_pa
     f = tmp_path / "h100-with-these-envs.json"
     f.write_text(json.dumps({**h100, "environments": doc["environments"]}))
     q = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "preflight", "--suite",
-                        "stacked-lstm-2019", "--runner", "local", "--device", "gpu", "--fingerprint", str(f)], capture_output=True,
-                       text=True, timeout=600, cwd=str(REPO), env={**os.environ, "COLUMNS": "250"})
+                        "stacked-lstm-2019", "--runner", "local", "--device", "gpu", "--fingerprint",
+                        str(f)], capture_output=True, text=True, timeout=600, cwd=str(REPO),
+                       env={**os.environ, "COLUMNS": "250"})
     out = " ".join((q.stdout + q.stderr).split())
     assert f"as {f} states them" in out, out
     gpu_build = doc["environments"]["torch-1.3"]["devices"] == ["cpu", "gpu"]

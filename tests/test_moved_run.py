@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import smoke_run
+
 REPO = Path(__file__).resolve().parents[1]
 CELL = "smoke/python/matmul/n24"
 
@@ -18,11 +20,7 @@ def _run(*args):
 
 
 def test_resuming_a_renamed_run_keeps_what_it_measures(tmp_path):
-    results = tmp_path / "results"
-    p = _run("--suite", "smoke", "--quick", "--cells", CELL, "--runner", "local", "--results",
-             str(results), "--no-report")
-    assert p.returncode == 0, p.stderr
-    (original,) = list(results.iterdir())
+    original = smoke_run(tmp_path / "results", "--cells", CELL, "--no-report")
     run_id = json.loads((original / "run.json").read_text())["run_id"]
     moved = tmp_path / "elsewhere" / "renamed-run"
     moved.parent.mkdir()

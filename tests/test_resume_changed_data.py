@@ -9,6 +9,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from conftest import smoke_run
+
 from reprokit import suites
 from reprokit.plan import Options, cell_spec, cell_specs, make_plan
 
@@ -34,11 +36,7 @@ def test_a_cells_spec_follows_what_it_measures_not_its_time_limit():
 
 
 def test_resume_after_the_data_changed_is_refused_then_allowed_and_recorded(tmp_path):
-    results = tmp_path / "results"
-    p = _run("--suite", "smoke", "--quick", "--cells", CELL, "--runner", "local", "--results",
-             str(results), "--no-report")
-    assert p.returncode == 0, p.stderr
-    (rundir,) = list(results.iterdir())
+    rundir = smoke_run(tmp_path / "results", "--cells", CELL, "--no-report")
     run = json.loads((rundir / "run.json").read_text())
     assert set(run["cell_specs"]) == {CELL}
     run["cell_specs"][CELL] = "0" * 64  # as if the suite's data had changed since the run planned it

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import smoke_run
 
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = ("report.md", "report.html", "report.json")
@@ -39,33 +40,29 @@ def kit_with_changed_data(where: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("snapshot")
-    p = cli("run", "--suite", "smoke", "--runner", "local", "--quick", "--results", str(root / "results"))
-    assert p.returncode == 0, p.stderr
-    (run,) = [d for d in (root / "results").iterdir() if (d / "run.json").exists()]
-    return run
+def smoke(tmp_path_factory):
+    return smoke_run(tmp_path_factory.mktemp("snapshot") / "results")
 
 
-def test_a_new_run_holds_the_data_it_started_with(smoke_run):
+def test_a_new_run_holds_the_data_it_started_with(smoke):
     import hashlib
 
     from reprokit import files
 
-    snap = json.loads((smoke_run / "run.json").read_text())["data_snapshot"]
+    snap = json.loads((smoke / "run.json").read_text())["data_snapshot"]
     assert snap["dir"] == "kit-data" and "suites/smoke.yaml" in snap["files"]
     assert "verdict_policy.yaml" in snap["files"] and "peaks.yaml" in snap["files"]
     for rel, digest in snap["files"].items():
-        raw = (smoke_run / "kit-data" / rel).read_bytes()
+        raw = (smoke / "kit-data" / rel).read_bytes()
         assert hashlib.sha256(raw).hexdigest() == digest == hashlib.sha256(
             (files.DATA / rel).read_bytes()).hexdigest(), rel
 
 
-def test_report_is_byte_identical_after_the_kits_data_changed_and_from_a_moved_copy(smoke_run, tmp_path):
-    before = {n: (smoke_run / n).read_bytes() for n in REPORTS}
+def test_report_is_byte_identical_after_the_kits_data_changed_and_from_a_moved_copy(smoke, tmp_path):
+    before = {n: (smoke / n).read_bytes() for n in REPORTS}
     kit = kit_with_changed_data(tmp_path / "kit")
     moved = tmp_path / "elsewhere" / "the-run"
-    shutil.copytree(smoke_run, moved, ignore=shutil.ignore_patterns(".lock"))
+    shutil.copytree(smoke, moved, ignore=shutil.ignore_patterns(".lock"))
     for n in REPORTS:
         (moved / n).unlink()
     env = {"PYTHONPATH": str(kit), "REPROKIT_DATA_CACHE": ""}
@@ -85,9 +82,9 @@ def test_report_is_byte_identical_after_the_kits_data_changed_and_from_a_moved_c
     assert (moved / "report.md").read_bytes() != before["report.md"]
 
 
-def test_an_edited_snapshot_is_one_line_exit_2(smoke_run, tmp_path):
+def test_an_edited_snapshot_is_one_line_exit_2(smoke, tmp_path):
     copy = tmp_path / "run"
-    shutil.copytree(smoke_run, copy, ignore=shutil.ignore_patterns(".lock"))
+    shutil.copytree(smoke, copy, ignore=shutil.ignore_patterns(".lock"))
     f = copy / "kit-data" / "verdict_policy.yaml"
     f.write_text(f.read_text().replace("tolerance: 0.25", "tolerance: 0.5"))
     p = cli("report", str(copy))
