@@ -177,6 +177,45 @@ def _cell_median(cell: dict | None, metric: str) -> dict | None:
     return {"median": summ["median"], "unit": summ["unit"], "n": summ["n"], "state": m.get("state")}
 
 
+def _metric_pairs(base: dict | None, mine: dict | None, metrics: list[str]) -> list[dict]:
+    """Per metric: the base cell's median (`as_published`), this cell's (`variant`), and their ratio
+    (variant / base) with how to read it, from this run's results only."""
+    rows = []
+    for metric in metrics:
+        a, b = _cell_median(base, metric), _cell_median(mine, metric)
+        ratio = None
+        if a and b and a["median"] and a["unit"] == b["unit"]:
+            ratio = b["median"] / a["median"]
+        rows.append({"metric": metric, "as_published": a, "variant": b, "ratio": ratio,
+                     "reading": report_rows.reading(ratio, b["unit"]) if ratio and b else None})
+    return rows
+
+
+def _precision_twins(suite_name: str, cells: dict[str, dict]) -> dict:
+    """Each framework-defaults twin of the run beside its fp32 cell (issue 20: what TF32 buys):
+    per metric both medians and their ratio (defaults / fp32) and the precision each cell recorded;
+    the twins that did not run are counted with their reasons (on a CPU run: all of them)."""
+    try:
+        twins = [c for c in suites.load_suite(suite_name).cells if c.precision_of]
+    except UserError:
+        twins = []
+    ran, not_run = [], {}
+    for c in twins:
+        mine = cells.get(c.id)
+        if mine is None:
+            continue
+        if mine.get("status") != "ok":
+            why = mine.get("reason") or mine.get("status")
+            not_run[why] = not_run.get(why, 0) + 1
+            continue
+        base = cells.get(c.precision_of)
+        ran.append({"cell": c.id, "fp32_cell": c.precision_of,
+                    "precision": {"fp32": ((base or {}).get("precision") or {}).get("effective"),
+                                  "defaults": (mine.get("precision") or {}).get("effective")},
+                    "metrics": _metric_pairs(base, mine, c.metrics)})
+    return {"ran": ran, "not_run": [{"reason": k, "cells": n} for k, n in sorted(not_run.items())]}
+
+
 def _variants(labelled: list[suites.Cell], cells: dict[str, dict]) -> list[dict]:
     """Each corrected or alternative cell of the run beside its as-published cell: per metric both
     medians and their ratio (corrected / as published), from this run's results only."""
@@ -187,15 +226,7 @@ def _variants(labelled: list[suites.Cell], cells: dict[str, dict]) -> list[dict]
             continue
         base_id = c.label["as_published_cell"]
         base = cells.get(base_id)
-        rows = []
-        for metric in c.metrics:
-            a, b = _cell_median(base, metric), _cell_median(mine, metric)
-            ratio = None
-            if a and b and a["median"] and a["unit"] == b["unit"]:
-                ratio = b["median"] / a["median"]
-            rows.append({"metric": metric, "as_published": a, "variant": b, "ratio": ratio,
-                         "reading": report_rows.reading(ratio, b["unit"]) if ratio and b
-                         else None})
+        rows = _metric_pairs(base, mine, c.metrics)
         note = None
         if base is None:
             note = "the as-published cell is not in this run"
@@ -559,6 +590,7 @@ def build_context(rundir: results.RunDir) -> dict:
     for e in run["cells"]:
         st = (cells.get(e["cell_id"]) or e)["status"]
         counts[st] = counts.get(st, 0) + 1
+    twins = _precision_twins(run["suite"], cells)
     context = {
         "schema_version": REPORT_VERSION, "kind": "report",
         "run": {k: run.get(k) for k in ("run_id", "suite", "argv", "runner", "protocol", "quick",
@@ -581,6 +613,7 @@ def build_context(rundir: results.RunDir) -> dict:
         "overhead": run_health.driver_overhead(run, cells),
         "unmatched": report_rows.unmatched(published, cell_list),
         "variants": _variants(labelled, cells),
+        **({"precision_twins": twins} if twins["ran"] or twins["not_run"] else {}),
         "not_run": run_health.cells_not_run(run, cells),
         "incomplete": run_health.incomplete_cells(run),
         "incidents": [{"kind": i.get("kind"), "at": i.get("at"), "cell_id": i.get("cell_id"),
