@@ -77,8 +77,10 @@ def test_processes_widen_the_interval_to_the_spread_between_them():
     assert pooled["ci_levels"] == ["iterations"] and pooled["ci_covers"] == "process"
     assert "covers that process only" in pooled["ci_note"]
     meds = by_process["between"]["medians"]
-    half = stats.t_quantile(0.975, 5) * statistics.stdev(meds) * (2 / 6) ** 0.5
-    assert by_process["ci_high"] - by_process["ci_low"] == pytest.approx(2 * half)
+    half = stats.t_quantile(0.975, 5) * statistics.stdev([math.log(m) for m in meds]) * (2 / 6) ** 0.5
+    m = by_process["median"]
+    assert (by_process["ci_low"], by_process["ci_high"]) == (pytest.approx(m * math.exp(-half)),
+                                                             pytest.approx(m * math.exp(half)))
     assert (by_process["ci_high"] - by_process["ci_low"]) > 3 * (pooled["ci_high"] - pooled["ci_low"])
     assert by_process["between"]["spread_rel"] > 5 * by_process["between"]["within_half_width_rel"]
     three = stats.summarize(xs[:60], processes=counts[:3])
@@ -177,3 +179,14 @@ def test_precision_stop_drives_the_real_sampler(bench_path):
     )
     assert out["stop_reason"] == "precision_reached"
     assert 6 <= len(out["raw_seconds"]) < 10000
+
+
+def test_a_rerun_interval_of_times_is_the_inverse_of_the_rates_and_stays_positive():
+    """Three processes far apart (a loaded machine): the interval on the log scale never reaches zero,
+    and the interval of rates is exactly the inverse of the interval of their times."""
+    times = [1.0, 1.1, 0.9, 3.0, 3.2, 2.9, 0.4, 0.5, 0.45]
+    counts = [3, 3, 3]
+    t = stats.summarize(times, processes=counts)
+    r = stats.summarize([1 / x for x in times], processes=counts)
+    assert t["ci_low"] > 0 and r["ci_low"] > 0
+    assert (r["ci_low"], r["ci_high"]) == (pytest.approx(1 / t["ci_high"]), pytest.approx(1 / t["ci_low"]))

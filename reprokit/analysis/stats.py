@@ -19,9 +19,11 @@ K >= 2 processes (`reproduce.py run --repeat K`, or the default design: reprokit
 metric's `processes` lists each process's sample count): the unit of replication is the process
 (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013: the degrees of freedom are the
 top-level repetitions, not the samples). The interval is a re-run interval: where the median of another
-run of K processes falls with 95 % probability, centred on the pooled median, half-width
-t(0.975, K-1) x s x sqrt(2/K) with s the standard deviation of the K process medians (each process
-median carries its iterations' noise, so both levels' variance is in s). Coverage is nominal (normal
+run of K processes falls with 95 % probability, centred on the pooled median m, [m e^-h, m e^h] with
+h = t(0.975, K-1) x s x sqrt(2/K) and s the standard deviation of the logarithms of the K process
+medians (each process median carries its iterations' noise, so both levels' variance is in s; on the log
+scale a time's interval is exactly the inverse of its rate's and never reaches zero; values that are
+not all positive use the same formula on the linear scale). Coverage is nominal (normal
 process medians). `ci_levels` names the levels an interval resamples (["iterations"] or
 ["processes", "iterations"]), `ci_covers` what it covers ("process": this process only; "rerun").
 `between` gives the process medians and their spread.
@@ -150,18 +152,25 @@ def between_process_ci(groups: list[list[float]], confidence: float = DEFAULT_CO
     centre = statistics.median(pooled)
     s = statistics.stdev(medians)
     t = t_quantile(1 - (1 - confidence) / 2, k - 1)
-    half = t * s * math.sqrt(2.0 / k)
+    log_scale = centre > 0 and all(m > 0 for m in medians)
+    if log_scale:  # times and rates: multiplicative spread, never a negative bound, rate = 1 / time
+        half = t * statistics.stdev([math.log(m) for m in medians]) * math.sqrt(2.0 / k)
+        lo, hi = centre * math.exp(-half), centre * math.exp(half)
+    else:
+        half = t * s * math.sqrt(2.0 / k)
+        lo, hi = centre - half, centre + half
     within = [median_ci(g, confidence) for g in groups]
     halves = [(w["ci_high"] - w["ci_low"]) / 2 / abs(statistics.median(g))
               for w, g in zip(within, groups) if w["ci_low"] is not None and statistics.median(g)]
     spread = (max(medians) - min(medians)) / abs(centre) if centre else None
     return {
-        "ci_low": centre - half, "ci_high": centre + half, "ci_method": "process_t_rerun",
+        "ci_low": lo, "ci_high": hi, "ci_method": "process_t_rerun",
         "ci_coverage": confidence, "ci_label": f"{confidence:.0%} re-run interval".replace("%", " %"),
         "ci_levels": ["processes", "iterations"], "ci_covers": "rerun",
         "ci_note": f"{k} processes: where the median of a re-run of {k} processes falls with probability "
-        f"{confidence:.0%} (t with {k - 1} degrees of freedom on the process medians, both levels' variance "
-        "included; nominal coverage, Kalibera & Jones 2013)",
+        f"{confidence:.0%} (t with {k - 1} degrees of freedom on the "
+        f"{'logarithms of the ' if log_scale else ''}process medians, both levels' variance included; "
+        "nominal coverage, Kalibera & Jones 2013)",
         "between": {
             "processes": k,
             "medians": medians,
