@@ -175,12 +175,12 @@ def load_effect(cells: list[dict], high: set[str], measured: int, limit: float |
     lh, oh = out["loaded_half_width_median"], out["other_half_width_median"]
     lc, oc = out["loaded_cv_median"], out["other_cv_median"]
     if lh is not None and oh is not None:
-        text += (f": their intervals' median half-width was {100 * lh:.2g} % of the median against "
-                 f"{100 * oh:.2g} % for the other cells")
+        text += (f": their intervals' median half-width was {100 * lh:.3g} % of the median against "
+                 f"{100 * oh:.3g} % for the other cells")
         if lc is not None and oc is not None:
-            text += f" (CV {100 * lc:.2g} % against {100 * oc:.2g} %)"
+            text += f" (CV {100 * lc:.3g} % against {100 * oc:.3g} %)"
     elif lh is not None:
-        text += (f": their intervals' median half-width was {100 * lh:.2g} % of the median (every cell "
+        text += (f": their intervals' median half-width was {100 * lh:.3g} % of the median (every cell "
                  "ran loaded)")
     out["text"] = text
     return out
