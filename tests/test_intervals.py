@@ -136,3 +136,16 @@ def test_degrees_of_freedom_are_the_processes(k):
     logs = [math.log(m) for m in s["between"]["medians"]]
     half = stats.t_quantile(0.975, k - 1) * statistics.stdev(logs) * (2 / k) ** 0.5
     assert math.log(s["ci_high"] / s["ci_low"]) / 2 == pytest.approx(half)
+
+
+def test_a_report_of_processes_says_whether_the_kit_measured_this_kind_of_intervals_coverage(tmp_path):
+    import shutil
+
+    from reprokit import report
+
+    shutil.copytree(RUNS / "m40-same", tmp_path / "m40-same")
+    md, html, js = report.render(results.RunDir(tmp_path / "m40-same"))
+    text = md.read_text()
+    assert "each interval is a re-run\ninterval" in text
+    assert "has not yet measured how often these re-run intervals cover a re-run" in text  # data: older kind
+    assert "For comparison, with one process per cell" not in text

@@ -94,7 +94,8 @@ def _upper_median(values: list[float]) -> float:
 def rerun_coverage(repeat: int = 1) -> dict | None:
     """The kit's own measurement of run-to-run spread on one machine (reprokit/data/rerun_coverage.json,
     written by scripts/bench_rerun_coverage.py with its command, machine and date) made with one process
-    per cell when `repeat` is 1, else with several; None when there is none."""
+    per cell when `repeat` is 1, else with several; None when there is none. `current`: it measured the
+    intervals the kit makes today (re-run intervals over processes, issue 21), not an older kind."""
     if not files.data_exists("rerun_coverage.json"):
         return None
     doc = files.load_data("rerun_coverage.json")
@@ -110,7 +111,7 @@ def rerun_coverage(repeat: int = 1) -> dict | None:
             f"(median over metrics; {s['shift_p90']:.0%} at the 90th percentile) while the intervals' median "
             f"half-width was {s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']})")
     return {"text": text, "short": short, "command": m["command"], "machine": m["machine"], "date": m["date"],
-            **s}
+            "current": any("re-run" in label for label in s["interval_labels"]), **s}
 
 
 def machine_load(run: dict, cells: list[dict]) -> dict:
