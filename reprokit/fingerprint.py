@@ -457,6 +457,7 @@ def _nvml_guarded() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     except Exception as e:
         return [], {"available": False, "reason": "NVML probe failed: " + _err(e)}
 
+
 def main(argv: list[str]) -> int:
     """`python -m reprokit.fingerprint [OUT]`: this host's fingerprint as JSON, to OUT (written
     whole, then renamed) or stdout. The Slurm runner's probe job runs it on a node."""
