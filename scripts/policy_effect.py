@@ -29,6 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 GPUS = {"H200": "NVIDIA H200", "H100": "NVIDIA H100 80GB HBM3", "A100": "NVIDIA A100-SXM4-80GB"}
 PRECISIONS = ("fp32", "tf32")
 SAMPLES = (0.995, 0.998, 1.0, 1.002, 1.005)  # a tight synthetic interval around the value
+# three processes of them, a little apart: a re-run interval (issue 21), so the efficiency policy
+# alone decides (one process would be INCONCLUSIVE whatever the policy says)
+PROCESS_SHIFTS = (0.999, 1.0, 1.001)
 
 
 def synthetic_cell(number: dict, gpu: str, count: int, precision: str, value: float) -> dict:
@@ -40,7 +43,9 @@ def synthetic_cell(number: dict, gpu: str, count: int, precision: str, value: fl
             "implementation": {"framework": number["environment"].get("framework"),
                                "framework_version": number["environment"].get("framework_version"),
                                "substitutes": []},
-            "metrics": {number["metric"]: {"unit": number["unit"], "samples": [value * f for f in SAMPLES]}},
+            "metrics": {number["metric"]: {
+                "unit": number["unit"], "processes": [len(SAMPLES)] * len(PROCESS_SHIFTS),
+                "samples": [value * f * g for g in PROCESS_SHIFTS for f in SAMPLES]}},
             "gpus": gpus, "gpus_source": "synthetic (scripts/policy_effect.py)", "jit_cache": "warm",
             "precision": {"requested": "fp32" if precision == "fp32" else "framework_default",
                           "effective": precision, "why": "synthetic", "settings": {}, "env": {},
@@ -119,7 +124,8 @@ def markdown(table: list[dict]) -> str:
         "Written by `python scripts/policy_effect.py` (synthetic runs, nothing ran on a GPU). For each of "
         f"the {len(numbers)} numbers published on a GPU, a synthetic run on an H200 SXM, an H100 SXM and an "
         "A100 "
-        "(as many GPUs as the publication used) measures exactly the published value, once with the cell's "
+        "(as many GPUs as the publication used) measures exactly the published value (in 3 processes, so "
+        "its interval is a re-run interval), once with the cell's "
         "precision recorded as fp32 and once as tf32. Old = the rule before issue 20 (efficiency against the "
         "fp32 peak whatever ran, no limit on the peak ratio); new = reprokit/data/verdict_policy.yaml "
         f"(max_peak_ratio {verdicts.load_policy()['efficiency']['max_peak_ratio']:g}, the precision must "
