@@ -91,3 +91,17 @@ def test_an_edited_snapshot_is_one_line_exit_2(smoke, tmp_path):
     assert p.returncode == 2, p.stderr
     (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("reproduce.py:")]
     assert "verdict_policy.yaml is not the file this run recorded" in line
+
+
+def test_the_committed_sample_renders_from_its_own_data_after_the_kits_changed(tmp_path):
+    """The sample run holds the data its report read (tools/snapshot_run_data.py): `report` on a
+    copy moved elsewhere, by a kit whose data differs, gives the committed report byte for byte."""
+    (src,) = [p.parent for p in (REPO / "docs" / "sample-run").glob("*/run.json")]
+    assert json.loads((src / "run.json").read_text())["data_snapshot"]["files"]
+    kit = kit_with_changed_data(tmp_path / "kit")
+    moved = tmp_path / "elsewhere" / src.name
+    shutil.copytree(src, moved)
+    p = cli("report", str(moved), cwd=tmp_path, env={"PYTHONPATH": str(kit), "REPROKIT_DATA_CACHE": ""})
+    assert p.returncode == 0, p.stderr
+    for n in REPORTS:
+        assert (moved / n).read_bytes() == (src / n).read_bytes(), n

@@ -1,5 +1,6 @@
-"""docs/sample-run stays current: re-rendering its stored results with today's templates and analysis
-gives exactly the committed report (Markdown, JSON and HTML).
+"""docs/sample-run stays current: re-rendering its stored results (and the data snapshot it holds,
+kit-data/) with today's templates and analysis gives exactly the committed report (Markdown, JSON and
+HTML).
 
 When this fails after a deliberate change to the report, regenerate the sample with
 `python reproduce.py report docs/sample-run/<run>` and commit the result (README, "Sample run").
@@ -20,7 +21,8 @@ def test_sample_report_is_current(run_json, tmp_path):
     src = run_json.parent
     dst = tmp_path / src.name
     shutil.copytree(src, dst)
-    report.render(results.RunDir(dst))
+    with results.run_data(results.RunDir(dst)):  # the data the run holds (kit-data/), as `report` does
+        report.render(results.RunDir(dst))
     for name in ("report.md", "report.json", "report.html"):
         fresh, committed = (dst / name).read_text(), (src / name).read_text()
         assert fresh == committed, (
