@@ -24,8 +24,8 @@ def cli(*args, cwd=None, env=None):
 
 
 def kit_with_changed_data(where: Path) -> Path:
-    """A copy of the kit's code whose reprokit/data differs: the efficiency tolerance, and the smoke
-    suite's description (which its report shows)."""
+    """A copy of the kit's code whose reprokit/data differs: the efficiency tolerance, the smoke
+    suite's description and source 000's title (which their reports show)."""
     shutil.copytree(REPO / "reprokit", where / "reprokit", ignore=shutil.ignore_patterns("__pycache__"))
     for part in ("report_templates", "bench"):
         shutil.copytree(REPO / part, where / part, ignore=shutil.ignore_patterns("__pycache__"))
@@ -36,6 +36,10 @@ def kit_with_changed_data(where: Path) -> Path:
     policy.write_text(text.replace("tolerance: 0.25", "tolerance: 0.05"))
     smoke = data / "suites" / "smoke.yaml"
     smoke.write_text(smoke.read_text().replace("description:", "description: CHANGED.", 1))
+    sources = data / "sources.yaml"  # source 000's title opens the legacy-2017 report
+    text = sources.read_text()
+    assert 'title: "rnn-benchmarks:' in text
+    sources.write_text(text.replace('title: "rnn-benchmarks:', 'title: "CHANGED rnn-benchmarks:', 1))
     return where
 
 
