@@ -39,6 +39,9 @@ import random
 import statistics
 from collections.abc import Sequence
 
+from reprokit.analysis import steady_state
+from reprokit.analysis.steady_state import split_processes  # noqa: F401  (stats.split_processes)
+
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_NOISY_CV = 0.10
 MIN_EXACT_N = 6  # smallest n with an exact 95% order-statistic interval
@@ -120,20 +123,6 @@ def median_ci(samples: Sequence[float], confidence: float = DEFAULT_CONFIDENCE) 
                 f"[min, max] covers the median with probability {coverage:.2%}"}
     return {"ci_low": None, "ci_high": None, "ci_method": "none", "ci_coverage": None,
             "ci_label": _label(None, confidence), "ci_note": f"n={n}: a single sample has no interval"}
-
-
-def split_processes(samples: Sequence[float], processes: Sequence[int] | None) -> list[list[float]]:
-    """The samples of each process (a metric's `processes` = sample count per process, in order);
-    one list when `processes` is missing or does not add up to the samples."""
-    xs = [float(x) for x in samples]
-    counts = [int(k) for k in processes or []]
-    if len(counts) < 2 or any(k < 1 for k in counts) or sum(counts) != len(xs):
-        return [xs]
-    out, i = [], 0
-    for k in counts:
-        out.append(xs[i:i + k])
-        i += k
-    return out
 
 
 def t_quantile(p: float, df: int) -> float:
@@ -253,8 +242,6 @@ def summarize_metric(metric: dict, steady: bool = True, **kw) -> dict:
     what was detected and dropped, and `n_recorded` how many samples the metric holds."""
     samples, processes, ss = metric.get("samples") or [], metric.get("processes"), None
     if steady and samples:
-        from reprokit.analysis import steady_state
-
         ss = steady_state.of_metric(metric)
         samples, processes = ss.pop("samples"), ss.pop("processes")
     s = summarize(samples, metric.get("stop_reason"), processes=processes, **kw)

@@ -119,21 +119,34 @@ def _series(metric: dict, k: int) -> tuple[list[list[float]], list[int], bool]:
     and the warm-up seconds with `warmup` per process; else the timed samples alone (a rate: higher is
     faster). Returns (series per process, warm-up iterations leading each, higher_is_slower)."""
     from reprokit import units
-    from reprokit.analysis import stats
 
     samples = [float(x) for x in metric.get("samples") or []]
     counts = metric.get("processes")
     raw = [float(x) for x in metric.get("raw_seconds") or []]
     if len(raw) != len(samples) or not samples:
         higher_is_slower = units.better_direction(metric.get("unit") or "") != "higher"
-        groups = stats.split_processes(samples, counts)
+        groups = split_processes(samples, counts)
         return groups, [0] * len(groups), higher_is_slower
-    groups = stats.split_processes(raw, counts) if k > 1 else [raw]
+    groups = split_processes(raw, counts) if k > 1 else [raw]
     warm = [float(x) for x in metric.get("warmup_seconds") or []]
     w = int(metric.get("warmup") or 0)
     if w > 0 and len(warm) == w * len(groups):
         return [warm[i * w:(i + 1) * w] + g for i, g in enumerate(groups)], [w] * len(groups), True
     return groups, [0] * len(groups), True
+
+
+def split_processes(samples: Sequence[float], processes: Sequence[int] | None) -> list[list[float]]:
+    """The samples of each process (a metric's `processes` = sample count per process, in order);
+    one list when `processes` is missing or does not add up to the samples."""
+    xs = [float(x) for x in samples]
+    counts = [int(k) for k in processes or []]
+    if len(counts) < 2 or any(k < 1 for k in counts) or sum(counts) != len(xs):
+        return [xs]
+    out, i = [], 0
+    for k in counts:
+        out.append(xs[i:i + k])
+        i += k
+    return out
 
 
 def of_metric(metric: dict) -> dict:
@@ -145,10 +158,8 @@ def of_metric(metric: dict) -> dict:
     (classify()'s dicts without segments, plus `warmup`: the warm-up iterations that led the series),
     "summary" (one line), "method"}. A process with no steady state keeps its samples (the verdict is
     refused on it, the numbers stay visible)."""
-    from reprokit.analysis import stats
-
     samples = [float(x) for x in metric.get("samples") or []]
-    groups = stats.split_processes(samples, metric.get("processes"))
+    groups = split_processes(samples, metric.get("processes"))
     series, lead, higher_is_slower = _series(metric, len(groups))
     kept: list[list[float]] = []
     per: list[dict] = []
