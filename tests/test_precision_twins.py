@@ -50,3 +50,4 @@ def test_a_cpu_run_of_twins_renders_the_section(tmp_path):
     assert "## Framework defaults beside fp32" in md
     assert "2 twin(s) not run: framework defaults are fp32 on a CPU: same as the fp32 cell" in md
     assert 'id="precision-twins"' in html
+

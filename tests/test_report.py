@@ -452,3 +452,14 @@ def test_row_in_the_published_unit_with_scale():
     bad = cp.row({**number, "unit": "words/s"}, verdicts.verdict({**number, "unit": "words/s"}, cell), cell)
     assert bad["measured"] is None and bad["verdict"] == "NOT_COMPARABLE"
     assert "measured in ms, published in words/s" in bad["note"]
+
+
+def test_a_suite_without_claims_says_so_instead_of_empty_sentences(tmp_path):
+    """The summary's claims sentence rendered as 'Claims of the sources (0) ...:\\n.\\nOf the 0 pairs, .'
+    for a suite whose sources make no claim (smoke, modern)."""
+    from conftest import smoke_run
+
+    run = smoke_run(tmp_path / "results", "--cells", "smoke/python/*")
+    md = (run / "report.md").read_text()
+    assert "The suite's sources make no claim to check." in md and "Of the 0 pairs" not in md
+    assert "make no claim to check" in (run / "report.html").read_text()
