@@ -111,21 +111,25 @@ def reap_exited(c, say=None, pid: int | None = None) -> list[str]:
         return []
     gone = []
     for ct in found:
-        labels = ct.labels or {}
-        pid = driver_dead(labels)
-        if pid is None:
-            continue
-        log = save_log(ct)
-        try:
-            ct.remove(force=True)
-        except Exception:
-            continue
-        gone.append(ct.name)
-        if say:
-            say(f"docker: removed exited container {ct.name} ({labels.get('reprokit.cell')}, run "
-                f"{labels.get(RUN_LABEL)}) of a dead driver (pid {pid})"
-                + (f"; its output is the cell's log {log}" if log else ""))
+        pid = driver_dead(ct.labels or {})
+        if pid is not None and remove(ct, "exited", f"of a dead driver (pid {pid})", say):
+            gone.append(ct.name)
     return gone
+
+
+def remove(ct, kind: str, why: str, say=None) -> bool:
+    """Remove a cell's container (its output saved as the cell's log first when it has ended) and
+    say so in one line; False when the engine would not remove it."""
+    log = save_log(ct) if ct.status in ENDED else None
+    try:
+        ct.remove(force=True)
+    except Exception:
+        return False
+    if say:
+        labels = ct.labels or {}
+        say(f"docker: removed {kind} container {ct.name} ({labels.get('reprokit.cell')}, run "
+            f"{labels.get(RUN_LABEL)}) {why}" + (f"; its output is the cell's log {log}" if log else ""))
+    return True
 
 
 def answers() -> tuple[bool, str]:

@@ -320,18 +320,8 @@ class DockerRunner:
                 pid = engine.driver_dead(labels)
                 if pid is not None:
                     why = f"of a dead driver (pid {pid})"
-            if why is None:
-                continue
-            if c.status in engine.ENDED:
-                engine.save_log(c)
-            try:
-                c.remove(force=True)
-            except Exception:
-                continue
-            gone.append(c.name)
-            if say:
-                say(f"docker: removed leftover container {c.name} ({labels.get('reprokit.cell')}, "
-                    f"run {labels.get('reprokit.run')}) {why}")
+            if why is not None and engine.remove(c, "leftover", why, say):
+                gone.append(c.name)
         return gone
 
     # -- cleanup ---------------------------------------------------------------------------
