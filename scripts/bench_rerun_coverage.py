@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -97,10 +98,20 @@ def calibrate(args: argparse.Namespace) -> dict:
     return out
 
 
-def metrics_of(rundir: Path) -> dict[tuple[str, str], dict]:
+def cells_of(rundir: Path, process: int | None = None) -> list[dict]:
+    """The run's cell results; with `process` N, each cell's process-N file instead (cells/<stem>.pN.json
+    of a run of several processes per cell), read as a run of one process per cell."""
+    rd = results.RunDir(rundir)
+    cells = rd.load_cells()
+    if process is None:
+        return cells
+    return [p for p in (rd.load_cell(c["cell_id"], process) for c in cells) if p is not None]
+
+
+def metrics_of(rundir: Path, process: int | None = None) -> dict[tuple[str, str], dict]:
     """{(cell id, metric): summary} of every ok cell's metrics with at least 2 samples."""
     out = {}
-    for c in results.RunDir(rundir).load_cells():
+    for c in cells_of(rundir, process):
         if c.get("status") != "ok":
             continue
         for name, m in (c.get("metrics") or {}).items():
@@ -109,8 +120,8 @@ def metrics_of(rundir: Path) -> dict[tuple[str, str], dict]:
     return out
 
 
-def compare(a: Path, b: Path) -> dict:
-    ma, mb = metrics_of(a), metrics_of(b)
+def compare(a: Path, b: Path, process: int | None = None) -> dict:
+    ma, mb = metrics_of(a, process), metrics_of(b, process)
     rows = []
     for key in sorted(set(ma) & set(mb)):
         sa, sb = ma[key], mb[key]
@@ -143,11 +154,22 @@ def summarize_rows(rows: list[dict]) -> dict:
         "pairs": len(rows), "inside": sum(r["inside"] for r in rows),
         "coverage": sum(r["inside"] for r in rows) / len(rows),
         "shift_median": statistics.median(shifts), "shift_p90": q(shifts, 0.9), "shift_max": max(shifts),
+        "shift_rms": math.sqrt(statistics.fmean(s * s for s in shifts)),
         "half_width_median": statistics.median(halves),
+        "half_width_over_drift": (statistics.median(halves) / statistics.median(shifts)
+                                  if statistics.median(shifts) > 0 else None),
         "median_cv": statistics.median(cvs) if cvs else None,
         "processes": max(r["processes_a"] for r in rows), "interval_labels": labels,
     }
     return summary
+
+
+def max_load(rundir: Path) -> float | None:
+    """The highest 1-minute load average any cell of the run saw (before or after it)."""
+    loads = [x for c in results.RunDir(rundir).load_cells()
+             for k in ("before", "after") for x in ((c.get("load_avg") or {}).get(k) or [])[:1]
+             if isinstance(x, (int, float))]
+    return max(loads) if loads else None
 
 
 def machine(rundir: Path) -> str:
@@ -163,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--results", default=str(REPO / "results" / "rerun-coverage"))
     p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing runs")
+    p.add_argument("--process", type=int, metavar="N",
+                   help="with --compare of two runs of several processes per cell: compare each cell's "
+                        "process N alone, as the old design's one-process intervals on the same runs")
     p.add_argument("--write", metavar="FILE", help="write the summary as JSON (rerun_coverage schema)")
     p.add_argument("--design", choices=("old", "new"), default="old",
                    help="old: --repeat K (default 1); new: the kit's default design (no --repeat)")
@@ -183,12 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare:
         a, b = (Path(x) for x in args.compare)
         command = f"scripts/bench_rerun_coverage.py --compare {a.name} {b.name}"
+        if args.process:
+            command += f" --process {args.process}"
     else:
         root = Path(args.results)
         root.mkdir(parents=True, exist_ok=True)
         a, b = run_once(args, root), run_once(args, root)
         command = "scripts/bench_rerun_coverage.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    res = compare(a, b)
+    res = compare(a, b, args.process)
     for r in res["rows"]:
         print(f"{'in ' if r['inside'] else 'OUT'} {r['cell']} {r['metric']}: A {r['median_a']:.4g} "
               f"[{r['ci_low_a']:.4g}, {r['ci_high_a']:.4g}] ({r['ci_label_a']}, n={r['n_a']}), "
@@ -197,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{s['inside']} of {s['pairs']} medians of run B inside run A's intervals ({s['coverage']:.0%}); "
           f"medians moved {s['shift_median']:.1%} (median), {s['shift_p90']:.1%} (p90), {s['shift_max']:.1%} "
           f"(max); intervals' median half-width {s['half_width_median']:.1%}; median CV "
-          f"{(s['median_cv'] or 0):.1%}; processes per cell {s['processes']}")
+          f"{(s['median_cv'] or 0):.1%}; processes per cell {s['processes']}; half-width / median drift "
+          f"{s['half_width_over_drift'] or float('nan'):.2f}, / rms drift "
+          f"{s['half_width_median'] / s['shift_rms']:.2f}; wall {wall_of(a) or 0:.0f} s and "
+          f"{wall_of(b) or 0:.0f} s; max 1-min load {max_load(a)} and {max_load(b)}")
     if args.write:
         out = Path(args.write)
         doc = {"schema_version": 1, "kind": "rerun_coverage", "measurements": []}
@@ -205,7 +235,10 @@ def main(argv: list[str] | None = None) -> int:
             doc = json.loads(out.read_text())
             validate.check("rerun_coverage", doc, str(out))
         entry = {"command": command, "machine": machine(a), "date": dt.date.today().isoformat(),
-                 "runs": [a.name, b.name], "summary": s}
+                 "runs": [a.name, b.name], "summary": s, "wall_s": [wall_of(a), wall_of(b)],
+                 "load_1min": [max_load(a), max_load(b)],
+                 "design": ("new" if results.RunDir(a).load_run().get("design") and not args.process
+                            else "old")}
         # one measurement per kind of interval: one process per cell, or several
         doc["measurements"] = [m for m in doc["measurements"]
                                if (m["summary"]["processes"] > 1) != (s["processes"] > 1)] + [entry]
