@@ -7,8 +7,8 @@ becomes a null value with a reason, never an exception.
 The NVML path (`nvml_gpus`) has never run against a real GPU: the development and CI machines have no
 NVIDIA driver. It was exercised only with NVML absent and with a fake binding in the tests.
 
-The environment allow-list below is duplicated in bench/stack_fingerprint.py (which cannot import this
-package); tests/test_fingerprint.py checks that both copies agree.
+The environment allow-list and the fingerprint version are bench/stack_fingerprint.py's (loaded through
+`files.bench_module`: bench/ cannot import this package, so the host reads bench's one copy).
 """
 from __future__ import annotations
 
@@ -24,73 +24,29 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-FINGERPRINT_VERSION = 1
+from reprokit import files
 
-# -- environment allow-list (keep identical to bench/stack_fingerprint.py) -------------------------------
-# Exact names that change how a framework, BLAS or the CUDA stack behaves.
-ENV_ALLOW_EXACT = (
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_FORCE_PTX_JIT",
-    "CUDA_DISABLE_PTX_JIT", "CUDA_MODULE_LOADING", "CUDA_HOME", "CUDA_PATH",
-    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_REQUIRE_CUDA",
-    "CUDA_VERSION", "CUDA_DRIVER_VERSION", "CUDNN_VERSION", "CUBLAS_VERSION", "NCCL_VERSION",
-    "CUBLAS_WORKSPACE_CONFIG", "GPUARRAY_CUDA_VERSION",
-    "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_DYNAMIC", "OMP_WAIT_POLICY",
-    "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_THREADING_LAYER", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE",
-    "MKL_ENABLE_INSTRUCTIONS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_HW_SUBSET",
-    "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_VERBOSE", "GOTO_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS",
-    "DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
-    "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MIN_VLOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS", "TF_DETERMINISTIC_OPS",
-    "TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR", "TF_XLA_FLAGS", "TF_NUM_INTRAOP_THREADS",
-    "TF_NUM_INTEROP_THREADS", "TF_ENABLE_AUTO_MIXED_PRECISION", "TF_GPU_THREAD_MODE",
-    "TF_USE_LEGACY_KERAS", "XLA_FLAGS",
-    "THEANO_FLAGS", "THEANORC", "KERAS_BACKEND",
-    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCH_CUDNN_V8_API_DISABLED",
-    "JAX_PLATFORMS", "JAX_ENABLE_X64", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
-    "PYTHONHASHSEED", "PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD",
-)
-# Prefixes whose variables are framework configuration. TF_ as a whole is NOT allowed: other tools use it
-# (Terraform's TF_VAR_*, TF_TOKEN_*, TF_CLI_CONFIG_FILE).
-ENV_ALLOW_PREFIXES = ("TF_CUDNN_", "MXNET_", "CUDA_CACHE_")
+# -- the version and the environment allow-list: one copy, bench/stack_fingerprint.py's -----------------
+# (bench/ runs inside the stacks and cannot import this package; the host loads bench's module instead)
+_STACK = files.bench_module("stack_fingerprint")
+FINGERPRINT_VERSION: int = _STACK.FINGERPRINT_VERSION
+# Exact names that change how a framework, BLAS or the CUDA stack behaves; prefixes whose variables are
+# framework configuration (TF_ as a whole is NOT allowed: Terraform's TF_VAR_*, TF_TOKEN_* use it).
+ENV_ALLOW_EXACT: tuple[str, ...] = _STACK.ENV_ALLOW_EXACT
+ENV_ALLOW_PREFIXES: tuple[str, ...] = _STACK.ENV_ALLOW_PREFIXES
 # Second fence, checked after the allow-list: a name containing any of these is never recorded.
-ENV_DENY_SUBSTRINGS = (
-    "TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH", "COOKIE",
-    "SESSION", "PRIVATE", "SIGNATURE", "CERT", "PWD",
-)
-ENV_DENY_PREFIXES = (
-    "AWS_", "AZURE_", "GCP_", "GOOGLE_", "GITHUB_", "GH_", "GITLAB_", "HF_", "HUGGING", "WANDB_",
-    "NPM_", "DOCKER_", "SLACK_", "OPENAI_", "ANTHROPIC_",
-)
+ENV_DENY_SUBSTRINGS: tuple[str, ...] = _STACK.ENV_DENY_SUBSTRINGS
+ENV_DENY_PREFIXES: tuple[str, ...] = _STACK.ENV_DENY_PREFIXES
 # Third fence, on values: an allowed variable whose value looks like it carries a credential is redacted.
-ENV_VALUE_DENY = re.compile(
-    r"(token|secret|passw(or)?d|api[_-]?key|access[_-]?key|bearer|authorization)\s*[=:]", re.IGNORECASE)
-ENV_VALUE_MAX = 2000
+ENV_VALUE_DENY: re.Pattern = _STACK.ENV_VALUE_DENY
+ENV_VALUE_MAX: int = _STACK.ENV_VALUE_MAX
 
 CPU_ROOT = "/sys/devices/system/cpu"
 
-
-def env_name_allowed(name: str) -> bool:
-    """True when `name` is on the allow-list and passes the deny fence."""
-    upper = name.upper()
-    if any(s in upper for s in ENV_DENY_SUBSTRINGS) or upper.startswith(ENV_DENY_PREFIXES):
-        return False
-    return name in ENV_ALLOW_EXACT or name.startswith(ENV_ALLOW_PREFIXES)
-
-
-def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The allow-listed environment variables, credential-looking values redacted, long values cut."""
-    environ = dict(os.environ if environ is None else environ)
-    out = {}
-    for name in sorted(environ):
-        if not env_name_allowed(name):
-            continue
-        value = environ[name]
-        if ENV_VALUE_DENY.search(value):
-            value = "<redacted: value looks like a credential>"
-        elif len(value) > ENV_VALUE_MAX:
-            value = value[:ENV_VALUE_MAX] + "...<truncated>"
-        out[name] = value
-    return out
+# True when a name is on the allow-list and passes the deny fence.
+env_name_allowed: Callable[[str], bool] = _STACK.env_name_allowed
+# The allow-listed environment variables, credential-looking values redacted, long values cut.
+allowed_env: Callable[[dict[str, str] | None], dict[str, str]] = _STACK.allowed_env
 
 
 # -- small helpers -----------------------------------------------------------------------------------

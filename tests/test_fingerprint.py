@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from reprokit import files
 from reprokit import fingerprint as fp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -318,12 +319,13 @@ def test_secrets_never_appear_in_either_fingerprint(monkeypatch):
         assert env["THEANO_FLAGS"].startswith("<redacted")
 
 
-def test_allow_lists_agree():
-    for name in ("ENV_ALLOW_EXACT", "ENV_ALLOW_PREFIXES", "ENV_DENY_SUBSTRINGS",
-                 "ENV_DENY_PREFIXES", "ENV_VALUE_MAX"):
-        assert getattr(fp, name) == getattr(sfp, name), name
-    assert fp.ENV_VALUE_DENY.pattern == sfp.ENV_VALUE_DENY.pattern
-    assert fp.ENV_VALUE_DENY.flags == sfp.ENV_VALUE_DENY.flags
+def test_the_host_uses_the_one_allow_list_of_bench():
+    """One copy across the host/stack boundary: the host's allow-list, fences and version are bench's."""
+    for name in ("ENV_ALLOW_EXACT", "ENV_ALLOW_PREFIXES", "ENV_DENY_SUBSTRINGS", "ENV_DENY_PREFIXES",
+                 "ENV_VALUE_DENY", "ENV_VALUE_MAX", "FINGERPRINT_VERSION", "env_name_allowed", "allowed_env"):
+        assert getattr(fp, name) is getattr(fp._STACK, name), name
+    assert fp._STACK.__file__ == str(files.BENCH / "stack_fingerprint.py")
+    assert "ENV_ALLOW_EXACT = (" not in Path(fp.__file__).read_text()  # no second copy in the host
     probe = list(fp.ENV_ALLOW_EXACT) + list(SECRET_VARS) + [
         "PATH", "HOME", "TF_CLI_CONFIG_FILE", "TF_CUDNN_USE_AUTOTUNE", "MXNET_GPU_WORKER_NTHREADS"]
     assert [fp.env_name_allowed(n) for n in probe] == [sfp.env_name_allowed(n) for n in probe]

@@ -234,6 +234,13 @@ def test_bench_and_host_arithmetic_agree():
               "planned": {"segments": 4, "iterations_per_segment": 5}}
         assert published_metric.value_of(ap) == pytest.approx(
             sys_timing.as_published_value(figure, segs, 5, scale), rel=1e-12)
+    # one copy: the host has no arithmetic of its own, and bench's errors reach it as Inconsistent
+    source = Path(published_metric.__file__).read_text()
+    assert "sum(secs)" not in source and "items / total" not in source
+    with pytest.raises(published_metric.Inconsistent, match="no iteration"):
+        published_metric.segment_totals({"seconds": [], "items_per_iteration": 1}, None)
+    with pytest.raises(published_metric.Inconsistent, match="unknown figure"):
+        published_metric.figure_of("speed", 1.0, 1.0)
 
 
 def test_000_claims_compare_the_figures_as_published_not_the_medians():

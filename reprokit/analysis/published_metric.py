@@ -9,12 +9,12 @@ beside its per-iteration samples as the metric's `as_published` (docs/FORMATS.md
 and text, and `segments` (the timed loop, or one per epoch) holding the seconds of every iteration the
 figure is computed from, the time its clock saw outside them and the items per iteration.
 
-This module (pure, no I/O) recomputes the figure from those segments with the arithmetic of
-bench/timing.py (`segment_totals`, `figure_of`; a test keeps the two equal), says whether it is the
-published definition or a partial estimate (fewer iterations or epochs than the source's counts: the
-missing iterations at the mean of the measured steady ones, labelled so and never as the published
-figure), and gives it an interval from the per-iteration samples: a percentile bootstrap that resamples
-each segment's steady iterations (its warm-up iterations and the time outside iterations kept as
+This module (pure, no I/O but loading bench/timing.py) recomputes the figure from those segments with
+bench/timing.py's own `segment_totals` and `figure_of` (one copy across the host/stack boundary), says
+whether it is the published definition or a partial estimate (fewer iterations or epochs than the source's
+counts: the missing iterations at the mean of the measured steady ones, labelled so and never as the
+published figure), and gives it an interval from the per-iteration samples: a percentile bootstrap that
+resamples each segment's steady iterations (its warm-up iterations and the time outside iterations kept as
 measured) and recomputes the figure. With `run --repeat K` (K >= 2) the figure is the median of the K
 process figures and the interval the order-statistic (or [min, max]) interval over them, as for medians.
 
@@ -30,6 +30,7 @@ import statistics
 
 import numpy as np
 
+from reprokit import files
 from reprokit.analysis import stats
 
 FIGURES = ("time_per_item", "rate", "time")
@@ -56,28 +57,20 @@ class Inconsistent(ValueError):
 
 
 def segment_totals(segment: dict, planned_iterations: int | None) -> tuple[float, float]:
-    """(seconds, items) of one segment; bench/timing.py segment_totals, restated."""
-    secs = [float(s) for s in segment["seconds"]]
-    n = len(secs)
-    if n == 0:
-        raise Inconsistent("a segment holds no iteration")
-    w = min(int(segment.get("warmup", 0)), n - 1)
-    steady = secs[w:]
-    total = sum(secs) + float(segment.get("other_seconds", 0.0))
-    planned = int(planned_iterations or n)
-    if planned > n:
-        total += (planned - n) * sum(steady) / len(steady)
-    return total, float(segment["items_per_iteration"]) * max(planned, n)
+    """(seconds, items) of one segment: bench/timing.py's segment_totals, the one copy of that arithmetic
+    (loaded through files.bench_module), its errors as Inconsistent."""
+    try:
+        return files.bench_module("timing").segment_totals(segment, planned_iterations)
+    except ValueError as e:
+        raise Inconsistent(str(e)) from e
 
 
 def figure_of(figure: str, total: float, items: float, scale: float = 1.0) -> float:
-    if figure == "time_per_item":
-        return scale * total / items
-    if figure == "rate":
-        return items / total
-    if figure == "time":
-        return scale * total
-    raise Inconsistent(f"unknown figure {figure!r} (known: {', '.join(FIGURES)})")
+    """One segment's figure: bench/timing.py's figure_of, its errors as Inconsistent."""
+    try:
+        return files.bench_module("timing").figure_of(figure, total, items, scale)
+    except ValueError as e:
+        raise Inconsistent(str(e)) from e
 
 
 def value_of(ap: dict) -> float:
@@ -152,13 +145,7 @@ def bootstrap_interval(ap: dict, confidence: float = stats.DEFAULT_CONFIDENCE, n
             ssum = np.full(n_boot, float(steady.sum()))
         total = fixed + ssum + max(0, p - n) * ssum / ns
         items = float(seg["items_per_iteration"]) * max(p, n)
-        if ap["figure"] == "time_per_item":
-            fig = scale * total / items
-        elif ap["figure"] == "rate":
-            fig = items / total
-        else:
-            fig = scale * total
-        per_segment.append(fig)
+        per_segment.append(figure_of(ap["figure"], total, items, scale))  # bench's, on the draws (arrays)
     if not varies:
         return None
     values = np.mean(np.vstack(per_segment), axis=0)

@@ -39,6 +39,7 @@ import random
 import statistics
 from collections.abc import Sequence
 
+from reprokit import files
 from reprokit.analysis import steady_state
 from reprokit.analysis.steady_state import split_processes  # noqa: F401  (stats.split_processes)
 
@@ -47,27 +48,13 @@ DEFAULT_NOISY_CV = 0.10
 MIN_EXACT_N = 6  # smallest n with an exact 95% order-statistic interval
 
 
-def _binom_half_pmf(n: int, i: int) -> float:
-    """P(Bin(n, 1/2) = i), in log space so it works for any n."""
-    return math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + n * math.log(0.5))
-
-
 def order_statistic_ranks(n: int, confidence: float = DEFAULT_CONFIDENCE) -> tuple[int, int, float] | None:
     """(lower rank, upper rank, exact coverage), 1-based, of the median CI for n samples; None if none exists.
 
     The lower rank k is the largest with P(B <= k-1) <= alpha/2, B ~ Bin(n, 1/2);
     coverage = 1 - 2 P(B <= k-1).
-    """
-    alpha = 1.0 - confidence
-    k, cum = 0, 0.0  # cum = P(B <= k-1)
-    while k + 1 <= (n + 1) // 2:
-        nxt = cum + _binom_half_pmf(n, k)  # P(B <= k)
-        if nxt > alpha / 2:
-            break
-        cum, k = nxt, k + 1
-    if k == 0:
-        return None
-    return k, n - k + 1, 1.0 - 2.0 * cum
+    bench/precision.py's function (the stacks' stopping rule uses it), the one copy across the boundary."""
+    return files.bench_module("precision").order_statistic_ranks(n, confidence)
 
 
 def binomial_median_ci(
