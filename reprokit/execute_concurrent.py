@@ -1,14 +1,15 @@
 """Execute a plan with a runner that runs many cells at once (`runner.concurrent`, the Slurm runner).
 
-reprokit/execute.py hands over here once the run record is written and the cells to run are
-known: every cell (every process with --repeat K) is submitted, then the outcomes are collected as
+reprokit/execute.py hands over here (`Handover`) once the run record is written and the cells to
+run are known; both write the record through reprokit/record.py and this module never imports
+execute.py: every cell (every process with --repeat K) is submitted, then the outcomes are collected as
 they finish, each written (its result file, then run.json) before the next is looked at, so the
 reliability rules of a run hold as for the one-at-a-time runners:
 
 - one writer: the driver holds the run's lock throughout; `status`/`report` re-attach only when
   they can take it (a live driver keeps following its own jobs);
 - nothing lost: a result the harness wrote is kept whatever Slurm says afterwards
-  (execute._finish_result reads it first); a cell without one gets a placeholder with its reason;
+  (record.finish_result reads it first); a cell without one gets a placeholder with its reason;
 - resume: the job ids are in run.json (`slurm.jobs`); `--resume` re-attaches to the tasks that are
   still queued or running, collects the ones that ended, and re-submits only cells without a
   result;
@@ -21,19 +22,54 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from reprokit import files, lifecycle, merge_processes, reconcile, results
+from reprokit import fallback, files, lifecycle, merge_processes, reconcile, record, results
+from reprokit.record import RunRecord
 from reprokit.runners.base import CellOutcome
 
 
-def _collect(rundir: results.RunDir, run_id: str, task, outcome: CellOutcome, stack_spec: dict,
-             runner_name: str, device: str, repeat: int, record, record_merged,
-             progress=None, substitution: dict | None = None) -> dict:
-    from reprokit.execute import _finish_result
+@dataclass
+class Handover:
+    """What the driver (reprokit/execute.py) hands over once run.json is written and the cells to
+    run are known."""
+    plan: Any  # the plan, decided for this runner (plan.Plan)
+    runner: Any  # a runner with `concurrent` (runners/slurm.py SlurmRunner)
+    rec: RunRecord
+    by_stack: dict[str, list[tuple]]  # stack -> [(cell, process indices to run)]
+    prepare: Callable[[str, list], tuple | None]  # the driver's stack preparation (execute.StackJobs)
+    progress: Any
+    stacks: dict  # the stacks' data (suites.load_stacks)
+    say: Callable[[str], None]
+    resume: bool
 
-    res = _finish_result(rundir, run_id, task.cell, outcome, stack_spec, runner_name, device,
-                         task.process, substitution=substitution)
+
+@dataclass
+class _Collector:
+    """Collects one task's outcome: its result written (record.finish_result), then its entry."""
+    rec: RunRecord
+    run_id: str
+    runner: Any
+    device: str
+    repeat: int
+    stacks: dict
+    progress: Any = None
+    verdicts: dict | None = None
+
+    def __call__(self, task, outcome: CellOutcome) -> dict:
+        v = (self.verdicts or {}).get(task.cell.id)  # a fallback link runs the cell in its image
+        return _collect(self, task, outcome, self.stacks[fallback.stack_to_run(task.cell.stack, v)],
+                        fallback.substitution(v))
+
+
+def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
+             substitution: dict | None = None) -> dict:
+    rundir = c.rec.rundir
+    res = record.finish_result(rundir, c.run_id, task.cell, outcome, stack_spec, c.runner.name,
+                               c.device, task.process, substitution=substitution)
     info = outcome.runner_info
     if info.get("launcher") == "local":  # the local environment ran: say what it is
         subs = res.setdefault("implementation", {}).setdefault("substitutes", [])
@@ -47,23 +83,23 @@ def _collect(rundir: results.RunDir, run_id: str, task, outcome: CellOutcome, st
         if missing or info.get("environment"):
             (rundir.write_cell if task.process is None else rundir.write_process)(res)
     if task.process is None:
-        record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
+        c.rec.record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
     else:
-        record_merged(task.cell, merge_processes.merge_cell(rundir, task.cell.id, repeat, run_id))
-    if progress is not None:
-        progress.start(task.cell, process=task.process)
-        progress.done(task.cell, res["status"], outcome.process_wall_s, res["reason"],
-                      process=task.process)
+        c.rec.record_merged(task.cell, merge_processes.merge_cell(rundir, task.cell.id, c.repeat,
+                                                                  c.run_id))
+    if c.progress is not None:
+        c.progress.start(task.cell, process=task.process)
+        c.progress.done(task.cell, res["status"], outcome.process_wall_s, res["reason"],
+                        process=task.process)
     return res
 
 
-def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: dict, prepare,
-                   ready: dict, record, record_merged, progress, say, resume: bool,
-                   stacks: dict) -> bool:
-    """Submit every cell of `by_stack`, collect them as they finish. True when detached (the run
+def run_concurrent(h: Handover) -> bool:
+    """Submit every cell of `h.by_stack`, collect them as they finish. True when detached (the run
     is left unfinished: its jobs run on)."""
     from reprokit.runners.slurm import Task, say_detached
 
+    plan, runner, rundir, run, say = h.plan, h.runner, h.rec.rundir, h.rec.run, h.say
     run_id = rundir.path.name
     repeat = plan.options.repeat
     slurm = run.setdefault("slurm", {})
@@ -74,10 +110,11 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
     tasks: dict[tuple, Task] = {}
     prepared: dict[str, dict] = {}
     models = _gpu_models(plan.suite.sources)
-    for stack, items in by_stack.items():
-        if prepare(stack, items) is None:  # unavailable: its cells were recorded skipped
+    for stack, items in h.by_stack.items():
+        ready = h.prepare(stack, items)
+        if ready is None:  # unavailable: its cells were recorded skipped
             continue
-        p, _spec, job_path, job_cells = ready[stack]
+        p, _spec, job_path, job_cells = ready
         prepared[stack] = p
         for c, procs in items:
             for proc in procs:
@@ -85,7 +122,7 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
                                            rundir.log_path(c.id, proc),
                                            gpus=c.gpus_on(plan.options.device),
                                            gpu_models=models.get(c.id, ()))
-    adopted = runner.adopt(rundir, slurm["jobs"], tasks) if resume and slurm["jobs"] else []
+    adopted = runner.adopt(rundir, slurm["jobs"], tasks) if h.resume and slurm["jobs"] else []
     for t in adopted:
         say(f"slurm: re-attached to {t.cell.id}" + (f" (process {t.process})" if t.process else "")
             + f": job {t.job_id}")
@@ -98,8 +135,8 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
             + ("" if runner.options.exclusive else ", NOT exclusive") + ")")
     for t in tasks.values():
         if t.process in (None, 1) or repeat == 1:
-            record(t.cell, "pending", f"submitted to Slurm as job {t.job_id}; not finished yet",
-                   None)
+            h.rec.record(t.cell, "pending", f"submitted to Slurm as job {t.job_id}; not finished yet",
+                         None)
     if runner.options.detach:
         slurm["detached"] = True
         rundir.write_run(run)
@@ -107,8 +144,8 @@ def run_concurrent(plan, runner, rundir: results.RunDir, run: dict, by_stack: di
         return True
     slurm["detached"] = False
     rundir.write_run(run)
-    collect = _collector(rundir, run_id, runner, plan.options.device, repeat, stacks, record,
-                         record_merged, progress, run.get("preflight") or {})
+    collect = _Collector(h.rec, run_id, runner, plan.options.device, repeat, h.stacks, h.progress,
+                         run.get("preflight") or {})
     n = runner.outstanding()
     t0, cpu0, wall0 = os.times(), time.process_time(), time.monotonic()
     try:
@@ -142,18 +179,6 @@ def _gpu_models(sources: list[str]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
-def _collector(rundir, run_id, runner, device, repeat, stacks, record, record_merged, progress,
-               verdicts: dict | None = None):
-    from reprokit import fallback
-
-    def collect(task, outcome):
-        v = (verdicts or {}).get(task.cell.id)  # a fallback link runs the cell in its image
-        return _collect(rundir, run_id, task, outcome, stacks[fallback.stack_to_run(task.cell.stack, v)],
-                        runner.name, device, repeat, record, record_merged, progress,
-                        fallback.substitution(v))
-    return collect
-
-
 def follow(runner, rundir: results.RunDir, collect, until: float | None = None) -> None:
     """Poll until nothing is outstanding (or `until`, a time.monotonic() deadline)."""
     while runner.outstanding():
@@ -167,8 +192,6 @@ def follow(runner, rundir: results.RunDir, collect, until: float | None = None) 
 def stop(runner, rundir: results.RunDir, collect, why: str, run_id: str, device: str,
          wait_s: float = 30.0) -> None:
     """Cancel what the driver follows, collect the cancelled tasks, placeholders for the rest."""
-    from reprokit.execute import placeholder_result
-
     ids = runner.cancel(why)
     if not ids:
         return
@@ -178,7 +201,7 @@ def stop(runner, rundir: results.RunDir, collect, why: str, run_id: str, device:
             collect(task, outcome)
         time.sleep(0.5)
     for t in runner.running():  # Slurm did not confirm in time: the cell is recorded anyway
-        doc = placeholder_result(run_id, t.cell, "interrupted",
+        doc = record.placeholder_result(run_id, t.cell, "interrupted",
                                  f"{why}: the driver cancelled job {t.job_id} (scancel); "
                                  "--resume re-runs it", device)
         if t.process is None:
@@ -194,7 +217,6 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
     finish the run when nothing is left. Returns the run record, or None when the run is not a
     Slurm run with jobs or a live driver holds it (it follows its own jobs)."""
     from reprokit import suites
-    from reprokit.execute import _entry
     from reprokit.runners.slurm import SlurmOptions, SlurmRunner, Task
 
     run = rundir.load_run()
@@ -229,19 +251,10 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
                 say(f"slurm: re-attached to {t.cell.id}"
                     + (f" (process {t.process})" if t.process else "") + f": job {t.job_id}")
 
-        def record(cell, status, reason, wall):
-            _entry(run, cell, status, reason, wall)
-            rundir.write_run(run)
-
-        def record_merged(cell, merged):
-            walls = [p["process_wall_s"] for p in merged["processes"]
-                     if isinstance(p.get("process_wall_s"), (int, float))]
-            record(cell, merged["status"], merged["reason"], sum(walls) if walls else None)
-
-        collect = _collector(rundir, run["run_id"], runner, device, repeat, stacks, record,
-                             record_merged, None, run.get("preflight") or {})
+        collect = _Collector(RunRecord(rundir, run), run["run_id"], runner, device, repeat, stacks,
+                             None, run.get("preflight") or {})
         follow(runner, rundir, collect, until=time.monotonic() + wait_s)
-        if not runner.outstanding() and not any(e["status"] == "pending" for e in run["cells"]):
+        if not runner.outstanding() and not record.status_counts(run["cells"]).get("pending"):
             run = reconcile.reconcile(rundir, run, modify=True).run
             ends = []
             for job in slurm["jobs"]:

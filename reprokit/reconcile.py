@@ -16,7 +16,9 @@ every run and by `report`. The result files are the measurements; run.json is th
   gets its running cell (`current`) recorded as `interrupted`, and an entry in `incidents`.
 
 With `modify=False` (a live driver holds the run's lock, or the disk is read-only) nothing is
-written or moved: the returned record says the same in memory.
+written or moved: the returned record says the same in memory. A cell's entry and the checks of a
+result file are reprokit/record.py's (check_result, valid_processes and move_aside are used from
+there).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprokit import files, lifecycle, merge_processes, results, validate
+from reprokit import lifecycle, merge_processes, results
 from reprokit.errors import UserError
+from reprokit.record import cell_entry, check_result, move_aside, valid_processes
 
 PROCESS_FILE = re.compile(r"^(?P<stem>.+)\.p(?P<n>\d+)\.json$")
 # statuses that mean the cell's result is not (or no longer) there: --resume measures them again
@@ -48,60 +51,6 @@ def cell_id_of(filename: str, known: dict[str, str] | None = None) -> str:
     if known and filename in known:
         return known[filename]
     return filename[:-5].replace("__", "/")
-
-
-def check_result(path: Path, run_id: str, cell_id: str | None = None,
-                 process: int | None = None) -> tuple[dict | None, str | None]:
-    """(the result, None) when `path` is a valid cell result of this run (and cell and process),
-    else (None, why not) in one line."""
-    try:
-        text = files.read_text_bounded(path, "cell_result")
-    except FileNotFoundError:
-        return None, "the file is missing"
-    except (OSError, UnicodeDecodeError) as e:
-        return None, f"unreadable ({e})"
-    if not text.strip():
-        return None, "the file is empty"
-    try:
-        doc = files.loads_strict(text)
-    except ValueError as e:
-        return None, f"not valid JSON: truncated or corrupted ({e})"
-    errs = validate.errors("cell_result", doc)
-    if errs:
-        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
-        return None, f"does not match the cell_result schema: {errs[0]}{more}"
-    if doc.get("run_id") != run_id:
-        return None, f"belongs to run {doc.get('run_id')!r}, not {run_id!r}"
-    if cell_id is not None and doc.get("cell_id") != cell_id:
-        return None, f"holds cell {doc.get('cell_id')!r}, not {cell_id!r}"
-    if doc.get("process") != process:
-        return None, (f"is process file {doc.get('process')}" if doc.get("process")
-                      else "is a main result, not a process file") + f" (expected {process})"
-    return doc, None
-
-
-def valid_processes(rundir: results.RunDir, cell_id: str, repeat: int,
-                    run_id: str) -> dict[int, dict]:
-    """{index: result} of the cell's valid process files (run --repeat K) of this run."""
-    out = {}
-    for i in range(1, repeat + 1):
-        doc, _ = check_result(rundir.cell_path(cell_id, i), run_id, cell_id, i)
-        if doc is not None:
-            out[i] = doc
-    return out
-
-
-def move_aside(rundir: results.RunDir, path: Path) -> Path:
-    """Move a bad result file to cells/.invalid/<name>.<UTC stamp> (never overwriting one)."""
-    rundir.invalid_dir.mkdir(parents=True, exist_ok=True)
-    stamp = lifecycle.utcnow().replace("-", "").replace(":", "")
-    dest = rundir.invalid_dir / f"{path.name}.{stamp}"
-    n = 2
-    while dest.exists():
-        dest = rundir.invalid_dir / f"{path.name}.{stamp}-{n}"
-        n += 1
-    path.rename(dest)
-    return dest
 
 
 def _rel(rundir: results.RunDir, p: Path) -> str:
@@ -135,9 +84,7 @@ def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str,
         e = entries.get(cid)
         if e is None:
             stack = (doc or {}).get("stack") or (stacks or {}).get(cid) or "unknown"
-            e = entries[cid] = {"cell_id": cid, "stack": stack, "status": status, "reason": reason,
-                                "process_wall_s": None,
-                                "result_file": f"cells/{results.cell_filename(cid)}"}
+            e = entries[cid] = cell_entry(cid, stack, status, reason, None)
             changed = True
         if e.get("status") != status or e.get("reason") != reason:
             e["status"], e["reason"] = status, reason

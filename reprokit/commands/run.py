@@ -17,8 +17,9 @@ from pathlib import Path
 
 from reprokit import checks, datasets, fingerprint, lifecycle, reconcile, results, suites
 from reprokit.errors import UserError
-from reprokit.execute import check_resume_repeat, execute, exit_code
+from reprokit.execute import check_resume_repeat, execute
 from reprokit.plan import Options, cell_specs, decide, make_plan
+from reprokit.record import exit_code, status_counts
 from reprokit.runners.select import choose_runner
 
 
@@ -385,9 +386,7 @@ def run(args) -> int:
         with results.run_data(rundir, run_record):  # the data the run started with
             for p in report.render(rundir):
                 print(f"report: {p}", file=sys.stderr)
-    counts: dict[str, int] = {}
-    for c in run_record["cells"]:
-        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    counts = status_counts(run_record["cells"])
     print(f"done in {run_record['wall_s']:.0f} s: "
-          + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())), file=sys.stderr)
+          + ", ".join(f"{v} {k}" for k, v in counts.items()), file=sys.stderr)
     return exit_code(run_record)
