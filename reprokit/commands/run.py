@@ -298,13 +298,15 @@ def slurm_device(asked: str, probe: dict) -> tuple[str, str]:
                    "--device gpu asks the probe for one)")
 
 
-def default_design(suite, options: Options, runner: str) -> Options:
+def default_design(suite, options: Options, runner: str, cells: list | None = None) -> Options:
     """Without --repeat K (and without sampling overrides): the processes x iterations of the default
-    design (reprokit/design.py, from data/cell_costs.yaml), or one process where no costs are recorded."""
+    design (reprokit/design.py, from data/cell_costs.yaml), or one process where no costs are recorded.
+    `cells`: the plan's runnable cells (planned here when not given)."""
     from reprokit import design
     from reprokit.plan import budget_for
 
-    cells = make_plan(suite, options).runnable
+    if cells is None:
+        cells = make_plan(suite, options).runnable
     d = design.run_design(cells, suite.name, runner, options.quick, options.protocol,
                           {c.id: budget_for(c, suite, options) for c in cells}, bool(suite.sources))
     if d is None:
@@ -322,12 +324,14 @@ def run(args) -> int:
     options = Options(quick=args.quick, protocol=args.protocol, device="cpu", cells=args.cells,
                       min_samples=args.min_samples, time_budget_s=args.time_budget,
                       repeat=repeat or 1, allow_changed_data=args.allow_changed_data)
+    plan = None  # the cells the options select; the design changes how often each runs, not which
     if repeat is None and args.min_samples is None and args.time_budget is None:
-        options = default_design(suite, options, args.runner)
+        plan = make_plan(suite, options)
+        options = default_design(suite, options, args.runner, plan.runnable)
     if args.allow_changed_data and resumed is None:
         raise UserError("--allow-changed-data applies to --resume RUN only; drop it, or add "
                         "--resume RUN")
-    plan = make_plan(suite, options)
+    plan = make_plan(suite, options) if plan is None else replace(plan, options=options)
     check_inputs(args, plan, resumed)
     byo_local = check_interpreters(args)
     if resumed is not None:
@@ -348,6 +352,7 @@ def run(args) -> int:
         runner, device, why = choose_runner(args.runner, args.device, args.gpus,
                                             sorted(plan.by_stack()), local_because=byo_local)
     device, on_cpu, device_why = environment_device(args, runner, device, plan)
+    # planned again for the device the runner gives: on a GPU the framework-default twins run too
     plan = make_plan(suite, replace(options, device=device, data=data))
     if on_cpu:  # --device auto: cells whose environment cannot use the GPU run on the CPU
         plan = replace(plan, runnable=[replace(c, device="cpu") if c.id in on_cpu else c
