@@ -1,0 +1,168 @@
+"""`run --runner slurm`: its options, its checks and its runner, set up beside the other runners'
+choice (reprokit/runners/select.py). The runner's device is the probe job's node's, never the
+driver host's (a login node often has no GPU): a GPU run is planned on that node's fingerprint,
+which run.json then keeps as its host_fingerprint."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from reprokit import checks, results
+from reprokit.errors import UserError
+
+
+def slurm_arguments(p) -> None:
+    from reprokit.runners.launchers import NAMES
+    from reprokit.runners.slurm import gpu_feature_option, slurm_mem
+
+    g = p.add_argument_group("--runner slurm (reprokit/runners/slurm.py)")
+    g.add_argument("--slurm-launcher", choices=NAMES, default=None,
+                   help="how a cell starts inside its job: local (the stack's interpreter, default), "
+                        "docker, apptainer or pyxis (the last two never run here)")
+    g.add_argument("--slurm-partition", metavar="P")
+    g.add_argument("--slurm-account", metavar="A")
+    g.add_argument("--slurm-qos", metavar="Q")
+    g.add_argument("--slurm-constraint", metavar="C", help="node features (sbatch --constraint)")
+    g.add_argument("--slurm-gpu-feature", metavar="MODEL=FEATURE", action="append",
+                   type=gpu_feature_option, default=None,
+                   help="a GPU cell whose numbers were published on MODEL (e.g. V100) asks for nodes "
+                        "with FEATURE; repeat per model (never run: no GPU here)")
+    g.add_argument("--slurm-mem", metavar="SIZE", type=slurm_mem,
+                   help="memory per cell (sbatch --mem; default the Docker runner's 16G)")
+    g.add_argument("--slurm-time", metavar="MIN",
+                   type=checks.option("--slurm-time", integer=True, low=1, high=525_600,
+                                      example="30"),
+                   help="time limit of every cell in minutes (default: its timeout_s + 1 min)")
+    g.add_argument("--slurm-no-exclusive", action="store_true",
+                   help="let cells share nodes (the report says so: timings then include the "
+                        "neighbours' load)")
+    g.add_argument("--slurm-image-dir", metavar="DIR",
+                   help="apptainer/pyxis launchers: the directory of <image>-<flavour>.sif/.sqsh")
+    g.add_argument("--detach", action="store_true",
+                   help="submit and return; `reproduce.py status RUN`, `report RUN` or `run "
+                        "--resume RUN` re-attach")
+
+
+def slurm_options(args, stored: dict | None = None):
+    """The SlurmOptions of this command; a resumed run keeps its own (a different --slurm-* option
+    is a user error)."""
+    from reprokit.runners.slurm import SlurmOptions
+
+    given = {"launcher": args.slurm_launcher, "partition": args.slurm_partition,
+             "account": args.slurm_account, "qos": args.slurm_qos,
+             "constraint": args.slurm_constraint, "mem": args.slurm_mem,
+             "time_min": args.slurm_time, "image_dir": args.slurm_image_dir,
+             "exclusive": False if args.slurm_no_exclusive else None,
+             "gpu_features": dict(args.slurm_gpu_feature) if args.slurm_gpu_feature else None}
+    if stored is not None:
+        for key, value in given.items():
+            if value is not None and stored.get(key) != value:
+                flag = "--slurm-no-exclusive" if key == "exclusive" else \
+                    "--slurm-" + {"time_min": "time", "image_dir": "image-dir",
+                                  "gpu_features": "gpu-feature"}.get(key, key)
+                raise UserError(f"cannot resume: the run was submitted with {key} "
+                                f"{stored.get(key)!r}, this command gives {flag} {value!r}; drop "
+                                f"{flag} to keep the run's")
+        return SlurmOptions.from_record({**stored, "detach": bool(args.detach)})
+    opts = {k: v for k, v in given.items() if v is not None}
+    return SlurmOptions(**{"launcher": "local", **opts}, detach=bool(args.detach))
+
+
+def check_inputs(args) -> None:
+    """The --slurm-* options apply to --runner slurm only; --slurm-image-dir must be a directory
+    (nothing created: reprokit/checks.py)."""
+    used = [f for f, v in (("--slurm-launcher", args.slurm_launcher),
+                           ("--slurm-partition", args.slurm_partition),
+                           ("--slurm-account", args.slurm_account), ("--slurm-qos", args.slurm_qos),
+                           ("--slurm-constraint", args.slurm_constraint),
+                           ("--slurm-gpu-feature", args.slurm_gpu_feature),
+                           ("--slurm-mem", args.slurm_mem), ("--slurm-time", args.slurm_time),
+                           ("--slurm-no-exclusive", args.slurm_no_exclusive),
+                           ("--slurm-image-dir", args.slurm_image_dir), ("--detach", args.detach))
+            if v]
+    if used and args.runner != "slurm":
+        raise UserError(f"{used[0]} applies to --runner slurm only; add --runner slurm or drop "
+                        f"{used[0]}")
+    if args.slurm_image_dir:
+        checks.input_dir(args.slurm_image_dir, "--slurm-image-dir", "pass the directory holding "
+                         "the <image>-<flavour>.sif or .sqsh files (README: Run on a Slurm cluster)")
+
+
+def slurm_runner(args, resumed: results.RunDir | None, root: Path):
+    """The Slurm runner, after a probe job has seen the results directory from a node, and the
+    device: the probe's node's (slurm_device), not this host's. A GPU run is planned (preflight)
+    on that node's fingerprint, which run.json then keeps as its host_fingerprint."""
+    from reprokit.runners.slurm import SlurmRunner
+
+    stored, probed = None, None
+    if resumed is not None:
+        stored = (resumed.load_run().get("slurm") or {}).get("options")
+        probed = (resumed.load_run().get("slurm") or {}).get("probe")
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    options = slurm_options(args, stored)
+    if probed:  # the run's own probe saw its directory (a new probe would queue behind its jobs)
+        device = (resumed.load_run().get("options") or {}).get("device") or slurm_device(
+            args.device, probed)[0]
+        runner = SlurmRunner(options, device=device, say=say)
+        runner.probe_result = probed
+        return runner, device, (f"resumed; the run's probe job {probed['job_id']} saw it from node "
+                                f"{probed['node']}; launcher {runner.launcher.name}")
+    where = resumed.path if resumed is not None else root
+    where.mkdir(parents=True, exist_ok=True)
+    # the device is the node's, not this (login) host's: the probe job's node fingerprint says
+    probe = SlurmRunner(options, device="cpu", say=say).probe(
+        where, gpus=1 if args.device == "gpu" else 0)
+    device, on = slurm_device(args.device, probe)
+    runner = SlurmRunner(options, device=device, say=say)
+    runner.probe_result = probe
+    return runner, device, (f"asked for; probe job {probe['job_id']} saw {where} from node "
+                            f"{probe['node']}; launcher {runner.launcher.name}; device: {on}")
+
+
+def slurm_device(asked: str, probe: dict) -> tuple[str, str]:
+    """(device, why) of a Slurm run from its probe job's node fingerprint (never the driver host's:
+    a login node often has no GPU). `--device gpu` on a node without one is a UserError."""
+    from reprokit.cell_gpus import fingerprint_gpus
+
+    fp = probe.get("node_fingerprint")
+    node = probe.get("node") or "?"
+    if asked == "cpu":
+        return "cpu", "cpu as asked"
+    if fp is None:
+        why = probe.get("node_fingerprint_error") or "no node fingerprint recorded"
+        if asked == "gpu":
+            raise UserError(f"--runner slurm --device gpu: the probe job's node {node} could not "
+                            f"be fingerprinted ({why}); check that the kit's interpreter runs on "
+                            "the nodes, or pass --device cpu")
+        return "cpu", f"cpu: the probe job's node {node} could not be fingerprinted ({why})"
+    gpus = [g for g in fingerprint_gpus(fp) if g.get("uuid")]  # not those the job may not open
+    if gpus:
+        names = sorted({str(g.get("name")) for g in gpus})
+        return "gpu", f"gpu: the probe job's node {node} has {len(gpus)} ({', '.join(names)})"
+    reason = (fp.get("nvidia") or {}).get("reason") or "NVML sees 0 GPUs"
+    if asked == "gpu":
+        raise UserError(f"--runner slurm --device gpu: the probe job's node {node} has no GPU "
+                        f"({reason}); pass --slurm-partition/--slurm-constraint naming GPU nodes, "
+                        "or --device cpu")
+    return "cpu", (f"cpu: the probe job's node {node} has no GPU ({reason}; it asked for none: "
+                   "--device gpu asks the probe for one)")
+
+
+def planning_host(runner, device: str) -> dict | None:
+    """The host a new run is planned on when it is not this one: a Slurm GPU run's probe node."""
+    if runner.name == "slurm" and device == "gpu":
+        return (runner.probe_result or {}).get("node_fingerprint")
+    return None
+
+
+def judged_on_environments(plan, runner, device: str):
+    """The Slurm local launcher's GPU run: every cell's verdict judged on the environments that run
+    it (runners/select.py gpu_environments), not on images."""
+    if runner.name == "slurm" and device == "gpu" and runner.launcher.name == "local":
+        from reprokit.runners.select import gpu_environments
+
+        return replace(plan, verdicts=gpu_environments(plan.runnable, plan.host, other_host=True,
+                                                       runner="slurm")[0])
+    return plan
