@@ -36,10 +36,10 @@ from reprokit import (
     results,
 )
 from reprokit.errors import UserError
-from reprokit.execute_concurrent import Handover, run_concurrent
+from reprokit.execute_concurrent import run_concurrent
 from reprokit.plan import Plan, cell_specs, decide, make_job
 from reprokit.progress import Progress, design_times, past_cell_times, recorded_times
-from reprokit.record import RunRecord, placeholder_result, set_entry
+from reprokit.record import Execution, RunRecord, placeholder_result, set_entry
 from reprokit.record import exit_code as exit_code  # `run` and `report` exit with it
 from reprokit.record import not_ok_cells as not_ok_cells
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
@@ -413,15 +413,15 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     by_stack: dict[str, list[tuple[Cell, list]]] = {}
     for c, procs in todo:  # by the stack whose image runs the cell (a fallback link, else its own)
         by_stack.setdefault(plan.run_stack(c), []).append((c, procs))
-    jobs = StackJobs(plan, runner, rec, progress, stacks, say)
+    ex = Execution(plan, runner, rec, by_stack, StackJobs(plan, runner, rec, progress, stacks, say).prepare,
+                   progress, stacks, say, resume)
     if getattr(runner, "concurrent", False):  # a cluster runner: every cell submitted, outcomes
         # collected as they finish (reprokit/execute_concurrent.py)
-        if run_concurrent(Handover(plan, runner, rec, by_stack, jobs.prepare, progress, stacks,
-                                   say, resume)):
+        if run_concurrent(ex):
             progress.close()
             return run  # --detach: the jobs run on; status/report/--resume re-attach
     else:
-        _run_serial(plan, runner, rec, jobs, by_stack, progress, say)
+        _run_serial(ex)
     runner.cleanup()
     run = reconcile.reconcile(rundir, run, modify=True, say=say).run  # what is on disk now
     rec.run = run
@@ -433,20 +433,21 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     return run
 
 
-def _run_serial(plan: Plan, runner: Runner, rec: RunRecord, jobs: StackJobs,
-                by_stack: dict[str, list[tuple[Cell, list]]], progress: Progress, say) -> None:
+def _run_serial(ex: Execution) -> None:
     """One cell process at a time: with --repeat K round N runs process N of every cell, stack by
     stack; each result (then run.json) is on disk before the next cell starts."""
+    plan, runner, rec, progress, say = ex.plan, ex.runner, ex.rec, ex.progress, ex.say
     repeat = plan.options.repeat
     rundir, run = rec.rundir, rec.run
     run_id = run["run_id"]
     verdicts = plan.verdicts or {}
     for rnd in [None] if repeat == 1 else list(range(1, repeat + 1)):
-        for stack, items in by_stack.items():
+        for stack, items in ex.by_stack.items():
             now = [(c, procs) for c, procs in items if rnd in procs]
-            if not now or jobs.prepare(stack, items) is None:
+            ready = ex.prepare(stack, items) if now else None
+            if ready is None:
                 continue
-            prepared, spec, job_path, job_cells = jobs.ready[stack]
+            prepared, spec, job_path, job_cells = ready
             for c, _ in now:  # the first GPU cell of a stack, GPU and driver: an untimed start
                 jit = jit_warmup.before_cell(run, runner, prepared, job_path, job_cells[c.id],
                                              rundir, stack, say)

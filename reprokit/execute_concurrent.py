@@ -1,6 +1,6 @@
 """Execute a plan with a runner that runs many cells at once (`runner.concurrent`, the Slurm runner).
 
-reprokit/execute.py hands over here (`Handover`) once the run record is written and the cells to
+reprokit/execute.py hands over here (record.Execution) once the run record is written and the cells to
 run are known; both write the record through reprokit/record.py and this module never imports
 execute.py: every cell (every process with --repeat K) is submitted, then the outcomes are collected as
 they finish, each written (its result file, then run.json) before the next is looked at, so the
@@ -22,29 +22,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reprokit import fallback, files, lifecycle, merge_processes, reconcile, record, results
-from reprokit.record import RunRecord
+from reprokit.record import Execution, RunRecord
 from reprokit.runners.base import CellOutcome
-
-
-@dataclass
-class Handover:
-    """What the driver (reprokit/execute.py) hands over once run.json is written and the cells to
-    run are known."""
-    plan: Any  # the plan, decided for this runner (plan.Plan)
-    runner: Any  # a runner with `concurrent` (runners/slurm.py SlurmRunner)
-    rec: RunRecord
-    by_stack: dict[str, list[tuple]]  # stack -> [(cell, process indices to run)]
-    prepare: Callable[[str, list], tuple | None]  # the driver's stack preparation (execute.StackJobs)
-    progress: Any
-    stacks: dict  # the stacks' data (suites.load_stacks)
-    say: Callable[[str], None]
-    resume: bool
 
 
 @dataclass
@@ -94,7 +78,7 @@ def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
     return res
 
 
-def run_concurrent(h: Handover) -> bool:
+def run_concurrent(h: Execution) -> bool:
     """Submit every cell of `h.by_stack`, collect them as they finish. True when detached (the run
     is left unfinished: its jobs run on)."""
     from reprokit.runners.slurm import Task, say_detached

@@ -12,13 +12,14 @@ at once: reprokit/execute_concurrent.py), `reconcile`, `status`, `report` and th
 - `finish_result`: what the runner saw merged into the harness's result (or a placeholder);
 - `status_counts`, `not_ok_cells`, `exit_code`: the statuses of a run's cells counted, and the exit
   status of `run` and `report`;
-- `RunRecord`: run.json while a driver writes it (its cell entries, the running cell, wall_s).
+- `RunRecord`: run.json while a driver writes it (its cell entries, the running cell, wall_s);
+- `Execution`: what the driver hands either way of running the cells.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,24 @@ class RunRecord:
                                "driver": self.run["driver"]}
         self.rundir.write_run(self.run)
         self.current = (cell, process, time.monotonic())
+
+
+@dataclass
+class Execution:
+    """A run being executed, as the driver (reprokit/execute.py) hands it, once run.json is written
+    and the cells to run are known, to one of the two ways of running them over its record: one
+    cell process at a time (execute._run_serial) or all at once (execute_concurrent.run_concurrent,
+    a runner with `concurrent`)."""
+    plan: Any  # the plan, decided for this runner (plan.Plan)
+    runner: Any
+    rec: RunRecord
+    by_stack: dict[str, list[tuple]]  # stack whose image runs them -> [(cell, process indices)]
+    prepare: Callable[[str, list], tuple | None]  # the stack prepared once: (prepared, spec, job
+    # path, job cells by id), None when unavailable (its cells recorded skipped): execute.StackJobs
+    progress: Any  # progress.Progress
+    stacks: dict  # the stacks' data (suites.load_stacks)
+    say: Callable[[str], None]
+    resume: bool
 
 
 # -- cell result files ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The run core's own pieces on tiny synthetic run directories (pure logic, no framework, no
 runner): run.json's cell entries, placeholders, status counts and exit status (reprokit/record.py),
 the checks and the merge of a cell's result files, RunRecord, and what the driver hands the
-concurrent runner (execute_concurrent's collector) and how it prepares a stack (execute.StackJobs)."""
+concurrent runner (execute_concurrent's collector), how it prepares a stack (execute.StackJobs) and
+the serial way of running the cells over the record (execute._run_serial, a fake runner)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from reprokit import files, merge_processes, reconcile, record, results, validate
-from reprokit.execute import StackJobs
+from reprokit.execute import StackJobs, _run_serial
 from reprokit.execute_concurrent import _Collector
 from reprokit.runners.base import CellOutcome, StackUnavailable
 from reprokit.suites import Cell
@@ -331,3 +332,47 @@ def test_a_stack_that_cannot_be_prepared_skips_its_cells_once(tmp_path):
     assert [s for s in progress.seen if s[0] == "done"] == [
         ("done", a.id, "skipped", 1), ("done", a.id, "skipped", 2),
         ("done", b.id, "skipped", 1), ("done", b.id, "skipped", 2)]
+
+
+def test_the_serial_way_runs_round_by_round_and_records_every_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPROKIT_JIT_WARMUP", "off")
+    a, b, c = cell("000/a"), cell("000/b", stack="tf-2.0"), cell("000/c")
+    cells = {x.id: x for x in (a, b, c)}
+    rundir = new_run(tmp_path, [a, b, c])
+    rec = record.RunRecord(rundir, rundir.load_run(), started=time.time())
+    ran, prepared = [], []
+
+    class Runner:
+        name = "local"
+
+        def run_cell(self, prep, job_path, job_cell, cells_dir, log, process=None):
+            on_record = rundir.load_run()["current"]  # the running cell is on disk first
+            ran.append((job_cell["id"], process, on_record["cell_id"], on_record["process"]))
+            rundir.write_process(ok_result(cells[job_cell["id"]], process=process, wall=1.0))
+            return CellOutcome("ok", None, 1.0, None, {})
+
+    def prepare(stack, items):
+        prepared.append(stack)
+        return ({}, {}, rundir.jobs_dir / f"{stack}.json",
+                {x.id: {"id": x.id, "workload": "w", "device": "cpu"} for x, _ in items})
+
+    plan = SimpleNamespace(options=SimpleNamespace(repeat=2, device="cpu"),
+                           verdicts={x: {} for x in cells})
+    progress = _Progress()
+    # c runs its process 2 only (as in a resumed run whose process 1 of c failed elsewhere)
+    by_stack = {"tf-1.8": [(a, [1, 2]), (c, [2])], "tf-2.0": [(b, [1, 2])]}
+    _run_serial(record.Execution(plan, Runner(), rec, by_stack, prepare, progress, {},
+                                 lambda *_: None, False))
+    assert [(cid, p) for cid, p, _, _ in ran] == [(a.id, 1), (b.id, 1), (a.id, 2), (c.id, 2),
+                                                   (b.id, 2)]  # round by round, stack by stack
+    assert all(r[:2] == r[2:] for r in ran)
+    assert prepared == ["tf-1.8", "tf-2.0", "tf-1.8", "tf-2.0"]  # asked each round (StackJobs: once)
+    run = rundir.load_run()
+    assert run["cells"][0] == record.cell_entry(a.id, a.stack, "ok", None, 2.0)
+    assert run["cells"][1] == record.cell_entry(b.id, b.stack, "ok", None, 2.0)
+    assert (run["cells"][2]["status"], run["cells"][2]["reason"][:27]) == (
+        "pending", "process 1 of 2: not run yet")
+    assert run["current"] is None and rundir.load_cell(a.id)["repeat"] == 2
+    assert [x for x in progress.seen if x[0] == "done"] == [
+        ("done", a.id, "ok", 1), ("done", b.id, "ok", 1), ("done", a.id, "ok", 2),
+        ("done", c.id, "ok", 2), ("done", b.id, "ok", 2)]
