@@ -376,3 +376,80 @@ def test_the_serial_way_runs_round_by_round_and_records_every_process(tmp_path, 
     assert [x for x in progress.seen if x[0] == "done"] == [
         ("done", a.id, "ok", 1), ("done", b.id, "ok", 1), ("done", a.id, "ok", 2),
         ("done", c.id, "ok", 2), ("done", b.id, "ok", 2)]
+
+
+class _Cluster:
+    """A concurrent runner's protocol (runners/slurm.py SlurmRunner) without Slurm: every task
+    submitted at once, one finished per poll, its harness result written as it ends."""
+    name, concurrent, poll_s = "slurm", True, 0.0
+
+    def __init__(self, results_of, detach=False):
+        self.options = SimpleNamespace(record=lambda: {"launcher": "local"}, detach=detach,
+                                       exclusive=True)
+        self.stats = {"submit_s": 0.25, "sbatch_calls": 1, "polls": 0}
+        self.results_of, self.queue, self.submitted = results_of, [], []
+
+    def submit(self, rundir, prepared, tasks):
+        for i, t in enumerate(tasks):
+            t.job_id = f"9_{i}"
+        self.queue = list(tasks)
+        self.submitted = [(t.cell.id, t.process) for t in tasks]
+        return [{"job_id": "9", "stack": "tf-1.8", "launcher": "local", "time_limit_min": 2,
+                 "tasks": [{"index": i, "cell_id": t.cell.id, "process": t.process}
+                           for i, t in enumerate(tasks)]}]
+
+    def outstanding(self):
+        return len(self.queue)
+
+    def poll(self, rundir):
+        self.stats["polls"] += 1
+        t = self.queue.pop(0)
+        status = self.results_of(t, rundir)
+        return [(t, CellOutcome(status, None if status == "ok" else "exit 1", 1.5, None,
+                                {"job_id": t.job_id}))]
+
+
+def _concurrent(tmp_path, detach=False):
+    from reprokit.execute_concurrent import run_concurrent
+
+    a, b = cell("000/a"), cell("000/b")
+    rundir = new_run(tmp_path, [a, b])
+    rec = record.RunRecord(rundir, rundir.load_run(), started=time.time())
+
+    def results_of(task, rundir):  # a's harness writes an ok result; b's process 2 none
+        if task.cell.id == "000/a" or task.process == 1:
+            rundir.write_process(ok_result(task.cell, process=task.process, wall=1.0))
+            return "ok"
+        return "failed"
+
+    runner = _Cluster(results_of, detach)
+    plan = SimpleNamespace(options=SimpleNamespace(repeat=2, device="cpu"),
+                           suite=SimpleNamespace(sources=[]))
+    job_cells = {x.id: {"id": x.id} for x in (a, b)}
+    ex = record.Execution(plan, runner, rec, {"tf-1.8": [(a, [1, 2]), (b, [1, 2])]},
+                          lambda stack, items: ({}, {}, rundir.jobs_dir / "tf-1.8.json", job_cells),
+                          _Progress(), {"tf-1.8": {}}, lambda *_: None, False)
+    return run_concurrent(ex), rundir, runner, (a, b)
+
+
+def test_the_concurrent_way_submits_everything_then_records_each_task_as_it_ends(tmp_path):
+    detached, rundir, runner, (a, b) = _concurrent(tmp_path)
+    assert detached is False
+    assert runner.submitted == [(a.id, 1), (a.id, 2), (b.id, 1), (b.id, 2)]
+    run = rundir.load_run()
+    assert run["slurm"]["detached"] is False and run["slurm"]["jobs"][0]["job_id"] == "9"
+    assert run["slurm"]["driver_cost"]["tasks_followed"] == 4
+    assert run["slurm"]["driver_cost"]["polls"] == 4
+    assert run["cells"] == [record.cell_entry(a.id, a.stack, "ok", None, 3.0),
+                            record.cell_entry(b.id, b.stack, "failed", "process 2 of 2: exit 1", 3.0)]
+    assert rundir.load_cell(b.id, 2)["runner"]["job_id"] == "9_3"
+
+
+def test_a_detached_concurrent_run_leaves_every_cell_pending_with_its_job(tmp_path):
+    detached, rundir, runner, (a, b) = _concurrent(tmp_path, detach=True)
+    assert detached is True and runner.outstanding() == 4
+    run = rundir.load_run()
+    assert run["slurm"]["detached"] is True
+    assert [(e["status"], e["reason"]) for e in run["cells"]] == [
+        ("pending", "submitted to Slurm as job 9_0; not finished yet"),
+        ("pending", "submitted to Slurm as job 9_2; not finished yet")]
