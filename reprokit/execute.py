@@ -8,6 +8,12 @@ round N runs process N of every cell (stack by stack, each stack prepared once p
 process writes cells/<stem>.p<N>.json and the cell's main result is re-merged from the process
 files after each of them (reprokit/merge_processes.py). A resumed run keeps the ok process files
 and runs only the missing or failed processes again.
+
+The driver here writes run.json (`_open_record`), records what will not run (`_todo`), prepares each
+stack once (`StackJobs`), then hands a record.Execution to one of the two ways of running the cells:
+one process at a time (`_run_serial`) or, for a runner with `concurrent` (Slurm), all at once
+(reprokit/execute_concurrent.py, which never imports this module). Every cell entry, placeholder
+and result file goes through reprokit/record.py.
 """
 
 from __future__ import annotations
