@@ -22,7 +22,7 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from reprokit import checks, reconcile, report, results
+    from reprokit import checks, reconcile, record, report, results
 
     if Path(args.run).is_file():  # a crate: rendered from its files alone (reprokit/crate/checks.py)
         from reprokit.crate import checks
@@ -44,15 +44,12 @@ def run(args) -> int:
             print(p)
     bad = reconcile.incomplete(rec.run)
     if bad:
-        counts: dict[str, int] = {}
-        for e in bad:
-            counts[e["status"]] = counts.get(e["status"], 0) + 1
-        shown = ", ".join(f"{n} {s.upper()}" for s, n in sorted(counts.items()))
+        shown = ", ".join(f"{n} {s.upper()}" for s, n in record.status_counts(bad).items())
         print(f"reproduce.py: the run is incomplete: {shown} ({', '.join(e['cell_id'] for e in bad[:3])}"
               f"{', ...' if len(bad) > 3 else ''}); the report lists them; `run --suite "
               f"{rec.run.get('suite')} --resume {rundir.path}` measures them", file=sys.stderr)
         return 1
-    from reprokit.execute import not_ok_cells
+    from reprokit.record import not_ok_cells
 
     failed = not_ok_cells(rec.run)  # the run's own exit status: a failed or crashed cell is 1 here too
     if failed:

@@ -25,7 +25,7 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from reprokit import checks, execute_concurrent, reconcile, results
+    from reprokit import checks, execute_concurrent, reconcile, record, results
 
     rundir = results.resolve_run(args.run, Path(args.results))
     run = rundir.load_run()
@@ -50,11 +50,9 @@ def run(args) -> int:
                                          f"on {r['node']}" if r.get("node") else "") if x)
             print(f"{e['status']:<12} {e['cell_id']}" + (f"  [{where}]" if where else "")
                   + (f"  {e['reason']}" if e.get("reason") and e["status"] != "ok" else ""))
-        counts: dict[str, int] = {}
-        for e in run["cells"]:
-            counts[e["status"]] = counts.get(e["status"], 0) + 1
         state = "finished" if run.get("finished") else "not finished"
-        print(f"{rundir.path.name}: {state}; " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
+        print(f"{rundir.path.name}: {state}; "
+              + ", ".join(f"{n} {s}" for s, n in record.status_counts(run["cells"]).items()),
               file=sys.stderr)
     bad = reconcile.incomplete(run)
     return 1 if bad or not run.get("finished") else 0
