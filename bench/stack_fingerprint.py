@@ -10,8 +10,8 @@ never raises. The result is JSON-serialisable and kept small (long texts are cut
 Never run on a GPU: the device listings and the CUDA/cuDNN library probes were exercised only on
 CPU machines without a driver, where they report null with a reason.
 
-The environment allow-list is duplicated from reprokit/fingerprint.py (bench/ never imports the
-host package); tests/test_fingerprint.py checks that both copies agree.
+The environment allow-list is duplicated from reprokit/probes/fingerprint.py (bench/ never imports the
+host package); tests/probes/test_fingerprint.py checks that both copies agree.
 """
 from __future__ import print_function
 
@@ -33,7 +33,7 @@ try:
 except NameError:
     TEXT_TYPES = (str,)
 
-# -- environment allow-list (keep identical to reprokit/fingerprint.py) ------------------------
+# -- environment allow-list (keep identical to reprokit/probes/fingerprint.py) ------------------------
 ENV_ALLOW_EXACT = (
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_FORCE_PTX_JIT",
     "CUDA_DISABLE_PTX_JIT", "CUDA_MODULE_LOADING", "CUDA_HOME", "CUDA_PATH",

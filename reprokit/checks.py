@@ -219,22 +219,6 @@ def text_file(path: Path | str, fix: str) -> Path:
     return p
 
 
-# -- the host -----------------------------------------------------------------------------------
-
-
-def require_gpu(what: str, fix: str) -> None:
-    """This host has at least one GPU NVML can see (reprokit/fingerprint.py: nvml_gpus, the same
-    source as the host fingerprint's `gpus` and `nvidia.available`). Whether the environments that
-    would run can use it is checked once the runner is known (reprokit/runners/select.py
-    local_device: the local runner; the Slurm local launcher in commands/run.py)."""
-    from reprokit import fingerprint
-
-    gpus, summary = fingerprint.nvml_gpus()
-    if not gpus:
-        why = summary.get("reason") or "NVML sees 0 GPUs"
-        raise UserError(f"{what}: this host has no GPU ({why}); {fix}")
-
-
 # -- results ------------------------------------------------------------------------------------
 
 

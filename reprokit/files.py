@@ -46,7 +46,7 @@ IMAGES = REPO / "images"
 COMPOSE = REPO / "compose"
 
 # schema_version of each format the kit writes: the current one and what each version changed.
-# Bump a version here and in its schema's `const` together; tests/test_files.py checks they agree.
+# Bump a version here and in its schema's `const` together; tests/core/test_files.py checks they agree.
 FORMATS: dict[str, tuple[int, dict[int, str]]] = {
     "run": (1, {1: "first version (issue 1)"}),
     "cell_result": (1, {1: "first version (issue 1); bench/harness.py SCHEMA_VERSION writes it"}),
@@ -62,7 +62,8 @@ FORMATS: dict[str, tuple[int, dict[int, str]]] = {
     "rerun_coverage": (1, {1: "first version"}),
     "cell_times": (1, {1: "first version"}),
     "stack_attempts": (1, {1: "first version"}),
-    "published": (1, {1: "first version (reprokit/published_csv.py writes it from the reference CSV)"}),
+    "published": (1,
+                  {1: "first version (reprokit/catalog/published_csv.py writes it from the reference CSV)"}),
 }
 
 

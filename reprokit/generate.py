@@ -36,7 +36,8 @@ class Generator:
 GENERATORS = (
     Generator("Dockerfiles", files.IMAGES, "reprokit.containers.recipes"),
     Generator("compose files", files.COMPOSE, "reprokit.containers.compose"),
-    Generator("published numbers", files.DATA / "published", "reprokit.published_csv", needs_csv=True),
+    Generator("published numbers", files.DATA / "published", "reprokit.catalog.published_csv",
+              needs_csv=True),
 )
 
 
@@ -52,7 +53,7 @@ def generate(write: bool, csv: Path | None = None) -> list[Outcome]:
     """Compare every generated file with what its inputs make now; with `write`, rewrite the ones that
     differ (containers.generated: atomically, mode 0644). Files a generator no longer makes are left
     alone."""
-    from reprokit import published_csv
+    from reprokit.catalog import published_csv
     from reprokit.containers import generated
 
     csv = csv or published_csv.DEFAULT_CSV

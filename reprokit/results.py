@@ -1,13 +1,13 @@
 """Results on disk: results/<run-id>/{run.json, cells/*.json, jobs/*.json, logs/*}.
 
 With `run --repeat K` (K > 1) each cell's processes write cells/<stem>.p<N>.json and the cell's
-main result cells/<stem>.json is merged from them (reprokit/merge_processes.py); only main results
+main result cells/<stem>.json is merged from them (reprokit/run/merge_processes.py); only main results
 are cells here: the process files are never loaded as cells of their own.
 
 Every write is atomic (temp file in the same directory, fsync, rename; reprokit/files.py) and
 validated against its schema first; every load validates too. The pandas tables of a run are in
 reprokit/analysis/frames.py (`cells_frame`, `samples_frame`), the ETA's earlier cell times in
-reprokit/progress.py (`past_cell_times`); the old names here still resolve to them.
+reprokit/run/progress.py (`past_cell_times`); the old names here still resolve to them.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from reprokit.files import (  # noqa: F401
 
 # Names that moved out of this module, resolved on first use (no import of pandas until then).
 _MOVED = {"cells_frame": "reprokit.analysis.frames", "samples_frame": "reprokit.analysis.frames",
-          "sample_processes": "reprokit.analysis.frames", "past_cell_times": "reprokit.progress"}
+          "sample_processes": "reprokit.analysis.frames", "past_cell_times": "reprokit.run.progress"}
 
 
 def __getattr__(name: str):

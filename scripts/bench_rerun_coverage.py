@@ -5,7 +5,7 @@
     python scripts/bench_rerun_coverage.py --calibrate [--quick]
     python scripts/bench_rerun_coverage.py --compare RUN_A RUN_B
 
---design new runs the kit's default design (reprokit/design.py: processes x iterations per cell from
+--design new runs the kit's default design (reprokit/plan/design.py: processes x iterations per cell from
 data/cell_costs.yaml; no --repeat); --design old (the default) one process per cell, or --repeat K.
 --calibrate is issue 21's calibration benchmark: source 000's PyTorch and TensorFlow cells
 (legacy-2017) and source 003's PyTorch cells (stacked-lstm-2019), two runs back to back with the old

@@ -47,8 +47,10 @@ REPO = Path(__file__).resolve().parent.parent
 MULTINODE_CONF = "/etc/slurm-multinode/slurm.conf"  # scripts/slurm-multinode.sh
 sys.path.insert(0, str(REPO))
 
-from reprokit import files, merge_processes, results, suites  # noqa: E402
-from reprokit.plan import Options, make_job, make_plan  # noqa: E402
+from reprokit import files, results  # noqa: E402
+from reprokit.catalog import suites  # noqa: E402
+from reprokit.plan.plan import Options, make_job, make_plan  # noqa: E402
+from reprokit.run import merge_processes  # noqa: E402
 from reprokit.runners.slurm import SlurmOptions, SlurmRunner, Task  # noqa: E402
 
 

@@ -22,8 +22,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from reprokit import suites, units
 from reprokit.analysis import devices, flops, verdicts
+from reprokit.catalog import suites, units
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS = {"H200": "NVIDIA H200", "H100": "NVIDIA H100 80GB HBM3", "A100": "NVIDIA A100-SXM4-80GB"}

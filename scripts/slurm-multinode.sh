@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real multi-node Slurm cluster on this one machine, for tests/test_slurm_multinode.py and for
+# A real multi-node Slurm cluster on this one machine, for tests/runners/test_slurm_multinode.py and for
 # trying `reproduce.py run --runner slurm` over several nodes by hand. Idempotent: run it as often as
 # you like (it also brings back a node a test killed).
 #
@@ -20,7 +20,7 @@
 # (scripts/bench_slurm.py --multinode compares one node with three that way).
 #
 # One slurmctld (its own port 6917, state, logs and ClusterName, beside scripts/slurm-setup.sh's
-# one-node cluster, which keeps running for tests/test_slurm.py); munge is shared with it
+# one-node cluster, which keeps running for tests/runners/test_slurm.py); munge is shared with it
 # (scripts/slurm-setup.sh starts munged: this script runs it first). Commands reach this cluster
 # with SLURM_CONF=/etc/slurm-multinode/slurm.conf; jobs inherit it (sbatch --export=ALL).
 #

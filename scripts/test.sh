@@ -20,9 +20,9 @@ if [ -x .ci/docker-setup.sh ]; then
   bash .ci/docker-setup.sh
 fi
 
-# real Slurm clusters (slurm-wlm, munge) for tests/test_slurm*.py, when those tests run: the one-node
+# real Slurm clusters (slurm-wlm, munge) for tests/runners/test_slurm*.py, when those tests run: the one-node
 # cluster, and the three-node one (each slurmd in its own network and UTS namespace, with its own CPU
-# set) of tests/test_slurm_multinode.py
+# set) of tests/runners/test_slurm_multinode.py
 if [ $# -eq 0 ] || printf '%s\n' "$@" | grep -q slurm; then
   echo "== slurm: munged, slurmctld and slurmd on this machine (scripts/slurm-setup.sh)"
   t0=$(date +%s)

@@ -19,7 +19,7 @@ def pytest_collection_modifyitems(config, items):
     if not marked:
         return
     if not _NVML_GPUS:
-        from reprokit import fingerprint
+        from reprokit.probes import fingerprint
 
         _NVML_GPUS.append(fingerprint.nvml_gpus())
     gpus, nvidia = _NVML_GPUS[0]
@@ -73,7 +73,7 @@ def smoke_image(image_lock):
 def theano_python() -> str:
     """The theano-0.9 stack's venv (numpy < 2), created exactly as the local runner creates it and
     cached under REPROKIT_VENV_DIR; REPROKIT_THEANO_PYTHON overrides it."""
-    from reprokit import suites
+    from reprokit.catalog import suites
     from reprokit.runners import venvs
     from reprokit.runners.base import StackUnavailable
 

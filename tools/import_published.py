@@ -3,7 +3,7 @@ reprokit/data/published/<source>.yaml.
 
 Run once when the reference CSV changes:  python tools/import_published.py [CSV]
 (the same as `python reproduce.py generate`, which also regenerates the Dockerfiles and compose files).
-The mapping of each CSV row to a cell and a metric is reprokit/published_csv.py.
+The mapping of each CSV row to a cell and a metric is reprokit/catalog/published_csv.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reprokit import files, published_csv  # noqa: E402
+from reprokit import files  # noqa: E402
+from reprokit.catalog import published_csv  # noqa: E402
 
 OUT = files.DATA / "published"
 

@@ -7,7 +7,7 @@ one process beyond its timed iterations (`start_s`: process wall time minus warm
 per process), the cost of one steady iteration (`iteration_s`, the median of the steady-state seconds,
 reprokit/analysis/steady_state.py), the iteration-level variance as a CV (`within_cv`, pooled over the
 processes) and, from a run with 2 or more processes per cell, the process-level CV of the process medians
-(`between_cv`; null from a one-process run). reprokit/design.py picks processes x iterations from these
+(`between_cv`; null from a one-process run). reprokit/plan/design.py picks processes x iterations from these
 (Kalibera & Jones 2013). One entry per (suite, runner, --quick, protocol): a new run replaces the old one.
 """
 
@@ -31,7 +31,7 @@ HEADER = """\
 # (iteration_s), the iteration-level CV (within_cv) and, from a run of 2 or more processes per cell, the
 # process-level CV of the process medians (between_cv, else null), per (suite, runner, --quick,
 # protocol). Written by tools/record_cell_costs.py RUN_DIR from the run's cell results; each entry names
-# the run, the machine and the date. reprokit/design.py chooses processes x iterations per cell from them
+# the run, the machine and the date. reprokit/plan/design.py chooses processes x iterations per cell from them
 # (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013).
 """
 

@@ -2,7 +2,7 @@
 
     python tools/record_cell_times.py [--merge] RUN_DIR [RUN_DIR ...]
 
-The ETA of a run (reprokit/progress.py) uses, for each cell, its time in the newest earlier run on this
+The ETA of a run (reprokit/run/progress.py) uses, for each cell, its time in the newest earlier run on this
 host (results/), else the time recorded here, scaled by this run's pace. A fresh clone has no earlier run,
 so without this file the first ETA is a guess from the first cells. One measurement per (suite, runner,
 --quick, protocol): a new run of the same kind replaces the old one. Only cells that ended ok are kept.
@@ -26,7 +26,7 @@ from reprokit.analysis import cpus  # noqa: E402
 OUT = REPO / "reprokit" / "data" / "cell_times.yaml"
 HEADER = """\
 # Measured process wall time (seconds) of every cell of a run, per (suite, runner, --quick, protocol):
-# the ETA of a run on a host with no earlier run of its own (reprokit/progress.py) starts from these and
+# the ETA of a run on a host with no earlier run of its own (reprokit/run/progress.py) starts from these and
 # scales them by the pace of the run's first cells. Written by tools/record_cell_times.py RUN_DIR from
 # the run's run.json (process_wall_s of each ok cell, per process with --repeat K); each entry names
 # the run, the machine and the date it was measured on.

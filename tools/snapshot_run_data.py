@@ -5,7 +5,7 @@
 Renders the run's report with reprokit/data as it is now, recording which data files the report reads
 (reprokit/crate/export.py render_recording), copies exactly those into RUN/kit-data/ and records their
 sha256 in run.json `data_snapshot`; `reproduce.py report RUN` then renders from them. Use it only on a
-run whose report is current with today's data (the committed sample: tests/test_sample_run.py checks
+run whose report is current with today's data (the committed sample: tests/report/test_sample_run.py checks
 that), since the snapshot says that this is the data the run's verdicts use.
 """
 

@@ -20,7 +20,7 @@ imported, so the driver ignores every cubin and JIT-compiles PTX; whatever still
 all the kernels the probe touched (CUDA Ampere/Hopper compatibility guides, 1.3).
 
 THE GPU PATH OF EVERY PROBE HAS NEVER RUN: no machine of this project has a GPU. On a CPU the same
-code runs (tests/test_probes.py runs the probes of the modern stack, Theano and MXNet on CPU through
+code runs (tests/plan/test_probes.py runs the probes of the modern stack, Theano and MXNet on CPU through
 the local runner), which checks the arithmetic, the reference and the recording, not a GPU.
 
 Standard library and NumPy only; Python 3.5 syntax (2.7-compatible).
@@ -190,7 +190,7 @@ def run_probe(ctx, np, p, framework, version, gemm, lstm_step, gemm_api, lstm_ap
     if device == "gpu":
         ctx.note("GPU path of this probe: written without a GPU and never run on one before this "
                  "run; its calls are checked against the framework's API list "
-                 "(tests/test_api_paths.py).")
+                 "(tests/containers/test_api_paths.py).")
     ctx.extra["probe"] = {
         "device": device, "cuda_force_ptx_jit": ptx_note, "gemm": gemm_check,
         "lstm_step": lstm_check, "gemm_api": gemm_api, "lstm_api": lstm_api,

@@ -1,8 +1,8 @@
 """Which API generation of a framework is installed: the version switches of the workloads.
 
 Workloads choose their API by the framework version inside the stack, only through these two
-predicates, so that reprokit/apipaths.py can tell statically which branch each stack's framework
-version takes (tests/test_api_paths.py checks every call on that branch against the framework's
+predicates, so that tests/containers/apipaths.py can tell statically which branch each stack's framework
+version takes (tests/containers/test_api_paths.py checks every call on that branch against the framework's
 API list at that version):
 
     if _versions.at_least(tf, 1, 13): ...      # tf.compat.v1 exists from 1.13 on

@@ -7,7 +7,7 @@ stack's own path. One bias vector. Inputs are placed on the first device of the 
 asks for; np.asarray of a result waits for it and copies it to the host.
 
 THE GPU PATH HAS NEVER RUN (no GPU here). On the CPU it runs with the installed JAX
-(tests/test_probes.py).
+(tests/plan/test_probes.py).
 
 Python 3.5 syntax; imports only jax, numpy and the standard library.
 """
@@ -22,9 +22,9 @@ FRAMEWORK = "jax"
 def run(ctx):
     p = common.settings(ctx)
     ptx_note = common.force_ptx_jit(ctx)  # before jax is imported
-    import numpy as np
     import jax
     import jax.numpy as jnp
+    import numpy as np
 
     gpu = ctx.device == "gpu"
     kind = "gpu" if gpu else "cpu"

@@ -6,9 +6,9 @@ GEMM mxnet.nd.dot (cuBLAS on a GPU); LSTM step mxnet.nd.RNN(mode="lstm") over on
 cuDNN RNN on a GPU), its flat parameter vector filled with the constant; two bias vectors.
 
 THE GPU PATH HAS NEVER RUN (no GPU here); the calls are checked against the MXNet 1.2.0 API list by
-tests/test_api_paths.py. On the CPU the same code ran with MXNet 1.2.0 itself (Python 3.6, the local
+tests/containers/test_api_paths.py. On the CPU the same code ran with MXNet 1.2.0 itself (Python 3.6, the local
 runner's environment candidate for this stack, 2026-11-25; its CPU LSTM answered within 2e-7 of
-the reference) and with MXNet 1.9.1 (tests/test_probes.py runs whichever the local runner provides).
+the reference) and with MXNet 1.9.1 (tests/plan/test_probes.py runs whichever the local runner provides).
 
 Python 3.5 syntax; imports only mxnet, numpy and the standard library.
 """
@@ -23,8 +23,8 @@ FRAMEWORK = "mxnet"
 def run(ctx):
     p = common.settings(ctx)
     ptx_note = common.force_ptx_jit(ctx)  # before mxnet is imported
-    import numpy as np
     import mxnet as mx
+    import numpy as np
 
     gpu = ctx.device == "gpu"
     if gpu and not mx.test_utils.list_gpus():

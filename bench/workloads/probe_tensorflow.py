@@ -1,7 +1,7 @@
 """GPU capability probe, TensorFlow (stacks tf-1.2, tf-1.8, keras-tf-1.8, tf-2.0, tf-modern; suite
 gpu-smoke). See _probe.py for the checks.
 
-The API is chosen by the TensorFlow version (_versions.at_least; tests/test_api_paths.py checks each
+The API is chosen by the TensorFlow version (_versions.at_least; tests/containers/test_api_paths.py checks each
 stack's path against that version's API list):
 
 * TensorFlow 1.x (graph and Session): GEMM tf.matmul (cuBLAS); LSTM step on a GPU
@@ -15,7 +15,7 @@ stack's path against that version's API list):
 
 THE GPU PATH HAS NEVER RUN (no GPU here), nor have TensorFlow 1.8.0 or 2.0.0. On the CPU the TF 2
 path runs with the installed TensorFlow and the TF 1.x graph path with TensorFlow 1.2.1 where the
-local runner provides it (Python 3.6; tests/test_probes.py).
+local runner provides it (Python 3.6; tests/plan/test_probes.py).
 
 Python 3.5 syntax; imports only tensorflow, numpy and the standard library.
 """
@@ -118,7 +118,7 @@ def _plain_step(tf, np, x, h0, c0, w, p):
 def _run_graph(ctx, np, tf, p, ptx_note, gpu):
     """TensorFlow 1.x: a graph and a Session. On a GPU (NEVER RUN: no GPU here) the LSTM step is
     CudnnLSTM; on the CPU, where CudnnLSTM has no kernel, plain graph ops (run with TensorFlow 1.2.1
-    by tests/test_probes.py where the local runner provides it)."""
+    by tests/plan/test_probes.py where the local runner provides it)."""
     a_np, b_np = common.gemm_inputs(np, p)
     x_np, h0_np, c0_np, w = common.lstm_inputs(np, p)
     batch, hidden = p["batch"], p["hidden"]

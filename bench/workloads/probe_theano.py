@@ -10,9 +10,9 @@ The device is whatever THEANO_FLAGS says (device=gpu in the GPU image, device=cp
 theano.function copies its outputs to the host, which synchronises.
 
 THE GPU PATH HAS NEVER RUN (no GPU here); the calls are checked against the Theano 0.9.0 API list by
-tests/test_api_paths.py. On the CPU the same code ran with Theano 0.9.0 itself (Python 3.6, the local
+tests/containers/test_api_paths.py. On the CPU the same code ran with Theano 0.9.0 itself (Python 3.6, the local
 runner's environment candidate for this stack, 2026-11-25) and with Theano 1.0.5
-(tests/test_probes.py runs whichever the local runner provides).
+(tests/plan/test_probes.py runs whichever the local runner provides).
 
 Python 3.5 syntax; imports only theano, numpy and the standard library.
 """

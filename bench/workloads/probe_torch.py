@@ -6,8 +6,8 @@ every PyTorch from 0.1.12 on: tensors moved with .cuda(), the LSTM fed autograd 
 wrapper from 0.4 on), results read through .data.cpu().numpy(). See _probe.py for the checks.
 
 THE GPU PATH HAS NEVER RUN (no GPU here), nor has PyTorch 0.1.12 or 1.3 (not installable here); their
-calls are checked against the API lists by tests/test_api_paths.py. On the CPU it runs with the
-installed PyTorch (tests/test_probes.py).
+calls are checked against the API lists by tests/containers/test_api_paths.py. On the CPU it runs with the
+installed PyTorch (tests/plan/test_probes.py).
 
 Python 3.5 syntax; imports only torch, numpy and the standard library.
 """

@@ -15,7 +15,7 @@ calls torch.set_flush_denormal(True) before any tensor work, as TensorFlow does 
 CPU threads; params.flush_denormal=false turns that off. Either way it is recorded.
 
 The API is chosen by the torch version (_versions.at_least; each stack's choice is checked against
-that version's API list by tests/test_api_paths.py): torch >= 0.4 as below; torch 0.1.12 (the
+that version's API list by tests/containers/test_api_paths.py): torch >= 0.4 as below; torch 0.1.12 (the
 torch-0.1 GPU image) through the API of its time -- Variable, .cuda(), volatile inputs for the
 forward pass, loss.data[0] -- with no flush-to-zero switch (torch.set_flush_denormal came later).
 THE 0.1.12 PATH HAS NEVER RUN (no PyTorch 0.1.12 on the project machines, and no GPU).
@@ -148,7 +148,7 @@ def _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on):
 def _run_legacy(ctx, torch, batch, seq, hidden, ftz_requested):
     """PyTorch before 0.4 (0.1.12, the torch-0.1 image): autograd Variables, .cuda(), volatile
     inputs for the forward pass, loss.data[0]. NEVER RUN HERE (no PyTorch 0.1.12, no GPU); its
-    calls are checked against the PyTorch 0.1.12 API list by tests/test_api_paths.py."""
+    calls are checked against the PyTorch 0.1.12 API list by tests/containers/test_api_paths.py."""
     from torch.autograd import Variable
 
     torch.manual_seed(1234)
@@ -202,7 +202,7 @@ def _run_legacy(ctx, torch, batch, seq, hidden, ftz_requested):
     ctx.note(common.denormal_note("PyTorch", state))
     ctx.note("This PyTorch 0.1.12 code path was written without PyTorch 0.1.12 or a GPU and has "
              "never run; its calls are checked against the PyTorch 0.1.12 API list "
-             "(tests/test_api_paths.py).")
+             "(tests/containers/test_api_paths.py).")
     ctx.extra["compile_breakdown_s"] = {"model_and_optimiser": t_built - t0,
                                         "first_train_step": t_end - t_built}
     ctx.extra["flush_denormal"] = {"requested": ftz_requested, "active": False,

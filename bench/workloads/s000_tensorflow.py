@@ -23,7 +23,7 @@ train step. Per-example values = seconds per batch / batch.
 Runs through the TF1 graph API: tf.compat.v1 on TensorFlow >= 1.13 (graph + Session, placeholders,
 feed_dict), plain `tf` on older TF 1.x (the tf-1.2 GPU image: the original tf.contrib classes). The
 API is chosen by the TensorFlow version (_versions.at_least; each stack's choice is checked against
-that version's API list by tests/test_api_paths.py). Branches marked "never run here" are written
+that version's API list by tests/containers/test_api_paths.py). Branches marked "never run here" are written
 for a TF 1.x stack (tf.contrib) or a GPU and were never executed by this kit's authors.
 Python 3.5 syntax; imports only tensorflow, numpy and the standard library.
 """

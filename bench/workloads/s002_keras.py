@@ -8,7 +8,7 @@ numpy arrays (sliced per batch, shuffled every epoch). Data sets:
   wikitext2-char   the same windows over WikiText-2 raw as preprocessed by Keras-MXNet, D <= 37
 
 Variants, and the API each takes (chosen by what the stack installs: _versions.available/at_least;
-checked per stack by tests/test_api_paths.py against each version's API list):
+checked per stack by tests/containers/test_api_paths.py against each version's API list):
   Keras 2.x installed (the GPU images: Keras 2.1.6 on TF 1.8, keras-mxnet 2.1.6.1 on MXNet 1.2):
               the original's own code, Sequential([LSTM(128, unroll=True), Dense(softmax)]) with
               Keras 2.1.6's defaults (hard_sigmoid, implementation=1), RMSprop(lr=0.01),
@@ -298,9 +298,9 @@ def _tensorflow(ctx, p, data):
 def _keras2(ctx, p, data):
     """Keras 2.x: Keras 2.1.6 on TensorFlow 1.8 (variant tensorflow) or keras-mxnet 2.1.6.1 on
     MXNet 1.2 (variant mxnet), the seed's own API and model. The keras-mxnet 2.1.6.1 / MXNet 1.2.0
-    CPU path runs here (Python 3.6 environment, tests/test_workloads_002.py); Keras 2.1.6 on TF 1.8
+    CPU path runs here (Python 3.6 environment, tests/stacks/test_workloads_002.py); Keras 2.1.6 on TF 1.8
     and the GPU paths never ran. Its calls are checked against the Keras 2.1.6 / TensorFlow 1.8 /
-    MXNet 1.2 API lists by tests/test_api_paths.py."""
+    MXNet 1.2 API lists by tests/containers/test_api_paths.py."""
     import keras
 
     gpus = gpus_used(ctx, int(p["gpus"]))
@@ -356,7 +356,7 @@ def _keras2(ctx, p, data):
                    % (int(p["hidden"]), p["unroll"] == "unroll", p["lr"],
                       "; multi_gpu_model(gpus=%d)" % gpus if gpus > 1 else "")}
     ctx.note("The source's own Keras %s code on the %s %s backend%s; its calls are checked against "
-             "the Keras 2.1.6 and %s API lists (tests/test_api_paths.py)."
+             "the Keras 2.1.6 and %s API lists (tests/containers/test_api_paths.py)."
              % (keras.__version__, backend, backend_version,
                 " (GPU paths never run)" if backend == "mxnet" else
                 " (this path has never run on the project machines: no Keras 2.1.6 on TF 1.8 here)",

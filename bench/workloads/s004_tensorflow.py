@@ -7,7 +7,7 @@ Workload (seed_workloads.md section 5.1, tensorflow/models ptb_word_lm.py LargeC
 = sum over the 35 steps of the batch-mean cross-entropy; gradients clipped to global norm 10; plain
 SGD, lr 1.0. The LSTM state is fetched after every step and fed into the next (as run_epoch does).
 The API is chosen by the TensorFlow version inside the stack (_versions.at_least; the choice is
-checked per stack by tests/test_api_paths.py against each version's API list):
+checked per stack by tests/containers/test_api_paths.py against each version's API list):
 
 TensorFlow 1.x before 1.13 (the tf-1.8 GPU image): the tutorial's own classes, as the seed ran
 them. NEVER RUN HERE (no TensorFlow 1.x on the project machines, and no GPU):
@@ -558,7 +558,7 @@ def _describe_contrib(ctx, tf, p, variant, cpu_substitute):
                        "same cuDNN RNN")
     ctx.note("This TensorFlow 1.x code path was written without TensorFlow 1.x or a GPU and has "
              "never run; its calls are checked against the TensorFlow %s API list "
-             "(tests/test_api_paths.py)." % tf.__version__)
+             "(tests/containers/test_api_paths.py)." % tf.__version__)
 
 
 def _describe_compat(ctx, tf, p, variant, cpu_substitute):

@@ -1,0 +1,1 @@
+"""Analysis: pure functions of results and data: statistics, FLOPs, rooflines, verdicts, claims."""

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reprokit import files, suites
+from reprokit import files
 from reprokit.analysis import devices, flops, standins, stats, verdicts
+from reprokit.catalog import suites
 
 HOLDS, REVERSED, DIFFERS, INCONCLUSIVE, NOT_RUN = "HOLDS", "REVERSED", "DIFFERS", "INCONCLUSIVE", "NOT_RUN"
 NOT_TESTABLE_HERE, NOT_TESTABLE_STANDIN = "NOT_TESTABLE_HERE", "NOT_TESTABLE_STANDIN"

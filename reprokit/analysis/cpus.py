@@ -9,10 +9,10 @@ Theoretical fp32 peak = cores x clock x fp32 FLOP per cycle per core, where FLOP
 x fp32 lanes per unit x 2 (multiply and add). The per-cycle figure comes from the microarchitecture's
 entry in cpus.yaml (cited, with `verified`), or, for a microarchitecture the file does not know, from
 the ISA flags (two FMA units of the widest ISA assumed; never verified). Publication CPUs take cores
-and clock from cpus.yaml (cited); a run host takes them from its fingerprint (reprokit/fingerprint.py):
+and clock from cpus.yaml (cited); a run host takes them from its fingerprint (reprokit/probes/fingerprint.py):
 the physical cores the run may use and the highest 'cpu MHz' seen at fingerprint time, so boost
 clocks are not counted and the figure can sit below the true peak. `derivation` spells the arithmetic
-out. The GEMM rate reprokit/cpu_peak.py measures is an achieved rate, shown next to this peak as
+out. The GEMM rate reprokit/probes/cpu_peak.py measures is an achieved rate, shown next to this peak as
 context, never used as the peak.
 
 A CPU here is a dict {"label" (short distinguishing label), "vendor", "family", "model", "uarch" (entry
@@ -291,10 +291,10 @@ def publication_cpu(label: str) -> dict | None:
 
 def host_cpu(host: dict, clock: dict | None = None, threads: dict | None = None) -> dict:
     """The CPU of a run host, from its fingerprint (`host["cpu"]` as written by
-    reprokit.fingerprint), with its theoretical peak, or peak None and the reason. Never raises on
+    reprokit.probes.fingerprint), with its theoretical peak, or peak None and the reason. Never raises on
     missing or malformed fields.
 
-    `clock`: the run's measured effective clock (reprokit/cpu_peak.measure_clock: dependent adds of
+    `clock`: the run's measured effective clock (reprokit/probes/cpu_peak.measure_clock: dependent adds of
     known cycle count); when it has `ghz`, the peak uses it instead of the reported clock (a VM reports
     its base clock; boost is real). `threads`: the threads the cell's framework used ({"count",
     "source"}, bench/harness.py); fewer threads than cores count only those cores."""

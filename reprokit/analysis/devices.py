@@ -22,7 +22,7 @@ efficiency divides by: the one of the precision that ran (`cell_precision`).
 from __future__ import annotations
 
 from reprokit.analysis import cpus, flops
-from reprokit.suites import publication_hardware
+from reprokit.catalog.suites import publication_hardware
 
 
 def _gpu(label: str, count: int | None = None) -> dict:

@@ -1,7 +1,7 @@
 """Environment diffs: the publication's environment against a run's, and one run's against another's.
 
 Pure functions over plain dicts: a published number (its `environment`), its source's environment
-(reprokit/data/sources.yaml), the run's host fingerprint (reprokit/fingerprint.py) and a cell result
+(reprokit/data/sources.yaml), the run's host fingerprint (reprokit/probes/fingerprint.py) and a cell result
 (its stack fingerprint and `implementation`). Each row is {"field", "published", "measured",
 "differs"}; `differs` is None when one side is unknown (unstated, not recorded), so "not
 different" is never claimed without both values.

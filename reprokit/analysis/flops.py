@@ -13,8 +13,9 @@ import operator
 import re
 from functools import cache
 
-from reprokit import files, suites, units
-from reprokit.suites import GPU_COUNT
+from reprokit import files
+from reprokit.catalog import suites, units
+from reprokit.catalog.suites import GPU_COUNT
 
 
 class NotApplicable(Exception):
@@ -91,8 +92,8 @@ def _numeric(params: dict) -> dict[str, float]:
 def corpus_sizes(corpus: str) -> dict[str, float]:
     """{"corpus_vocab", "corpus_tokens"} of a reading of datasets.yaml (its vocabulary and train token
     count): the sizes of the data the cells read (bench/corpora.py STAND_INS holds the same figures,
-    tests/test_data_command.py keeps the two equal). Raises NotApplicable for an unknown reading."""
-    from reprokit import datasets
+    tests/catalog/test_data_command.py keeps the two equal). Raises NotApplicable for an unknown reading."""
+    from reprokit.catalog import datasets
 
     for ds in datasets.catalogue().values():
         for r in ds.get("readings") or []:
@@ -298,7 +299,7 @@ def _measured(method: str) -> str:
 
 def cpu_peak_of(run: dict | None) -> dict | None:
     """The measured CPU GEMM peak stored in a run record (top-level `cpu_peak` or
-    `host_fingerprint.cpu_peak`, as written by reprokit.cpu_peak.measure()), or None."""
+    `host_fingerprint.cpu_peak`, as written by reprokit.probes.cpu_peak.measure()), or None."""
     if not run:
         return None
     for where in (run.get("cpu_peak"), (run.get("host_fingerprint") or {}).get("cpu_peak")):

@@ -1,5 +1,5 @@
 """The report's rows: one published number beside its verdict, in the publication's own unit (pure,
-no I/O; built by reprokit/report.py, which only renders them).
+no I/O; built by reprokit/report/report.py, which only renders them).
 
 The verdict (reprokit.analysis.verdicts) compares in the measured metric's unit; a reader compares
 with the paper, so the rows show the measured median and its 95 % CI converted back into the unit

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
-from reprokit import units
 from reprokit.analysis import flops
+from reprokit.catalog import units
 
 PLAUSIBLE = "PLAUSIBLE"
 SUSPICIOUS = "SUSPICIOUS"
@@ -169,7 +169,7 @@ def bound(number: dict, device: dict, models: dict | None = None) -> dict | None
     """The roofline bound of a published number on its publication device, or None when no FLOP model
     covers the number (cell, metric, unit) or the device has no fp32 peak.
 
-    `number` is a published number (reprokit.suites.load_published), `device` a device dict
+    `number` is a published number (reprokit.catalog.suites.load_published), `device` a device dict
     (reprokit.analysis.devices: "label", "count", "peak_tflops", "bandwidth_gbs", "verified"), `models`
     the flops.yaml document (default: the packaged one). Returns {"tier", "fraction_of_bound"
     (published speed / maximum speed; > 1 is impossible), "bound_value" (the maximum rate or minimum

@@ -10,8 +10,9 @@ processes (`gpu_health`) and the measured GEMM rate beside the datasheet peak (`
 
 from __future__ import annotations
 
-from reprokit import files, reconcile
+from reprokit import files
 from reprokit.analysis import stats
+from reprokit.run import reconcile
 
 
 def driver_overhead(run: dict, cells: dict[str, dict]) -> dict:
@@ -218,7 +219,7 @@ def _short_uuid(uuid: str | None) -> str:
 
 
 def gpu_health(cells: list[dict]) -> dict:
-    """The NVML state of every GPU cell (its `gpu_state`, reprokit/gpu_state.py): per cell and GPU the
+    """The NVML state of every GPU cell (its `gpu_state`, reprokit/probes/gpu_state.py): per cell and GPU the
     SM clock, power and temperature before and after it, and which cells ran throttled (a reason of
     reprokit/data/gpu_clock_reasons.yaml that counts as throttling, seen in any sample) or beside
     another compute process. The report labels those cells as it labels cells run under load. A CPU
@@ -271,7 +272,7 @@ def gpu_health(cells: list[dict]) -> dict:
 
 
 def gpu_peak_summary(run: dict) -> dict | None:
-    """The run's measured GPU GEMM rates (run.json `gpu_peak`, reprokit/gpu_peak.py) beside the
+    """The run's measured GPU GEMM rates (run.json `gpu_peak`, reprokit/probes/gpu_peak.py) beside the
     datasheet peaks of peaks.yaml (fp32 CUDA-core and TF32 tensor), as `cpu_peak` is shown beside the
     CPU's theoretical peak; None for a run that has no `gpu_peak` (older runs)."""
     from reprokit.analysis import flops

@@ -118,7 +118,7 @@ def _series(metric: dict, k: int) -> tuple[list[list[float]], list[int], bool]:
     that starts after it drops timed samples too), when the raw seconds pair with the samples one to one
     and the warm-up seconds with `warmup` per process; else the timed samples alone (a rate: higher is
     faster). Returns (series per process, warm-up iterations leading each, higher_is_slower)."""
-    from reprokit import units
+    from reprokit.catalog import units
 
     samples = [float(x) for x in metric.get("samples") or []]
     counts = metric.get("processes")

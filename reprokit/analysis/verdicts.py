@@ -1,6 +1,6 @@
 """One verdict per published number: can this run test it, and if so, does it hold?
 
-Pure functions: a published number (reprokit.suites.load_published), the cell result that measured
+Pure functions: a published number (reprokit.catalog.suites.load_published), the cell result that measured
 it (or None), the run record (host fingerprint) in; a verdict dict out. The checks run in this order,
 and the first that applies decides:
 
@@ -47,16 +47,17 @@ ABOVE_PEAK), whatever the device model.
 Independently of the verdict, `tier` is the roofline tier of the published number (PLAUSIBLE,
 SUSPICIOUS, IMPLAUSIBLE, or None without a FLOP model); SUSPICIOUS is added to `labels`.
 
-Unit conversion for the whole report lives in `reprokit.units.convert`; a published number is put into the
-measured metric's unit by `published_value` (transform.scale first, then `convert`).
+Unit conversion for the whole report lives in `reprokit.catalog.units.convert`; a published number is put
+into the measured metric's unit by `published_value` (transform.scale first, then `convert`).
 """
 
 from __future__ import annotations
 
 import re
 
-from reprokit import files, units
+from reprokit import files
 from reprokit.analysis import devices, flops, published_metric, roofline, standins, stats
+from reprokit.catalog import units
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -132,7 +133,7 @@ def load_policy() -> dict:
     return files.load_data("verdict_policy")
 
 
-# -- units: one table for the whole code base (reprokit/units.py) ---------------------------------
+# -- units: one table for the whole code base (reprokit/catalog/units.py) ---------------------------------
 convert = units.convert
 better_direction = units.better_direction
 is_speed = units.is_speed
@@ -311,9 +312,9 @@ def no_steady_state(summ: dict) -> str | None:
 
 def cold_compile(metric: str, cell: dict) -> str | None:
     """Why a GPU cell's compile time gets no verdict: the CUDA JIT cache its timed work started from
-    was not warm (`jit_cache`, reprokit/jit_warmup.py), so the time may hold the driver's PTX JIT.
+    was not warm (`jit_cache`, reprokit/run/jit_warmup.py), so the time may hold the driver's PTX JIT.
     None for other metrics, CPU cells ("n/a") and a warm cache."""
-    from reprokit import jit_warmup
+    from reprokit.run import jit_warmup
 
     if metric not in load_policy()["claims"]["compile_metrics"]:
         return None
@@ -618,7 +619,7 @@ def verdicts_for_run(
     numbers: list[dict], cells: dict[str, dict], run: dict | None = None, sources: dict | None = None
 ) -> list[dict]:
     """Verdicts for every published number. `cells` maps cell id -> cell result; `sources` is
-    reprokit.suites.load_sources() (for each source's tolerance; default 0.10)."""
+    reprokit.catalog.suites.load_sources() (for each source's tolerance; default 0.10)."""
     entries = {c["cell_id"]: c for c in (run or {}).get("cells") or []}
     out = []
     for n in numbers:

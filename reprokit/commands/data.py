@@ -15,7 +15,8 @@ import argparse
 import json
 from pathlib import Path
 
-from reprokit import checks, datasets, files, suites
+from reprokit import checks, files
+from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from reprokit import fingerprint
+from reprokit.probes import fingerprint
 
 
 def add_arguments(p) -> None:

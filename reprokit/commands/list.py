@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from reprokit import suites
+from reprokit.catalog import suites
 from reprokit.console import text_table
 
 

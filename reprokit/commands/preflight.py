@@ -3,7 +3,7 @@
 The verdict column says "runnable", "runnable (PTX JIT)", "runnable (probed <date>)", "needs a
 probe" (run the gpu-smoke suite on this host first), "not runnable" or "not implemented"; `--json`
 gives the full verdicts (status ok / jit / probe / blocked). "runs on" names the stack whose image
-runs the cell: a fallback link of its chain (reprokit/fallback.py) where its own is not accepted.
+runs the cell: a fallback link of its chain (reprokit/plan/fallback.py) where its own is not accepted.
 `--fingerprint FILE` plans for another host (a fingerprint `reproduce.py fingerprint` wrote there):
 nothing is probed here; the engine is assumed to answer there and the images to be buildable.
 
@@ -21,9 +21,11 @@ from pathlib import Path
 
 from rich.table import Table
 
-from reprokit import checks, fallback, fingerprint, preflight, suites
+from reprokit.catalog import suites
 from reprokit.console import console
 from reprokit.errors import UserError
+from reprokit.plan import fallback, preflight
+from reprokit.probes import fingerprint
 from reprokit.runners import byo
 
 
@@ -79,13 +81,13 @@ def run(args) -> int:
         fp, where = load_fingerprint(args.fingerprint), f"host of {args.fingerprint}"
     else:
         if args.device == "gpu":  # the verdicts are for this host: a GPU verdict needs a GPU here
-            checks.require_gpu("preflight --device gpu", "run it with --device cpu, on the host "
+            fingerprint.require_gpu("preflight --device gpu", "run it with --device cpu, on the host "
                                "with the NVIDIA GPU and its driver, or with --fingerprint FILE of it")
         fp, where = fingerprint.host_fingerprint(), "this host"
     byo.from_args(args)
     env_of = None
     if args.runner == "local":
-        from reprokit import env_preflight
+        from reprokit.runners import env_preflight
 
         env_of = env_preflight.environments_for(fp, suites.load_stacks(),
                                                 other_host=bool(args.fingerprint), build=False)
@@ -106,7 +108,7 @@ def run(args) -> int:
                   "; ".join(v["reasons"]) or "-")
     console().print(t)
     if env_of is not None and args.device == "gpu":  # where the environments judged were probed
-        from reprokit import env_preflight
+        from reprokit.runners import env_preflight
 
         console().print(env_preflight.where_line(env_of, args.fingerprint or "this host"))
     return 0

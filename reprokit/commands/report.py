@@ -1,9 +1,9 @@
 """`reproduce.py report RUN`: re-render a run's report from its stored results alone.
 
-First run.json is reconciled with the files on disk (reprokit/reconcile.py; not while a driver
+First run.json is reconciled with the files on disk (reprokit/run/reconcile.py; not while a driver
 holds the run's lock): a result run.json does not list is adopted, an unreadable or invalid one is
 moved to cells/.invalid/, a deleted one is marked missing. The report renders every usable cell and
-lists the others. Exit status as the run's own (reprokit/execute.py `exit_code`): 0 when every cell
+lists the others. Exit status as the run's own (reprokit/run/execute.py `exit_code`): 0 when every cell
 finished ok, 1 when some cell failed, crashed, timed out, or is missing, invalid, interrupted or not
 run yet (one line says which, and how to resume a cell that did not run), 2 a user error.
 """
@@ -22,7 +22,9 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from reprokit import checks, reconcile, record, report, results
+    from reprokit import checks, results
+    from reprokit.report import report
+    from reprokit.run import reconcile, record
 
     if Path(args.run).is_file():  # a crate: rendered from its files alone (reprokit/crate/checks.py)
         from reprokit.crate import checks
@@ -35,7 +37,7 @@ def run(args) -> int:
     # the report is written into the run directory: a read-only one is refused before rendering
     checks.writable_dir(rundir.path, f"the run directory {rundir.path}", "make it writable, or "
                         "copy the run to a writable disk and report the copy")
-    from reprokit import execute_concurrent
+    from reprokit.run import execute_concurrent
 
     execute_concurrent.attach(rundir)  # a Slurm run left with --detach: collect what ended since
     with results.run_data(rundir):  # the data the run started with (older runs: reprokit/data)
@@ -49,7 +51,7 @@ def run(args) -> int:
               f"{', ...' if len(bad) > 3 else ''}); the report lists them; `run --suite "
               f"{rec.run.get('suite')} --resume {rundir.path}` measures them", file=sys.stderr)
         return 1
-    from reprokit.record import not_ok_cells
+    from reprokit.run.record import not_ok_cells
 
     failed = not_ok_cells(rec.run)  # the run's own exit status: a failed or crashed cell is 1 here too
     if failed:

@@ -1,8 +1,8 @@
 """`reproduce.py run --suite S`: plan, run every cell, write results and the report.
 
-One driver per run: the run directory is made exclusively and locked (reprokit/lifecycle.py)
+One driver per run: the run directory is made exclusively and locked (reprokit/run/lifecycle.py)
 before anything is written into it; `--resume RUN` takes the same lock, reconciles run.json with
-the files on disk (reprokit/reconcile.py) and refuses when an option that changes measurements
+the files on disk (reprokit/run/reconcile.py) and refuses when an option that changes measurements
 differs from the run's. Exit status: 0 every cell measured; 1 some cell did not finish ok, or the
 Docker engine stopped answering mid-run; 2 a user error (one line); 3 a bug of the kit; 128 + the
 signal when interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP: the running cell is stopped and
@@ -15,14 +15,17 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from reprokit import checks, datasets, fingerprint, lifecycle, reconcile, results, suites
+from reprokit import checks, results
+from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
-from reprokit.execute import check_resume_repeat, execute
-from reprokit.plan import Options, cell_specs, decide, make_plan
-from reprokit.record import exit_code, status_counts
+from reprokit.plan.plan import Options, cell_specs, decide, make_plan
+from reprokit.probes import fingerprint
+from reprokit.run import lifecycle, reconcile
+from reprokit.run.execute import check_resume_repeat, execute
+from reprokit.run.record import exit_code, status_counts
 from reprokit.runners import slurm_setup
 from reprokit.runners.select import choose_runner
-from reprokit.runners.slurm_setup import slurm_device as slurm_device  # (tests/test_slurm_gpus.py)
+from reprokit.runners.slurm_setup import slurm_device as slurm_device  # (tests/runners/test_slurm_gpus.py)
 
 
 def add_arguments(p) -> None:
@@ -48,7 +51,7 @@ def add_arguments(p) -> None:
     p.add_argument("--results", default="results", help="results root (default: results/)")
     p.add_argument("--repeat", metavar="K",
                    type=checks.option("--repeat", integer=True, low=1, high=100, example="3"),
-                   help="run every cell in K fresh processes (default: the design of reprokit/design.py "
+                   help="run every cell in K fresh processes (default: the design of reprokit/plan/design.py "
                         "from data/cell_costs.yaml, else 1), interleaved across cells "
                         "(round 1 runs every cell once, then round 2, ...); the samples of the K "
                         "processes are merged into the cell's result, with each one's count")
@@ -100,7 +103,7 @@ def check_inputs(args, plan, resumed: results.RunDir | None) -> None:
                       "processes", room)
     if (args.device == "gpu" or args.gpus) and args.runner != "slurm":  # Slurm: the probe's node
         flag = "--device gpu" if args.device == "gpu" else f"--gpus {args.gpus}"
-        checks.require_gpu(flag, "run with --device cpu (or auto), or on a host with an NVIDIA GPU "
+        fingerprint.require_gpu(flag, "run with --device cpu (or auto), or on a host with an NVIDIA GPU "
                            "and its driver")
     if args.data:
         checks.input_dir(args.data, "--data", "pass the directory holding the data files (see "
@@ -161,7 +164,7 @@ def environment_device(args, runner, device: str, plan) -> tuple[str, set[str], 
                                               say=say)
         select.refuse_gpu("--runner slurm --device gpu", by_stack, "--device cpu")
     if args.device == "auto" and runner.name != "slurm":  # say why, as the local runner does
-        from reprokit import fingerprint
+        from reprokit.probes import fingerprint
 
         gpus, nvidia = fingerprint.nvml_gpus()
         return device, set(), ("--device auto: " + (f"NVML sees {len(gpus)} GPU(s)" if gpus else
@@ -171,10 +174,10 @@ def environment_device(args, runner, device: str, plan) -> tuple[str, set[str], 
 
 def default_design(suite, options: Options, runner: str, cells: list | None = None) -> Options:
     """Without --repeat K (and without sampling overrides): the processes x iterations of the default
-    design (reprokit/design.py, from data/cell_costs.yaml), or one process where no costs are recorded.
+    design (reprokit/plan/design.py, from data/cell_costs.yaml), or one process where no costs are recorded.
     `cells`: the plan's runnable cells (planned here when not given)."""
-    from reprokit import design
-    from reprokit.plan import budget_for
+    from reprokit.plan import design
+    from reprokit.plan.plan import budget_for
 
     if cells is None:
         cells = make_plan(suite, options).runnable
@@ -236,7 +239,7 @@ def run(args) -> int:
         reconcile.check_cell_specs(resumed.load_run(), cell_specs(plan), args.allow_changed_data)
         rundir = resumed
         if runner.name == "slurm":  # collect what the run's jobs finished while nobody followed
-            from reprokit.execute_concurrent import attach
+            from reprokit.run.execute_concurrent import attach
             attach(rundir, say=lambda m: print(m, file=sys.stderr, flush=True))
     else:  # made exclusively (a suffix when another driver made the same id), then locked
         rundir = results.RunDir(lifecycle.make_run_dir(root, results.new_run_id(suite.name)))
@@ -255,7 +258,7 @@ def run(args) -> int:
     if (run_record.get("slurm") or {}).get("detached"):
         return 0  # the jobs run on: `status RUN` / `report RUN` / `--resume RUN` re-attach
     if not args.no_report:
-        from reprokit import report
+        from reprokit.report import report
         with results.run_data(rundir, run_record):  # the data the run started with
             for p in report.render(rundir):
                 print(f"report: {p}", file=sys.stderr)

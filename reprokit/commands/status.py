@@ -25,7 +25,8 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from reprokit import checks, execute_concurrent, reconcile, record, results
+    from reprokit import checks, results
+    from reprokit.run import execute_concurrent, reconcile, record
 
     rundir = results.resolve_run(args.run, Path(args.results))
     run = rundir.load_run()

@@ -32,9 +32,10 @@ from pathlib import Path
 
 import yaml
 
-from reprokit import files, suites
+from reprokit import files
+from reprokit.catalog import suites
 from reprokit.containers import generated, images, recipes
-from reprokit.plan import Options, make_job, make_plan
+from reprokit.plan.plan import Options, make_job, make_plan
 from reprokit.runners import container as spec
 from reprokit.runners.container import CELLS_IN_CONTAINER, MEM_LIMIT, NOBODY
 
@@ -166,7 +167,7 @@ def prepare_run_dir(suite_name: str, run_dir: Path, flavour: str = "cpu", quick:
                 lines.append(f"{env_name(stack)}={found.image_id}")
                 if flavour == "gpu":  # the Docker runner's own volume, made the run user's
                     if host_key is None:
-                        from reprokit import fingerprint
+                        from reprokit.probes import fingerprint
 
                         host_key = spec.host_gpu_key(*fingerprint.nvml_gpus())
                     jit = spec.ensure_jit_volume(client, found.image_id, image, flavour, host_key,

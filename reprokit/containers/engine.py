@@ -64,7 +64,7 @@ ENDED = ("exited", "dead", "created")  # states of a container that runs no cell
 def driver_dead(labels: dict) -> int | None:
     """The pid of the container's driver when that driver ran on this host and is dead (its pid
     gone, or reused by a later process); None otherwise (alive, another host, no driver labels)."""
-    from reprokit import lifecycle
+    from reprokit.run import lifecycle
 
     if labels.get(HOST_LABEL) != lifecycle.host_name():
         return None
@@ -171,7 +171,7 @@ def start_watch(pid: int, start: str | None) -> subprocess.Popen | None:
 def watch(pid: int, start: str | None, give_up_s: float = WATCH_GIVE_UP_S) -> list[str]:
     """Wait until driver `pid` (with its start time) has ended, then remove its containers as they end
     (reap_exited for that driver); return when none is left or after `give_up_s`. The names removed."""
-    from reprokit import lifecycle
+    from reprokit.run import lifecycle
 
     while lifecycle.pid_alive(pid, start or None):
         time.sleep(WATCH_POLL_S)

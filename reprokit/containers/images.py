@@ -233,7 +233,7 @@ def recipe(image_dir: str, root: Path | None = None) -> Recipe:
 def image_dirs(suite: str | None, stacks: list[str] | None, dirs: list[str] | None) -> list[str]:
     """The image dirs a suite's stacks, these stacks (stacks.yaml `image`) or these dirs name, in
     first-use order, without repeats; a UserError naming an unknown one."""
-    from reprokit import suites
+    from reprokit.catalog import suites
 
     all_stacks = suites.load_stacks()
     if dirs:

@@ -91,7 +91,7 @@ def load_recipe(image_dir: str, root: Path | None = None) -> dict:
 
 def stacks_of(image_dir: str) -> list[str]:
     """The stacks that run in the image, in stacks.yaml's order (the only place that says so)."""
-    from reprokit.suites import load_stacks
+    from reprokit.catalog.suites import load_stacks
 
     stacks = [name for name, spec in load_stacks().items() if spec["image"] == image_dir]
     if not stacks:

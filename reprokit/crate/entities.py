@@ -41,7 +41,7 @@ def kit(ident: str, info: dict, role: str) -> dict:
 
 
 def machine(ident: str, fp: dict, role: str) -> dict:
-    """A host or node fingerprint (reprokit/fingerprint.py) as a contextual entity: what it was, in
+    """A host or node fingerprint (reprokit/probes/fingerprint.py) as a contextual entity: what it was, in
     words; the whole fingerprint stays in run/run.json (the host) or the cell results (Slurm nodes)."""
     cpu, osi, mem = fp.get("cpu") or {}, fp.get("os") or {}, fp.get("memory") or {}
     gpus = [str(g.get("name")) for g in fp.get("gpus") or [] if isinstance(g, dict)]

@@ -60,7 +60,7 @@ def report_outputs(run_path: Path) -> dict[str, bytes]:
 def render_recording(run_path: Path, data: Path) -> list[str]:
     """Render the report of the run at `run_path` with the data files under `data`; the relative
     paths of the data files it read, sorted."""
-    from reprokit import report
+    from reprokit.report import report
 
     reads: list[str] = []
     with files.data_root(data, reads):

@@ -1,0 +1,1 @@
+"""Runners: how a stack's cells are started (local processes, Docker containers, Slurm jobs)."""

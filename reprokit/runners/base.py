@@ -6,7 +6,7 @@ new module, not a rewrite.
 Two kinds of runner. The local and Docker runners run one cell at a time on this machine
 (`run_cell`, below: timing integrity, nothing else runs beside a cell). A runner whose `concurrent`
 attribute is true (the Slurm runner, reprokit/runners/slurm.py) is handed every cell at once:
-reprokit/execute_concurrent.py calls its `submit(rundir, prepared, tasks)`, then `poll(rundir)` for
+reprokit/run/execute_concurrent.py calls its `submit(rundir, prepared, tasks)`, then `poll(rundir)` for
 the (task, CellOutcome) pairs that ended since, `cancel(why)` on an interruption, and `adopt(...)` to
 re-attach to the jobs of an earlier driver; the executor writes each outcome as it comes.
 """

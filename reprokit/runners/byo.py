@@ -203,7 +203,7 @@ def add_arguments(p) -> None:
 def from_args(args) -> dict[str, str]:
     """The --python / --python-config interpreters, checked and probed (one line, exit 2, when one
     is missing, not executable or lacks the stack's framework), then used by this process."""
-    from reprokit import suites
+    from reprokit.catalog import suites
 
     pairs = list(args.python or [])
     if args.python_config:

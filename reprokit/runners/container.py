@@ -43,8 +43,8 @@ directory), and the loader knows where it put it.
 Never run: every GPU setting (device requests, `--gpus "device=..."`, NVIDIA_VISIBLE_DEVICES,
 `--nv`, the libcuda.so link, the JIT on a GPU): no machine this kit was developed on has a GPU.
 Apptainer and pyxis are not installed on any of them either: their command lines are built and
-checked by tests (tests/test_slurm_launchers.py). The cache volume itself is tested on a real
-engine with the CPU smoke image (tests/test_docker_runner.py), and the `docker run` GPU flag is
+checked by tests (tests/runners/test_slurm_launchers.py). The cache volume itself is tested on a real
+engine with the CPU smoke image (tests/runners/test_docker_runner.py), and the `docker run` GPU flag is
 checked against the real docker CLI (`docker create`, which records the request without a GPU).
 """
 
@@ -84,9 +84,9 @@ def limits(mem_limit: str | None = None, pids_limit: int | None = None) -> tuple
 def jit_cache_env() -> dict[str, str]:
     """CUDA_CACHE_PATH and CUDA_CACHE_MAXSIZE (compat.yaml `jit.cache_env`; the GPU images set the
     same path and create it owned by their unprivileged user)."""
-    from reprokit import datafiles
+    from reprokit import files
 
-    return dict(datafiles.read("compat.yaml", "compat")["jit"]["cache_env"])
+    return dict(files.load_data("compat")["jit"]["cache_env"])
 
 
 def jit_cache_path() -> str:
@@ -134,7 +134,7 @@ def _slug(text: str) -> str:
 
 def host_gpu_key(gpus: list[dict], nvidia: dict) -> str:
     """What a JIT cache is specific to on this host: the GPUs' compute capabilities and the
-    driver version (NVML records of reprokit.fingerprint.nvml_gpus); "nogpu" without a driver."""
+    driver version (NVML records of reprokit.probes.fingerprint.nvml_gpus); "nogpu" without a driver."""
     if not gpus:
         return "nogpu"
     ccs = sorted({str(g.get("compute_capability") or "unknown").replace(".", "") for g in gpus})

@@ -42,10 +42,10 @@ import time
 import uuid
 from pathlib import Path
 
-from reprokit import lifecycle
 from reprokit.containers import engine, images, recipes
 from reprokit.errors import UserError
 from reprokit.files import BENCH
+from reprokit.run import lifecycle
 from reprokit.runners import container as spec
 from reprokit.runners.base import CellOutcome, StackUnavailable
 from reprokit.runners.container import NOBODY
@@ -129,7 +129,7 @@ class DockerRunner:
     def host_key(self) -> str:
         """The host's GPU architectures and driver (container.host_gpu_key), asked once."""
         if self._host_key is None:
-            from reprokit import fingerprint
+            from reprokit.probes import fingerprint
 
             gpus, nvidia = fingerprint.nvml_gpus()
             self._host_key = spec.host_gpu_key(gpus, nvidia)

@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
 def host_environments(only: list[str] | None = None, build: bool = True, say=print) -> dict:
     """{stack: environment record} of this host's local stacks (`only` these), probed here: the
     `environments` section a host fingerprint file may carry (preflight --fingerprint)."""
-    from reprokit import suites
+    from reprokit.catalog import suites
     from reprokit.runners import venvs
 
     out = {}

@@ -17,8 +17,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from reprokit import lifecycle
 from reprokit.files import BENCH
+from reprokit.run import lifecycle
 from reprokit.runners import env_probe, venvs
 from reprokit.runners.base import CellOutcome
 
@@ -84,7 +84,7 @@ class LocalRunner:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         # CUDA numbers GPUs fastest first unless told otherwise; NVML (the fingerprint, the cell's
-        # recorded GPUs: reprokit/cell_gpus.py) numbers them by PCI bus id. One order for both.
+        # recorded GPUs: reprokit/probes/cell_gpus.py) numbers them by PCI bus id. One order for both.
         env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         for key, value in jit_cache_vars(stack).items():  # the user's own setting wins
             env.setdefault(key, value)

@@ -8,8 +8,8 @@ the others on the CPU, saying why in one line."""
 
 from __future__ import annotations
 
-from reprokit import fingerprint
 from reprokit.errors import UserError
+from reprokit.probes import fingerprint
 from reprokit.runners.local import LocalRunner
 
 
@@ -29,8 +29,8 @@ def choose_device(device: str) -> str:
 
 def missing_images(stacks: list[str], device: str) -> list[str]:
     """The stacks among `stacks` whose image (for this device's flavour) is not built."""
+    from reprokit.catalog.suites import load_stacks
     from reprokit.containers import images
-    from reprokit.suites import load_stacks
 
     specs = load_stacks()
     found = images.presence((specs[s]["image"] for s in stacks), "gpu" if device == "gpu" else "cpu")
@@ -78,8 +78,9 @@ def gpu_environments(cells: list, host: dict, *, other_host: bool, runner: str =
     "slurm", `other_host`: the node's) on `host`, judged on the environments (probed here, built
     first if need be, as the run would), and {stack: why its environment cannot use a GPU} for the
     stacks whose GPU cells fail on that alone (a fallback link's environment may still run them)."""
-    from reprokit import env_preflight, preflight
-    from reprokit.suites import load_stacks
+    from reprokit.catalog.suites import load_stacks
+    from reprokit.plan import preflight
+    from reprokit.runners import env_preflight
 
     env_of = env_preflight.environments_for(host, load_stacks(), other_host=other_host, build=True,
                                             say=say)
@@ -110,7 +111,7 @@ def local_device(asked: str, cells: list, say=print) -> tuple[str, set[str], str
     first if need be, as the run would): with `gpu` a cell whose environment cannot use a GPU is a
     UserError naming the fix; with `auto` such cells (and any other the GPU cannot run) run on the
     CPU."""
-    from reprokit import fingerprint
+    from reprokit.probes import fingerprint
 
     if asked == "cpu":
         return "cpu", set(), "as asked"
@@ -119,7 +120,7 @@ def local_device(asked: str, cells: list, say=print) -> tuple[str, set[str], str
         reason = summary.get("reason") or "NVML sees 0 GPUs"
         if asked == "auto":
             return "cpu", set(), f"--device auto: this host has no GPU ({reason})"
-        return "gpu", set(), "as asked"  # checks.require_gpu refused this already
+        return "gpu", set(), "as asked"  # fingerprint.require_gpu refused this already
     verdicts, by_stack = gpu_environments(cells, fingerprint.host_fingerprint(), other_host=False,
                                           say=say)
     if asked == "gpu":

@@ -230,7 +230,7 @@ class SlurmRunner:
     def probe(self, where: Path, gpus: int = 0) -> dict:
         """A probe job reads a file the driver wrote into `where` and writes one back: the
         results directory is visible and writable from the nodes. UserError (one line) if not.
-        The job also takes its node's fingerprint (reprokit/fingerprint.py, with the kit's
+        The job also takes its node's fingerprint (reprokit/probes/fingerprint.py, with the kit's
         interpreter; `node_fingerprint`, null with `node_fingerprint_error` when it fails): what
         a GPU run is planned on (commands/run.py). With `gpus` it asks for that many GPUs
         (--gres), as a GPU cell's job does: a node's NVML shows a job only the GPUs it was
@@ -244,7 +244,7 @@ class SlurmRunner:
         fp_file = where / f".reprokit-probe-{token}.fingerprint.json"
         ask.write_text(token + "\n")
         try:
-            take_fp = (f"PYTHONPATH={REPO} {sys.executable} -m reprokit.fingerprint "
+            take_fp = (f"PYTHONPATH={REPO} {sys.executable} -m reprokit.probes.fingerprint "
                        f"{fp_file}")
             script = (f"cat {ask} > {seen}.tmp && hostname >> {seen}.tmp && {{ {take_fp}; true; }} "
                       f"&& mv {seen}.tmp {seen}")
@@ -483,7 +483,7 @@ class SlurmRunner:
             info["gpus"] = rec["gpus"]
         if rec.get("gpu_env"):  # the GPU variables the cell had (execute: cell_gpus.for_cell)
             info["gpu_env"] = rec["gpu_env"]
-        for key in ("gpu_state", "node_gpu_peak"):  # NVML on the node (reprokit/gpu_state.py)
+        for key in ("gpu_state", "node_gpu_peak"):  # NVML on the node (reprokit/probes/gpu_state.py)
             if rec.get(key) is not None:
                 info[key] = rec[key]
         wall = rec.get("wall_s")

@@ -124,7 +124,7 @@ def slurm_runner(args, resumed: results.RunDir | None, root: Path):
 def slurm_device(asked: str, probe: dict) -> tuple[str, str]:
     """(device, why) of a Slurm run from its probe job's node fingerprint (never the driver host's:
     a login node often has no GPU). `--device gpu` on a node without one is a UserError."""
-    from reprokit.cell_gpus import fingerprint_gpus
+    from reprokit.probes.cell_gpus import fingerprint_gpus
 
     fp = probe.get("node_fingerprint")
     node = probe.get("node") or "?"

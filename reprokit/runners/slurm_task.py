@@ -5,7 +5,7 @@ interpreter (the kit and the run directory sit on a file system the nodes share)
 task by SLURM_ARRAY_TASK_ID from TASKS.json and:
 
 1. writes the task record `slurm/tasks/<job>_<task>.json`: job id, array job and task, node,
-   partition, the node's fingerprint (reprokit.fingerprint: CPU, memory, OS, NVIDIA GPUs through
+   partition, the node's fingerprint (reprokit.probes.fingerprint: CPU, memory, OS, NVIDIA GPUs through
    NVML) and, once per node and run, its CPU GEMM peak (slurm/nodes/<node>.json);
 2. runs the launcher's command line (the local interpreter, `docker run`, `apptainer exec` or
    `srun --container-image`), the harness's output going to the cell's log; a container cell
@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-# what says which of the node's GPUs a task's cell sees (reprokit/cell_gpus.py reads them with the
+# what says which of the node's GPUs a task's cell sees (reprokit/probes/cell_gpus.py reads them with the
 # node fingerprint): Slurm's global ids, the CUDA variables Slurm sets for a job with GPUs
 GPU_ENV = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "GPU_DEVICE_ORDINAL", "CUDA_VISIBLE_DEVICES",
            "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
@@ -45,8 +45,8 @@ def _write(path: Path, doc: dict) -> None:
 
 def _node_info(run_dir: Path, node: str, gpu_task: bool = False) -> dict:
     """The node's fingerprint, and its CPU peak measured once per node and run; for a task given
-    GPUs on a node with some, their GEMM rate too (reprokit/gpu_peak.py; never run: no GPU here)."""
-    from reprokit import fingerprint
+    GPUs on a node with some, their GEMM rate too (reprokit/probes/gpu_peak.py; never run: no GPU here)."""
+    from reprokit.probes import fingerprint
 
     fp = fingerprint.host_fingerprint()
     peak_file = run_dir / "slurm" / "nodes" / f"{node}.json"
@@ -55,7 +55,7 @@ def _node_info(run_dir: Path, node: str, gpu_task: bool = False) -> dict:
         stored = json.loads(peak_file.read_text())
         peak = stored.get("cpu_peak")
         if gpu_task and fp.get("gpus") and "gpu_peak" not in stored:
-            from reprokit import gpu_peak
+            from reprokit.probes import gpu_peak
 
             stored["gpu_peak"] = gpu_peak.probe()
             try:
@@ -65,14 +65,14 @@ def _node_info(run_dir: Path, node: str, gpu_task: bool = False) -> dict:
         return {"node_fingerprint": fp, "node_cpu_peak": peak, "node_gpu_peak": stored.get("gpu_peak")}
     except (OSError, ValueError):
         try:
-            from reprokit import cpu_peak
+            from reprokit.probes import cpu_peak
 
             peak = cpu_peak.measure(backend="numpy")
         except Exception as e:  # the probe must never cost the cell
             peak = {"error": f"{type(e).__name__}: {e}"}
         gpeak = None
         if gpu_task and fp.get("gpus"):  # the GPUs this task was given (CUDA_VISIBLE_DEVICES)
-            from reprokit import gpu_peak
+            from reprokit.probes import gpu_peak
 
             gpeak = gpu_peak.probe()
         try:
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         env.pop(k, None)
     env.update(task.get("env") or {})
     stopping = {"signal": None}
-    from reprokit import gpu_state
+    from reprokit.probes import gpu_state
 
     monitor = gpu_state.Monitor()  # NVML on the node around the cell (a CPU cell's is dropped)
     start = time.monotonic()

@@ -375,7 +375,7 @@ def write_attempts(attempts: list[dict], machine: str, path: Path = ATTEMPTS_FIL
 
 
 def main(argv: list[str] | None = None) -> int:
-    from reprokit import suites
+    from reprokit.catalog import suites
 
     p = argparse.ArgumentParser(prog="python -m reprokit.runners.venvs",
                                 description="try the stacks' candidate environments")

@@ -1,0 +1,1 @@
+"""JSON Schemas of every file format (<name>.schema.json), read by reprokit/validate.py."""

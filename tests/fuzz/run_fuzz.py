@@ -11,7 +11,7 @@ Every CORPUS_DIR that is empty gets the target's seeds first. E.g. 30 s of the c
 A finding (any exception but the kit's UserError) ends the run with libFuzzer's report, a traceback
 and the input written to crash-<sha1> (-artifact_prefix=DIR/ to choose where); replay it with
 `python tests/fuzz/run_fuzz.py TARGET WORK crash-<sha1>`. Store it under tests/fuzz/findings/TARGET/
-with the fix: tests/test_fuzz.py replays every stored finding.
+with the fix: tests/core/test_fuzz.py replays every stored finding.
 """
 
 from __future__ import annotations

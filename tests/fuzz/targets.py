@@ -4,7 +4,7 @@ Each target takes one input (bytes), puts it where the reader looks (a scratch c
 of reprokit/data, an archive or a crate built around it) and calls the kit's own reader. The kit may
 refuse the input only in its own ways: a `UserError` (one line, exit 1 or 2; `CrateInvalid` is one)
 or, where a reader is documented to answer so, its (None, reason) result. Any other exception escapes
-and is a finding (`tests/fuzz/run_fuzz.py` runs them under atheris; `tests/test_fuzz.py` in CI).
+and is a finding (`tests/fuzz/run_fuzz.py` runs them under atheris; `tests/core/test_fuzz.py` in CI).
 
 The seed corpus is the committed runs (docs/sample-run, tests/data/runs), the kit's data files, an
 archive as `reproduce.py archive` writes it and a crate `reproduce.py export` wrote of a committed run.
@@ -22,12 +22,13 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from reprokit import files, reconcile, results
+from reprokit import files, results
 from reprokit.containers import archive
 from reprokit.crate import checks as crate_checks
 from reprokit.crate import export as crate_export
 from reprokit.crate import profile as crate_profile
 from reprokit.errors import UserError
+from reprokit.run import reconcile
 
 # What does not depend on the input is asked once: the kit's own git commit (crate checks ask it)
 files.kit_info = functools.cache(files.kit_info)
@@ -62,7 +63,7 @@ class Target:
 
 
 class SelfTest(Target):
-    """Not the kit: an input starting with b"boom" raises KeyError. tests/test_fuzz.py checks with it
+    """Not the kit: an input starting with b"boom" raises KeyError. tests/core/test_fuzz.py checks with it
     that a finding fails the run (a fuzz test that cannot fail would prove nothing)."""
 
     name = "selftest"
@@ -303,7 +304,7 @@ def seed_crate(shared: Path) -> Path:
     crate = shared / "cpu-a.crate.zip"
     if crate.is_file():
         return crate
-    from reprokit.report import render
+    from reprokit.report.report import render
 
     run = shared / "crate-run" / "cpu-a"
     shutil.rmtree(run.parent, ignore_errors=True)

@@ -1,0 +1,1 @@
+"""The kit's catalogue: suites, stacks, published numbers, data sets and units, loaded from data/."""

@@ -1,0 +1,1 @@
+"""A run planned before anything is launched: cells, preflight, fallback chains, probe cache, design."""

@@ -1,0 +1,136 @@
+"""The default measurement design: processes x iterations per cell, chosen from measured costs and variances.
+
+Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time" (ISMM 2013): with two levels (iterations in
+processes), the number of iterations per process that gives the narrowest interval for a given time is
+
+    r = ceil(sqrt((c_process / c_iteration) x (T_iteration^2 / T_process^2)))
+
+where c_process is the cost of one more process beyond its iterations (start-up, imports, warm-up),
+c_iteration the cost of one iteration, T_iteration^2 the iteration-level variance and T_process^2 the
+process-level variance. The processes then fill the cell's time budget. Costs and variances come from a
+recorded run (reprokit/data/cell_costs.yaml, written by tools/record_cell_costs.py); the process-level
+variance, where no run with several processes per cell is recorded, is the kit's measured run-to-run spread
+of one-process medians (reprokit/data/rerun_coverage.json: median |shift| = 0.674 x sqrt(2) x sd for two
+normal draws). The cell's budget is `budget_factor` x its recorded one-process wall time (cell_times.yaml).
+Iterations are at least the steady-state detection's `min_iterations` (data/steady_state.yaml).
+
+A run interleaves its processes in rounds (reprokit/run/execute.py), so one run has one process count K: the
+median of its cells' K&J counts, within [min_processes, max_processes]; each cell's iterations per process
+are its own (the job budget's min_samples = max_samples = r; its time budget no longer stops it). `run
+--repeat K` sets K by hand and keeps the suite's sampling budgets.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from reprokit import files
+
+
+def settings() -> dict:
+    return files.load_data("cell_costs")["design"]
+
+
+def costs(suite: str, runner: str, quick: bool, protocol: str) -> tuple[dict, dict | None]:
+    """({cell id: costs}, the measurement's header or None) recorded for this kind of run; a quick run
+    uses the full run's costs (the same cells, the same start-up)."""
+    doc = files.load_data("cell_costs")
+    for q in (quick, False):
+        for m in doc["measurements"]:
+            if (m["suite"], m["runner"], m["quick"], m["protocol"]) == (suite, runner, q, protocol):
+                return m["cells"], m
+    for m in doc["measurements"]:  # another runner: the same workloads, another start-up
+        if (m["suite"], m["protocol"]) == (suite, protocol):
+            return m["cells"], m
+    return {}, None
+
+
+def rerun_process_cv() -> tuple[float | None, str | None]:
+    """(process-level CV, where it comes from) of one-process medians, from the kit's run-to-run
+    measurement (rerun_coverage.json, one process per cell): sd = median |shift| / (0.6745 sqrt 2)."""
+    if not files.data_exists("rerun_coverage.json"):
+        return None, None
+    doc = files.load_data("rerun_coverage.json")
+    found = [m for m in doc["measurements"] if m["summary"]["processes"] == 1]
+    if not found:
+        return None, None
+    m = found[-1]
+    return m["summary"]["shift_median"] / (0.6745 * math.sqrt(2)), f"{m['command']} ({m['date']})"
+
+
+def recorded_wall(suite: str, runner: str, quick: bool, protocol: str) -> dict[str, float]:
+    """{cell id: one-process wall seconds} recorded in cell_times.yaml (full budget)."""
+    for m in files.load_data("cell_times")["measurements"]:
+        if (m["suite"], m["runner"], m["quick"], m["protocol"]) == (suite, runner, quick, protocol):
+            return dict(m["cells"])
+    return {}
+
+
+def kj_iterations(c_process: float, c_iteration: float, t_iteration: float, t_process: float) -> int:
+    """Kalibera & Jones' optimal iterations per process (at least 1)."""
+    if t_process <= 0 or c_iteration <= 0:
+        return 1
+    return max(1, math.ceil(math.sqrt((c_process / c_iteration) * (t_iteration ** 2 / t_process ** 2))))
+
+
+def cell_design(c: dict, wall: float | None, warmup: int, t_process: float, cfg: dict,
+                min_iterations: int) -> dict:
+    """Processes and iterations for one cell from its costs `c` and recorded wall time."""
+    t_proc = c.get("between_cv") or t_process
+    r = max(min_iterations, kj_iterations(c["start_s"] or 0.0, c["iteration_s"], c["within_cv"], t_proc))
+    per_process = (c["start_s"] or 0.0) + (warmup + r) * c["iteration_s"]
+    budget = cfg["budget_factor"] * wall if wall else None
+    k = math.floor(budget / per_process) if budget else cfg["min_processes"]
+    k = min(cfg["max_processes"], max(cfg["min_processes"], k))
+    return {"iterations": r, "processes": k, "process_s": round(per_process, 2),
+            "budget_s": round(budget, 1) if budget else None, "t_process": round(t_proc, 4),
+            "t_iteration": c["within_cv"]}
+
+
+def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
+               budgets: dict[str, dict], has_published: bool = True) -> dict | None:
+    """The design of a run of `cells` (suites.Cell). `budgets`: {cell id: the cell's job budget} (its
+    warm-up count). Returns {"processes" K, "cells": {id: design}, "text", "source"}; without recorded
+    costs, the fewest processes a re-run interval needs (`min_processes`) with the suite's own sampling
+    budgets when the suite has published numbers to decide, else None (one process: a smoke suite)."""
+    cfg = settings()
+    recorded, header = costs(suite, runner, quick, protocol)
+    t_process, t_source = rerun_process_cv()
+    if protocol != "budget" or header is None or t_process is None:  # `--protocol published`: the
+        # source's iteration counts per process, so only the number of processes is the kit's
+        if not has_published:
+            return None
+        why = ("the published protocol fixes the iterations" if protocol != "budget" else
+               "no costs recorded for this suite: tools/record_cell_costs.py RUN records them")
+        return {"processes": int(cfg["min_processes"]), "cells": {},
+                "source": f"cell_costs.yaml design.min_processes ({why})",
+                "text": f"{cfg['min_processes']} processes per cell, the fewest a re-run interval needs "
+                        f"({why}), each with the suite's own sampling budget"}
+    min_iter = int(files.load_data("steady_state")["min_iterations"])
+    walls = recorded_wall(suite, runner, False, protocol)
+    out = {}
+    for cell in cells:
+        c = recorded.get(cell.id)
+        if c is None or c.get("start_s") is None:
+            continue
+        warm = int((budgets.get(cell.id) or {}).get("warmup") or 0)
+        out[cell.id] = cell_design(c, walls.get(cell.id), warm, t_process, cfg, min_iter)
+    if not out:
+        return None
+    k = min(cfg["max_processes"], max(cfg["min_processes"],
+                                      int(statistics.median_low([d["processes"] for d in out.values()]))))
+    return {"processes": k, "cells": out,
+            "source": f"cell_costs.yaml (run {header['run']}, {header['machine']}, {header['date']}); "
+                      f"process-level CV {t_process:.3g} from {t_source}",
+            "text": f"{k} processes per cell (the median of the cells' Kalibera & Jones designs within "
+                    f"{cfg['budget_factor']:g}x their one-process time), each cell's iterations per process "
+                    "from its recorded costs and variances"}
+
+
+def process_budget(budget: dict, cell: dict | None) -> dict:
+    """A job budget with the design's iterations per process for the cell (unchanged without one)."""
+    if cell is None:
+        return budget
+    r = int(cell["iterations"])
+    return {**budget, "min_samples": r, "max_samples": r, "time_budget_s": 0}

@@ -1,0 +1,1 @@
+"""The run report, from a run directory: context, rendering (Markdown, HTML, JSON) and plots."""

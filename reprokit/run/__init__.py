@@ -1,0 +1,1 @@
+"""A plan run: serial and concurrent execution, the run record, reconcile, lifecycle, progress."""

@@ -1,0 +1,285 @@
+"""Execute a plan with a runner that runs many cells at once (`runner.concurrent`, the Slurm runner).
+
+reprokit/run/execute.py hands over here (record.Execution) once the run record is written and the cells to
+run are known; both write the record through reprokit/run/record.py and this module never imports
+execute.py: every cell (every process with --repeat K) is submitted, then the outcomes are collected as
+they finish, each written (its result file, then run.json) before the next is looked at, so the
+reliability rules of a run hold as for the one-at-a-time runners:
+
+- one writer: the driver holds the run's lock throughout; `status`/`report` re-attach only when
+  they can take it (a live driver keeps following its own jobs);
+- nothing lost: a result the harness wrote is kept whatever Slurm says afterwards
+  (record.finish_result reads it first); a cell without one gets a placeholder with its reason;
+- resume: the job ids are in run.json (`slurm.jobs`); `--resume` re-attaches to the tasks that are
+  still queued or running, collects the ones that ended, and re-submits only cells without a
+  result;
+- interrupt: SIGINT/SIGTERM/SIGHUP cancel what the driver submitted (scancel), the cancelled cells
+  are recorded as interrupted, and lifecycle.Interrupted goes on up (exit 128 + the signal);
+  `--detach` leaves the jobs running and returns at once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprokit import files, results
+from reprokit.plan import fallback
+from reprokit.run import lifecycle, merge_processes, reconcile, record
+from reprokit.run.record import Execution, RunRecord
+from reprokit.runners.base import CellOutcome
+
+
+@dataclass
+class _Collector:
+    """Collects one task's outcome: its result written (record.finish_result), then its entry."""
+    rec: RunRecord
+    run_id: str
+    runner: Any
+    device: str
+    repeat: int
+    stacks: dict
+    progress: Any = None
+    verdicts: dict | None = None
+
+    def __call__(self, task, outcome: CellOutcome) -> dict:
+        v = (self.verdicts or {}).get(task.cell.id)  # a fallback link runs the cell in its image
+        return _collect(self, task, outcome, self.stacks[fallback.stack_to_run(task.cell.stack, v)],
+                        fallback.substitution(v))
+
+
+def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
+             substitution: dict | None = None) -> dict:
+    rundir = c.rec.rundir
+    res = record.finish_result(rundir, c.run_id, task.cell, outcome, stack_spec, c.runner.name,
+                               c.device, task.process, substitution=substitution)
+    info = outcome.runner_info
+    if info.get("launcher") == "local":  # the local environment ran: say what it is
+        subs = res.setdefault("implementation", {}).setdefault("substitutes", [])
+        chosen = info.get("substitutes")  # the environment reprokit/runners/venvs.py chose, and its own
+        if chosen is None:
+            chosen = stack_spec.get("local", {}).get("substitutes", [])
+        missing = [s for s in chosen if s not in subs]
+        subs.extend(missing)
+        if info.get("environment"):
+            res["environment"] = info["environment"]
+        if missing or info.get("environment"):
+            (rundir.write_cell if task.process is None else rundir.write_process)(res)
+    if task.process is None:
+        c.rec.record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
+    else:
+        c.rec.record_merged(task.cell, merge_processes.merge_cell(rundir, task.cell.id, c.repeat,
+                                                                  c.run_id))
+    if c.progress is not None:
+        c.progress.start(task.cell, process=task.process)
+        c.progress.done(task.cell, res["status"], outcome.process_wall_s, res["reason"],
+                        process=task.process)
+    return res
+
+
+def run_concurrent(h: Execution) -> bool:
+    """Submit every cell of `h.by_stack`, collect them as they finish. True when detached (the run
+    is left unfinished: its jobs run on)."""
+    from reprokit.runners.slurm import Task, say_detached
+
+    plan, runner, rundir, run, say = h.plan, h.runner, h.rec.rundir, h.rec.run, h.say
+    run_id = rundir.path.name
+    repeat = plan.options.repeat
+    slurm = run.setdefault("slurm", {})
+    slurm["options"] = runner.options.record()
+    if getattr(runner, "probe_result", None):
+        slurm["probe"] = runner.probe_result
+    slurm.setdefault("jobs", [])
+    tasks: dict[tuple, Task] = {}
+    prepared: dict[str, dict] = {}
+    models = _gpu_models(plan.suite.sources)
+    for stack, items in h.by_stack.items():
+        ready = h.prepare(stack, items)
+        if ready is None:  # unavailable: its cells were recorded skipped
+            continue
+        p, _spec, job_path, job_cells = ready
+        prepared[stack] = p
+        for c, procs in items:
+            for proc in procs:
+                tasks[(c.id, proc)] = Task(c, proc, job_cells[c.id], Path(job_path),
+                                           rundir.log_path(c.id, proc),
+                                           gpus=c.gpus_on(plan.options.device),
+                                           gpu_models=models.get(c.id, ()))
+    adopted = runner.adopt(rundir, slurm["jobs"], tasks) if h.resume and slurm["jobs"] else []
+    for t in adopted:
+        say(f"slurm: re-attached to {t.cell.id}" + (f" (process {t.process})" if t.process else "")
+            + f": job {t.job_id}")
+    fresh = [t for t in tasks.values() if t not in adopted]
+    records = runner.submit(rundir, prepared, fresh) if fresh else []
+    slurm["jobs"].extend(records)
+    for r in records:
+        say(f"slurm: submitted {len(r['tasks'])} cell(s) of {r['stack']} as job array {r['job_id']} "
+            f"({r['launcher']} launcher, {r['time_limit_min']} min each"
+            + ("" if runner.options.exclusive else ", NOT exclusive") + ")")
+    for t in tasks.values():
+        if t.process in (None, 1) or repeat == 1:
+            h.rec.record(t.cell, "pending", f"submitted to Slurm as job {t.job_id}; not finished yet",
+                         None)
+    if runner.options.detach:
+        slurm["detached"] = True
+        rundir.write_run(run)
+        say(say_detached(rundir, records))
+        return True
+    slurm["detached"] = False
+    rundir.write_run(run)
+    collect = _Collector(h.rec, run_id, runner, plan.options.device, repeat, h.stacks, h.progress,
+                         run.get("preflight") or {})
+    n = runner.outstanding()
+    t0, cpu0, wall0 = os.times(), time.process_time(), time.monotonic()
+    try:
+        follow(runner, rundir, collect)
+    except lifecycle.Interrupted as e:
+        stop(runner, rundir, collect, f"interrupted by {e.signame}", run_id, plan.options.device)
+        raise
+    t1 = os.times()
+    # what following cost the driver (scripts/bench_slurm.py reads it): its own CPU time, and its
+    # squeue/sacct children's
+    slurm["driver_cost"] = {
+        "tasks_followed": n, "submit_s": round(runner.stats["submit_s"], 4),
+        "sbatch_calls": runner.stats["sbatch_calls"], "polls": runner.stats["polls"],
+        "follow_wall_s": round(time.monotonic() - wall0, 3),
+        "follow_cpu_s": round(time.process_time() - cpu0, 4),
+        "follow_children_cpu_s": round((t1.children_user + t1.children_system)
+                                       - (t0.children_user + t0.children_system), 4)}
+    rundir.write_run(run)
+    return False
+
+
+def _gpu_models(sources: list[str]) -> dict[str, tuple[str, ...]]:
+    """{cell id: the GPU names its published numbers were measured on} (--slurm-gpu-feature)."""
+    from reprokit.catalog import suites
+
+    out: dict[str, set[str]] = {}
+    for src in sources:
+        for n in suites.load_published(src):
+            if n.get("cell") and suites.publication_hardware(n)[0] == "gpu":
+                out.setdefault(n["cell"], set()).add(n["environment"].get("gpu") or "")
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+def follow(runner, rundir: results.RunDir, collect, until: float | None = None) -> None:
+    """Poll until nothing is outstanding (or `until`, a time.monotonic() deadline)."""
+    while runner.outstanding():
+        for task, outcome in runner.poll(rundir):
+            collect(task, outcome)
+        if not runner.outstanding() or (until is not None and time.monotonic() >= until):
+            return
+        time.sleep(runner.poll_s)
+
+
+def stop(runner, rundir: results.RunDir, collect, why: str, run_id: str, device: str,
+         wait_s: float = 30.0) -> None:
+    """Cancel what the driver follows, collect the cancelled tasks, placeholders for the rest."""
+    ids = runner.cancel(why)
+    if not ids:
+        return
+    end = time.monotonic() + wait_s
+    while runner.outstanding() and time.monotonic() < end:
+        for task, outcome in runner.poll(rundir):
+            collect(task, outcome)
+        time.sleep(0.5)
+    for t in runner.running():  # Slurm did not confirm in time: the cell is recorded anyway
+        doc = record.placeholder_result(run_id, t.cell, "interrupted",
+                                 f"{why}: the driver cancelled job {t.job_id} (scancel); "
+                                 "--resume re-runs it", device)
+        if t.process is None:
+            rundir.write_cell(doc)
+        collect(t, CellOutcome("interrupted", doc["reason"], 0.0, None,
+                               {"launcher": runner.launcher.name, "job_id": t.job_id}))
+    runner.tasks.clear()
+
+
+# -- re-attach: `status RUN`, `report RUN` ---------------------------------------------------------
+def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None:
+    """Collect what a detached (or orphaned) Slurm run's jobs finished since, into its results;
+    finish the run when nothing is left. Returns the run record, or None when the run is not a
+    Slurm run with jobs or a live driver holds it (it follows its own jobs)."""
+    from reprokit.catalog import suites
+    from reprokit.runners.slurm import SlurmOptions, SlurmRunner, Task
+
+    run = rundir.load_run()
+    slurm = run.get("slurm") or {}
+    if run.get("runner") != "slurm" or not slurm.get("jobs") or run.get("finished"):
+        return None
+    if lifecycle.RunLock.held_by_other(rundir.path):
+        return None
+    lock = None if lifecycle.holds(rundir.path) else lifecycle.acquire(rundir.path)
+    try:
+        suite = suites.load_suite(run["suite"])
+        stacks = suites.load_stacks()
+        repeat = int(run.get("repeat") or 1)
+        device = (run.get("options") or {}).get("device", "cpu")
+        cells = {c.id: c for c in suite.cells}
+        entries = {e["cell_id"]: e for e in run["cells"]}
+        runner = SlurmRunner(SlurmOptions.from_record({**slurm.get("options", {}), "detach": True}),
+                             device=device, say=say or (lambda *_: None))
+        tasks = {}
+        for job in slurm["jobs"]:
+            for rt in job.get("tasks", []):
+                cid, proc = rt["cell_id"], rt.get("process")
+                if cid not in cells or entries.get(cid, {}).get("status") != "pending":
+                    continue
+                if proc is not None and _collected(rundir, cid, proc):
+                    continue  # the driver collected it; a file the harness alone wrote is not:
+                    # its task record (node, fingerprint, job) is added now
+                tasks[(cid, proc)] = Task(cells[cid], proc, {}, rundir.jobs_dir / f"{cells[cid].stack}.json",
+                                          rundir.log_path(cid, proc))
+        for t in runner.adopt(rundir, slurm["jobs"], tasks, ended=True):
+            if say:
+                say(f"slurm: re-attached to {t.cell.id}"
+                    + (f" (process {t.process})" if t.process else "") + f": job {t.job_id}")
+
+        collect = _Collector(RunRecord(rundir, run), run["run_id"], runner, device, repeat, stacks,
+                             None, run.get("preflight") or {})
+        follow(runner, rundir, collect, until=time.monotonic() + wait_s)
+        if not runner.outstanding() and not record.status_counts(run["cells"]).get("pending"):
+            run = reconcile.reconcile(rundir, run, modify=True).run
+            ends = []
+            for job in slurm["jobs"]:
+                for rt in job.get("tasks", []):
+                    try:
+                        rec = files.loads_bounded(rundir.path / rt["record"], "record")
+                    except (OSError, ValueError, KeyError):
+                        continue
+                    if rec.get("ended"):
+                        ends.append(rec["ended"])
+            run["finished"] = max(ends) if ends else files.utcnow()
+            run["wall_s"] = _seconds_between(run["started"], run["finished"])
+            run["slurm"]["detached"] = False
+            rundir.write_run(run)
+        return run
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _collected(rundir: results.RunDir, cell_id: str, process: int) -> bool:
+    """A process file the driver finished (it added its runner record: job, node, fingerprint);
+    one the harness wrote while no driver followed the job has none yet."""
+    path = rundir.cell_path(cell_id, process)
+    if not path.exists():
+        return False
+    try:
+        doc = files.loads_bounded(path, "cell_result")
+    except (OSError, ValueError):
+        return True  # unreadable: reconcile moves it aside; nothing to add here
+    return not isinstance(doc, dict) or isinstance(doc.get("runner"), dict)
+
+
+def _seconds_between(a: str, b: str) -> float | None:
+    import datetime as dt
+
+    try:
+        fa = dt.datetime.fromisoformat(a.replace("Z", "+00:00"))
+        fb = dt.datetime.fromisoformat(b.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return None
+    return max(0.0, (fb - fa).total_seconds())

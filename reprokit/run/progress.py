@@ -1,0 +1,161 @@
+"""Progress with ETA while a suite runs: a live bar on a terminal, one line per cell otherwise.
+
+The ETA of each remaining cell, best estimate first:
+0. in a run of the default design (reprokit/plan/design.py), the process time the design expects from the
+   cell's recorded costs (`design_times`, data/cell_costs.yaml: start-up + iterations x iteration cost),
+   scaled like 1.;
+1. its own time in the newest earlier run with the same runner, --quick and protocol
+   (`past_cell_times`), else its time recorded in reprokit/data/cell_times.yaml
+   (`recorded_times`: measured on the project's machine, so a fresh clone's first run has an ETA),
+   scaled by how this run's finished cells compare with those times (a loaded or slower machine
+   makes every cell slower);
+2. the mean time of this run's finished cells of the same workload;
+3. the mean time of all of this run's finished cells.
+So one slow word-LM cell neither hides in the ETA of a first run's last step nor, once seen,
+makes every short cell look slow.
+
+A unit of work is one process of one cell: with `run --repeat K` a suite of C cells is K x C
+units (earlier times are per process, see `past_cell_times`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+
+from reprokit import files
+from reprokit.console import console
+from reprokit.printable import visible
+
+
+def past_cell_times(root: Path, runner: str, quick: bool, protocol: str,
+                    exclude: Path | None = None) -> dict[str, float]:
+    """{cell id: process seconds} of the newest earlier run under root that measured that cell
+    with the same runner, --quick and protocol (for the ETA only: unreadable runs are ignored).
+    Seconds of one process: a `--repeat K` run's time of a cell (all K processes) is divided by K."""
+    found: dict[str, tuple[str, float]] = {}
+    for f in Path(root).glob("*/run.json"):
+        if exclude is not None and f.parent.resolve() == Path(exclude).resolve():
+            continue
+        try:
+            run = json.loads(f.read_text())
+            if (run.get("runner"), bool(run.get("quick")), run.get("protocol")) != \
+                    (runner, quick, protocol):
+                continue
+            started = str(run.get("started") or "")
+            repeat = int(run.get("repeat") or 1)
+            for e in run.get("cells") or []:
+                wall = e.get("process_wall_s")
+                if e.get("status") == "ok" and isinstance(wall, (int, float)) and wall > 0:
+                    if e["cell_id"] not in found or found[e["cell_id"]][0] < started:
+                        found[e["cell_id"]] = (started, float(wall) / repeat)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            continue
+    return {cid: wall for cid, (_, wall) in found.items()}
+
+
+def recorded_times(runner: str, quick: bool, protocol: str) -> dict[str, float]:
+    """{cell id: seconds per process} from reprokit/data/cell_times.yaml for runs with this --quick and
+    protocol; a measurement with the same runner wins over one with another runner."""
+    doc = files.load_data("cell_times")
+    same = [m for m in doc["measurements"] if m["quick"] == quick and m["protocol"] == protocol]
+    out: dict[str, float] = {}
+    for m in sorted(same, key=lambda m: m["runner"] == runner):  # the same runner last: it wins
+        out.update(m["cells"])
+    return out
+
+
+def design_times(design: dict | None) -> dict[str, float]:
+    """{cell id: seconds per process} the default design expects (reprokit/plan/design.py: the cell's
+    recorded start-up cost + its warm-up and designed iterations x its recorded iteration cost, from
+    data/cell_costs.yaml): a designed process is shorter than a one-process run's, so these win over
+    the times of earlier runs of another design."""
+    cells = (design or {}).get("cells") or {}
+    return {cid: float(d["process_s"]) for cid, d in cells.items()
+            if isinstance(d.get("process_s"), (int, float)) and d["process_s"] > 0}
+
+
+def _fmt(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+class Progress:
+    def __init__(self, cells: list, say=print, stream=None, history: dict[str, float] | None = None,
+                 repeat: int = 1):
+        """`cells`: the units of work, each a cell or a (cell, process index) pair (run --repeat K,
+        process None when K = 1)."""
+        units = [u if isinstance(u, tuple) else (u, None) for u in cells]
+        self.cells = [c for c, _ in units]
+        self.repeat = repeat
+        self.history = dict(history or {})
+        self.pace: list[tuple[float, float]] = []  # (this run, earlier run) seconds per process
+        self.say = say
+        self.t0 = time.monotonic()
+        self.done_s: dict[str, list[float]] = {}
+        self.remaining = {(c.id, p): c for c, p in units}
+        self.n_done = 0
+        self.stream = stream or sys.stderr
+        self.live = None
+        if self.cells and self.stream.isatty():
+            self.live = RichProgress(TextColumn("{task.description}", markup=False), BarColumn(),
+                                     MofNCompleteColumn(), TimeElapsedColumn(),
+                                     TextColumn("ETA {task.fields[eta]}"),
+                                     console=console(file=self.stream), transient=False)
+            self.task = self.live.add_task("starting", total=len(self.cells), eta="?")
+            self.live.start()
+
+    def eta(self) -> float | None:
+        scale = 1.0
+        if self.pace:
+            scale = sum(now for now, _ in self.pace) / sum(then for _, then in self.pace)
+        overall = (sum(sum(v) for v in self.done_s.values()) / self.n_done) if self.n_done else None
+        total = 0.0
+        for c in self.remaining.values():
+            seen = self.done_s.get(c.workload)
+            if c.id in self.history:
+                total += self.history[c.id] * scale
+            elif seen:
+                total += sum(seen) / len(seen)
+            elif overall is not None:
+                total += overall
+            else:
+                return None
+        return total
+
+    def start(self, cell, process: int | None = None) -> None:
+        eta = self.eta()
+        text = f"[{self.n_done + 1}/{len(self.cells)}] {cell.id}"
+        if process is not None:
+            text += f" (process {process} of {self.repeat})"
+        if self.live:
+            self.live.update(self.task, description=text, eta=_fmt(eta) if eta is not None else "?")
+        else:
+            self.say(f"{text} ... (elapsed {_fmt(time.monotonic() - self.t0)}, "
+                     f"ETA {_fmt(eta) if eta is not None else 'unknown'})")
+
+    def done(self, cell, status: str, seconds: float, reason: str | None = None,
+             process: int | None = None) -> None:
+        self.n_done += 1
+        self.remaining.pop((cell.id, process), None)
+        self.done_s.setdefault(cell.workload, []).append(seconds)
+        if status == "ok" and cell.id in self.history and seconds > 0:
+            self.pace.append((seconds, self.history[cell.id]))
+        reason = visible(reason) if reason else reason  # a framework's message may hold escapes
+        line = f"    {status} in {seconds:.1f} s" + (f": {reason}" if reason else "")
+        if self.live:
+            self.live.advance(self.task)
+            name = cell.id if process is None else f"{cell.id} (process {process})"
+            self.live.console.print(f"{name}: {status} ({seconds:.1f} s)"
+                                    + (f" {reason}" if reason else ""))
+        else:
+            self.say(line)
+
+    def close(self) -> None:
+        if self.live:
+            self.live.stop()

@@ -1,0 +1,300 @@
+"""Reconcile a run's record (run.json) with the result files on disk.
+
+One function, `reconcile`, used by `run --resume` before it plans, by the executor at the end of
+every run and by `report`. The result files are the measurements; run.json is their index:
+
+- a valid result file of this run that run.json does not list, or lists with another status
+  (a cell that finished after its driver died, say), is adopted into run.json: never overwritten,
+  never re-measured;
+- a result file that is unreadable (truncated, not JSON, NaN or Infinity in it), does not match
+  the cell_result schema (a negative sample, one above results.PLAUSIBLE_MAX), or belongs to another
+  run or cell is moved aside to cells/.invalid/<name>.<UTC stamp> (kept, never deleted) and its cell
+  gets status `invalid` with the reason; `--resume` re-measures it;
+- a cell run.json lists as measured whose file is gone gets status `missing`; `--resume`
+  re-measures it;
+- a run whose driver ended without finishing it (run.json `finished` null, nobody holds the lock)
+  gets its running cell (`current`) recorded as `interrupted`, and an entry in `incidents`.
+
+With `modify=False` (a live driver holds the run's lock, or the disk is read-only) nothing is
+written or moved: the returned record says the same in memory. A cell's entry and the checks of a
+result file are reprokit/run/record.py's (check_result, valid_processes and move_aside are used from
+there).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reprokit import results
+from reprokit.errors import UserError
+from reprokit.run import lifecycle, merge_processes
+from reprokit.run.record import cell_entry, check_result, move_aside, valid_processes
+
+PROCESS_FILE = re.compile(r"^(?P<stem>.+)\.p(?P<n>\d+)\.json$")
+# statuses that mean the cell's result is not (or no longer) there: --resume measures them again
+NOT_THERE = ("missing", "invalid", "interrupted", "pending")
+
+
+@dataclass
+class Reconciled:
+    run: dict
+    cells: dict[str, dict]  # cell id -> its valid main result
+    changes: list[str] = field(default_factory=list)  # what was adopted, moved aside, marked
+    modified: bool = False  # whether files were moved or run.json written
+
+
+def cell_id_of(filename: str, known: dict[str, str] | None = None) -> str:
+    """The cell id of a main result file name. results.cell_filename is not reversible when an id
+    holds '__' itself, so the ids run.json knows come first (`known`: file name -> cell id)."""
+    if known and filename in known:
+        return known[filename]
+    return filename[:-5].replace("__", "/")
+
+
+def _rel(rundir: results.RunDir, p: Path) -> str:
+    try:
+        return str(p.relative_to(rundir.path))
+    except ValueError:
+        return str(p)
+
+
+def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str, str] | None = None,
+              modify: bool = True, say=None) -> Reconciled:
+    """Bring run.json in line with cells/ (see the module doc). `stacks` maps cell ids to their
+    stack for files run.json does not list (else the stack recorded in the file, or 'unknown')."""
+    run = run if run is not None else rundir.load_run()
+    holder = lifecycle.RunLock.held_by_other(rundir.path)
+    if holder:
+        modify = False  # a live driver writes this run: look, do not touch
+    out = Reconciled(run=run, cells={})
+    run_id = run["run_id"]
+    repeat = int(run.get("repeat") or 1)
+    entries: dict[str, dict] = {e["cell_id"]: e for e in run.get("cells") or []}
+    changed = False
+
+    def note(msg: str) -> None:
+        out.changes.append(msg)
+        if say:
+            say(f"reconcile: {msg}")
+
+    def set_entry(cid: str, status: str, reason: str | None, doc: dict | None = None) -> None:
+        nonlocal changed
+        e = entries.get(cid)
+        if e is None:
+            stack = (doc or {}).get("stack") or (stacks or {}).get(cid) or "unknown"
+            e = entries[cid] = cell_entry(cid, stack, status, reason, None)
+            changed = True
+        if e.get("status") != status or e.get("reason") != reason:
+            e["status"], e["reason"] = status, reason
+            changed = True
+        if doc is not None:
+            wall = (doc.get("runner") or {}).get("process_wall_s")
+            if isinstance(wall, (int, float)) and e.get("process_wall_s") != wall:
+                e["process_wall_s"] = wall
+                changed = True
+
+    def aside(path: Path, why: str) -> str:
+        """Move a bad file aside (when allowed); the words for the reason."""
+        nonlocal changed
+        where = _rel(rundir, path)
+        if not modify:
+            return f"{where} is invalid: {why}"
+        try:
+            dest = move_aside(rundir, path)
+        except OSError as e:
+            return f"{where} is invalid: {why} (could not move it aside: {e.strerror or e})"
+        out.modified = changed = True
+        return f"{where} was invalid: {why}; moved to {_rel(rundir, dest)}"
+
+    cells_dir = rundir.cells_dir
+    files = sorted(p for p in cells_dir.glob("*.json") if not p.name.startswith(".")) \
+        if cells_dir.is_dir() else []
+    bad: dict[str, str] = {}  # cell id -> reason its main result is unusable
+    known = {results.cell_filename(cid): cid for cid in entries}
+    # process files first (run --repeat K): a bad one is moved aside and the cell merged again
+    remerge: set[str] = set()
+    for p in files:
+        m = PROCESS_FILE.match(p.name)
+        if not m:
+            continue
+        cid = cell_id_of(m["stem"] + ".json", known)
+        n = int(m["n"])
+        _, problem = check_result(p, run_id, cid, n)
+        if problem:
+            why = aside(p, problem)
+            note(why)
+            remerge.add(cid)
+    for p in files:
+        if PROCESS_FILE.match(p.name):
+            continue
+        cid = cell_id_of(p.name, known)
+        doc, problem = check_result(p, run_id, cid, None)
+        if problem:
+            why = aside(p, problem)
+            note(why)
+            bad[cid] = why
+            remerge.add(cid)
+            continue
+        out.cells[cid] = doc
+    # a --repeat K cell whose main result is gone or bad is merged again from its process files
+    if repeat > 1:
+        for cid in set(entries) | remerge:
+            if cid in out.cells and cid not in remerge:
+                continue
+            procs = valid_processes(rundir, cid, repeat, run_id)
+            if not procs:
+                continue
+            merged = merge_processes.merge(procs, repeat)
+            if modify:
+                try:
+                    rundir.write_cell(merged)
+                    out.modified = True
+                except OSError:
+                    pass
+            out.cells[cid] = merged
+            bad.pop(cid, None)
+            note(f"{cid}: merged again from its {len(procs)} process file(s)")
+    # adopt every valid file: it is the measurement, run.json only its index
+    for cid, doc in out.cells.items():
+        e = entries.get(cid)
+        if e is None:
+            note(f"adopted cells/{results.cell_filename(cid)} ({doc['status']}), which run.json "
+                 "did not list")
+        elif e.get("status") != doc["status"]:
+            note(f"{cid}: run.json said {e.get('status')}, its result file says {doc['status']}: "
+                 "kept the file's")
+        set_entry(cid, doc["status"], doc.get("reason"), doc)
+    # the driver ended without finishing the run: its running cell (if any) was interrupted
+    current = run.get("current")
+    drv = (current or {}).get("driver") or run.get("driver") or {}
+    me = drv.get("pid") == os.getpid() and drv.get("host") == lifecycle.host_name()
+    detached = (run.get("slurm") or {}).get("detached")  # its jobs run on: nobody died
+    if run.get("finished") is None and not holder and not me and not detached:
+        cid = (current or {}).get("cell_id")
+        what = (f"the driver (pid {drv.get('pid')} on {drv.get('host')}) ended without finishing "
+                "the run" + (f" while {cid} was running" if cid else "") + " (killed outright, e.g. "
+                "by SIGKILL or a reboot, or it could not write run.json any more: a full or "
+                "read-only disk)")
+        if cid in entries and cid not in out.cells and cid not in bad:
+            set_entry(cid, "interrupted", f"{what}; no result was written; --resume RUN "
+                                          "re-measures it")
+        incidents = run.setdefault("incidents", [])
+        if not any(i.get("kind") == "driver_lost" and i.get("driver_pid") == drv.get("pid")
+                   for i in incidents):
+            incidents.append({"kind": "driver_lost", "at": lifecycle.utcnow(), "cell_id": cid,
+                              "started": (current or {}).get("started"),
+                              "driver_pid": drv.get("pid"), "text": what})
+            note(what)
+            changed = True
+        if current:
+            run["current"] = None
+            changed = True
+    # listed as measured, but no usable file
+    for cid, e in entries.items():
+        if cid in out.cells:
+            continue
+        if cid in bad:
+            set_entry(cid, "invalid", f"{bad[cid]}; --resume RUN re-measures it")
+        elif e.get("status") not in ("pending", "interrupted", "missing", "invalid"):
+            why = (f"cells/{results.cell_filename(cid)} is missing (deleted, or never written), "
+                   f"though run.json recorded {e.get('status')}; --resume RUN re-measures it")
+            note(why)
+            set_entry(cid, "missing", why)
+    run["cells"] = list(entries.values())
+    if changed and modify:
+        try:
+            rundir.write_run(run)
+            out.modified = True
+        except OSError:
+            pass
+    return out
+
+
+def incomplete(run: dict) -> list[dict]:
+    """The run's cells that have no usable result: missing, invalid, interrupted, pending."""
+    return [e for e in run.get("cells") or [] if e.get("status") in NOT_THERE]
+
+
+# -- resume must measure under the same conditions ----------------------------------------------
+def resume_options(options, runner: str, suite: str) -> dict:
+    """The settings of a run that change its measurements, as run.json records them."""
+    return {"suite": suite, "runner": runner, "device": options.device, "quick": bool(options.quick),
+            "protocol": options.protocol, "repeat": options.repeat,
+            "min_samples": options.min_samples, "time_budget_s": options.time_budget_s,
+            "data": (options.data or {}).get("root")}
+
+
+_FLAGS = {"suite": "--suite", "runner": "--runner", "device": "--device", "quick": "--quick",
+          "protocol": "--protocol", "repeat": "--repeat", "min_samples": "--min-samples",
+          "time_budget_s": "--time-budget", "data": "--data"}
+
+
+def _show(key: str, value) -> str:
+    if key == "quick":
+        return "with --quick" if value else "without --quick"
+    if key == "suite":
+        return f"for suite {value}"
+    if key == "runner":
+        return f"with the {value} runner (--runner {value})"
+    if key == "device":
+        return f"on device {value} (--device {value})"
+    if key == "repeat":
+        return f"with --repeat {value}"
+    if key == "protocol":
+        return f"with --protocol {value}"
+    if value is None:
+        return f"without {_FLAGS[key]}"
+    return f"with {_FLAGS[key]} {value}"
+
+
+def changed_cells(run: dict, specs: dict[str, str]) -> list[str]:
+    """The cells whose measured spec (plan.cell_spec) differs from the one the run recorded when it
+    first planned them (older runs record none: nothing is compared)."""
+    stored = run.get("cell_specs") or {}
+    return sorted(cid for cid, digest in specs.items() if cid in stored and stored[cid] != digest)
+
+
+def check_cell_specs(run: dict, specs: dict[str, str], allow: bool) -> list[str]:
+    """UserError (one line) when the suite's data changed what a cell of the run measures since the
+    run planned it, unless `allow` (--allow-changed-data): then the changed cells, to record."""
+    changed = changed_cells(run, specs)
+    if changed and not allow:
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        raise UserError(f"cannot resume {run.get('run_id')}: the suite's data changed what {shown} "
+                        "measures (budget, parameters, metrics or stack) since the run started, so "
+                        "its results would mix two definitions; start a new run, resume with the kit "
+                        "that started it, or pass --allow-changed-data (recorded in run.json)")
+    return changed
+
+
+def check_resume(run: dict, now: dict) -> None:
+    """UserError (one line) when a setting that changes measurements differs from the run's.
+    Older runs record fewer settings: what they do not record is not compared, nor what `now`
+    leaves out (the command checks the plain options before it prepares data or picks a runner)."""
+    stored = {"suite": run.get("suite"), "runner": run.get("runner"),
+              "quick": bool(run.get("quick")), "protocol": run.get("protocol"),
+              "repeat": int(run.get("repeat") or 1)}
+    opts = run.get("options")
+    if isinstance(opts, dict):
+        for k in ("device", "min_samples", "time_budget_s"):
+            if k in opts:
+                stored[k] = opts[k]
+        if "data" in opts:
+            stored["data"] = opts["data"]
+    for key, was in stored.items():
+        if key not in now:
+            continue
+        given = now[key]
+        if key == "data" and was is not None and given is not None:
+            same = Path(str(was)).resolve() == Path(str(given)).resolve()
+        elif key == "time_budget_s" and was is not None and given is not None:
+            same = float(was) == float(given)
+        else:
+            same = was == given
+        if not same:
+            raise UserError(f"cannot resume {run.get('run_id')}: it was measured {_show(key, was)}, "
+                            f"this command measures {_show(key, given)}; resume with the run's "
+                            f"options (its command is in run.json, argv) or start a new run")

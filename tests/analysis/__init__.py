@@ -1,0 +1,1 @@
+"""Analysis: statistics, steady state, intervals, verdicts, claims, comparisons, peaks."""

@@ -1,0 +1,93 @@
+"""scripts/bench_rerun_coverage.py: does run B's median fall inside run A's interval, and the file the
+report quotes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprokit import validate
+from reprokit.analysis import run_health
+
+REPO = Path(__file__).resolve().parents[2]
+RUNS = REPO / "tests" / "data" / "runs"
+
+
+def test_compare_two_stored_runs_counts_medians_inside(tmp_path):
+    out = tmp_path / "rc.json"
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_rerun_coverage.py"), "--compare",
+                           str(RUNS / "cpu-a"), str(RUNS / "cpu-b"), "--write", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert validate.errors("rerun_coverage", doc) == []
+    assert len(doc["measurements"]) == 1
+    s = doc["measurements"][0]["summary"]
+    # cpu-b redraws every metric from cpu-a's distributions except cudnn train, moved by +25 %
+    assert s["pairs"] == 9 and 0 < s["inside"] < s["pairs"]
+    assert s["coverage"] == pytest.approx(s["inside"] / 9)
+    assert s["shift_max"] == pytest.approx(0.25, abs=0.02)
+    out_lines = [line for line in proc.stdout.splitlines() if line.startswith("OUT")]
+    assert any("cudnn_lstm" in line and "train_time_per_example" in line for line in out_lines)
+    assert doc["measurements"][0]["machine"] == "AMD Zen 3 (family 25 model 1), 8 cores"
+    assert s["shift_rms"] >= s["shift_median"] and s["shift_rms"] == pytest.approx(
+        (sum(x * x for x in _shifts(proc.stdout)) / 9) ** 0.5, rel=0.01)
+    assert s["half_width_over_drift"] == pytest.approx(s["half_width_median"] / s["shift_median"])
+    assert doc["measurements"][0]["design"] == "old" and len(doc["measurements"][0]["wall_s"]) == 2
+    # a second measurement of the same kind replaces the first; the file stays valid
+    again = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_rerun_coverage.py"), "--compare",
+                            str(RUNS / "cpu-b"), str(RUNS / "cpu-a"), "--write", str(out)],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    doc = json.loads(out.read_text())
+    assert len(doc["measurements"]) == 1 and doc["measurements"][0]["runs"] == ["cpu-b", "cpu-a"]
+
+
+def _shifts(stdout: str) -> list[float]:
+    return [float(line.split("moved ")[1].split("%")[0]) / 100 for line in stdout.splitlines()
+            if " moved " in line]
+
+
+def _with_process_files(src: Path, dst: Path, main_factor: float) -> Path:
+    """A copy of run `src` whose cells also have a process-1 file (the original samples), while the main
+    results' samples are scaled by `main_factor`: --process 1 must read the former."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    for f in sorted((dst / "cells").glob("*.json")):
+        doc = json.loads(f.read_text())
+        (dst / "cells" / f.name.replace(".json", ".p1.json")).write_text(json.dumps({**doc, "process": 1}))
+        for m in (doc.get("metrics") or {}).values():
+            m["samples"] = [x * main_factor for x in m.get("samples") or []]
+        f.write_text(json.dumps(doc))
+    return dst
+
+
+def test_compare_process_n_reads_each_cells_process_file(tmp_path):
+    a = _with_process_files(RUNS / "cpu-a", tmp_path / "a", 1.0)
+    b = _with_process_files(RUNS / "cpu-b", tmp_path / "b", 3.0)  # main results: every median 3x
+    script = [sys.executable, str(REPO / "scripts" / "bench_rerun_coverage.py"), "--compare", str(a), str(b)]
+    whole = subprocess.run(script, capture_output=True, text=True, timeout=120)
+    assert whole.returncode == 0, whole.stderr
+    assert min(_shifts(whole.stdout)) > 1.5  # the main results moved by 200 %
+    per_process = subprocess.run([*script, "--process", "1"], capture_output=True, text=True, timeout=120)
+    assert per_process.returncode == 0, per_process.stderr
+    plain = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_rerun_coverage.py"), "--compare",
+                            str(RUNS / "cpu-a"), str(RUNS / "cpu-b")], capture_output=True, text=True,
+                           timeout=120)
+    assert _shifts(per_process.stdout) == _shifts(plain.stdout)  # the process files: cpu-a vs cpu-b
+
+
+def test_the_packaged_measurement_is_valid_and_quoted():
+    path = REPO / "reprokit" / "data" / "rerun_coverage.json"
+    if not path.exists():
+        assert run_health.rerun_coverage() is None
+        return
+    doc = json.loads(path.read_text())
+    assert validate.errors("rerun_coverage", doc) == []
+    for m in doc["measurements"]:
+        quoted = run_health.rerun_coverage(m["summary"]["processes"])
+        assert f"{m['summary']['inside']} of {m['summary']['pairs']}" in quoted["text"]
+        assert m["command"] in quoted["text"] and m["date"] in quoted["text"]

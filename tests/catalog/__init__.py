@@ -1,0 +1,1 @@
+"""The catalogue: suites, published numbers and their defects, variants, data sets."""

@@ -1,0 +1,76 @@
+"""Suite, published, source and stack data: schemas, expansion, mapping of every published number."""
+
+import csv
+
+from reprokit.catalog import suites
+
+
+def test_every_suite_loads_and_has_unique_cells():
+    names = suites.suite_names()
+    assert {"legacy-2017", "keras-mxnet-2018", "cudnn-lstm-2018", "stacked-lstm-2019",
+            "smoke"} <= set(names)
+    for n in names:
+        s = suites.load_suite(n)
+        assert s.cells and len({c.id for c in s.cells}) == len(s.cells)
+        for c in s.cells:
+            assert c.implemented or c.reason, f"{c.id} is not implemented and gives no reason"
+
+
+def test_legacy_2017_has_the_issue_cells():
+    s = suites.load_suite("legacy-2017")
+    ids = {c.id for c in s.cells}
+    for fw_variant in ["theano/fastlstm", "tensorflow/basic_lstm", "tensorflow/fused_lstm",
+                       "tensorflow/cudnn_lstm", "pytorch/nn_lstm"]:
+        for cfg in ["b128-s30-h512", "b128-s30-h1024", "b128-s100-h512", "b128-s100-h1024"]:
+            assert f"000/{fw_variant}/{cfg}" in ids
+    assert "001/pytorch/word_lm/b128-s128-h1024" in ids
+
+
+def test_every_published_number_is_data_and_maps_to_a_cell(repo):
+    # tests/data/published_numbers.csv: a byte-for-byte copy of shared/reference/published_numbers.csv
+    # (sha256 in tests/data/README.md), so a clone on its own can check the imported data against it
+    rows = list(csv.DictReader(open(repo / "tests" / "data" / "published_numbers.csv", newline="")))
+    numbers = suites.all_sources_published()
+    assert len(numbers) == len(rows) == 444
+    all_cells = {c.id for n in suites.suite_names() for c in suites.load_suite(n).cells}
+    for n, r in zip(numbers, rows):
+        assert n["value"] == float(r["value"]) and n["unit"] == r["unit"]
+        assert n["provenance"]["source_label"] == r["suite_source"]
+        assert n["environment"]["gpu"] == r["gpu"]
+        assert n["cell"] in all_cells, n["id"]
+
+
+def test_defects_are_attached_by_their_selectors():
+    n001 = suites.load_published("001")
+    assert all("d001-no-sync" in n["defects"] for n in n001)
+    evals = [n for n in n001 if n["metric"] == "eval_wps"]
+    assert evals and all("d001-eval-is-validation" in n["defects"] for n in evals)
+    n000 = suites.load_published("000")
+    theano_train = [n for n in n000 if n["workload"]["framework"] == "Theano"
+                    and n["metric"] == "train_time_per_example"]
+    assert all("d000-tf-transfers" not in n["defects"] for n in theano_train)
+    known = {d["id"] for s in suites.load_sources().values() for d in s["defects"]}
+    used = {d for n in suites.all_sources_published() for d in n["defects"]}
+    assert used <= known
+    assert known == used, f"defects matching no number: {known - used}"
+
+
+def test_every_stack_names_its_image_and_local_provision():
+    stacks = suites.load_stacks()
+    for name, spec in stacks.items():
+        assert spec["local"]["env"] in ("host", "venv")
+        if spec["local"]["env"] == "venv":
+            assert spec["local"]["requirements"], name
+
+
+def test_every_budget_takes_enough_samples_for_an_exact_interval():
+    """At least 6 timed samples per metric (full and --quick budgets), so the exact 95 % order-statistic
+    interval of the median exists (reprokit.analysis.stats.MIN_EXACT_N)."""
+    from reprokit.analysis import stats
+
+    for name in suites.suite_names():
+        s = suites.load_suite(name)
+        for key in ("budget", "quick_budget"):
+            assert s.defaults[key]["min_samples"] >= stats.MIN_EXACT_N, (name, key)
+        for c in s.cells:
+            assert (c.budget or {}).get("min_samples", stats.MIN_EXACT_N) >= stats.MIN_EXACT_N, c.id

@@ -1,0 +1,1 @@
+"""Containers: image recipes, builds, the wheelhouse, compose, the engine and reaper."""

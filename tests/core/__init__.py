@@ -1,0 +1,1 @@
+"""The flat modules (files, checks, results, generate), the layout and the readers."""

@@ -1,0 +1,167 @@
+"""reprokit/files.py: one place for paths, atomic writes, strict reads and format versions."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from reprokit import files, validate
+from reprokit.errors import UserError
+
+
+def test_format_versions_match_their_schemas():
+    """Every format with a schema has the version its schema's `const` demands, and a history entry
+    for every version up to it."""
+    for name, (current, history) in files.FORMATS.items():
+        assert sorted(history) == list(range(1, current + 1)), name
+        if (files.SCHEMAS / f"{name}.schema.json").exists():
+            assert validate.schema(name)["properties"]["schema_version"]["const"] == current, name
+
+
+def test_bench_harness_writes_the_cell_result_version():
+    """bench/ cannot import reprokit: its constant is checked here instead."""
+    text = (files.BENCH / "harness.py").read_text()
+    assert int(re.search(r"^SCHEMA_VERSION = (\d+)$", text, re.M).group(1)) == files.version("cell_result")
+
+
+def test_paths_point_into_the_checkout():
+    assert (files.REPO / "reproduce.py").is_file()
+    for d in (files.DATA, files.SCHEMAS, files.BENCH, files.IMAGES, files.COMPOSE):
+        assert d.is_dir(), d
+
+
+def test_atomic_write_leaves_the_old_file_when_the_document_is_refused(tmp_path):
+    p = tmp_path / "x.json"
+    files.write_json_atomic(p, {"a": 1})
+    with pytest.raises(ValueError):
+        files.write_json_atomic(p, {"a": float("nan")})
+    assert json.loads(p.read_text()) == {"a": 1}
+    assert [q.name for q in tmp_path.iterdir()] == ["x.json"]  # no .tmp-* left behind
+    assert oct(p.stat().st_mode & 0o777) == "0o644"
+
+
+def test_strict_json():
+    with pytest.raises(ValueError):
+        files.loads_strict('{"a": Infinity}')
+    assert files.loads_strict('{"a": 1.5}') == {"a": 1.5}
+
+
+# -- load_data: one loader, each file parsed once per process, validated documents kept ------------
+_COUNT_PARSES = r"""
+import collections, json, sys, yaml
+parsed, loaders = collections.Counter(), set()
+real = yaml.load
+def counting(stream, Loader):
+    parsed[stream if isinstance(stream, str) else stream.read()] += 1
+    loaders.add(Loader.__name__)
+    return real(stream if isinstance(stream, str) else stream, Loader)
+yaml.load = counting
+import contextlib, io
+from reprokit import cli
+with contextlib.redirect_stdout(io.StringIO()):
+    assert cli.main(["list", "--json"]) == 0
+print(json.dumps({"files": len(parsed), "most": max(parsed.values(), default=0), "loaders": sorted(loaders),
+                  "jsonschema": "jsonschema" in sys.modules}))
+"""
+
+
+def _count_parses(repo, cache_dir: str) -> dict:
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "REPROKIT_DATA_CACHE": cache_dir}
+    p = subprocess.run([sys.executable, "-c", _COUNT_PARSES], cwd=repo, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_list_parses_each_data_file_once_with_the_c_loader(repo):
+    got = _count_parses(repo, "")  # no cache between processes: every file is parsed
+    assert got["files"] >= 10 and got["most"] == 1
+    import yaml
+    assert got["loaders"] == (["CSafeLoader"] if yaml.__with_libyaml__ else ["SafeLoader"])
+
+
+def test_a_second_process_reads_the_validated_documents_from_the_cache(repo, tmp_path):
+    first = _count_parses(repo, str(tmp_path))
+    assert first["files"] >= 10 and first["jsonschema"]
+    assert len(list(tmp_path.glob("*.marshal"))) == first["files"]
+    again = _count_parses(repo, str(tmp_path))
+    assert again["files"] == 0 and not again["jsonschema"]  # nothing parsed, no validator imported
+
+
+@pytest.fixture
+def scratch():
+    path = files.DATA / "_test_scratch.yaml"
+    yield path
+    path.unlink(missing_ok=True)
+    files.clear_data_cache()
+
+
+def test_the_cache_follows_the_file_and_ignores_a_damaged_entry(scratch, tmp_path, monkeypatch):
+    monkeypatch.setenv("REPROKIT_DATA_CACHE", str(tmp_path))
+    policy = (files.DATA / "verdict_policy.yaml").read_text()
+    scratch.write_text(policy)
+    tolerance = files.load_data_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"]
+    (entry,) = tmp_path.glob("*.marshal")
+    scratch.write_text(policy.replace(f"tolerance: {tolerance}", "tolerance: 0.5"))
+    files.clear_data_cache()
+    assert files.load_data_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"] == 0.5
+    assert len(list(tmp_path.glob("*.marshal"))) == 2
+    scratch.write_text(policy)
+    entry.write_bytes(entry.read_bytes()[:40])  # cut short: unreadable, parsed again
+    files.clear_data_cache()
+    assert files.load_data_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"] == tolerance
+    scratch.write_text(policy.replace(f"tolerance: {tolerance}", "tolerance: -1"))
+    files.clear_data_cache()
+    with pytest.raises(UserError, match="does not match the verdict_policy schema"):
+        files.load_data_file(scratch.name, "verdict_policy")  # an invalid file is never kept
+
+
+def test_data_names_and_their_schemas():
+    assert files.data_schema("suites/smoke") == "suite" and files.data_schema("published/000") == "published"
+    assert files.data_schema("rerun_coverage.json") == "rerun_coverage"
+    assert files.load_data("stacks") is files.load_data("stacks")  # shared
+
+
+def test_results_keeps_the_old_names_of_what_moved_and_imports_no_pandas():
+    import subprocess
+    import sys
+    code = ("import sys; from reprokit import results; assert 'pandas' not in sys.modules; "
+            "from reprokit.analysis import frames; from reprokit.run import progress; "
+            "assert results.cells_frame is frames.cells_frame; "
+            "assert results.samples_frame is frames.samples_frame; "
+            "assert results.past_cell_times is progress.past_cell_times; "
+            "assert results.write_json_atomic is __import__('reprokit.files').files.write_json_atomic")
+    p = subprocess.run([sys.executable, "-c", code], cwd=files.REPO, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_planted_or_foreign_cache_entry_is_ignored_and_rebuilt(scratch, tmp_path, monkeypatch):
+    """Issue 23: an edited blob that still unmarshals was used silently, and another document's blob
+    under this key gave exit 3; both are now ignored, the file parsed and validated again."""
+    import hashlib
+    import marshal
+
+    monkeypatch.setenv("REPROKIT_DATA_CACHE", str(tmp_path))
+    policy = (files.DATA / "verdict_policy.yaml").read_text()
+    scratch.write_text(policy)
+    good = files.load_data_file(scratch.name, "verdict_policy")
+    (entry,) = tmp_path.glob("*.marshal")
+    head = len(files._DATA_CACHE_FORMAT)
+    blob = entry.read_bytes()
+    edited = {**good, "efficiency": {**good["efficiency"], "tolerance": 9.0}}
+    entry.write_bytes(blob[:head + 128] + marshal.dumps(edited))  # edited: digest no longer holds
+    files.clear_data_cache()
+    assert files.load_data_file(scratch.name, "verdict_policy") == good
+    foreign = marshal.dumps(["another", "document"])  # a consistent blob stored under another key
+    other_key = hashlib.sha256(b"elsewhere").hexdigest().encode()
+    entry.write_bytes(files._DATA_CACHE_FORMAT + other_key + hashlib.sha256(foreign).hexdigest().encode()
+                      + foreign)
+    files.clear_data_cache()
+    assert files.load_data_file(scratch.name, "verdict_policy") == good
+    assert entry.read_bytes() == blob  # rebuilt

@@ -1,0 +1,1 @@
+"""Planning: preflight, fallback chains, the probe cache, the design, budgets, devices."""

@@ -1,0 +1,85 @@
+"""The default design (reprokit/plan/design.py, issue 21 item 1): processes x iterations per cell from the
+recorded costs and variances (data/cell_costs.yaml, tools/record_cell_costs.py), Kalibera & Jones."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+from reprokit import files
+from reprokit.catalog import suites
+from reprokit.commands.run import default_design
+from reprokit.plan import design
+from reprokit.plan.plan import Options, budget_for, make_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "docs" / "sample-run" / "20261124T200755Z-legacy-2017"
+
+
+def test_kalibera_jones_iterations():
+    # r = ceil(sqrt((c_process / c_iteration) * (T_it^2 / T_proc^2)))
+    assert design.kj_iterations(10.0, 0.1, 0.05, 0.05) == 10
+    assert design.kj_iterations(5.0, 0.5, 0.01, 0.04) == math.ceil(math.sqrt(10 * 0.0625))
+    assert design.kj_iterations(1.0, 1.0, 0.0, 0.1) == 1  # no iteration noise: one iteration is enough
+
+
+def test_cell_design_fills_the_budget_and_keeps_enough_iterations_for_detection():
+    cfg = design.settings()
+    c = {"start_s": 2.0, "iteration_s": 0.5, "within_cv": 0.02, "between_cv": None}
+    d = design.cell_design(c, wall=40.0, warmup=2, t_process=0.04, cfg=cfg, min_iterations=6)
+    assert d["iterations"] == 6  # K&J gives 2; the steady-state detection needs 6
+    assert d["processes"] == math.floor(cfg["budget_factor"] * 40.0 / (2.0 + 8 * 0.5))
+    tiny = design.cell_design(c, wall=3.0, warmup=0, t_process=0.04, cfg=cfg, min_iterations=6)
+    assert tiny["processes"] == cfg["min_processes"]  # never fewer than an interval needs
+
+
+def test_default_run_of_legacy_2017_uses_the_recorded_design():
+    s = suites.load_suite("legacy-2017")
+    opts = default_design(s, Options(), "local")
+    assert opts.design is not None and opts.repeat == opts.design["processes"] >= 3
+    assert "cell_costs.yaml" in opts.design["source"] and "bench_rerun_coverage" in opts.design["source"]
+    cells = make_plan(s, opts).runnable
+    recorded = design.costs("legacy-2017", "local", False, "budget")[0]
+    assert set(opts.design["cells"]) == {c.id for c in cells if c.id in recorded}
+    min_iter = files.load_data("steady_state")["min_iterations"]
+    assert all(d["iterations"] >= min_iter for d in opts.design["cells"].values())
+    # the job budget of a designed cell: exactly its iterations per process
+    c = next(c for c in cells if c.id in opts.design["cells"])
+    b = design.process_budget(budget_for(c, s, opts), opts.design["cells"][c.id])
+    r = opts.design["cells"][c.id]["iterations"]
+    assert (b["min_samples"], b["max_samples"], b["time_budget_s"]) == (r, r, 0)
+    assert b["warmup"] == budget_for(c, s, opts)["warmup"]
+
+
+def test_a_suite_without_recorded_costs_keeps_one_process():
+    s = suites.load_suite("smoke")  # nothing published to decide
+    opts = default_design(s, Options(), "local")
+    assert opts.design is None and opts.repeat == 1
+
+
+def test_a_suite_with_published_numbers_but_no_costs_gets_the_fewest_processes_for_an_interval():
+    s = suites.load_suite("stacked-lstm-2019")
+    assert design.costs("stacked-lstm-2019", "local", False, "budget")[1] is None
+    opts = default_design(s, Options(), "local")
+    assert opts.repeat == design.settings()["min_processes"] and opts.design["cells"] == {}
+    assert "no costs recorded" in opts.design["text"]
+
+
+def test_the_tool_records_costs_from_a_run():
+    path = ROOT / "tools" / "record_cell_costs.py"
+    spec = importlib.util.spec_from_file_location("record_cell_costs", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    e = tool.entry(SAMPLE)
+    assert e["run"] == SAMPLE.name and e["repeat"] == 1
+    c = e["cells"]["000/pytorch/nn_lstm/b128-s100-h1024"]
+    assert c["between_cv"] is None and c["processes"] == 1  # one process: no process-level variance
+    assert c["iteration_s"] > 0 and c["start_s"] > 0 and 0 < c["within_cv"] < 0.2
+    stored = files.load_data("cell_costs")["measurements"][0]["cells"]
+    assert stored["000/pytorch/nn_lstm/b128-s100-h1024"] == c
+
+
+def test_the_published_protocol_keeps_its_iterations_and_gets_processes():
+    s = suites.load_suite("legacy-2017")
+    opts = default_design(s, Options(protocol="published"), "local")
+    assert opts.repeat == design.settings()["min_processes"] and opts.design["cells"] == {}
+    assert "published protocol" in opts.design["text"]

@@ -1,0 +1,1 @@
+"""The report: rendering, the browser, the committed sample, twins, the RO-Crate."""

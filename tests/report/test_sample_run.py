@@ -1,0 +1,36 @@
+"""docs/sample-run stays current: re-rendering its stored results (and the data snapshot it holds,
+kit-data/) with today's templates and analysis gives exactly the committed report (Markdown, JSON and
+HTML).
+
+When this fails after a deliberate change to the report, regenerate the sample with
+`python reproduce.py report docs/sample-run/<run>` and commit the result (README, "Sample run").
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reprokit import results
+from reprokit.report import report
+
+SAMPLES = sorted((Path(__file__).resolve().parents[2] / "docs" / "sample-run").glob("*/run.json"))
+
+
+@pytest.mark.parametrize("run_json", SAMPLES, ids=[p.parent.name for p in SAMPLES])
+def test_sample_report_is_current(run_json, tmp_path):
+    src = run_json.parent
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst)
+    with results.run_data(results.RunDir(dst)):  # the data the run holds (kit-data/), as `report` does
+        report.render(results.RunDir(dst))
+    for name in ("report.md", "report.json", "report.html"):
+        fresh, committed = (dst / name).read_text(), (src / name).read_text()
+        assert fresh == committed, (
+            f"docs/sample-run/{src.name}/{name} is stale: re-render it with "
+            f"`python reproduce.py report docs/sample-run/{src.name}` and commit"
+        )
+
+
+def test_there_is_a_sample():
+    assert SAMPLES, "docs/sample-run holds no run"

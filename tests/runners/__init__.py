@@ -1,0 +1,1 @@
+"""Runners: local, Docker, Slurm and its launchers, environments and venvs."""

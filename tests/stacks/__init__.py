@@ -1,0 +1,1 @@
+"""bench/, the stack side: the boundary, corpora, float modes, workloads, candidate stacks."""
