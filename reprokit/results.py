@@ -13,34 +13,11 @@ reprokit/run/progress.py (`past_cell_times`); the old names here still resolve t
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import os
 from pathlib import Path
 
 from reprokit.errors import UserError
-
-# Atomic writes, strict reads, time stamps and kit identity live in reprokit/files.py; re-exported
-# here for the modules that still import them from results.
-from reprokit.files import (  # noqa: F401
-    REPO,
-    kit_info,
-    loads_strict,
-    read_json,
-    utcnow,
-    write_json_atomic,
-    write_text_atomic,
-)
-
-# Names that moved out of this module, resolved on first use (no import of pandas until then).
-_MOVED = {"cells_frame": "reprokit.analysis.frames", "samples_frame": "reprokit.analysis.frames",
-          "sample_processes": "reprokit.analysis.frames", "past_cell_times": "reprokit.run.progress"}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from reprokit.files import read_json, write_json_atomic
 
 # -- the data a run's verdicts use --------------------------------------------------------------
 DATA_SNAPSHOT = "kit-data"  # results/<run>/kit-data/: reprokit/data as it was when the run started

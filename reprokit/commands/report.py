@@ -3,7 +3,7 @@
 First run.json is reconciled with the files on disk (reprokit/run/reconcile.py; not while a driver
 holds the run's lock): a result run.json does not list is adopted, an unreadable or invalid one is
 moved to cells/.invalid/, a deleted one is marked missing. The report renders every usable cell and
-lists the others. Exit status as the run's own (reprokit/run/execute.py `exit_code`): 0 when every cell
+lists the others. Exit status as the run's own (reprokit/run/record.py `exit_code`): 0 when every cell
 finished ok, 1 when some cell failed, crashed, timed out, or is missing, invalid, interrupted or not
 run yet (one line says which, and how to resume a cell that did not run), 2 a user error.
 """

@@ -25,7 +25,6 @@ from reprokit.run.execute import check_resume_repeat, execute
 from reprokit.run.record import exit_code, status_counts
 from reprokit.runners import slurm_setup
 from reprokit.runners.select import choose_runner
-from reprokit.runners.slurm_setup import slurm_device as slurm_device  # (tests/runners/test_slurm_gpus.py)
 
 
 def add_arguments(p) -> None:

@@ -35,12 +35,7 @@ from reprokit.run import jit_warmup, lifecycle, merge_processes, reconcile, reco
 from reprokit.run.execute_concurrent import run_concurrent
 from reprokit.run.progress import Progress, design_times, past_cell_times, recorded_times
 from reprokit.run.record import Execution, RunRecord, placeholder_result, set_entry
-from reprokit.run.record import exit_code as exit_code  # `run` and `report` exit with it
-from reprokit.run.record import not_ok_cells as not_ok_cells
 from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
-
-# the merge of what the runner saw into a cell's result is the record's (tests call it by this name)
-_finish_result = record.finish_result
 
 
 def _processes_to_run(rundir: results.RunDir, run_id: str, cell: Cell, repeat: int) -> list[int]:

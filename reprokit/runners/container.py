@@ -257,9 +257,9 @@ def container_job(job_path: Path) -> tuple[Path, str | None]:
             if d:
                 c["params"]["data_dir"] = container_data_dir(d, root)
     out = Path(job_path).with_name(Path(job_path).stem + ".docker.json")
-    from reprokit import results
+    from reprokit import files
 
-    results.write_json_atomic(out, job, "job")
+    files.write_json_atomic(out, job, "job")
     out.chmod(0o644)  # readable by the container's unprivileged user
     return out, root
 

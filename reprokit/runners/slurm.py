@@ -289,7 +289,7 @@ class SlurmRunner:
                                 "reading and writing it); put --results on a file system the "
                                 "nodes share")
             self.probe_result = {"job_id": job, "node": text[1] if len(text) > 1 else None,
-                                 "state": state, "at": results.utcnow(), "gres_gpus": gpus}
+                                 "state": state, "at": files.utcnow(), "gres_gpus": gpus}
             try:
                 self.probe_result["node_fingerprint"] = files.loads_bounded(fp_file, "record")
             except (OSError, ValueError) as e:
@@ -334,7 +334,7 @@ class SlurmRunner:
                                 "log": str(t.log_path.resolve()),
                                 "record": str((rundir.path / t.record).resolve())})
             tasks_file = folder / "tasks.json"
-            results.write_json_atomic(tasks_file, {"run_dir": str(rundir.path.resolve()),
+            files.write_json_atomic(tasks_file, {"run_dir": str(rundir.path.resolve()),
                                                    "launcher": self.launcher.name,
                                                    "tasks": entries})
             script = folder / "job.sh"
@@ -370,7 +370,7 @@ class SlurmRunner:
                 self.tasks[t.job_id] = t
                 rec_tasks.append({"index": i, "cell_id": t.cell.id, "process": t.process,
                                   "record": t.record})
-            records.append({"job_id": array, "stack": stack, "submitted": results.utcnow(),
+            records.append({"job_id": array, "stack": stack, "submitted": files.utcnow(),
                             "time_limit_min": minutes, "gpus": gpus, "launcher": self.launcher.name,
                             "folder": str(Path("slurm") / sub), "tasks": rec_tasks,
                             "sbatch": argv})

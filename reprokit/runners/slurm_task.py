@@ -38,9 +38,9 @@ GPU_ENV = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "GPU_DEVICE_ORDINAL", "CUDA_VISI
 
 
 def _write(path: Path, doc: dict) -> None:
-    from reprokit import results
+    from reprokit import files
 
-    results.write_json_atomic(path, doc)
+    files.write_json_atomic(path, doc)
 
 
 def _node_info(run_dir: Path, node: str, gpu_task: bool = False) -> dict:

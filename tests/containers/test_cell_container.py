@@ -16,7 +16,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from reprokit import results
+from reprokit import files
 from reprokit.catalog import suites
 from reprokit.containers import compose, images, recipes
 from reprokit.runners import container as spec
@@ -79,7 +79,7 @@ def run_cell(tmp_path, monkeypatch, params=None, device="gpu", gpus=None, **runn
     cell = {"id": "000/theano/fastlstm/s30-h512", "source": "000", "workload": "s000_theano",
             "variant": "fastlstm", "params": dict(params or {}), "metrics": ["train"],
             "budget": {"min_samples": 1}, "protocol": "budget", "timeout_s": 60}
-    job = {"schema_version": 1, "run_id": "run", "stack": "theano-0.9", "kit": results.kit_info(),
+    job = {"schema_version": 1, "run_id": "run", "stack": "theano-0.9", "kit": files.kit_info(),
            "out_dir": str(run_dir / "cells"), "device": device, "cells": [cell]}
     job_path = run_dir / "jobs" / "theano-0.9.json"
     job_path.write_text(json.dumps(job))

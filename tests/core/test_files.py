@@ -127,15 +127,13 @@ def test_data_names_and_their_schemas():
     assert files.load_data("stacks") is files.load_data("stacks")  # shared
 
 
-def test_results_keeps_the_old_names_of_what_moved_and_imports_no_pandas():
+def test_results_is_the_run_directory_only_and_imports_no_pandas():
+    """Issue 22: no shim keeps old names alive: what moved out of results is imported from where it is."""
     import subprocess
     import sys
     code = ("import sys; from reprokit import results; assert 'pandas' not in sys.modules; "
-            "from reprokit.analysis import frames; from reprokit.run import progress; "
-            "assert results.cells_frame is frames.cells_frame; "
-            "assert results.samples_frame is frames.samples_frame; "
-            "assert results.past_cell_times is progress.past_cell_times; "
-            "assert results.write_json_atomic is __import__('reprokit.files').files.write_json_atomic")
+            "assert not hasattr(results, 'cells_frame') and not hasattr(results, 'past_cell_times'); "
+            "assert not hasattr(results, 'utcnow') and not hasattr(results, 'kit_info')")
     p = subprocess.run([sys.executable, "-c", code], cwd=files.REPO, capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0, p.stderr

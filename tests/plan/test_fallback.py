@@ -17,7 +17,8 @@ import yaml
 from reprokit.catalog import suites
 from reprokit.plan import fallback, preflight, probe_cache
 from reprokit.results import RunDir
-from reprokit.run.execute import _finish_result, placeholder_result
+from reprokit.run.record import finish_result as _finish_result
+from reprokit.run.record import placeholder_result
 from reprokit.runners.base import CellOutcome
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,8 @@ from reprokit.catalog.suites import Suite
 from reprokit.errors import UserError
 from reprokit.plan import preflight, probe_cache
 from reprokit.plan.plan import Options, make_plan
-from reprokit.run.execute import execute, exit_code
+from reprokit.run.execute import execute
+from reprokit.run.record import exit_code
 from reprokit.runners.local import LocalRunner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +62,7 @@ def verdict(stack, host, probes=None, runner="docker", probe_cell=False):
 
 def probe_result(stack, fp, status="ok", reason=None, when="2026-11-25T10:00:00Z", **runner):
     """What a finished gpu-smoke cell's result holds after a GPU run through the Docker runner (the
-    fields reprokit/plan/probe_cache.py reads), as the harness and execute._finish_result write them."""
+    fields reprokit/plan/probe_cache.py reads), as the harness and record.finish_result write them."""
     return {"schema_version": 1, "kind": "cell_result", "run_id": "20261125T100000Z-gpu-smoke",
             "cell_id": f"gpu-smoke/{stack}", "stack": stack, "workload":
             suites.load_suite("gpu-smoke").cell(f"gpu-smoke/{stack}").workload,
@@ -279,7 +280,7 @@ def test_gpu_smoke_plans_here_and_every_cell_needs_a_gpu(tmp_path):
     env = dict(os.environ, **{probe_cache.CACHE_ENV: str(tmp_path / "cache.json")})
     run = _cli("run", "--suite", "gpu-smoke", "--runner", "local", "--results", str(tmp_path / "r"),
                env=env, hide_gpus=hide)
-    assert run.returncode == 0, run.stderr[-2000:]  # skipped cells are not failures (execute.exit_code)
+    assert run.returncode == 0, run.stderr[-2000:]  # skipped cells are not failures (record.exit_code)
     rundir = results.resolve_run("latest", tmp_path / "r")
     record = rundir.load_run()
     assert [c["status"] for c in record["cells"]] == ["skipped"] * len(GPU_STACKS)

@@ -14,7 +14,7 @@ from reprokit import results
 from reprokit.catalog.suites import Cell
 from reprokit.plan import preflight
 from reprokit.probes import cell_gpus, fingerprint
-from reprokit.run import execute
+from reprokit.run import record
 from reprokit.runners.base import CellOutcome
 
 FPS = Path(__file__).parents[1] / "data" / "fingerprints"
@@ -223,20 +223,20 @@ def test_finish_result_records_the_gpus(tmp_path):
     rundir = results.RunDir(tmp_path / "run")
     rundir.cells_dir.mkdir(parents=True)
     out = CellOutcome("crashed", "boom", 1.0, None, {"gpus": ["1"]})
-    res = execute._finish_result(rundir, "run", _cell(), out, {}, "docker", "gpu",
+    res = record.finish_result(rundir, "run", _cell(), out, {}, "docker", "gpu",
                                  host=stored("h100"))
     assert res["gpus"][0]["uuid"] == U1
     assert res["gpus_source"] == "Docker device ids 1 + host fingerprint"
     skipped = CellOutcome("skipped", "the cell needs 1 GPUs but --gpus 0 gives 0", 0.0, None, {})
     fresh = results.RunDir(tmp_path / "run2")  # no result of the cell on disk yet
     fresh.cells_dir.mkdir(parents=True)
-    res = execute._finish_result(fresh, "run", _cell(), skipped, {}, "docker", "gpu",
+    res = record.finish_result(fresh, "run", _cell(), skipped, {}, "docker", "gpu",
                                  host=stored("h100"))
     assert res["gpus"] == [] and res["gpus_source"] == "not run: the cell was skipped"
-    res = execute._finish_result(rundir, "run", _cell(), out, {}, "docker", "cpu",
+    res = record.finish_result(rundir, "run", _cell(), out, {}, "docker", "cpu",
                                  host=stored("h100"))
     assert res["gpus"] == [] and res["gpus_source"] == "a CPU cell: no GPU"
-    res = execute._finish_result(rundir, "run", _cell("cpu"), out, {}, "docker", "gpu",
+    res = record.finish_result(rundir, "run", _cell("cpu"), out, {}, "docker", "gpu",
                                  host=stored("h100"))  # a cell published on a CPU
     assert res["gpus"] == []
     from reprokit import validate

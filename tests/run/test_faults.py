@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from conftest import docker_client
 
-from reprokit import results
+from reprokit import files, results
 from reprokit.run import lifecycle, reconcile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -627,9 +627,9 @@ def test_the_cgroup_counter_of_this_host_is_found_or_said_missing():
 
 def test_reconcile_reads_strictly():
     with pytest.raises(ValueError):
-        results.loads_strict('{"a": NaN}')
+        files.loads_strict('{"a": NaN}')
     with pytest.raises(ValueError):
-        results.loads_strict('{"a": 1e400}')
+        files.loads_strict('{"a": 1e400}')
     assert reconcile.cell_id_of("smoke__python__matmul__n24.json") == MATMUL
     # an id holding '__' itself: the file name cannot be reversed, run.json's id is taken
     odd = "000/pytorch/x__y/b1"

@@ -20,8 +20,9 @@ from reprokit.analysis import frames
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.plan.plan import Options, make_plan
 from reprokit.run import merge_processes, progress
-from reprokit.run.execute import execute, exit_code
+from reprokit.run.execute import execute
 from reprokit.run.progress import Progress
+from reprokit.run.record import exit_code
 from reprokit.runners.local import LocalRunner
 
 REPO = Path(__file__).resolve().parents[2]

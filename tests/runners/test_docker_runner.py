@@ -20,7 +20,8 @@ from reprokit.catalog.suites import Cell, Suite, load_stacks
 from reprokit.containers import images
 from reprokit.containers.build import build_image
 from reprokit.plan.plan import Options, make_plan
-from reprokit.run.execute import execute, exit_code
+from reprokit.run.execute import execute
+from reprokit.run.record import exit_code
 from reprokit.runners.base import StackUnavailable
 from reprokit.runners.container import device_request
 from reprokit.runners.docker import DockerRunner, describe_exit

@@ -7,7 +7,8 @@ import pytest
 from reprokit import results, validate
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.plan.plan import Options, make_plan
-from reprokit.run.execute import execute, exit_code
+from reprokit.run.execute import execute
+from reprokit.run.record import exit_code
 from reprokit.runners.local import LocalRunner
 
 BUDGET = {"min_samples": 5, "max_samples": 50, "time_budget_s": 0, "warmup": 0}

@@ -16,6 +16,7 @@ import pytest
 from reprokit import cli
 from reprokit.commands import run as run_cmd
 from reprokit.errors import UserError
+from reprokit.runners import slurm_setup
 
 REPO = Path(__file__).resolve().parents[2]
 FPS = Path(__file__).parents[1] / "data" / "fingerprints"
@@ -33,20 +34,20 @@ NO_GPU = {"kind": "host_fingerprint", "nvidia": {"available": False,
 # -- pure logic ---------------------------------------------------------------------------------
 def test_slurm_device_comes_from_the_probe_nodes_fingerprint():
     probe = {"job_id": "9", "node": "gpu07", "node_fingerprint": stored("h100")}
-    assert run_cmd.slurm_device("auto", probe) == (
+    assert slurm_setup.slurm_device("auto", probe) == (
         "gpu", "gpu: the probe job's node gpu07 has 2 (NVIDIA H100 80GB HBM3)")
-    assert run_cmd.slurm_device("gpu", probe)[0] == "gpu"
-    assert run_cmd.slurm_device("cpu", probe)[0] == "cpu"
+    assert slurm_setup.slurm_device("gpu", probe)[0] == "gpu"
+    assert slurm_setup.slurm_device("cpu", probe)[0] == "cpu"
     cpu_node = {"job_id": "9", "node": "cn01", "node_fingerprint": NO_GPU}
-    device, why = run_cmd.slurm_device("auto", cpu_node)
+    device, why = slurm_setup.slurm_device("auto", cpu_node)
     assert device == "cpu" and "cn01 has no GPU" in why and "NVMLError_LibraryNotFound" in why
     with pytest.raises(UserError, match=r"node cn01 has no GPU .*; pass --slurm-partition"):
-        run_cmd.slurm_device("gpu", cpu_node)
+        slurm_setup.slurm_device("gpu", cpu_node)
     unknown = {"job_id": "9", "node": "cn01", "node_fingerprint": None,
                "node_fingerprint_error": "the probe job wrote no readable fingerprint (x)"}
-    assert run_cmd.slurm_device("auto", unknown)[0] == "cpu"
+    assert slurm_setup.slurm_device("auto", unknown)[0] == "cpu"
     with pytest.raises(UserError, match="could not be fingerprinted"):
-        run_cmd.slurm_device("gpu", unknown)
+        slurm_setup.slurm_device("gpu", unknown)
 
 
 def test_a_gpu_run_from_a_gpu_less_login_node_is_planned_on_the_probe_nodes_gpus(
@@ -114,7 +115,7 @@ def test_the_probe_job_records_its_nodes_fingerprint(cluster, tmp_path):
     fp = probe["node_fingerprint"]
     assert fp["kind"] == "host_fingerprint" and fp["nvidia"]["available"] is False
     assert probe["gres_gpus"] == 0 and list(tmp_path.iterdir()) == []  # its files are removed
-    assert run_cmd.slurm_device("auto", probe)[0] == "cpu"
+    assert slurm_setup.slurm_device("auto", probe)[0] == "cpu"
 
 
 @no_gpu_node
