@@ -257,7 +257,7 @@ def _published_gap(claim: dict, pb: dict | None, pw: dict | None) -> float | Non
     return _speedup(direction, (b, b), (w, w))[0]
 
 
-def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[float, float] | None) -> dict:
+def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[float, float] | None) -> dict:  # noqa: C901
     res: dict = {"better": _side_label(better), "worse": _side_label(worse)}
     pb, dev_b = _publication_side(better, claim, ctx)
     pw, dev_w = _publication_side(worse, claim, ctx)

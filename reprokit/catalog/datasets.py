@@ -203,7 +203,7 @@ def check_dataset(name: str, ds: dict, root: Path, lock: dict, now: str, update_
     return out
 
 
-def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
+def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,  # noqa: C901
               update_lock: bool = False, parse: bool = True, strict: bool = False) -> dict:
     """Check DIR for every data set (or `names`); record unknown digests in the lock file."""
     root = Path(root).expanduser()

@@ -187,7 +187,7 @@ def default_design(suite, options: Options, runner: str, cells: list | None = No
     return replace(options, repeat=d["processes"], design=d)
 
 
-def run(args) -> int:
+def run(args) -> int:  # noqa: C901 (older than the check)
     suite = suites.load_suite(args.suite)
     repeat = args.repeat
     root = Path(args.results)

@@ -559,7 +559,7 @@ def extra_file_pins(spec: dict) -> list[dict]:
     return out
 
 
-def check_flavour(image_dir: str, flavour: str = "gpu", index: Index | None = None,
+def check_flavour(image_dir: str, flavour: str = "gpu", index: Index | None = None,  # noqa: C901
                   root: Path | None = None) -> Report | None:
     """The wheelhouse of one flavour, checked for its target; None when it installs no wheels."""
     root = root or images.IMAGES

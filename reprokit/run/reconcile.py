@@ -61,7 +61,7 @@ def _rel(rundir: results.RunDir, p: Path) -> str:
         return str(p)
 
 
-def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str, str] | None = None,
+def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str, str] | None = None,  # noqa: C901
               modify: bool = True, say=None) -> Reconciled:
     """Bring run.json in line with cells/ (see the module doc). `stacks` maps cell ids to their
     stack for files run.json does not list (else the stack recorded in the file, or 'unknown')."""

@@ -178,7 +178,7 @@ class DockerRunner:
                                            f"{cell['id']} ({type(e).__name__})") from None
             raise
 
-    def _run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
+    def _run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,  # noqa: C901
                   log_path: Path, process: int | None = None) -> CellOutcome:
         import docker
         import requests

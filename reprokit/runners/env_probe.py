@@ -125,7 +125,7 @@ def _cudnn_text(value) -> str | None:
     return str(value)
 
 
-def interpret(raw: dict, framework: str) -> dict:
+def interpret(raw: dict, framework: str) -> dict:  # noqa: C901 (older than the check)
     """The `environments` entry fields a raw probe (bench/env_probe.py) supports. Pure."""
     fw = raw.get("framework") or {}
     py = raw.get("python") or {}
