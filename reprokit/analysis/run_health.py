@@ -110,9 +110,16 @@ def rerun_coverage(repeat: int = 1) -> dict | None:
              f"first run's intervals, {per_cell}")
     text = (f"{short} ({', '.join(s['interval_labels'])}); the medians moved by {s['shift_median']:.1%} "
             f"(median over metrics; {s['shift_p90']:.0%} at the 90th percentile) while the intervals' median "
-            f"half-width was {s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']})")
+            f"half-width was {s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']}"
+            + _loads(m) + ")")
     return {"text": text, "short": short, "command": m["command"], "machine": m["machine"], "date": m["date"],
             "current": any("re-run" in label for label in s["interval_labels"]), **s}
+
+
+def _loads(m: dict) -> str:
+    """'; the highest 1-minute load of each run: a, b' when the measurement recorded it, else ''."""
+    loads = [x for x in m.get("load_1min") or [] if x]
+    return f"; the highest 1-minute load of each run: {', '.join(f'{x:.1f}' for x in loads)}" if loads else ""
 
 
 def machine_load(run: dict, cells: list[dict]) -> dict:

@@ -686,9 +686,18 @@ def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
 
 
 def render(rundir: results.RunDir) -> list[Path]:
-    """Write report.md, report.html and report.json (and plots/*.svg) into the run directory.
+    """Write report.md, report.html and report.json (and plots/*.svg) into the run directory, from the
+    data the run started with (its kit-data/ snapshot; reprokit/data for older runs) unless the caller
+    already chose the data (`files.data_root`, as a crate's export and verify do).
 
     The context is validated against report.schema.json before anything is written."""
+    if files.DATA == files.PACKAGE / "data":  # nobody chose the data: the run's own
+        with results.run_data(rundir):
+            return _render(rundir)
+    return _render(rundir)
+
+
+def _render(rundir: results.RunDir) -> list[Path]:
     html_env, md_env = _environments()
     context = build_context(rundir)
     errs = validate.errors("report", context)
