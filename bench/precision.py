@@ -1,7 +1,8 @@
 """Adaptive stopping for timing.sample(): stop once the median is known precisely enough.
 
 Runs inside old stacks: Python 3.5 syntax (2.7-compatible), standard library only, never imports
-reprokit (reprokit/analysis/stats.py computes the same interval on the host; tests check they agree).
+reprokit (reprokit/analysis/stats.py loads this module's order_statistic_ranks: one copy of the ranks;
+tests check that the host's median interval agrees with median_ci here).
 
     from precision import median_precision_stop
     stop = median_precision_stop(rel_half_width=0.02)      # 2 % of the median

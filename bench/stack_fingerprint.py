@@ -10,8 +10,9 @@ never raises. The result is JSON-serialisable and kept small (long texts are cut
 Never run on a GPU: the device listings and the CUDA/cuDNN library probes were exercised only on
 CPU machines without a driver, where they report null with a reason.
 
-The environment allow-list is duplicated from reprokit/probes/fingerprint.py (bench/ never imports the
-host package); tests/probes/test_fingerprint.py checks that both copies agree.
+The environment allow-list and FINGERPRINT_VERSION below are the kit's only copy: the host loads this
+module (reprokit/probes/fingerprint.py, through files.bench_module), since bench/ never imports the host
+package; tests/probes/test_fingerprint.py checks that the host has no copy of its own.
 """
 from __future__ import print_function
 
@@ -33,7 +34,7 @@ try:
 except NameError:
     TEXT_TYPES = (str,)
 
-# -- environment allow-list (keep identical to reprokit/probes/fingerprint.py) ------------------------
+# -- environment allow-list (the host uses this one: reprokit/probes/fingerprint.py) ----------------
 ENV_ALLOW_EXACT = (
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_FORCE_PTX_JIT",
     "CUDA_DISABLE_PTX_JIT", "CUDA_MODULE_LOADING", "CUDA_HOME", "CUDA_PATH",

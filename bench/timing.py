@@ -101,7 +101,7 @@ def derive(raw_seconds, kind, items):
 # segments (the timed loop, or one segment per epoch), each with the seconds of its iterations in
 # order, how many of them were warm-up, the time its clock saw outside them (`other_seconds`) and
 # the items one iteration holds. reprokit/analysis/published_metric.py recomputes the value from
-# the same segments with the same arithmetic (a test keeps the two equal).
+# the same segments with these very functions (segment_totals, figure_of: loaded by the host, one copy).
 FIGURES = ("time_per_item", "rate", "time")
 
 
