@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# One prepared GPU session (../shared/GPU_RUNBOOK.md, in its order of value), for a lent machine with
+# torch/JAX installed, no network and no Docker. Every step has its own time limit under one overall
+# deadline; runs end with SIGINT (the kit keeps finished cells); results are tarred after each run so
+# a cut-off session still brings back what finished.
+#
+#   OUT=/some/dir DEADLINE_S=540 bash scripts/gpu_session.sh
+#
+# Needs: jsonschema & co. and ruptures as wheels in .whl/ where the machine lacks them.
+# DEVICE=cpu runs the same steps on the CPU (to rehearse the script on a machine without a GPU).
+set -u
+OUT=${OUT:?set OUT to the directory that comes back}
+DEADLINE_S=${DEADLINE_S:-540}
+DEVICE=${DEVICE:-gpu}
+PY=${PY:-$(command -v python3)}
+W=${W:-/tmp/rk}
+START=$(date +%s)
+mkdir -p "$W/results" "$OUT"
+LOG="$OUT/session.log"
+FACTS="$OUT/facts.txt"
+export PYTHONUNBUFFERED=1 REPROKIT_STAND_INS=1 MPLBACKEND=Agg
+
+left() { echo $(( DEADLINE_S - ($(date +%s) - START) )); }
+# step NAME BUDGET_S CMD...: runs CMD with SIGINT at min(BUDGET, time left - 25 s), logs its status
+step() {
+  local name=$1 budget=$2; shift 2
+  local l; l=$(( $(left) - 25 ))
+  (( l < budget )) && budget=$l
+  if (( budget < 5 )); then echo "== $name: SKIPPED (no time left)" | tee -a "$LOG"; return 0; fi
+  echo "== $name (limit ${budget}s, t=$(( $(date +%s) - START ))s): $*" | tee -a "$LOG"
+  timeout -s INT -k 15 "$budget" "$@" >>"$LOG" 2>&1
+  local rc=$?
+  echo "== $name: rc=$rc at t=$(( $(date +%s) - START ))s" | tee -a "$LOG"
+}
+pack() { tar -C "$W" -czf "$OUT/results.tar.gz.tmp" results && mv "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"; }
+
+WHEELS=${WHEELS:-.whl}
+if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    "$WHEELS"/*.whl >>"$LOG" 2>&1 && export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+
+# 1. facts of the machine, one line each
+{
+  echo "date: $(date -u +%FT%TZ)"; echo "python: $PY ($("$PY" -V 2>&1))"; uname -a; nproc
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit,mig.mode.current,persistence_mode,compute_mode --format=csv 2>&1
+  "$PY" - <<'EOF' 2>&1
+import torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())
+print("cuda available", torch.cuda.is_available())
+if torch.cuda.is_available():
+    p = torch.cuda.get_device_properties(0)
+    print("device", p.name, "cc", "%d.%d" % (p.major, p.minor), "SMs", p.multi_processor_count,
+          "mem GiB", round(p.total_memory / 2**30, 1))
+    print("arch_list", torch.cuda.get_arch_list())
+print("default matmul.allow_tf32", torch.backends.cuda.matmul.allow_tf32,
+      "cudnn.allow_tf32", torch.backends.cudnn.allow_tf32,
+      "float32_matmul_precision", torch.get_float32_matmul_precision())
+try:
+    import jax
+    print("jax", jax.__version__, "devices", jax.devices(), "default_matmul_precision",
+          jax.config.jax_default_matmul_precision)
+except Exception as e:
+    print("jax: not usable:", type(e).__name__, e)
+import importlib
+for m in ("numpy", "pandas", "scipy", "jinja2", "jsonschema", "ruptures", "pynvml", "yaml", "rich",
+          "matplotlib", "docker"):
+    try:
+        mod = importlib.import_module(m)
+        print(m, getattr(mod, "__version__", "?"))
+    except Exception as e:
+        print(m, "MISSING", type(e).__name__, e)
+EOF
+} >"$FACTS" 2>&1
+nvidia-smi -q >"$OUT/nvidia-smi-q.txt" 2>&1
+
+STK="--python torch-0.1=$PY --python torch-1.3=$PY --python torch-modern=$PY --python jax-modern=$PY"
+run() {  # run NAME BUDGET SUITE CELLS...
+  local name=$1 budget=$2 suite=$3; shift 3
+  step "$name" "$budget" "$PY" reproduce.py run --suite "$suite" --cells "$@" --quick --repeat 1 \
+    --device "$DEVICE" --runner local --results "$W/results" $STK
+  pack
+}
+
+# 2. the GPU tests (NVML fingerprint, GPU peak, GPU state) and the machine as the kit sees it
+step pytest-gpu 60 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/probes -o addopts=""
+step fingerprint 40 sh -c "'$PY' reproduce.py fingerprint > '$OUT/fingerprint.json'"
+# 3. an independent check of one 000 config, beside the kit's cells
+[ "$DEVICE" = gpu ] && step independent 60 "$PY" scripts/gpu_independent_check.py --out "$W/results/independent-check.json"
+pack
+# 4. the kit's first GPU runs, most valuable first
+run legacy-2017-torch 110 legacy-2017 '000/pytorch/*' '001/*'
+run modern-torch 120 modern 'modern/000/pytorch/*' 'modern/001/pytorch/*' 'modern/003/pytorch/*'
+run stacked-2019-torch 60 stacked-lstm-2019 '003/pytorch/eager_cudnn/*' '003/pytorch/jit_static/*' '003/pytorch/eager_fine_grained/*'
+run modern-jax 70 modern 'modern/000/jax/*' 'modern/001/jax/*'
+step preflight 20 sh -c "for s in legacy-2017 stacked-lstm-2019 cudnn-lstm-2018 modern; do '$PY' reproduce.py preflight --suite \$s --runner local --device $DEVICE $STK; done"
+# 5. render what each run has (an interrupted run may have no report yet)
+for r in "$W"/results/*/; do
+  [ -f "$r/run.json" ] && step "report $(basename "$r")" 30 "$PY" reproduce.py report "$r"
+done
+pack
+echo "== done at t=$(( $(date +%s) - START ))s" | tee -a "$LOG"
