@@ -56,8 +56,8 @@ def add_arguments(p) -> None:
                         "processes are merged into the cell's result, with each one's count")
     p.add_argument("--resume", metavar="RUN",
                    help="continue RUN, skipping cells already ok (with --repeat K: the processes "
-                        "already ok; K comes from RUN); the other options that change measurements "
-                        "must be the run's")
+                        "already ok; K comes from RUN; its cells too, unless --cells is given); the "
+                        "other options that change measurements must be the run's")
     p.add_argument("--allow-changed-data", action="store_true",
                    help="with --resume: resume although the suite's data changed what some cells "
                         "measure since the run started (mixes two definitions; recorded in run.json)")
@@ -187,14 +187,25 @@ def default_design(suite, options: Options, runner: str, cells: list | None = No
     return replace(options, repeat=d["processes"], design=d)
 
 
+def resume_cells(run: dict, asked: list[str]) -> list[str]:
+    """The cell patterns of a resumed run: --cells when given, else the ones the run was started
+    with (run.json options.cells), so that `--resume RUN` alone continues the run's own cells
+    rather than planning the whole suite (and refusing stacks the run never had)."""
+    if asked:
+        return asked
+    return (run.get("options") or {}).get("cells") or []
+
+
 def run(args) -> int:  # noqa: C901 (older than the check)
     suite = suites.load_suite(args.suite)
     repeat = args.repeat
     root = Path(args.results)
     resumed = results.resolve_run(args.resume, root) if args.resume else None
-    if resumed is not None:  # K comes from the run being resumed
+    cells = args.cells
+    if resumed is not None:  # K comes from the run being resumed, and so do its cells
         repeat = check_resume_repeat(resumed.load_run(), repeat)
-    options = Options(quick=args.quick, protocol=args.protocol, device="cpu", cells=args.cells,
+        cells = resume_cells(resumed.load_run(), cells)
+    options = Options(quick=args.quick, protocol=args.protocol, device="cpu", cells=cells,
                       min_samples=args.min_samples, time_budget_s=args.time_budget,
                       repeat=repeat or 1, allow_changed_data=args.allow_changed_data)
     plan = None  # the cells the options select; the design changes how often each runs, not which
