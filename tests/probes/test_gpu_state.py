@@ -20,6 +20,7 @@ from types import SimpleNamespace
 
 import pynvml
 import pytest
+from packaging.version import Version
 
 from reprokit import files, results, validate
 from reprokit.analysis import run_health
@@ -188,17 +189,51 @@ def test_which_reasons_count_as_throttling_comes_from_the_data_file():
     assert gpu_state.counts_as_throttle("bit0x800", policy)  # unknown: not known to be harmless
     doc = files.load_data("gpu_clock_reasons")
     assert all(r["source"] in doc["sources"] for r in doc["reasons"])
+    since = [r["since"] for r in doc["reasons"] if "since" in r]
+    assert all(s["source"] in doc["sources"] and s["last_without_source"] in doc["sources"] for s in since)
+    assert all(Version(s["last_without"]) < Version(s["nvidia_ml_py"]) for s in since)
+
+
+def _binding_version() -> Version:
+    from importlib import metadata
+
+    return Version(metadata.version("nvidia-ml-py"))
 
 
 def test_every_reason_the_binding_defines_is_classified_and_every_listed_one_exists():
-    """A reason added to (or renamed in) nvidia-ml-py must be classified in gpu_clock_reasons.yaml."""
+    """A reason added to (or renamed in) nvidia-ml-py must be classified in gpu_clock_reasons.yaml; a
+    listed one must exist in the installed binding unless the data says it came in a later release
+    (`since`: on the GPU host of docs/gpu-run, nvidia-ml-py 13.610.43 had no BoardLimit)."""
     bits = gpu_state.reason_bits(pynvml)
-    listed = set(gpu_state.reason_policy())
-    assert set(bits.values()) <= listed, set(bits.values()) - listed
-    for name in listed:
-        assert any(hasattr(pynvml, p + name) for p in gpu_state.REASON_PREFIXES), name
+    policy = gpu_state.reason_policy()
+    assert set(bits.values()) <= set(policy), set(bits.values()) - set(policy)
+    installed = _binding_version()
+    for name, entry in policy.items():
+        defined = any(hasattr(pynvml, p + name) for p in gpu_state.REASON_PREFIXES)
+        if "since" not in entry or installed >= Version(entry["since"]["nvidia_ml_py"]):
+            assert defined, (name, str(installed))
+        elif installed <= Version(entry["since"]["last_without"]):  # what was read in that release
+            assert not defined, (name, str(installed), entry["since"])
     assert gpu_state.decode_reasons(0x4 | 0x1 | 0x100000, bits) == ["GpuIdle", "SwPowerCap", "bit0x100000"]
     assert gpu_state.decode_reasons(0x2, bits) == ["ApplicationsClocksSetting"]  # one name per bit
+
+
+def test_a_binding_older_than_a_reason_leaves_its_bit_unnamed_and_counted_as_a_throttle():
+    """With an nvidia-ml-py older than a listed reason's `since` (its constants removed from a copy of
+    the installed binding), the bit NVML reports is decoded as 'bit0x...' and labels the cell
+    throttled, as the data file's `throttle: true` for those reasons would."""
+    policy = gpu_state.reason_policy()
+    later = {n for n, e in policy.items() if "since" in e}
+    assert later  # BoardLimit and Reliability (nvidia-ml-py 13.615.71)
+    older = SimpleNamespace(**{a: getattr(pynvml, a) for a in dir(pynvml)
+                               if not any(a == p + n for p in gpu_state.REASON_PREFIXES for n in later)})
+    bits, full = gpu_state.reason_bits(older), gpu_state.reason_bits(pynvml)
+    assert not later & set(bits.values())
+    for bit, name in full.items():
+        if name in later:
+            assert gpu_state.decode_reasons(bit | 0x4, bits) == ["SwPowerCap", "bit%#x" % bit]
+            assert gpu_state.counts_as_throttle("bit%#x" % bit, policy)
+            assert policy[name]["throttle"] is True  # the unnamed bit is labelled as the named one is
 
 
 def test_the_monitor_without_nvml_is_an_error_never_an_exception():
