@@ -1,4 +1,5 @@
-"""docs/sample-run stays current: re-rendering its stored results (and the data snapshot it holds,
+"""docs/sample-run and docs/gpu-run (the first GPU session's runs, rendered on that machine) stay
+current: re-rendering their stored results (and the data snapshot it holds,
 kit-data/) with today's templates and analysis gives exactly the committed report (Markdown, JSON and
 HTML).
 
@@ -14,7 +15,8 @@ import pytest
 from reprokit import results
 from reprokit.report import report
 
-SAMPLES = sorted((Path(__file__).resolve().parents[2] / "docs" / "sample-run").glob("*/run.json"))
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+SAMPLES = sorted(DOCS.glob("sample-run/*/run.json")) + sorted(DOCS.glob("gpu-run/*/run.json"))
 
 
 @pytest.mark.parametrize("run_json", SAMPLES, ids=[p.parent.name for p in SAMPLES])
@@ -27,10 +29,11 @@ def test_sample_report_is_current(run_json, tmp_path):
     for name in ("report.md", "report.json", "report.html"):
         fresh, committed = (dst / name).read_text(), (src / name).read_text()
         assert fresh == committed, (
-            f"docs/sample-run/{src.name}/{name} is stale: re-render it with "
-            f"`python reproduce.py report docs/sample-run/{src.name}` and commit"
+            f"{src.relative_to(DOCS.parent)}/{name} is stale: re-render it with "
+            f"`python reproduce.py report {src.relative_to(DOCS.parent)}` and commit"
         )
 
 
 def test_there_is_a_sample():
-    assert SAMPLES, "docs/sample-run holds no run"
+    assert any("sample-run" in str(p) for p in SAMPLES), "docs/sample-run holds no run"
+    assert sum("gpu-run" in str(p) for p in SAMPLES) == 5, "docs/gpu-run should hold the 5 GPU runs"
