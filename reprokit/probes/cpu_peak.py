@@ -16,7 +16,8 @@ import time
 
 DEFAULT_SIZES = (256, 512, 1024)
 
-# -- the effective clock: a chain of dependent adds of known cycle count (data/clock_probe.yaml) --------
+# -- the effective clock: chains of dependent instructions of known cycle count (data/clock_probe.yaml) --
+# The binary is cached by the hash of its source (asm included), so a changed chain builds a new one.
 _CLOCK_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,52 +75,123 @@ def _clock_binary(asm: str, adds: int) -> tuple[str | None, str | None]:
     return str(exe), None
 
 
-def measure_clock(target_s: float = 0.001, repeats: int = 300) -> dict:
-    """The effective clock of one core now: the best of `repeats` timings of a chain of dependent adds
-    (data/clock_probe.yaml: the ISA's add latency in cycles, with its source), each about `target_s`
-    long. Returns {"ghz" (None when not measured), "reason", "method", "isa", "adds", "seconds",
-    "source", "verified", "load_avg_1min"}. The timings are short (1 ms) and many, so on a shared or
-    virtual machine the best of them is one no other process or hypervisor interrupted (20 ms timings
-    on the project's loaded 2-vCPU VM read 2.0 GHz, 1 ms ones 3.7 GHz); what the cores run at under
-    the benchmark's own load (all cores busy) may be lower."""
-    import platform
+def clock_spread(a_ghz: float, b_ghz: float) -> float:
+    """How far apart two clock figures are: the larger over the smaller, minus 1 (0.1 = 10 % apart)."""
+    lo, hi = sorted((float(a_ghz), float(b_ghz)))
+    return hi / lo - 1.0 if lo > 0 else float("inf")
+
+
+def _cycles(n: float) -> str:
+    return f"{n:g} cycle{'' if n == 1 else 's'}"
+
+
+def disagreement(chains: list[dict], tolerance: float) -> str | None:
+    """None when the chains' clocks ({"asm", "latency_cycles", "ghz"} each, the `clock` chain first) are
+    within `tolerance` of each other (clock_spread), else the one-line reason naming every figure. A chain
+    that a core executes faster than its stated latency (Golden Cove's renamer adds small immediates with
+    zero latency: an add-immediate chain read 16-17 GHz there) reads a clock several times too high, and
+    only a second, independent chain shows it."""
+    figures = [float(c["ghz"]) for c in chains]
+    spread = max(clock_spread(a, b) for a in figures for b in figures)
+    if spread <= tolerance:
+        return None
+    named = " but ".join(f"'{c['asm']}' ({_cycles(c['latency_cycles'])} each) reads {float(c['ghz']):.3g} GHz"
+                         for c in chains)
+    return (f"the clock is not measured: {named}, {100 * spread:.0f} % apart, more than the "
+            f"{100 * tolerance:g} % allowed (data/clock_probe.yaml agreement_tolerance): one chain does not "
+            "take its stated cycles on this core")
+
+
+def _chains_of(doc: dict, isa: str) -> tuple[dict | None, dict | None]:
+    """(the ISA's clock chain, its cross-check chain) in data/clock_probe.yaml; None where missing."""
+    mine = [e for e in doc["instructions"] if e["isa"] == isa]
+    clock = next((e for e in mine if e.get("role", "clock") == "clock"), None)
+    check = next((e for e in mine if e.get("role") == "cross_check"), None)
+    return clock, check
+
+
+def _time_chains(chains: list[dict], per_block: int, target_s: float, repeats: int) -> list[dict] | str:
+    """Time each chain (the best of `repeats` timings of about `target_s`, in two halves taken in turn so
+    that a clock ramping up or down during the probe affects the chains alike): one figure per chain, or
+    the reason none could be taken."""
     import subprocess
 
-    from reprokit import files
+    exes = []
+    for e in chains:
+        exe, why = _clock_binary(e["asm"], per_block)
+        if exe is None:
+            return why or "the clock probe could not be built"
+        exes.append(exe)
 
-    doc = files.load_data("clock_probe")
-    isa = platform.machine().lower().replace("amd64", "x86_64").replace("arm64", "aarch64")
-    entry = next((e for e in doc["instructions"] if e["isa"] == isa), None)
-    try:
-        load = os.getloadavg()[0]
-    except (OSError, AttributeError):
-        load = None
-    base = {"ghz": None, "isa": isa, "load_avg_1min": load, "source": None, "verified": None}
-    if entry is None:
-        return {**base, "reason": f"no dependent-add probe for the ISA {isa} (data/clock_probe.yaml)",
-                "method": None}
-    per_block = int(doc["adds_per_block"])
-    exe, why = _clock_binary(entry["asm"], per_block)
-    if exe is None:
-        return {**base, "reason": why, "method": None}
-
-    def timed(blocks: int, reps: int) -> float:
+    def timed(exe: str, blocks: int, reps: int) -> float:
         p = subprocess.run([exe, str(blocks), str(reps)], capture_output=True, text=True, timeout=120)
         return float(p.stdout.split()[0])
 
     try:
-        blocks = 20_000
-        t = timed(blocks, 20)  # calibrate (best of 20): about target_s per timing
-        blocks = max(1000, int(blocks * target_s / max(t, 1e-6)))
-        best = timed(blocks, repeats)
+        blocks = []
+        for exe in exes:  # calibrate (best of 20): about target_s per timing
+            t = timed(exe, 20_000, 20)
+            blocks.append(max(1000, int(20_000 * target_s / max(t, 1e-6))))
+        best = [float("inf")] * len(exes)
+        for half in (repeats // 2, repeats - repeats // 2):
+            for i, exe in enumerate(exes):
+                best[i] = min(best[i], timed(exe, blocks[i], max(1, half)))
     except (OSError, ValueError, IndexError, subprocess.SubprocessError) as e:
-        return {**base, "reason": f"the clock probe failed: {type(e).__name__}: {e}", "method": None}
-    adds = blocks * per_block
-    ghz = adds * float(entry["latency_cycles"]) / best / 1e9
-    return {**base, "ghz": ghz, "reason": None, "adds": adds, "seconds": best,
-            "source": entry["source"], "verified": bool(entry["verified"]),
-            "method": (f"measured: best of {repeats} timings of {adds:,} dependent '{entry['asm']}' "
-                       f"({entry['latency_cycles']:g} cycle each, {isa}), compiled C on one core")}
+        return f"the clock probe failed: {type(e).__name__}: {e}"
+    out = []
+    for e, n, t in zip(chains, blocks, best, strict=True):
+        ops = n * per_block
+        out.append({"role": e.get("role", "clock"), "asm": e["asm"], "latency_cycles": e["latency_cycles"],
+                    "ops": ops, "seconds": t, "ghz": ops * float(e["latency_cycles"]) / t / 1e9,
+                    "source": e["source"], "verified": bool(e["verified"])})
+    return out
+
+
+def measure_clock(target_s: float = 0.001, repeats: int = 300, doc: dict | None = None) -> dict:
+    """The effective clock of one core now: the best of `repeats` timings of a chain of dependent
+    register-register adds (data/clock_probe.yaml: the ISA's add latency in cycles, with its source), each
+    about `target_s` long, cross-checked by a second chain of another instruction and latency (x86_64: a
+    3-cycle imul) timed alike. Returns {"ghz" (None when not measured, or when the two chains disagree by
+    more than the data's agreement_tolerance), "reason", "method", "isa", "adds", "seconds", "source",
+    "verified", "load_avg_1min", "chains" (each chain's {role, asm, latency_cycles, ops, seconds, ghz,
+    source, verified}), "agreement" ({tolerance, spread})}. An add-immediate chain is not used: Intel
+    Golden Cove and later P-cores add small immediates at rename with zero latency (data/clock_probe.yaml
+    not_used). The timings are short (1 ms) and many, so on a shared or virtual machine the best of them is
+    one no other process or hypervisor interrupted (20 ms timings on the project's loaded 2-vCPU VM read
+    2.0 GHz, 1 ms ones 3.7 GHz); what the cores run at under the benchmark's own load (all cores busy) may
+    be lower. `doc`: the probe's data (default data/clock_probe.yaml; tests give another)."""
+    import platform
+
+    from reprokit import files
+
+    doc = doc if doc is not None else files.load_data("clock_probe")
+    isa = platform.machine().lower().replace("amd64", "x86_64").replace("arm64", "aarch64")
+    clock, check = _chains_of(doc, isa)
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        load = None
+    base = {"ghz": None, "isa": isa, "load_avg_1min": load, "source": None, "verified": None,
+            "method": None}
+    if clock is None or check is None:
+        return {**base, "reason": f"no dependent-chain probe with a cross-check for the ISA {isa} "
+                                  "(data/clock_probe.yaml)"}
+    chains = _time_chains([clock, check], int(doc["adds_per_block"]), target_s, repeats)
+    if isinstance(chains, str):
+        return {**base, "reason": chains}
+    tolerance = float(doc["agreement_tolerance"])
+    first, second = chains
+    out = {**base, "adds": first["ops"], "seconds": first["seconds"], "source": first["source"],
+           "chains": chains, "agreement": {"tolerance": tolerance,
+                                           "spread": clock_spread(first["ghz"], second["ghz"])}}
+    why = disagreement(chains, tolerance)
+    if why:
+        return {**out, "reason": why}
+    return {**out, "ghz": first["ghz"], "reason": None, "verified": all(c["verified"] for c in chains),
+            "method": (f"measured: best of {repeats} timings of {first['ops']:,} dependent '{first['asm']}' "
+                       f"({_cycles(first['latency_cycles'])} each, {isa}), compiled C on one core; "
+                       f"cross-checked by '{second['asm']}' ({_cycles(second['latency_cycles'])} each): "
+                       f"{second['ghz']:.3g} GHz, {100 * out['agreement']['spread']:.1f} % apart")}
 
 
 def _numpy_probe(n: int, repeats: int) -> tuple[float, str]:

@@ -1,6 +1,16 @@
 """Peaks that are measured (issue 21 item 4): the run's effective clock from a chain of dependent adds,
-the theoretical CPU peak from it, and the cores the cell's framework used."""
+cross-checked by a chain of dependent multiplies, the theoretical CPU peak from it, and the cores the cell's
+framework used.
 
+Why the clock chain is a register-register add and not an add-immediate: on the kit's first GPU host (Intel
+Emerald Rapids, a Golden Cove-class P-core) the add-immediate chain `addq $1, %0` read 13.7-17.6 GHz
+(docs/gpu-run/session.log; pytest-probes.log: `assert 17.27531098991815 < 8.0`), because those cores add
+small immediates at rename with zero latency (data/clock_probe.yaml not_used). The imul cross-check turns
+such a reading into no clock with the reason (test_the_gpu_hosts_17_ghz_is_rejected_by_the_cross_check).
+"""
+
+import copy
+import json
 import sys
 from pathlib import Path
 
@@ -30,9 +40,118 @@ def test_the_clock_probe_measures_a_clock_from_dependent_adds():
     assert "dependent" in c["method"] and c["source"] == entry["source"]
 
 
+def test_the_two_chains_agree_on_this_machine():
+    """The real probe here: the add chain and the imul cross-check (another instruction, another latency)
+    both ran, read the same clock within the data's tolerance, and the figure kept is the add chain's."""
+    doc = files.load_data("clock_probe")
+    c = cpu_peak.measure_clock(repeats=50)
+    if c["ghz"] is None:
+        pytest.fail(c["reason"])
+    roles = [ch["role"] for ch in c["chains"]]
+    assert roles == ["clock", "cross_check"]
+    clock, check = c["chains"]
+    want = {e["role"]: e for e in doc["instructions"] if e["isa"] == c["isa"]}
+    for ch in (clock, check):
+        e = want[ch["role"]]
+        assert (ch["asm"], ch["latency_cycles"], ch["source"]) == (e["asm"], e["latency_cycles"], e["source"])
+        assert ch["ghz"] == pytest.approx(ch["ops"] * e["latency_cycles"] / ch["seconds"] / 1e9)
+        assert 0.3 < ch["ghz"] < 8.0
+    assert c["ghz"] == clock["ghz"] and c["adds"] == clock["ops"] and c["seconds"] == clock["seconds"]
+    assert c["agreement"]["tolerance"] == doc["agreement_tolerance"]
+    assert c["agreement"]["spread"] == pytest.approx(max(clock["ghz"], check["ghz"])
+                                                     / min(clock["ghz"], check["ghz"]) - 1)
+    assert c["agreement"]["spread"] <= doc["agreement_tolerance"]
+    assert f"cross-checked by '{check['asm']}'" in c["method"]
+    json.dumps(c)  # the run record stores it
+
+
+def test_a_chain_faster_than_its_stated_latency_gives_no_clock():
+    """The real probe with the cross-check's latency stated as 1 cycle instead of its true 3 (x86_64) or 2
+    (aarch64): that chain then reads a clock several times too low, as an eliminated chain reads one too
+    high, and the probe keeps no clock, naming both figures."""
+    doc = copy.deepcopy(files.load_data("clock_probe"))
+    isa = cpu_peak.measure_clock(repeats=2, doc={**doc, "instructions": []})["isa"]
+    for e in doc["instructions"]:
+        if e["isa"] == isa and e["role"] == "cross_check":
+            assert e["latency_cycles"] >= 2
+            e["latency_cycles"] = 1
+    c = cpu_peak.measure_clock(repeats=20, doc=doc)
+    assert c["ghz"] is None and c["method"] is None
+    clock, check = c["chains"]
+    assert c["agreement"]["spread"] > doc["agreement_tolerance"]
+    assert f"{clock['ghz']:.3g} GHz" in c["reason"] and f"{check['ghz']:.3g} GHz" in c["reason"]
+    assert clock["asm"] in c["reason"] and check["asm"] in c["reason"]
+
+
+def test_the_gpu_hosts_17_ghz_is_rejected_by_the_cross_check():
+    """Pure logic on the GPU host's figure: the add-immediate chain read 17.28 GHz
+    (docs/gpu-run/pytest-probes.log); an imul chain there runs at the core's clock (3.8 GHz here is an
+    assumed figure: the host's imul chain was never timed). More than the tolerance apart: no clock,
+    the reason names both figures."""
+    tol = files.load_data("clock_probe")["agreement_tolerance"]
+    chains = [{"asm": "addq $1, %0", "latency_cycles": 1, "ghz": 17.27531098991815},
+              {"asm": "imulq %0, %0", "latency_cycles": 3, "ghz": 3.8}]
+    why = cpu_peak.disagreement(chains, tol)
+    assert why is not None and "17.3 GHz" in why and "3.8 GHz" in why
+    assert "'addq $1, %0' (1 cycle each)" in why and "'imulq %0, %0' (3 cycles each)" in why
+    assert f"{100 * tol:g} %" in why
+    # within the tolerance: no reason; just beyond it: a reason; the spread is symmetric
+    assert cpu_peak.disagreement([{**chains[0], "ghz": 3.8 * (1 + tol * 0.99)}, chains[1]], tol) is None
+    assert cpu_peak.disagreement([{**chains[0], "ghz": 3.8 * (1 + tol * 1.01)}, chains[1]], tol)
+    assert cpu_peak.disagreement([{**chains[0], "ghz": 3.8 / (1 + tol * 1.01)}, chains[1]], tol)
+    assert cpu_peak.clock_spread(2.0, 3.0) == cpu_peak.clock_spread(3.0, 2.0) == pytest.approx(0.5)
+    assert cpu_peak.clock_spread(0.0, 3.0) == float("inf")
+
+
+def test_every_isa_has_a_clock_chain_and_a_cross_check_with_sources():
+    doc = files.load_data("clock_probe")
+    assert doc["schema_version"] == 2
+    isas = {e["isa"] for e in doc["instructions"]}
+    assert isas >= {"x86_64", "aarch64"}
+    tol = doc["agreement_tolerance"]
+    for isa in isas:
+        mine = [e for e in doc["instructions"] if e["isa"] == isa]
+        assert sorted(e["role"] for e in mine) == ["clock", "cross_check"], isa
+        clock = next(e for e in mine if e["role"] == "clock")
+        check = next(e for e in mine if e["role"] == "cross_check")
+        assert mine[0] is clock  # measure_clock's first entry per ISA is the clock chain
+        assert clock["latency_cycles"] == 1 and check["latency_cycles"] > 1
+        assert clock["asm"].split()[0] != check["asm"].split()[0]  # another instruction
+        for e in mine:
+            assert len(e["source"]) > 40 and isinstance(e["verified"], bool)
+            # no immediate operand: an add-immediate is what Golden Cove's renamer eliminates
+            assert "$" not in e["asm"] and "#" not in e["asm"], e["asm"]
+        # one cycle off the cross-check's latency must read as a disagreement
+        assert check["latency_cycles"] / (check["latency_cycles"] - 1) - 1 > tol
+        assert check["latency_cycles"] / (check["latency_cycles"] + 1) < 1 / (1 + tol)
+    assert 0 < tol < 0.5 and "Golden Cove" in doc["agreement_tolerance_why"]
+    rejected = {(e["isa"], e["asm"]): e for e in doc["not_used"]}
+    imm = rejected[("x86_64", "addq $1, %0")]
+    assert "79363816" in imm["source"] and "Golden Cove" in imm["why"] and imm["verified"] is False
+
+
+def test_older_runs_snapshots_of_the_probes_data_stay_valid():
+    """The runs stored before the cross-check (schema_version 1, one add-immediate chain per ISA) still
+    validate against the schema, so their data snapshots keep loading."""
+    from reprokit import validate
+
+    snaps = sorted((ROOT / "docs").glob("*/*/kit-data/clock_probe.yaml"))
+    assert snaps, "no stored run carries the probe's data"
+    import yaml
+    for p in snaps:
+        doc = yaml.safe_load(p.read_text())
+        assert validate.errors("clock_probe", doc) == [], p
+    old = yaml.safe_load(snaps[0].read_text())
+    assert old["schema_version"] == 1
+    new = copy.deepcopy(files.load_data("clock_probe"))
+    del new["agreement_tolerance"]
+    assert validate.errors("clock_probe", new)  # version 2 needs its tolerance
+
+
 def test_the_gemm_probe_carries_the_clock():
     g = cpu_peak.measure(sizes=(64,), repeats=2)
     assert g["gflops"] > 0 and g["clock"]["ghz"] and "dependent" in g["clock"]["method"]
+    assert [ch["role"] for ch in g["clock"]["chains"]] == ["clock", "cross_check"]
 
 
 def test_a_measured_clock_makes_the_peak():
@@ -44,6 +163,19 @@ def test_a_measured_clock_makes_the_peak():
     assert "measured: test; reported 2.45 GHz" in c["derivation"]
     reported = cpus.host_cpu(run["host_fingerprint"])
     assert reported["clock_ghz"] == 2.45 and reported["clock_measured"] is False
+
+
+def test_a_clock_the_chains_disagree_on_builds_no_peak_from_it():
+    """A clock dict with ghz None (the two chains disagreed: the GPU host's case) is not used: the peak is
+    the one of the reported clock, exactly as with no clock at all, and nothing raises."""
+    run, _ = load("cpu-a")
+    chains = [{"role": "clock", "asm": "addq $1, %0", "latency_cycles": 1, "ghz": 17.3},
+              {"role": "cross_check", "asm": "imulq %0, %0", "latency_cycles": 3, "ghz": 3.8}]
+    bad = {"ghz": None, "method": None, "reason": cpu_peak.disagreement(chains, 0.1), "chains": chains,
+           "agreement": {"tolerance": 0.1, "spread": 17.3 / 3.8 - 1}}
+    c = cpus.host_cpu(run["host_fingerprint"], clock=bad)
+    assert c == cpus.host_cpu(run["host_fingerprint"])
+    assert c["clock_ghz"] == 2.45 and c["clock_measured"] is False and "17.3" not in str(c)
 
 
 def test_the_peak_counts_the_threads_the_framework_used():
@@ -84,3 +216,26 @@ def test_a_measured_clock_turns_a_lower_bound_peak_into_decided_verdicts():
     meas = v["hardware"]["measured"]
     assert meas["clock_measured"] and not meas.get("peak_is_lower_bound")
     assert "measured: test" in meas["peak_source"]
+    # a clock the two chains disagreed on (ghz None) is no clock: the lower-bound peak, INCONCLUSIVE
+    untrusted = {**fast, "cpu_peak": {**fast["cpu_peak"], "clock": {
+        "ghz": None, "method": None, "reason": "the clock is not measured: 'addq $1, %0' reads 17.3 GHz"}}}
+    u = verdicts.verdict(n, cells[n["cell"]], untrusted)
+    assert u["verdict"] == "INCONCLUSIVE" and "lower bound" in u["reason"]
+    assert u["hardware"]["measured"]["clock_measured"] is False
+
+
+def test_the_run_driver_says_why_a_clock_was_not_kept(monkeypatch):
+    """reprokit/run/execute._cpu_peak with the real GEMM probes and a clock the chains disagreed on
+    (measure_clock replaced by that result): the run goes on, its log line gives the reason with both
+    figures, and the peak it stores carries the clock dict with both chains."""
+    from reprokit.run import execute
+
+    chains = [{"role": "clock", "asm": "addq %0, %0", "latency_cycles": 1, "ghz": 17.3},
+              {"role": "cross_check", "asm": "imulq %0, %0", "latency_cycles": 3, "ghz": 3.8}]
+    bad = {"ghz": None, "method": None, "reason": cpu_peak.disagreement(chains, 0.1), "chains": chains}
+    monkeypatch.setattr(cpu_peak, "measure_clock", lambda: bad)
+    said = []
+    peak = execute._cpu_peak(said.append)
+    assert peak["gflops"] > 0 and peak["clock"] is bad
+    line = next(s for s in said if s.startswith("cpu peak probe:"))
+    assert f"clock not measured: {bad['reason']}" in line and "17.3 GHz" in line and "3.8 GHz" in line
