@@ -11,7 +11,9 @@ devices the framework sees) and the names of the installed distributions. The ho
 devices the environment can use; this script decides nothing.
 
 Python 3.5 syntax (2.7-compatible), standard library plus the framework; never imports reprokit.
-THE GPU BRANCHES OF THE FRAMEWORKS' ANSWERS HAVE NEVER RUN: no machine of this project has a GPU.
+GPU branches: the torch and JAX answers ran on one NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26,
+docs/gpu-run), each seeing the GPU (run.json `environments` of every run there). Those of TensorFlow,
+Theano, MXNet and Keras have never run on a GPU (that machine had none of them).
 """
 from __future__ import print_function
 

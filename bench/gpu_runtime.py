@@ -14,7 +14,10 @@ NVIDIA container toolkit mounts only the driver's libcuda.so.<version> with its 
 into the loader cache. The root filesystem is read-only, so the link goes to a directory on the
 /tmp tmpfs, which must be on LD_LIBRARY_PATH before the process starts: glibc reads
 LD_LIBRARY_PATH once, at start, hence the re-exec. The target is the file the loader itself
-resolves libcuda.so.1 to, wherever the toolkit put it. Never run with a real driver.
+resolves libcuda.so.1 to, wherever the toolkit put it. The link has never run with a real driver
+(no GPU with Docker has been available). cuda_cache_state and cuda_cache_record ran on one NVIDIA
+H100 (torch 2.11 / JAX 0.11, 2026-11-26, docs/gpu-run) under the local runner (every cell's
+stack_fingerprint.cuda_cache).
 
 Python 3.5 syntax (2.7-compatible), standard library only; never imports the host package.
 """

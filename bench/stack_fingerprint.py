@@ -7,8 +7,11 @@ Python 3.5 syntax (2.7-compatible where cheap), standard library only; the frame
 lazily and every sub-collection is guarded, so a failure becomes an "error" string and collect()
 never raises. The result is JSON-serialisable and kept small (long texts are cut).
 
-Never run on a GPU: the device listings and the CUDA/cuDNN library probes were exercised only on
-CPU machines without a driver, where they report null with a reason.
+GPU: the torch and JAX device listings and the CUDA driver/runtime/cuDNN library probes ran on one
+NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26, docs/gpu-run): every cell's stack_fingerprint there
+lists the H100 and CUDA 13.0 / cuDNN 9.19.0. The TensorFlow, Theano, MXNet and Keras GPU fields have
+never run on a GPU; elsewhere these probes ran on CPU machines without a driver, where they report
+null with a reason.
 
 The environment allow-list and FINGERPRINT_VERSION below are the kit's only copy: the host loads this
 module (reprokit/probes/fingerprint.py, through files.bench_module), since bench/ never imports the host
@@ -266,7 +269,7 @@ def _torch(out):
     # architectures compiled into the binary; the attribute is looked up inside the guard: torch
     # before 1.8 has no get_arch_list (the environment probe of torch 1.0.0 met that)
     f.add("cuda_arch_list", lambda: torch.cuda.get_arch_list())
-    if available:  # never run on a GPU
+    if available:  # ran on one NVIDIA H100 (torch 2.11, docs/gpu-run)
         def devices():
             found = []
             for i in range(torch.cuda.device_count()):

@@ -10,7 +10,9 @@ Conventions every JAX workload follows:
   * Parameters and optimiser state are donated to the train step (updated in place where XLA can).
 
 Python 3.5 syntax (2.7-compatible where cheap); imports jax only inside functions, never at module
-import. The GPU paths (device "gpu") have NEVER RUN ON A GPU: none exists where this was written.
+import. The GPU paths (device "gpu") ran on one NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26,
+docs/gpu-run) through s000_jax and s001_jax (JAX 0.11.2, fp32 and framework-defaults twins); those
+of s002_jax, s003_jax and s004_jax have never run on a GPU.
 """
 SYNC_DESC = ("jax.block_until_ready on the step's outputs inside the timer: JAX dispatches "
              "asynchronously (also on the CPU), so without it the timer would see only the "

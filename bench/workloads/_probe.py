@@ -19,9 +19,13 @@ that the stack reaches this GPU only through PTX): set in the environment before
 imported, so the driver ignores every cubin and JIT-compiles PTX; whatever still runs has PTX for
 all the kernels the probe touched (CUDA Ampere/Hopper compatibility guides, 1.3).
 
-THE GPU PATH OF EVERY PROBE HAS NEVER RUN: no machine of this project has a GPU. On a CPU the same
-code runs (tests/plan/test_probes.py runs the probes of the modern stack, Theano and MXNet on CPU through
-the local runner), which checks the arithmetic, the reference and the recording, not a GPU.
+GPU path: the PyTorch and JAX probes ran on one NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26,
+docs/gpu-run; suite gpu-smoke, stacks torch-0.1, torch-1.3 and torch-modern all through torch 2.11,
+jax-modern through JAX 0.11.2; GEMM and LSTM step within tolerance). CUDA_FORCE_PTX_JIT was not asked
+for there, and the probes of the TensorFlow, Theano, MXNet and Keras stacks have never run on a GPU.
+On a CPU the same code runs (tests/plan/test_probes.py runs the probes of the modern stack, Theano
+and MXNet on CPU through the local runner), which checks the arithmetic, the reference and the
+recording, not a GPU.
 
 Standard library and NumPy only; Python 3.5 syntax (2.7-compatible).
 """

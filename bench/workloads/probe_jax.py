@@ -6,7 +6,8 @@ written in jax.numpy (x.W + h.U + b, sigmoid, tanh) under jax.jit, as the kit's 
 stack's own path. One bias vector. Inputs are placed on the first device of the kind the cell
 asks for; np.asarray of a result waits for it and copies it to the host.
 
-THE GPU PATH HAS NEVER RUN (no GPU here). On the CPU it runs with the installed JAX
+The GPU path ran on one NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26, docs/gpu-run),
+suite gpu-smoke, stack jax-modern through JAX 0.11.2. On the CPU it runs with the installed JAX
 (tests/plan/test_probes.py).
 
 Python 3.5 syntax; imports only jax, numpy and the standard library.

@@ -5,8 +5,9 @@ links cuBLAS 9.0, so the probe goes to MXNet directly (Keras adds no kernel of i
 GEMM mxnet.nd.dot (cuBLAS on a GPU); LSTM step mxnet.nd.RNN(mode="lstm") over one time step (the
 cuDNN RNN on a GPU), its flat parameter vector filled with the constant; two bias vectors.
 
-THE GPU PATH HAS NEVER RUN (no GPU here); the calls are checked against the MXNet 1.2.0 API list by
-tests/containers/test_api_paths.py. On the CPU the same code ran with MXNet 1.2.0 itself (Python 3.6, the local
+THE GPU PATH HAS NEVER RUN (the one GPU machine so far, docs/gpu-run, had no MXNet); the calls are
+checked against the MXNet 1.2.0 API list by tests/containers/test_api_paths.py.
+On the CPU the same code ran with MXNet 1.2.0 itself (Python 3.6, the local
 runner's environment candidate for this stack, 2026-11-25; its CPU LSTM answered within 2e-7 of
 the reference) and with MXNet 1.9.1 (tests/plan/test_probes.py runs whichever the local runner provides).
 

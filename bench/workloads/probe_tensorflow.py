@@ -13,9 +13,9 @@ stack's path against that version's API list):
   defaults hold, as here; a generic loop on the CPU), weights set to the constant after the layer
   is built; one bias vector.
 
-THE GPU PATH HAS NEVER RUN (no GPU here), nor have TensorFlow 1.8.0 or 2.0.0. On the CPU the TF 2
-path runs with the installed TensorFlow and the TF 1.x graph path with TensorFlow 1.2.1 where the
-local runner provides it (Python 3.6; tests/plan/test_probes.py).
+THE GPU PATH HAS NEVER RUN (the one GPU machine so far, docs/gpu-run, had no TensorFlow), nor have
+TensorFlow 1.8.0 or 2.0.0. On the CPU the TF 2 path runs with the installed TensorFlow and the TF 1.x
+graph path with TensorFlow 1.2.1 where the local runner provides it (Python 3.6; tests/plan/test_probes.py).
 
 Python 3.5 syntax; imports only tensorflow, numpy and the standard library.
 """
@@ -84,7 +84,7 @@ def _run_eager(ctx, np, tf, p, ptx_note, gpu):
 
 
 def _cudnn_step(tf, x, h0, c0, w, p):
-    """One CudnnLSTM step (GPU only: the op has no CPU kernel). NEVER RUN (no GPU here)."""
+    """One CudnnLSTM step (GPU only: the op has no CPU kernel). NEVER RUN (no TF on a GPU yet)."""
     if not _versions.at_least(tf, 1, 4):  # TF <= 1.3 (the tf-1.2 image): opaque params
         model = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=p["hidden"],
                                                input_size=p["input"])
@@ -116,8 +116,8 @@ def _plain_step(tf, np, x, h0, c0, w, p):
 
 
 def _run_graph(ctx, np, tf, p, ptx_note, gpu):
-    """TensorFlow 1.x: a graph and a Session. On a GPU (NEVER RUN: no GPU here) the LSTM step is
-    CudnnLSTM; on the CPU, where CudnnLSTM has no kernel, plain graph ops (run with TensorFlow 1.2.1
+    """TensorFlow 1.x: a graph and a Session. On a GPU (NEVER RUN: no TF on a GPU yet) the LSTM
+    step is CudnnLSTM; on the CPU, where CudnnLSTM has no kernel, plain graph ops (run with TensorFlow 1.2.1
     by tests/plan/test_probes.py where the local runner provides it)."""
     a_np, b_np = common.gemm_inputs(np, p)
     x_np, h0_np, c0_np, w = common.lstm_inputs(np, p)

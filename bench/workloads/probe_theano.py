@@ -9,8 +9,9 @@ GPU image, so JIT-compiled PTX on any newer GPU). One bias vector.
 The device is whatever THEANO_FLAGS says (device=gpu in the GPU image, device=cpu on the CPU);
 theano.function copies its outputs to the host, which synchronises.
 
-THE GPU PATH HAS NEVER RUN (no GPU here); the calls are checked against the Theano 0.9.0 API list by
-tests/containers/test_api_paths.py. On the CPU the same code ran with Theano 0.9.0 itself (Python 3.6, the local
+THE GPU PATH HAS NEVER RUN (the one GPU machine so far, docs/gpu-run, had no Theano); the calls are
+checked against the Theano 0.9.0 API list by tests/containers/test_api_paths.py.
+On the CPU the same code ran with Theano 0.9.0 itself (Python 3.6, the local
 runner's environment candidate for this stack, 2026-11-25) and with Theano 1.0.5
 (tests/plan/test_probes.py runs whichever the local runner provides).
 

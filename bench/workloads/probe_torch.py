@@ -5,7 +5,9 @@ with an initial state (cuDNN on a GPU), every parameter filled with one constant
 every PyTorch from 0.1.12 on: tensors moved with .cuda(), the LSTM fed autograd Variables (a no-op
 wrapper from 0.4 on), results read through .data.cpu().numpy(). See _probe.py for the checks.
 
-THE GPU PATH HAS NEVER RUN (no GPU here), nor has PyTorch 0.1.12 or 1.3 (not installable here); their
+The GPU path ran on one NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26, docs/gpu-run),
+suite gpu-smoke, stacks torch-0.1, torch-1.3 and torch-modern, all three through torch 2.11.0+cu130.
+PyTorch 0.1.12 and 1.3 themselves have never run (not installable here); their
 calls are checked against the API lists by tests/containers/test_api_paths.py. On the CPU it runs with the
 installed PyTorch (tests/plan/test_probes.py).
 

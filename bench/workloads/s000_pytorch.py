@@ -18,7 +18,10 @@ The API is chosen by the torch version (_versions.at_least; each stack's choice 
 that version's API list by tests/containers/test_api_paths.py): torch >= 0.4 as below; torch 0.1.12 (the
 torch-0.1 GPU image) through the API of its time -- Variable, .cuda(), volatile inputs for the
 forward pass, loss.data[0] -- with no flush-to-zero switch (torch.set_flush_denormal came later).
-THE 0.1.12 PATH HAS NEVER RUN (no PyTorch 0.1.12 on the project machines, and no GPU).
+THE 0.1.12 PATH HAS NEVER RUN (no PyTorch 0.1.12 on the project machines, nor on the one GPU
+machine so far). The torch >= 0.4 GPU path ran on one NVIDIA H100 (torch 2.11 / JAX 0.11,
+2026-11-26, docs/gpu-run): the legacy-2017 run's 000 cells (stack torch-0.1, run through torch 2.11)
+and the modern run's, fp32 and framework-defaults twins (precision.effective fp32 / tf32).
 
 Python 3.5 syntax; imports only torch and the standard library.
 """
@@ -63,7 +66,7 @@ def _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on):
     dev = torch.device("cuda" if gpu else "cpu")
 
     def sync():
-        if gpu:  # never run on a GPU here
+        if gpu:  # ran on one NVIDIA H100 (torch 2.11, 2026-11-26, docs/gpu-run)
             torch.cuda.synchronize()
 
     x = torch.rand(seq, batch, hidden, device=dev)
@@ -147,7 +150,7 @@ def _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on):
 
 def _run_legacy(ctx, torch, batch, seq, hidden, ftz_requested):
     """PyTorch before 0.4 (0.1.12, the torch-0.1 image): autograd Variables, .cuda(), volatile
-    inputs for the forward pass, loss.data[0]. NEVER RUN HERE (no PyTorch 0.1.12, no GPU); its
+    inputs for the forward pass, loss.data[0]. NEVER RUN (no PyTorch 0.1.12 on any project machine); its
     calls are checked against the PyTorch 0.1.12 API list by tests/containers/test_api_paths.py."""
     from torch.autograd import Variable
 

@@ -182,7 +182,7 @@ def _build_fused(tf, v1, x, batch, seq, hidden, gpu):
 # ---- cudnn_lstm -----------------------------------------------------------------------------
 
 def _cudnn_contrib(tf, x, batch, hidden):
-    """TF 1.x tf.contrib.cudnn_rnn on a GPU. NEVER RUN HERE (no TF 1.x stack, no GPU)."""
+    """TF 1.x tf.contrib.cudnn_rnn on a GPU. NEVER RUN (no TF 1.x stack here, no TF on a GPU)."""
     if not _versions.at_least(tf, 1, 4):  # TF <= 1.3 (the tf-1.2 image): opaque params object
         layer = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=hidden, input_size=hidden)
         params = tf.Variable(tf.ones([layer.params_size()]), validate_shape=False)

@@ -12,7 +12,9 @@ device synchronisation inside the timer, and read the loss to the host after the
 On a GPU that times kernel launches, not execution (section 2.2). So:
   * GPU: the as-published loop (train_wps, eval_wps) is timed faithfully, and a second loop with
     torch.cuda.synchronize() inside the timer gives train_wps_synced / eval_wps_synced.
-    THE GPU PATHS HAVE NEVER RUN ON A GPU (none exists where this was written).
+    The GPU paths ran on one NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26, docs/gpu-run),
+    through torch 2.11 only: cells 001/pytorch/word_lm/b128-s128-h1024 (stack torch-0.1) and
+    modern/001/pytorch/word_lm/b128-s32-h1024 with its framework-defaults twin, all four metrics.
   * CPU: execution is synchronous, so one loop is timed and recorded under both names.
 wps per sample = batch * seq_len target tokens / seconds of that one batch.
 
@@ -133,7 +135,7 @@ def run(ctx):
     if gpu and not torch.cuda.is_available():
         raise RuntimeError("cell asks for a GPU but torch.cuda.is_available() is False")
     torch.manual_seed(int(p["seed"]))
-    if gpu:  # never run on a GPU
+    if gpu:  # ran on one NVIDIA H100 (torch 2.11, docs/gpu-run)
         torch.backends.cudnn.benchmark = True
         torch.cuda.manual_seed(int(p["seed"]))
 
@@ -204,7 +206,7 @@ def run(ctx):
             return loss
         return step
 
-    def sync_gpu():  # never run on a GPU
+    def sync_gpu():  # ran on one NVIDIA H100 (torch 2.11, docs/gpu-run)
         torch.cuda.synchronize()
 
     ctx.describe(framework="torch", framework_version=torch.__version__,
@@ -238,7 +240,8 @@ def run(ctx):
             record_as_published(ctx, name, t, n_batches, batch, seq, int(p["epochs"]))
             loss_log[kind] = losses
             return
-        # GPU (never run on a GPU): the published method, then a synchronised loop.
+        # GPU (ran on one NVIDIA H100, torch 2.11, docs/gpu-run): the published method, then a
+        # synchronised loop.
         t, losses = _timed_loop(budget, stepper(*step_args), warm)
         ctx.record_timed(name, t, ITEMS_UNIT, "items_per_s", items, method,
                          "none (as published): no torch.cuda.synchronize() inside the timer; "

@@ -33,7 +33,12 @@ collation are inside the timer. Forward = model(x) in train() mode without no_gr
 built, no loss). Train = zero_grad, forward, loss, backward, Adam step, then the original's debug
 message is formatted, which reads the loss and so synchronises the device every step. No
 synchronisation ends a forward batch. On the CPU all of these syncs are no-ops.
-GPU PATHS HAVE NEVER RUN ON A GPU (none exists where this was written).
+GPU paths: these ran on one NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26, docs/gpu-run), through
+torch 2.11 only (not torch 1.3): eager_cudnn (forward, train), jit_static (forward, train),
+eager_fine_grained (forward, train) and jit_fine_grained_fixed (train), fp32, with framework-defaults
+twins of eager_cudnn and jit_fine_grained_fixed in the modern run. eager_static, jit_fine_grained,
+jit_static_fixed, the eager_*_fixed forwards and jit_fine_grained_fixed's forward have never run on
+a GPU.
 
 Python 3.5 syntax; imports only torch (numpy if present) and the standard library.
 """

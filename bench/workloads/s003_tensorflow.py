@@ -44,7 +44,7 @@ Timing (4.2): warm-up batches, then the timed batches; one sample = one batch.
     final sync; train (GradientTape, Adam(1.0)) ends with a GPU round-trip copy
     (the original's force_gpu_sync) -- here after every batch, since a sample is one batch.
   On the CPU every sync is a no-op.
-GPU PATHS HAVE NEVER RUN ON A GPU (none exists where this was written).
+GPU PATHS HAVE NEVER RUN ON A GPU (the one GPU machine so far, docs/gpu-run, had no TensorFlow).
 
 Python 3.5 syntax; imports only tensorflow, numpy (a TensorFlow dependency) and the standard
 library.

@@ -10,7 +10,8 @@ The API is chosen by the TensorFlow version inside the stack (_versions.at_least
 checked per stack by tests/containers/test_api_paths.py against each version's API list):
 
 TensorFlow 1.x before 1.13 (the tf-1.8 GPU image): the tutorial's own classes, as the seed ran
-them. NEVER RUN HERE (no TensorFlow 1.x on the project machines, and no GPU):
+them. NEVER RUN HERE (no TensorFlow 1.x on the project machines, and the one GPU machine so far,
+docs/gpu-run, had no TensorFlow):
   basic  tf.contrib.rnn.BasicLSTMCell(forget_bias=0) + DropoutWrapper + MultiRNNCell, unrolled
          35 steps in a "RNN" variable scope.
   block  tf.contrib.rnn.LSTMBlockCell(forget_bias=0) in the same stack.
@@ -267,7 +268,7 @@ class Tower(object):
                 x = _dropout(tf, x, keep)
         return tf.reshape(tf.transpose(x, [1, 0, 2]), [-1, hidden])
 
-    # -- TensorFlow 1.x before 1.13: the tutorial's own classes. NEVER RUN HERE (no TF 1.x, no GPU)
+    # -- TensorFlow 1.x before 1.13: the tutorial's own classes. NEVER RUN HERE (no TF 1.x, no TF on a GPU)
     def _cells_contrib(self, tf, v1, variant, inputs, batch, steps, hidden, layers, keep):
         """basic: BasicLSTMCell(forget_bias=0.0); block: LSTMBlockCell(forget_bias=0.0); each in
         a DropoutWrapper(output_keep_prob), stacked by MultiRNNCell, unrolled over the steps as the
