@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from reprokit.catalog import suites
 from reprokit.errors import UserError
@@ -43,11 +44,21 @@ def probe_cache(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(scope="module")
 def user_venv(tmp_path_factory) -> str:
-    """A user's own interpreter: a venv of this Python that sees its packages (torch among them)."""
+    """A user's own interpreter: a venv of this Python that sees its packages (torch among them).
+    --system-site-packages reaches the base installation's packages only; where this Python is itself
+    a venv (the GPU host of docs/gpu-run ran the tests with /opt/torch/.venv/bin/python3, whose torch
+    the new venv then could not import), a .pth file names this Python's own site-packages too."""
+    import site
+
     d = tmp_path_factory.mktemp("byo") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(d)],
                    check=True, timeout=300)
-    return str(d / "bin" / "python")
+    py = d / "bin" / "python"
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    (Path(purelib) / "reprokit-test-parent.pth").write_text(  # addsitedir: their own .pth files count too
+        "".join(f"import site; site.addsitedir({p!r})\n" for p in site.getsitepackages()))
+    return str(py)
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +83,11 @@ def truth() -> dict:
 
     out = {"torch": _ask("import json, torch; print(json.dumps([torch.version.cuda, "
                          "bool(torch.cuda.is_available() and torch.cuda.device_count())]))")}
+    # the version the imported module states (with its local label: 2.13.0+cpu, 2.11.0+cu130; the
+    # installed distribution's metadata may omit it, as the GPU host's 2.11.0 did) and its cuDNN
+    out["torch_build"] = _ask("import json, torch; c = torch.backends.cudnn; print(json.dumps("
+                              "{'version': torch.__version__, 'cudnn': c.version() if c.is_available() "
+                              "else None}))")
     out["tensorflow"] = _ask(
         "import json, tensorflow as tf; print(json.dumps([bool(tf.test.is_built_with_cuda()), "
         "bool(tf.config.list_physical_devices('GPU'))]))") \
@@ -93,7 +109,10 @@ def cells(suite: str, pattern: str) -> list:
 def test_the_installed_torch_is_probed_in_its_own_process_and_says_what_it_can_use(truth):
     rec = env_probe.probe(sys.executable, "torch")
     cuda, sees = truth["torch"]
-    assert rec["framework"] == "torch" and rec["version"] == metadata.version("torch")
+    assert rec["framework"] == "torch" and rec["version"] == truth["torch_build"]["version"]
+    # the local label (+cpu, +cu130) is the build, not another release: the installed distribution's
+    # version matches the probed one as a pin would, so it alone makes no substitution
+    assert byo.pin_matches(Version(metadata.version("torch")).public, rec["version"]) is True
     assert rec["cuda"] == cuda and rec["gpu_build"] is (cuda is not None)
     assert rec["devices"] == (["cpu", "gpu"] if sees else ["cpu"])
     if cuda is None:  # this project's machines: the CPU wheel
@@ -102,14 +121,18 @@ def test_the_installed_torch_is_probed_in_its_own_process_and_says_what_it_can_u
     assert "bench/env_probe.py torch" in rec["probe"]
 
 
-def test_the_driver_process_imports_no_framework_to_probe():
+def test_the_driver_process_imports_no_framework_to_probe(truth):
     code = ("import sys; from reprokit.runners import env_probe; "
             "r = env_probe.probe(sys.executable, 'tensorflow'); "
             "print(r['framework'], r['devices'], 'tensorflow' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["tensorflow", "['cpu']", "False", "False"]
+    if truth["tensorflow"] is None:  # not installed (the GPU host of docs/gpu-run had none)
+        devices = []
+    else:
+        devices = ["cpu", "gpu"] if truth["tensorflow"][1] else ["cpu"]
+    assert out.stdout.split() == ["tensorflow", str(devices).replace(" ", ""), "False", "False"]
 
 
 def test_tensorflow_and_jax_say_what_they_can_use(truth):
@@ -149,7 +172,7 @@ def test_a_probe_is_cached_per_interpreter_and_installed_packages(bare_venv, mon
 
 def test_a_venv_stack_is_probed_through_its_own_interpreter(user_venv, truth):
     rec = env_probe.probe(user_venv, "torch")
-    assert rec["python"] == user_venv and rec["version"] == metadata.version("torch")
+    assert rec["python"] == user_venv and rec["version"] == truth["torch_build"]["version"]
     assert rec["devices"] == (["cpu", "gpu"] if truth["torch"][1] else ["cpu"])
 
 
@@ -317,17 +340,26 @@ def test_byo_interpreter_runs_the_stack_with_its_versions_labelled(user_venv, tr
     byo.use(byo.check([("torch-1.3", user_venv)], STACKS))
     env = venvs.environment_for("torch-1.3", STACKS["torch-1.3"], say=lambda *_: None)
     assert env.python == user_venv and env.chosen["byo"] and env.chosen["candidate"] == "byo"
-    assert env.probe["byo"] and env.probe["version"] == metadata.version("torch")
+    version, cuda = truth["torch_build"]["version"], truth["torch"][0]
+    assert env.probe["byo"] and env.probe["version"] == version
     subs = env.substitutes
-    assert [s["original"] for s in subs] == ["torch 1.3 (stacks.yaml pin of torch-1.3)"]  # Python unstated
-    build = "CPU-only build" if truth["torch"][0] is None else f"CUDA {truth['torch'][0]} build"
-    assert subs[0]["used"].startswith(f"torch {metadata.version('torch')} ({build}) at {user_venv}")
+    expected = ["torch 1.3 (stacks.yaml pin of torch-1.3)"]  # Python unstated
+    if cuda is not None:  # a CUDA build of today's torch: neither CUDA 10.0 nor cuDNN 7.6.2 (the pins)
+        orig = STACKS["torch-1.3"]["original"]
+        assert not cuda.startswith(orig["cuda"] + ".") and cuda != orig["cuda"]
+        expected.append(f"CUDA {orig['cuda']} (stacks.yaml pin of torch-1.3)")
+        if truth["torch_build"]["cudnn"] is not None:
+            expected.append(f"cuDNN {orig['cudnn']} (stacks.yaml pin of torch-1.3)")
+    assert [s["original"] for s in subs] == expected
+    build = "CPU-only build" if cuda is None else f"CUDA {cuda} build"
+    assert subs[0]["used"].startswith(f"torch {version} ({build}) at {user_venv}")
     from reprokit.analysis import standins
     assert standins.classify(subs[0])["kind"] == "version"
 
 
 @pytest.mark.parametrize("pin, version, same", [
     ("1.3", "1.3.1", True), ("1.3", "2.13.0+cpu", False), ("unstated", "3.11.7", None),
+    ("2.13.0", "2.13.0+cpu", True), ("2.11", "2.11.0+cu130", True), ("2.13.0", "2.11.0+cu130", False),
     ("3.5+", "3.11.7", True), ("2.7.13", "3.11.7", False), ("0.1.12_2", "2.1.0", False),
     ("Keras 2.1.6 / TensorFlow 1.8.0", "1.8.0", True), ("10.0", "10.0.130", True)])
 def test_pins_are_compared_by_their_version_numbers(pin, version, same):
@@ -442,12 +474,10 @@ def test_a_users_interpreter_keeps_the_users_variables_over_the_stacks(monkeypat
 def test_the_fingerprint_command_carries_the_environments_preflight_reads(tmp_path):
     """`reproduce.py fingerprint --environments` writes the section `preflight --fingerprint` uses
     as the file states it (before, only `python -m reprokit.runners.env_probe` printed it). Here:
-    this host's CPU builds, put beside a stored H100 host's GPUs."""
-    import json
-    import os
-    import subprocess
-    import sys
-
+    this host's environments, put beside a stored H100 host's GPUs (driver 570.133.20, CUDA 12.8).
+    Whether torch-1.3's cells can use those GPUs follows from what this host's torch is: a CPU build
+    cannot; a CUDA build can only where the stored driver supports its CUDA (the GPU host of
+    docs/gpu-run, torch 2.11.0+cu130, could not: CUDA 13.0 > 12.8)."""
     from reprokit.files import REPO
 
     p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "fingerprint", "--environments",
@@ -455,14 +485,82 @@ def test_the_fingerprint_command_carries_the_environments_preflight_reads(tmp_pa
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["kind"] == "host_fingerprint" and doc["environments"]["torch-1.3"]["framework"] == "torch"
-    h100 = json.loads((REPO / "tests" / "data" / "fingerprints" / "h100.json").read_text())
+    h100 = stored("h100")
     f = tmp_path / "h100-with-these-envs.json"
     f.write_text(json.dumps({**h100, "environments": doc["environments"]}))
-    q = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "preflight", "--suite",
-                        "stacked-lstm-2019", "--runner", "local", "--device", "gpu", "--fingerprint",
-                        str(f)], capture_output=True, text=True, timeout=600, cwd=str(REPO),
-                       env={**os.environ, "COLUMNS": "250"})
+
+    def preflight_cli(*extra):
+        return subprocess.run([sys.executable, str(REPO / "reproduce.py"), "preflight", "--suite",
+                               "stacked-lstm-2019", "--runner", "local", "--device", "gpu", "--fingerprint",
+                               str(f), *extra], capture_output=True, text=True, timeout=600, cwd=str(REPO),
+                              env={**os.environ, "COLUMNS": "250"})
+
+    q = preflight_cli()
     out = " ".join((q.stdout + q.stderr).split())
-    assert f"as {f} states them" in out, out
-    gpu_build = doc["environments"]["torch-1.3"]["devices"] == ["cpu", "gpu"]
-    assert ("not runnable" in out) != gpu_build, out  # this host's CPU build cannot use the H100
+    assert q.returncode == 0 and f"as {f} states them" in out, out
+    q = preflight_cli("--json")
+    assert q.returncode == 0, q.stderr
+    verdicts = {cid: v for cid, v in json.loads(q.stdout).items() if cid.startswith("003/pytorch/")}
+    assert verdicts
+    env = doc["environments"]["torch-1.3"]
+    sees_gpu = env["devices"] == ["cpu", "gpu"]
+    driver_cuda = h100["nvidia"]["cuda_driver_version"]
+    fits = sees_gpu and Version(env["cuda"]) <= Version(driver_cuda)
+    for cid, v in verdicts.items():
+        assert v["runnable"] is fits, (cid, v["reasons"])
+        if not sees_gpu:
+            assert "cannot use a GPU" in v["reasons"][0], v["reasons"]
+        elif not fits:
+            why = " ".join(v["reasons"])
+            assert f"driver supports CUDA {driver_cuda} < {env['cuda']}" in why, why
+
+
+def _gpu_run_fingerprint() -> dict:
+    """The kit's fingerprint of the GPU host of docs/gpu-run (one H100 80GB HBM3, driver 580.159.04,
+    CUDA 13.0), with the environments that host's probes recorded (the gpu-smoke run's run.json:
+    torch 2.11.0+cu130 for the torch stacks, JAX 0.11.2 for jax-modern, all named with --python)."""
+    gpu_run = ROOT / "docs" / "gpu-run"
+    fp = json.loads((gpu_run / "fingerprint.json").read_text())
+    (run,) = gpu_run.glob("*-gpu-smoke/run.json")
+    return dict(fp, environments=json.loads(run.read_text())["environments"])
+
+
+def test_preflight_on_the_real_h100_fingerprint_says_what_the_gpu_session_saw():
+    """docs/gpu-run/session.log's preflight (local runner, --device gpu, on that host): the modern
+    suite's PyTorch cells runnable on torch-modern and its JAX cells runnable on jax-modern with a
+    warning that JAX's architecture coverage is unverified; stacked-lstm-2019's PyTorch cells
+    runnable on torch-1.3. Here the same, from the stored fingerprint and environments alone."""
+    fp = _gpu_run_fingerprint()
+    h = preflight.host_from_fingerprint(fp)
+    assert [g["name"] for g in fp["gpus"]] == ["NVIDIA H100 80GB HBM3"] and fp["nvidia"]["device_count"] == 1
+    assert fp["nvidia"]["driver_version"] == "580.159.04" and fp["nvidia"]["cuda_driver_version"] == "13.0"
+    assert fp["gpus"][0]["compute_capability"] == "9.0" and h is not None
+    env_of = env_preflight.environments_for(fp, STACKS, other_host=True, build=False)
+    modern = [c for c in suites.load_suite("modern").cells
+              if c.implemented and c.stack in ("torch-modern", "jax-modern")]
+    assert {c.stack for c in modern} == {"torch-modern", "jax-modern"}
+    v = preflight.suite_verdicts(modern, fp, "local", "gpu", other_host=True, environments=env_of)
+    for c in modern:
+        assert v[c.id]["runnable"], (c.id, v[c.id]["reasons"])
+        if c.framework not in ("pytorch", "jax"):  # source 002's Keras cells: no GPU checks ("-" there)
+            continue
+        checks = {x["name"]: x for x in v[c.id]["checks"]}
+        assert all(x["ok"] for x in checks.values()), checks
+        assert checks["gpu_count"]["detail"] == "cell needs 1 GPU(s), host has 1"
+        if c.stack == "jax-modern":
+            assert "jax 0.11.2" in checks["environment"]["detail"]
+            assert any("architecture coverage of jax 0.11.2 is unverified" in r for r in v[c.id]["reasons"])
+        else:
+            assert "torch 2.11.0+cu130" in checks["environment"]["detail"] and v[c.id]["reasons"] == []
+            assert "driver 580.159.04 >= 580 needed by CUDA 13.0" in checks["driver"]["detail"]
+            assert "arch:torch 2.11.0+cu130" in checks  # sm_90 in its list: the H100's own SASS
+    assert env_of.seen["torch-modern"]["where"] == env_of.seen["jax-modern"]["where"] == "fingerprint"
+    lstm = cells("stacked-lstm-2019", "003/pytorch")
+    v = preflight.suite_verdicts(lstm, fp, "local", "gpu", other_host=True, environments=env_of)
+    assert lstm and all(v[c.id]["runnable"] for c in lstm), [v[c.id]["reasons"] for c in lstm]
+    # the stored hand-made H100 (driver 570.133.20, CUDA 12.8) refuses that same CUDA 13.0 build
+    old = dict(stored("h100"), environments=fp["environments"])
+    v = preflight.suite_verdicts(lstm, old, "local", "gpu", other_host=True,
+                                 environments=env_preflight.environments_for(old, STACKS, other_host=True,
+                                                                             build=False))
+    assert not any(v[c.id]["runnable"] for c in lstm)
