@@ -20,7 +20,7 @@ mount the stack image's CUDA JIT cache volume (its name comes from compose.env, 
 `run-dir`, which also creates the volume and hands it to the run's user when an engine answers;
 without one compose creates reprokit-jit-<dir>-gpu itself). CPU services set
 NVIDIA_VISIBLE_DEVICES=void. File format 3.8, accepted by docker-compose 1.29 and `docker compose`.
-The GPU files were never run: no GPU here.
+The GPU files were never run: no GPU with Docker has been available.
 """
 
 from __future__ import annotations

@@ -15,7 +15,10 @@ GPU, torch-modern's (the installed torch) runs the cell, labelled. Probe cells (
 substituted: they test one image. A link with no image in the kit (`stack: null`) is shown with
 why, never accepted. A link that needs a probe is not accepted either (the chain moves on, and
 says that probing the original with gpu-smoke may let it run). Pure functions over data; tested
-with stored host fingerprints of Ampere, Hopper and Blackwell GPUs; never run on a GPU.
+with stored host fingerprints of Ampere, Hopper and Blackwell GPUs. On a GPU host, chains have been
+evaluated only for the local runner, on one NVIDIA H100 (2026-11-26, docs/gpu-run/session.log,
+`preflight --runner local --device gpu`): none offered a link that runs there. Chains over images
+(docker, slurm), and a cell run on a fallback link, have never run on a GPU.
 """
 
 from __future__ import annotations

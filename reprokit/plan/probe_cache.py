@@ -11,8 +11,9 @@ schema reprokit/schemas/probe_cache.schema.json), one entry per
 * image: the stack and the image ID (with its digest when it has one) the probe container ran.
 
 A newer probe of the same host and image replaces the older one. Entries are written only by a run
-on a GPU through the Docker runner (`record_result`), which no machine of this project has: that
-path has never run; tests write entries through the same function from a synthetic result.
+on a GPU through the Docker runner (`record_result`): that path has never run (no GPU with Docker has
+been available; the one GPU session, docs/gpu-run, ran gpu-smoke through the local runner, whose
+probes decide no entry); tests write entries through the same function from a synthetic result.
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ def record(entry: Mapping[str, Any], path: Path | None = None) -> Path:
 def record_result(result: Mapping[str, Any], fingerprint: Mapping[str, Any], runner_name: str,
                   device: str, path: Path | None = None) -> tuple[dict | None, Path | None]:
     """`entry_from_result` then `record`; (entry, path), or (None, None) when the cell decides
-    nothing. NEVER RUN ON A GPU: the executor calls it after every probe cell of a GPU run."""
+    nothing. NEVER RUN ON A GPU WITH DOCKER (none available): the executor calls it after every probe
+    cell of a GPU run."""
     entry = entry_from_result(result, fingerprint, runner_name, device)
     if entry is None:
         return None, None

@@ -32,7 +32,10 @@ MIG-enabled GPU named by index or UUID gives CUDA one of its slices (NVIDIA MIG 
 CUDA applications: a CUDA process enumerates a single MIG device [U: not re-read for this module]);
 which one is not known here unless it has only one.
 
-Never run on a GPU: tested with the stored fingerprints of tests/data/fingerprints only.
+The local runner's source, CUDA_VISIBLE_DEVICES unset on a one-GPU host, ran on one NVIDIA H100
+(torch 2.11 / JAX 0.11, 2026-11-26, docs/gpu-run: the cells' `gpus` and `gpus_source`). The docker,
+slurm and last-resort sources, a set CUDA_VISIBLE_DEVICES, several GPUs and MIG have never run on a
+GPU: tested with the stored fingerprints of tests/data/fingerprints only.
 """
 from __future__ import annotations
 

@@ -4,8 +4,11 @@
 NVML, allow-listed environment variables). Every probe is guarded: a missing file or a failing NVML call
 becomes a null value with a reason, never an exception.
 
-The NVML path (`nvml_gpus`) has never run against a real GPU: the development and CI machines have no
-NVIDIA driver. It was exercised only with NVML absent and with a fake binding in the tests.
+The NVML path (`nvml_gpus`) ran on one NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26, docs/gpu-run:
+fingerprint.json and every run.json's host_fingerprint, driver 580.159.04, MIG off; the `gpu`-marked
+test passed there, pytest-probes.log). It has never run on another GPU model, on several GPUs or on a
+MIG GPU; the development and CI machines have no NVIDIA driver, where the tests run it with NVML
+absent and with a fake binding.
 
 The environment allow-list and the fingerprint version are bench/stack_fingerprint.py's (loaded through
 `files.bench_module`: bench/ cannot import this package, so the host reads bench's one copy).
@@ -245,7 +248,8 @@ def _nvml_call(errors: dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
 
 
 def _gpu_record(nv: ModuleType, index: int, driver: Any, cuda_driver: Any) -> dict[str, Any]:
-    """Everything NVML reports about one GPU; each call guarded on its own. Never run on a real GPU."""
+    """Everything NVML reports about one GPU; each call guarded on its own. Ran on one NVIDIA H100
+    (2026-11-26, docs/gpu-run/fingerprint.json); no other GPU model yet."""
     errors: dict[str, str] = {}
     h = _nvml_call(errors, "handle", lambda: nv.nvmlDeviceGetHandleByIndex(index))
     rec: dict[str, Any] = {"index": index, "driver_version": driver, "cuda_driver_version": cuda_driver}

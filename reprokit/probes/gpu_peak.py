@@ -13,8 +13,11 @@ prints one JSON document:
 - {"skipped": "<why>"} when there is no CUDA framework here (torch not importable, a CPU build, no
   device); {"error": "<why>"} when the probe itself failed.
 
-2 n^3 FLOP per product (`tflops`). The GPU path has never run on a GPU during development (none here);
-the tests marked `gpu` run it where there is one.
+2 n^3 FLOP per product (`tflops`). The GPU path ran on one NVIDIA H100 (torch 2.11 / JAX 0.11,
+2026-11-26, docs/gpu-run: every run.json's `gpu_peak`, fp32 and TF32 at the three sizes, and the
+`gpu`-marked test, pytest-probes.log); never on a GPU below compute capability 8.0 (the `tf32_reason`
+path), on several GPUs, or on a Slurm node. The development machines have no GPU; the tests marked `gpu`
+run it where there is one.
 """
 
 from __future__ import annotations

@@ -41,8 +41,9 @@ the image because the toolkit decides where the driver lands (the image's multia
 directory), and the loader knows where it put it.
 
 Never run: every GPU setting (device requests, `--gpus "device=..."`, NVIDIA_VISIBLE_DEVICES,
-`--nv`, the libcuda.so link, the JIT on a GPU): no machine this kit was developed on has a GPU.
-Apptainer and pyxis are not installed on any of them either: their command lines are built and
+`--nv`, the libcuda.so link, the JIT on a GPU): no GPU with Docker, Apptainer or pyxis has been
+available (the one GPU session, docs/gpu-run, had no container engine).
+Apptainer and pyxis are not installed on any machine of the project either: their command lines are built and
 checked by tests (tests/runners/test_slurm_launchers.py). The cache volume itself is tested on a real
 engine with the CPU smoke image (tests/runners/test_docker_runner.py), and the `docker run` GPU flag is
 checked against the real docker CLI (`docker create`, which records the request without a GPU).
@@ -367,7 +368,7 @@ def docker_create_kwargs(spec: ContainerSpec) -> dict:
               "tmpfs": dict(spec.tmpfs), "mem_limit": spec.mem_limit,
               "memswap_limit": spec.mem_limit, "pids_limit": spec.pids_limit, "init": spec.init,
               "detach": True, "labels": dict(spec.labels)}
-    if spec.gpu_ids:  # never run: no GPU here
+    if spec.gpu_ids:  # never run: no GPU with Docker has been available
         kwargs["device_requests"] = [device_request(spec.gpu_ids)]
     return kwargs
 
@@ -402,7 +403,7 @@ def compose_service(spec: ContainerSpec) -> dict:
                      "read_only": m.read_only} for m in spec.mounts],
         "labels": dict(spec.labels),
     }
-    if spec.gpu_ids:  # never run: no GPU here
+    if spec.gpu_ids:  # never run: no GPU with Docker has been available
         svc["deploy"] = {"resources": {"reservations": {"devices": [
             {"driver": "nvidia", "device_ids": list(spec.gpu_ids), "capabilities": ["gpu"]}]}}}
     return svc
@@ -433,8 +434,9 @@ def docker_argv(spec: ContainerSpec, docker: str = "docker") -> list[str]:
         argv += ["--env", f"{k}={v}"]
     for k, v in spec.labels.items():
         argv += ["--label", f"{k}={v}"]
-    if spec.gpu_ids:  # never run: no GPU here. The CLI reads the value as CSV: the quotes keep
-        # "device=0,2" one field (docker run --help; checked with `docker create` in the tests)
+    if spec.gpu_ids:  # never run: no GPU with Docker has been available. The CLI reads the
+        # value as CSV: the quotes keep "device=0,2" one field (docker run --help; checked with
+        # `docker create` in the tests)
         argv += ["--gpus", '"device=' + ",".join(spec.gpu_ids) + '"']
     return argv + [spec.image, *spec.command]
 
@@ -449,7 +451,7 @@ def apptainer_argv(spec: ContainerSpec, sif: str, apptainer: str = "apptainer") 
     image's read-only directory, every cell JIT-compiles afresh and records its cache unwritable."""
     argv = [apptainer, "exec", "--containall", "--cleanenv", "--no-home", "--net",
             "--network", spec.network, "--pwd", spec.workdir]
-    if spec.gpu_ids:  # never run: no GPU here
+    if spec.gpu_ids:  # never run: no GPU with Apptainer has been available
         argv.append("--nv")
     for m in spec.mounts:
         if m.type == "bind":

@@ -30,7 +30,8 @@ created on first use and handed to the cell's user by a one-shot container (root
 only, no network, read-only root filesystem) that runs `chown -R` on it.
 
 GPU paths (device "gpu": DeviceRequest, NVIDIA_* variables, the libcuda.so link, the JIT cache on
-a GPU) have never run on a GPU: no machine this kit was developed on has one. They are built from
+a GPU) have never run on a GPU: no GPU with Docker has been available (the one GPU session,
+docs/gpu-run, had no Docker). They are built from
 the documented Engine API only; the cache volume is tested with the CPU smoke image.
 """
 

@@ -17,7 +17,11 @@ Where the environment was probed matters (`where` in its record, set by `environ
   build decides (a CUDA build is assumed to see the GPU there, which is not checked; a CPU-only
   build cannot), and the verdict says so.
 
-Pure functions over data, except `environments_for`, which probes. Never run on a GPU.
+Pure functions over data, except `environments_for`, which probes. Where "here", with the local runner
+and --device gpu, this ran on one NVIDIA H100 (torch 2.11 / JAX 0.11, 2026-11-26, docs/gpu-run: every
+run.json's `preflight` and `environments`: the torch and JAX environments seeing the GPU, the driver
+and torch's sm_90 SASS checked, JAX's coverage unknown). No run there used the "fingerprint" or
+"assumed" case, and no TensorFlow, Theano or MXNet environment was installed there.
 """
 
 from __future__ import annotations

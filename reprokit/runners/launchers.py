@@ -118,7 +118,8 @@ class DockerLauncher(_ContainerLauncher):
     build`, or `restore` of the kit's archive, on every node). A GPU cell mounts the image's CUDA
     JIT cache volume, made and handed to the cell's user on the driver's engine (the Docker
     runner's prepare); a node with an engine of its own creates it empty and root-owned at its
-    first cell, which then records the cache unwritable (never run: no GPU here)."""
+    first cell, which then records the cache unwritable (never run: no GPU with Slurm has been
+    available)."""
 
     name = "docker"
 
@@ -220,7 +221,7 @@ def render(launcher: str, spec: ContainerSpec) -> list[str]:
 def allocated_gpus(environ: dict, count: int) -> list[str]:
     """The first `count` of the GPUs Slurm gave the job: SLURM_JOB_GPUS, their global ids (not
     relative to the job's device cgroup, which `docker run` bypasses: what --gpus must name).
-    ValueError when Slurm gave fewer (never run: no GPU here)."""
+    ValueError when Slurm gave fewer (never run: no GPU with Slurm has been available)."""
     ids = [i.strip() for i in str(environ.get("SLURM_JOB_GPUS") or "").split(",") if i.strip()]
     if len(ids) < count:
         raise ValueError(f"the cell needs {count} GPUs but Slurm gave the job {len(ids)} "

@@ -8,10 +8,10 @@ Each group of cells sharing a stack, time limit and GPU count becomes one job ar
 (`sbatch --parsable --array=0-N`), one task per cell (or per process with `run --repeat K`), with:
 the cell's time limit (its timeout_s plus a minute, in whole minutes, or --slurm-time), memory
 (--slurm-mem, default the Docker runner's limit), `--gres=gpu:N` for a cell that needs N GPUs
-(never run: no GPU here), `--exclusive` unless --slurm-no-exclusive (the report says so: a
-benchmark that shares its node measures its neighbours too), `--no-requeue` (a cell is never run
-twice behind the driver's back: a failed node's cell ends NODE_FAIL and `--resume` re-runs it),
-and the partition/account/QOS/constraint options. Each task runs reprokit/runners/slurm_task.py,
+(never run: no GPU with Slurm has been available), `--exclusive` unless --slurm-no-exclusive (the
+report says so: a benchmark that shares its node measures its neighbours too), `--no-requeue` (a cell
+is never run twice behind the driver's back: a failed node's cell ends NODE_FAIL and `--resume`
+re-runs it), and the partition/account/QOS/constraint options. Each task runs reprokit/runners/slurm_task.py,
 which records the node (fingerprint, CPU peak) and starts the cell through its launcher
 (reprokit/runners/launchers.py).
 
@@ -350,7 +350,7 @@ class SlurmRunner:
                     f"--output={folder.resolve()}/slurm-%A_%a.out", *self.common_args(constraint)]
             if self.options.exclusive:
                 argv.append("--exclusive")
-            if gpus:  # never run: no GPU here
+            if gpus:  # never run: no GPU with Slurm has been available
                 argv.append(f"--gres=gpu:{gpus}")
             if self.options.hold:
                 argv.append("--hold")

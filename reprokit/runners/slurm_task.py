@@ -10,7 +10,8 @@ task by SLURM_ARRAY_TASK_ID from TASKS.json and:
 2. runs the launcher's command line (the local interpreter, `docker run`, `apptainer exec` or
    `srun --container-image`), the harness's output going to the cell's log; a container cell
    with GPUs has its command line rendered here from its container spec, given the GPUs Slurm
-   allocated to the job (reprokit/runners/launchers.py task_argv; never run: no GPU here);
+   allocated to the job (reprokit/runners/launchers.py task_argv; never run: no GPU with Slurm has
+   been available);
 3. on SIGTERM (scancel, the time limit, a node going down) passes it on to the command's process
    group and, for the Docker launcher, kills the container by name (a container is not a child
    of the job: Slurm's SIGKILL would leave it running);
@@ -45,7 +46,8 @@ def _write(path: Path, doc: dict) -> None:
 
 def _node_info(run_dir: Path, node: str, gpu_task: bool = False) -> dict:
     """The node's fingerprint, and its CPU peak measured once per node and run; for a task given
-    GPUs on a node with some, their GEMM rate too (reprokit/probes/gpu_peak.py; never run: no GPU here)."""
+    GPUs on a node with some, their GEMM rate too (reprokit/probes/gpu_peak.py; never run under Slurm:
+    no GPU with Slurm has been available)."""
     from reprokit.probes import fingerprint
 
     fp = fingerprint.host_fingerprint()
