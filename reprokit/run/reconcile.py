@@ -61,156 +61,180 @@ def _rel(rundir: results.RunDir, p: Path) -> str:
         return str(p)
 
 
-def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str, str] | None = None,  # noqa: C901
+def reconcile(rundir: results.RunDir, run: dict | None = None, stacks: dict[str, str] | None = None,
               modify: bool = True, say=None) -> Reconciled:
     """Bring run.json in line with cells/ (see the module doc). `stacks` maps cell ids to their
     stack for files run.json does not list (else the stack recorded in the file, or 'unknown')."""
     run = run if run is not None else rundir.load_run()
     holder = lifecycle.RunLock.held_by_other(rundir.path)
-    if holder:
-        modify = False  # a live driver writes this run: look, do not touch
-    out = Reconciled(run=run, cells={})
-    run_id = run["run_id"]
-    repeat = int(run.get("repeat") or 1)
-    entries: dict[str, dict] = {e["cell_id"]: e for e in run.get("cells") or []}
-    changed = False
+    r = _Reconciler(rundir, run, stacks or {}, modify=modify and not holder, say=say)
+    r.read_files()
+    r.merge_again(int(run.get("repeat") or 1))
+    r.adopt()
+    if not holder:  # a live driver writes this run: look, do not touch
+        r.driver_lost()
+    r.mark_missing()
+    return r.finish()
 
-    def note(msg: str) -> None:
-        out.changes.append(msg)
-        if say:
-            say(f"reconcile: {msg}")
 
-    def set_entry(cid: str, status: str, reason: str | None, doc: dict | None = None) -> None:
-        nonlocal changed
-        e = entries.get(cid)
+class _Reconciler:
+    """The steps of `reconcile`, in order, over one run: each reads and updates `entries` (run.json's
+    cell entries by id) and `out`; `changed` says whether run.json must be written."""
+
+    def __init__(self, rundir: results.RunDir, run: dict, stacks: dict[str, str], modify: bool,
+                 say) -> None:
+        self.rundir, self.run, self.stacks, self.modify, self.say = rundir, run, stacks, modify, say
+        self.out = Reconciled(run=run, cells={})
+        self.entries: dict[str, dict] = {e["cell_id"]: e for e in run.get("cells") or []}
+        self.changed = False
+        self.bad: dict[str, str] = {}  # cell id -> reason its main result is unusable
+        self.remerge: set[str] = set()  # cells whose merged result must be made again
+
+    def note(self, msg: str) -> None:
+        self.out.changes.append(msg)
+        if self.say:
+            self.say(f"reconcile: {msg}")
+
+    def set_entry(self, cid: str, status: str, reason: str | None, doc: dict | None = None) -> None:
+        e = self.entries.get(cid)
         if e is None:
-            stack = (doc or {}).get("stack") or (stacks or {}).get(cid) or "unknown"
-            e = entries[cid] = cell_entry(cid, stack, status, reason, None)
-            changed = True
+            stack = (doc or {}).get("stack") or self.stacks.get(cid) or "unknown"
+            e = self.entries[cid] = cell_entry(cid, stack, status, reason, None)
+            self.changed = True
         if e.get("status") != status or e.get("reason") != reason:
             e["status"], e["reason"] = status, reason
-            changed = True
+            self.changed = True
         if doc is not None:
             wall = (doc.get("runner") or {}).get("process_wall_s")
             if isinstance(wall, (int, float)) and e.get("process_wall_s") != wall:
                 e["process_wall_s"] = wall
-                changed = True
+                self.changed = True
 
-    def aside(path: Path, why: str) -> str:
+    def aside(self, path: Path, why: str) -> str:
         """Move a bad file aside (when allowed); the words for the reason."""
-        nonlocal changed
-        where = _rel(rundir, path)
-        if not modify:
+        where = _rel(self.rundir, path)
+        if not self.modify:
             return f"{where} is invalid: {why}"
         try:
-            dest = move_aside(rundir, path)
+            dest = move_aside(self.rundir, path)
         except OSError as e:
             return f"{where} is invalid: {why} (could not move it aside: {e.strerror or e})"
-        out.modified = changed = True
-        return f"{where} was invalid: {why}; moved to {_rel(rundir, dest)}"
+        self.out.modified = self.changed = True
+        return f"{where} was invalid: {why}; moved to {_rel(self.rundir, dest)}"
 
-    cells_dir = rundir.cells_dir
-    files = sorted(p for p in cells_dir.glob("*.json") if not p.name.startswith(".")) \
-        if cells_dir.is_dir() else []
-    bad: dict[str, str] = {}  # cell id -> reason its main result is unusable
-    known = {results.cell_filename(cid): cid for cid in entries}
-    # process files first (run --repeat K): a bad one is moved aside and the cell merged again
-    remerge: set[str] = set()
-    for p in files:
-        m = PROCESS_FILE.match(p.name)
-        if not m:
-            continue
-        cid = cell_id_of(m["stem"] + ".json", known)
-        n = int(m["n"])
-        _, problem = check_result(p, run_id, cid, n)
-        if problem:
-            why = aside(p, problem)
-            note(why)
-            remerge.add(cid)
-    for p in files:
-        if PROCESS_FILE.match(p.name):
-            continue
-        cid = cell_id_of(p.name, known)
-        doc, problem = check_result(p, run_id, cid, None)
-        if problem:
-            why = aside(p, problem)
-            note(why)
-            bad[cid] = why
-            remerge.add(cid)
-            continue
-        out.cells[cid] = doc
-    # a --repeat K cell whose main result is gone or bad is merged again from its process files
-    if repeat > 1:
-        for cid in set(entries) | remerge:
-            if cid in out.cells and cid not in remerge:
+    def read_files(self) -> None:
+        """Check every result file; bad ones go aside. Process files (run --repeat K) first: a bad
+        one is moved aside and its cell merged again."""
+        cells_dir = self.rundir.cells_dir
+        files = sorted(p for p in cells_dir.glob("*.json") if not p.name.startswith(".")) \
+            if cells_dir.is_dir() else []
+        run_id = self.run["run_id"]
+        known = {results.cell_filename(cid): cid for cid in self.entries}
+        for p in files:
+            m = PROCESS_FILE.match(p.name)
+            if m:
+                cid = cell_id_of(m["stem"] + ".json", known)
+                _, problem = check_result(p, run_id, cid, int(m["n"]))
+                if problem:
+                    self.note(self.aside(p, problem))
+                    self.remerge.add(cid)
+        for p in files:
+            if PROCESS_FILE.match(p.name):
                 continue
-            procs = valid_processes(rundir, cid, repeat, run_id)
+            cid = cell_id_of(p.name, known)
+            doc, problem = check_result(p, run_id, cid, None)
+            if problem:
+                why = self.aside(p, problem)
+                self.note(why)
+                self.bad[cid] = why
+                self.remerge.add(cid)
+            else:
+                self.out.cells[cid] = doc
+
+    def merge_again(self, repeat: int) -> None:
+        """A --repeat K cell whose main result is gone or bad is merged again from its process files."""
+        if repeat <= 1:
+            return
+        for cid in set(self.entries) | self.remerge:
+            if cid in self.out.cells and cid not in self.remerge:
+                continue
+            procs = valid_processes(self.rundir, cid, repeat, self.run["run_id"])
             if not procs:
                 continue
             merged = merge_processes.merge(procs, repeat)
-            if modify:
+            if self.modify:
                 try:
-                    rundir.write_cell(merged)
-                    out.modified = True
+                    self.rundir.write_cell(merged)
+                    self.out.modified = True
                 except OSError:
                     pass
-            out.cells[cid] = merged
-            bad.pop(cid, None)
-            note(f"{cid}: merged again from its {len(procs)} process file(s)")
-    # adopt every valid file: it is the measurement, run.json only its index
-    for cid, doc in out.cells.items():
-        e = entries.get(cid)
-        if e is None:
-            note(f"adopted cells/{results.cell_filename(cid)} ({doc['status']}), which run.json "
-                 "did not list")
-        elif e.get("status") != doc["status"]:
-            note(f"{cid}: run.json said {e.get('status')}, its result file says {doc['status']}: "
-                 "kept the file's")
-        set_entry(cid, doc["status"], doc.get("reason"), doc)
-    # the driver ended without finishing the run: its running cell (if any) was interrupted
-    current = run.get("current")
-    drv = (current or {}).get("driver") or run.get("driver") or {}
-    me = drv.get("pid") == os.getpid() and drv.get("host") == lifecycle.host_name()
-    detached = (run.get("slurm") or {}).get("detached")  # its jobs run on: nobody died
-    if run.get("finished") is None and not holder and not me and not detached:
+            self.out.cells[cid] = merged
+            self.bad.pop(cid, None)
+            self.note(f"{cid}: merged again from its {len(procs)} process file(s)")
+
+    def adopt(self) -> None:
+        """Adopt every valid file: it is the measurement, run.json only its index."""
+        for cid, doc in self.out.cells.items():
+            e = self.entries.get(cid)
+            if e is None:
+                self.note(f"adopted cells/{results.cell_filename(cid)} ({doc['status']}), which "
+                          "run.json did not list")
+            elif e.get("status") != doc["status"]:
+                self.note(f"{cid}: run.json said {e.get('status')}, its result file says "
+                          f"{doc['status']}: kept the file's")
+            self.set_entry(cid, doc["status"], doc.get("reason"), doc)
+
+    def driver_lost(self) -> None:
+        """The driver ended without finishing the run: its running cell (if any) was interrupted."""
+        run = self.run
+        current = run.get("current")
+        drv = (current or {}).get("driver") or run.get("driver") or {}
+        me = drv.get("pid") == os.getpid() and drv.get("host") == lifecycle.host_name()
+        detached = (run.get("slurm") or {}).get("detached")  # its jobs run on: nobody died
+        if run.get("finished") is not None or me or detached:
+            return
         cid = (current or {}).get("cell_id")
         what = (f"the driver (pid {drv.get('pid')} on {drv.get('host')}) ended without finishing "
                 "the run" + (f" while {cid} was running" if cid else "") + " (killed outright, e.g. "
                 "by SIGKILL or a reboot, or it could not write run.json any more: a full or "
                 "read-only disk)")
-        if cid in entries and cid not in out.cells and cid not in bad:
-            set_entry(cid, "interrupted", f"{what}; no result was written; --resume RUN "
-                                          "re-measures it")
+        if cid in self.entries and cid not in self.out.cells and cid not in self.bad:
+            self.set_entry(cid, "interrupted", f"{what}; no result was written; --resume RUN "
+                                               "re-measures it")
         incidents = run.setdefault("incidents", [])
         if not any(i.get("kind") == "driver_lost" and i.get("driver_pid") == drv.get("pid")
                    for i in incidents):
             incidents.append({"kind": "driver_lost", "at": lifecycle.utcnow(), "cell_id": cid,
                               "started": (current or {}).get("started"),
                               "driver_pid": drv.get("pid"), "text": what})
-            note(what)
-            changed = True
+            self.note(what)
+            self.changed = True
         if current:
             run["current"] = None
-            changed = True
-    # listed as measured, but no usable file
-    for cid, e in entries.items():
-        if cid in out.cells:
-            continue
-        if cid in bad:
-            set_entry(cid, "invalid", f"{bad[cid]}; --resume RUN re-measures it")
-        elif e.get("status") not in ("pending", "interrupted", "missing", "invalid"):
-            why = (f"cells/{results.cell_filename(cid)} is missing (deleted, or never written), "
-                   f"though run.json recorded {e.get('status')}; --resume RUN re-measures it")
-            note(why)
-            set_entry(cid, "missing", why)
-    run["cells"] = list(entries.values())
-    if changed and modify:
-        try:
-            rundir.write_run(run)
-            out.modified = True
-        except OSError:
-            pass
-    return out
+            self.changed = True
+
+    def mark_missing(self) -> None:
+        """Listed as measured, but no usable file."""
+        for cid, e in self.entries.items():
+            if cid in self.out.cells:
+                continue
+            if cid in self.bad:
+                self.set_entry(cid, "invalid", f"{self.bad[cid]}; --resume RUN re-measures it")
+            elif e.get("status") not in ("pending", "interrupted", "missing", "invalid"):
+                why = (f"cells/{results.cell_filename(cid)} is missing (deleted, or never written), "
+                       f"though run.json recorded {e.get('status')}; --resume RUN re-measures it")
+                self.note(why)
+                self.set_entry(cid, "missing", why)
+
+    def finish(self) -> Reconciled:
+        self.run["cells"] = list(self.entries.values())
+        if self.changed and self.modify:
+            try:
+                self.rundir.write_run(self.run)
+                self.out.modified = True
+            except OSError:
+                pass
+        return self.out
 
 
 def incomplete(run: dict) -> list[dict]:
