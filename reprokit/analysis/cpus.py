@@ -310,6 +310,8 @@ def host_cpu(host: dict, clock: dict | None = None, threads: dict | None = None)
     if measured:
         reported = f"; reported {_fmt(clock_ghz)} GHz" if clock_ghz else ""
         clock_ghz, clock_how = measured, f"{clock.get('method') or 'measured'}{reported}"
+    elif isinstance(clock, dict) and clock.get("reason"):  # probed, but no clock to trust: say why
+        clock_how = f"{clock_how}; measured clock not used: {clock['reason']}"
     used = _num((threads or {}).get("count")) if isinstance(threads, dict) else None
     if used and cores and used < cores:
         cores = int(used) if float(used).is_integer() else used
