@@ -564,3 +564,20 @@ def test_preflight_on_the_real_h100_fingerprint_says_what_the_gpu_session_saw():
                                  environments=env_preflight.environments_for(old, STACKS, other_host=True,
                                                                              build=False))
     assert not any(v[c.id]["runnable"] for c in lstm)
+
+
+def test_the_stored_h100_describes_its_gpus_as_fully_as_the_real_one():
+    """Every known blocker is evaluated on the real H100 fingerprint and on the stored one (which
+    lacked mig_mode until the real host showed that NVML records it: the MIG blocker was then 'not
+    evaluated'); the GPU fields the kit reads are there in the real fingerprint's names and units."""
+    chosen = [c for c in suites.load_suite("legacy-2017").cells if c.implemented]
+    real, fixture = _gpu_run_fingerprint(), stored("h100")
+    for fp in (real, fixture):
+        v = preflight.suite_verdicts(chosen, fp, "docker", "gpu", other_host=True)
+        assert not [r for x in v.values() for r in x["reasons"] if "not evaluated" in r]
+    kinds = {k: type(val) for k, val in real["gpus"][0].items()}
+    for g in fixture["gpus"]:
+        assert {k: type(g[k]) for k in kinds if k in g} == {k: kinds[k] for k in g if k in kinds}
+        assert {"mig_mode", "memory_total_bytes", "architecture", "compute_capability",
+                "driver_version", "cuda_driver_version", "name", "clocks", "power_limit_w"} <= set(g)
+        assert set(g["clocks"]) <= set(real["gpus"][0]["clocks"]) and g["name"] == real["gpus"][0]["name"]
