@@ -43,6 +43,7 @@ from reprokit.errors import UserError
 from reprokit.printable import visible
 from reprokit.report import plots
 from reprokit.run import reconcile
+from reprokit.run.record import status_counts
 
 REPORT_VERSION = files.version("report")
 TEMPLATES = files.REPO / "report_templates"
@@ -589,17 +590,15 @@ def build_context(rundir: results.RunDir) -> dict:
     for c in cell_list:
         by_stack.setdefault(c["stack"], []).append(c)
     stack_specs = run.get("stacks") or {}
-    counts: dict[str, int] = {}
-    for e in run["cells"]:
-        st = (cells.get(e["cell_id"]) or e)["status"]
-        counts[st] = counts.get(st, 0) + 1
+    # a cell's own result file says its status; run.json's entry where there is none
+    counts = status_counts((cells.get(e["cell_id"]) or e) for e in run["cells"])
     twins = _precision_twins(run["suite"], cells)
     context = {
         "schema_version": REPORT_VERSION, "kind": "report",
         "run": {k: run.get(k) for k in ("run_id", "suite", "argv", "runner", "protocol", "quick",
                                          "started", "finished", "wall_s", "kit")},
         "suite_description": description, "suite_note": suite_note,
-        "status_counts": dict(sorted(counts.items())),
+        "status_counts": counts,
         "devices": device_kinds, "device_labels": {d: _device_label(d, host) for d in device_kinds},
         "run_device": run_device,
         "first_screen": first_screen,
