@@ -192,9 +192,9 @@ def run_probe(ctx, np, p, framework, version, gemm, lstm_step, gemm_api, lstm_ap
              "reference in the same process before timing; constant weights (%g) make the LSTM "
              "reference independent of the weight layout." % w)
     if device == "gpu":
-        ctx.note("GPU path of this probe: written without a GPU and never run on one before this "
-                 "run; its calls are checked against the framework's API list "
-                 "(tests/containers/test_api_paths.py).")
+        ctx.note("GPU path of this probe: its calls are checked against the framework's API list "
+                 "(tests/containers/test_api_paths.py); the torch and JAX probes ran on one GPU during "
+                 "development (an H100, torch 2.11 / JAX 0.11, docs/gpu-run), the others never have.")
     ctx.extra["probe"] = {
         "device": device, "cuda_force_ptx_jit": ptx_note, "gemm": gemm_check,
         "lstm_step": lstm_check, "gemm_api": gemm_api, "lstm_api": lstm_api,

@@ -272,8 +272,11 @@ def run(ctx):
             "follow seed_workloads.md section 7 (train count an unverified estimate)")
     if gpu:
         ctx.note("GPU: train_wps/eval_wps time the published method (no synchronisation inside "
-                 "the timer: launch time); *_synced time real execution. This path was written "
-                 "without access to a GPU and has never run on one.")
+                 "the timer: launch time); *_synced time real execution. %s" % (
+                     "This path (PyTorch >= 0.4.1) ran on one GPU during development (an H100 "
+                     "under torch 2.11, docs/gpu-run); never on the publication's P100 or Titan X."
+                     if _versions.at_least(torch, 0, 4, 1) else
+                     "The PyTorch 0.1.12 path this version takes has never run on a GPU."))
     else:
         ctx.note("CPU: execution is synchronous, so the published no-sync timer already covers "
                  "the whole computation; train_wps/train_wps_synced (and the eval pair) are the "

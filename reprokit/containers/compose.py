@@ -108,7 +108,7 @@ def render(suite_name: str, flavour: str = "cpu") -> str:
             "# then: docker-compose --env-file DIR/compose.env -f "
             f"compose/{file_name(suite_name, flavour)} up"]
     if flavour == "gpu":
-        head.append("# GPU variant: never run (no GPU on the machines this kit was developed on).")
+        head.append("# GPU variant: never run (no GPU machine with Docker has been available).")
     body = yaml.safe_dump(compose_doc(suite_name, flavour), sort_keys=False, width=100)
     return "\n".join(head) + "\n" + body
 

@@ -224,7 +224,8 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, state: _Driving, s
 def _record_probe(result: dict, run: dict, runner_name: str, device: str, say) -> None:
     """A gpu-smoke probe's outcome into the GPU probe cache (reprokit/plan/probe_cache.py), for preflight
     to read on this host. Only a GPU run through the Docker runner records one, so this has NEVER
-    RUN (no GPU here). A cache that cannot be written costs a warning, never the run."""
+    RUN (the one GPU session had no Docker). A cache that cannot be written costs a warning, never
+    the run."""
     try:
         entry, path = probe_cache.record_result(result, run["host_fingerprint"], runner_name, device)
     except (OSError, ValueError, UserError) as e:

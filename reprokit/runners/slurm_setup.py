@@ -28,7 +28,8 @@ def slurm_arguments(p) -> None:
     g.add_argument("--slurm-gpu-feature", metavar="MODEL=FEATURE", action="append",
                    type=gpu_feature_option, default=None,
                    help="a GPU cell whose numbers were published on MODEL (e.g. V100) asks for nodes "
-                        "with FEATURE; repeat per model (never run: no GPU here)")
+                        "with FEATURE; repeat per model (never run: no Slurm cluster with GPUs has been "
+                        "available)")
     g.add_argument("--slurm-mem", metavar="SIZE", type=slurm_mem,
                    help="memory per cell (sbatch --mem; default the Docker runner's 16G)")
     g.add_argument("--slurm-time", metavar="MIN",

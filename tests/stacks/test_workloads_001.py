@@ -177,4 +177,5 @@ def test_gpu_branch_logic_with_cuda_calls_stubbed(monkeypatch):
         assert "none (as published)" in a["sync"] and "synchronize()" in b["sync"]
     n_synced = sum(len(m[k]["raw_seconds"]) + m[k]["warmup"] for k in METRICS if "synced" in k)
     assert len(syncs) == n_synced
-    assert any("never run on one" in n for n in ctx.implementation["notes"])
+    # what is known of this GPU path, for the torch that ran it (>= 0.4.1 here: the H100 session)
+    assert any("ran on one GPU during development" in n for n in ctx.implementation["notes"])
