@@ -225,6 +225,10 @@ def _short_uuid(uuid: str | None) -> str:
     return (uuid or "GPU ?")[:12]
 
 
+NOT_RECORDED = ("the cell's result was written, but its driver was stopped before it "
+                "added the GPU state it observed (the run adopted the result on resume)")
+
+
 def gpu_health(cells: list[dict]) -> dict:
     """The NVML state of every GPU cell (its `gpu_state`, reprokit/probes/gpu_state.py): per cell and GPU the
     SM clock, power and temperature before and after it, and which cells ran throttled (a reason of
@@ -235,6 +239,12 @@ def gpu_health(cells: list[dict]) -> dict:
     for c in cells:
         st = c.get("gpu_state")
         if not isinstance(st, dict):
+            if c.get("device") == "gpu" and c.get("status") == "ok" and "runner" not in c:
+                # the cell wrote its result, but its driver was stopped before it added what it
+                # observed around the process (runner, GPUs, NVML state); the run adopted the result
+                per_cell.append({"cell_id": c["cell_id"], "gpus": [], "throttled": [], "shared": [],
+                                 "unattributed": [], "samples": None, "error": NOT_RECORDED})
+                errors.append(c["cell_id"])
             continue
         seen = st.get("reasons_seen") or {}
         samples = st.get("samples")

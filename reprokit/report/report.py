@@ -267,7 +267,9 @@ def _source_section(sid: str, source: dict, rows: list[dict],
         for r in in_run:
             defect_ids += [d for d in r["defects"] if d not in defect_ids]
         reasons = [r["reason"] for r in in_run]
-        common = max(set(reasons), key=reasons.count) if reasons else None
+        # the most frequent reason; of equally frequent ones the first in row order (a set's order
+        # follows string hashing, which changes per process: the report must not)
+        common = max(reasons, key=reasons.count) if reasons else None
         if common is not None and reasons.count(common) < 2:
             common = None
         for r in in_run:

@@ -336,6 +336,19 @@ def test_a_gpu_cell_gets_its_gpu_state_through_the_real_driver(tmp_path, monkeyp
     assert "## GPU state per cell" in md and "test/matmul/n8" in md.split("## GPU state per cell")[1]
 
 
+def test_a_gpu_cell_adopted_without_its_drivers_record_says_its_state_was_not_recorded():
+    """On the GPU session (docs/gpu-run, 20261126T180208Z-modern) SIGINT stopped the driver after a
+    cell wrote its result but before the driver added what it saw around it (runner, GPUs, NVML
+    state); the resume adopted the result. Its GPU state is listed as not recorded, not left out."""
+    adopted = _cell("a/adopted")  # no runner, no gpu_state: only what bench wrote
+    nvml_failed = _cell("a/no-nvml", runner={"name": "local"})  # the driver ran, NVML gave nothing
+    cpu = _cell("a/cpu", device="cpu")
+    h = run_health.gpu_health([adopted, nvml_failed, cpu])
+    assert [c["cell_id"] for c in h["cells"]] == ["a/adopted"] and h["unread_cells"] == ["a/adopted"]
+    assert h["cells"][0]["error"] == run_health.NOT_RECORDED and h["warning"] is False
+    assert run_health.gpu_health([_cell("a/failed", status="failed")])["cells"] == []
+
+
 def test_the_report_labels_throttled_and_shared_cells(tmp_path):
     snap = {"uuid": UUID_A, "sm_clock_mhz": 1410, "mem_clock_mhz": 2619, "max_sm_clock_mhz": 1980,
             "power_limit_w": 700.0, "power_draw_w": 699.0, "throttle_reasons": ["SwPowerCap"],
