@@ -11,8 +11,8 @@ and runs only the missing or failed processes again.
 
 The driver here writes run.json (`_open_record`), records what will not run (`_todo`), prepares each
 stack once (`StackJobs`), then hands a record.Execution to one of the two ways of running the cells:
-one process at a time (`_run_serial`) or, for a runner with `concurrent` (Slurm), all at once
-(reprokit/run/execute_concurrent.py, which never imports this module). Every cell entry, placeholder
+one process at a time (reprokit/run/serial.py) or, for a runner with `concurrent` (Slurm), all at
+once (reprokit/run/execute_concurrent.py); neither imports this module. Every cell entry, placeholder
 and result file goes through reprokit/run/record.py.
 """
 
@@ -22,20 +22,20 @@ import contextlib
 import os
 import sys
 import time
-import traceback
 from dataclasses import dataclass
 
 from reprokit import files, results
 from reprokit.catalog.suites import Cell, load_stacks
 from reprokit.errors import UserError
-from reprokit.plan import design, fallback, probe_cache
+from reprokit.plan import design, fallback
 from reprokit.plan.plan import Plan, cell_specs, decide, make_job
-from reprokit.probes import cpu_peak, fingerprint, gpu_peak, gpu_state
-from reprokit.run import jit_warmup, lifecycle, merge_processes, reconcile, record
+from reprokit.probes import cpu_peak, fingerprint, gpu_peak
+from reprokit.run import lifecycle, merge_processes, reconcile, record
 from reprokit.run.execute_concurrent import run_concurrent
 from reprokit.run.progress import Progress, design_times, past_cell_times, recorded_times
 from reprokit.run.record import Execution, RunRecord, placeholder_result, set_entry
-from reprokit.runners.base import CellOutcome, Runner, StackUnavailable
+from reprokit.run.serial import run_serial
+from reprokit.runners.base import Runner, StackUnavailable
 
 
 def _processes_to_run(rundir: results.RunDir, run_id: str, cell: Cell, repeat: int) -> list[int]:
@@ -88,12 +88,6 @@ def _gpu_peak(device: str, runner_name: str, host: dict, say) -> dict:
         peak = gpu_peak.probe()
     say(f"gpu peak probe: {gpu_peak.summary(peak)}")
     return peak
-
-
-def _gpu_cell(job_cell: dict, device: str, host: dict) -> bool:
-    """Whether a cell may run on a GPU, so its GPUs' state is watched (a CPU cell's is not)."""
-    dev = job_cell.get("device") or device
-    return dev == "gpu" or (dev == "auto" and bool((host or {}).get("gpus")))
 
 
 def _record_specs(run: dict, specs: dict[str, str], allow: bool) -> list[str]:
@@ -219,21 +213,6 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, state: _Driving, s
     run["wall_s"] = state.rec.prior_wall + time.time() - started
     rundir.write_run(run)
     return text
-
-
-def _record_probe(result: dict, run: dict, runner_name: str, device: str, say) -> None:
-    """A gpu-smoke probe's outcome into the GPU probe cache (reprokit/plan/probe_cache.py), for preflight
-    to read on this host. Only a GPU run through the Docker runner records one, so this has NEVER
-    RUN (the one GPU session had no Docker). A cache that cannot be written costs a warning, never
-    the run."""
-    try:
-        entry, path = probe_cache.record_result(result, run["host_fingerprint"], runner_name, device)
-    except (OSError, ValueError, UserError) as e:
-        say(f"warning: the probe result of {result.get('cell_id')} was not cached: {e}")
-        return
-    if entry is not None:
-        say(f"probe cache: {entry['stack']} on {entry['host']['gpu_name']} "
-            f"(driver {entry['host']['driver_version']}): {entry['status']} -> {path}")
 
 
 def _open_record(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
@@ -411,7 +390,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
             progress.close()
             return run  # --detach: the jobs run on; status/report/--resume re-attach
     else:
-        _run_serial(ex)
+        run_serial(ex)
     runner.cleanup()
     run = reconcile.reconcile(rundir, run, modify=True, say=say).run  # what is on disk now
     rec.run = run
@@ -421,56 +400,6 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     rundir.write_run(run)
     progress.close()
     return run
-
-
-def _run_serial(ex: Execution) -> None:
-    """One cell process at a time: with --repeat K round N runs process N of every cell, stack by
-    stack; each result (then run.json) is on disk before the next cell starts."""
-    plan, runner, rec, progress, say = ex.plan, ex.runner, ex.rec, ex.progress, ex.say
-    repeat = plan.options.repeat
-    rundir, run = rec.rundir, rec.run
-    run_id = run["run_id"]
-    verdicts = plan.verdicts or {}
-    for rnd in [None] if repeat == 1 else list(range(1, repeat + 1)):
-        for stack, items in ex.by_stack.items():
-            now = [(c, procs) for c, procs in items if rnd in procs]
-            ready = ex.prepare(stack, items) if now else None
-            if ready is None:
-                continue
-            prepared, spec, job_path, job_cells = ready
-            for c, _ in now:  # the first GPU cell of a stack, GPU and driver: an untimed start
-                jit = jit_warmup.before_cell(run, runner, prepared, job_path, job_cells[c.id],
-                                             rundir, stack, say)
-                progress.start(c, process=rnd)
-                kwargs = {} if rnd is None else {"process": rnd}
-                rec.start(c, rnd)  # a driver killed now leaves the running cell on record
-                monitor = gpu_state.Monitor() if _gpu_cell(job_cells[c.id], plan.options.device,
-                                                           run["host_fingerprint"]) else None
-                try:
-                    outcome = runner.run_cell(prepared, job_path, job_cells[c.id], rundir.cells_dir,
-                                              rundir.log_path(c.id, rnd), **kwargs)
-                except (lifecycle.Interrupted, lifecycle.EngineLost):
-                    raise
-                except Exception as e:  # a runner bug must not end the suite either
-                    if lifecycle.is_storage_error(e):
-                        raise
-                    outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}", 0.0,
-                                          None, {"traceback": traceback.format_exc()[-2000:]})
-                finally:
-                    raw_gpu = monitor.stop() if monitor is not None else None
-                if raw_gpu is not None:  # gpu_state.attach makes it the result's gpu_state
-                    outcome.runner_info["gpu_state"] = raw_gpu
-                res = record.finish_result(rundir, run_id, c, outcome, spec, runner.name,
-                                           plan.options.device, rnd, prepared,
-                                           fallback.substitution(verdicts[c.id]),
-                                           host=run["host_fingerprint"], jit=jit)
-                if probe_cache.is_probe(c.workload):
-                    _record_probe(res, run, runner.name, plan.options.device, say)
-                if rnd is None:
-                    rec.record(c, res["status"], res["reason"], outcome.process_wall_s)
-                else:
-                    rec.record_merged(c, merge_processes.merge_cell(rundir, c.id, repeat, run_id))
-                progress.done(c, res["status"], outcome.process_wall_s, res["reason"], process=rnd)
 
 
 if __name__ == "__main__":  # pragma: no cover

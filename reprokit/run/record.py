@@ -115,7 +115,7 @@ class RunRecord:
 class Execution:
     """A run being executed, as the driver (reprokit/run/execute.py) hands it, once run.json is written
     and the cells to run are known, to one of the two ways of running them over its record: one
-    cell process at a time (execute._run_serial) or all at once (execute_concurrent.run_concurrent,
+    cell process at a time (serial.run_serial) or all at once (execute_concurrent.run_concurrent,
     a runner with `concurrent`)."""
     plan: Any  # the plan, decided for this runner (plan.Plan)
     runner: Any

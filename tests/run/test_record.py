@@ -2,7 +2,7 @@
 runner): run.json's cell entries, placeholders, status counts and exit status (reprokit/run/record.py),
 the checks and the merge of a cell's result files, RunRecord, and what the driver hands the
 concurrent runner (execute_concurrent's collector), how it prepares a stack (execute.StackJobs) and
-the serial way of running the cells over the record (execute._run_serial, a fake runner)."""
+the serial way of running the cells over the record (serial.run_serial, a fake runner)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import pytest
 from reprokit import files, results, validate
 from reprokit.catalog.suites import Cell
 from reprokit.run import merge_processes, reconcile, record
-from reprokit.run.execute import StackJobs, _run_serial
+from reprokit.run.execute import StackJobs
 from reprokit.run.execute_concurrent import _Collector
+from reprokit.run.serial import run_serial
 from reprokit.runners.base import CellOutcome, StackUnavailable
 
 RUN_ID = "20260101T000000Z-test"
@@ -362,7 +363,7 @@ def test_the_serial_way_runs_round_by_round_and_records_every_process(tmp_path, 
     progress = _Progress()
     # c runs its process 2 only (as in a resumed run whose process 1 of c failed elsewhere)
     by_stack = {"tf-1.8": [(a, [1, 2]), (c, [2])], "tf-2.0": [(b, [1, 2])]}
-    _run_serial(record.Execution(plan, Runner(), rec, by_stack, prepare, progress, {},
+    run_serial(record.Execution(plan, Runner(), rec, by_stack, prepare, progress, {},
                                  lambda *_: None, False))
     assert [(cid, p) for cid, p, _, _ in ran] == [(a.id, 1), (b.id, 1), (a.id, 2), (c.id, 2),
                                                    (b.id, 2)]  # round by round, stack by stack

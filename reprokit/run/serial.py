@@ -1,0 +1,90 @@
+"""The serial way of running a plan's cells over the run record: one cell process at a time.
+
+reprokit/run/execute.py (the driver) opens the record, prepares each stack's job once and hands a
+record.Execution here, or to reprokit/run/execute_concurrent.py for a runner that runs every cell at
+once (Slurm). Per cell: the untimed JIT warm-up of a stack's first GPU cell, the GPU state watched
+around the process, the runner's outcome merged into the cell's result (record.finish_result), a
+probe's outcome into the probe cache, then the entry in run.json, before the next cell starts.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from reprokit.errors import UserError
+from reprokit.plan import fallback, probe_cache
+from reprokit.probes import gpu_state
+from reprokit.run import jit_warmup, lifecycle, merge_processes, record
+from reprokit.run.record import Execution
+from reprokit.runners.base import CellOutcome
+
+
+def run_serial(ex: Execution) -> None:
+    """One cell process at a time: with --repeat K round N runs process N of every cell, stack by
+    stack; each result (then run.json) is on disk before the next cell starts."""
+    plan, runner, rec, progress, say = ex.plan, ex.runner, ex.rec, ex.progress, ex.say
+    repeat = plan.options.repeat
+    rundir, run = rec.rundir, rec.run
+    run_id = run["run_id"]
+    verdicts = plan.verdicts or {}
+    for rnd in [None] if repeat == 1 else list(range(1, repeat + 1)):
+        for stack, items in ex.by_stack.items():
+            now = [(c, procs) for c, procs in items if rnd in procs]
+            ready = ex.prepare(stack, items) if now else None
+            if ready is None:
+                continue
+            prepared, spec, job_path, job_cells = ready
+            for c, _ in now:  # the first GPU cell of a stack, GPU and driver: an untimed start
+                jit = jit_warmup.before_cell(run, runner, prepared, job_path, job_cells[c.id],
+                                             rundir, stack, say)
+                progress.start(c, process=rnd)
+                kwargs = {} if rnd is None else {"process": rnd}
+                rec.start(c, rnd)  # a driver killed now leaves the running cell on record
+                monitor = gpu_state.Monitor() if _gpu_cell(job_cells[c.id], plan.options.device,
+                                                           run["host_fingerprint"]) else None
+                try:
+                    outcome = runner.run_cell(prepared, job_path, job_cells[c.id], rundir.cells_dir,
+                                              rundir.log_path(c.id, rnd), **kwargs)
+                except (lifecycle.Interrupted, lifecycle.EngineLost):
+                    raise
+                except Exception as e:  # a runner bug must not end the suite either
+                    if lifecycle.is_storage_error(e):
+                        raise
+                    outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}", 0.0,
+                                          None, {"traceback": traceback.format_exc()[-2000:]})
+                finally:
+                    raw_gpu = monitor.stop() if monitor is not None else None
+                if raw_gpu is not None:  # gpu_state.attach makes it the result's gpu_state
+                    outcome.runner_info["gpu_state"] = raw_gpu
+                res = record.finish_result(rundir, run_id, c, outcome, spec, runner.name,
+                                           plan.options.device, rnd, prepared,
+                                           fallback.substitution(verdicts[c.id]),
+                                           host=run["host_fingerprint"], jit=jit)
+                if probe_cache.is_probe(c.workload):
+                    _record_probe(res, run, runner.name, plan.options.device, say)
+                if rnd is None:
+                    rec.record(c, res["status"], res["reason"], outcome.process_wall_s)
+                else:
+                    rec.record_merged(c, merge_processes.merge_cell(rundir, c.id, repeat, run_id))
+                progress.done(c, res["status"], outcome.process_wall_s, res["reason"], process=rnd)
+
+
+def _gpu_cell(job_cell: dict, device: str, host: dict) -> bool:
+    """Whether a cell may run on a GPU, so its GPUs' state is watched (a CPU cell's is not)."""
+    dev = job_cell.get("device") or device
+    return dev == "gpu" or (dev == "auto" and bool((host or {}).get("gpus")))
+
+
+def _record_probe(result: dict, run: dict, runner_name: str, device: str, say) -> None:
+    """A gpu-smoke probe's outcome into the GPU probe cache (reprokit/plan/probe_cache.py), for preflight
+    to read on this host. Only a GPU run through the Docker runner records one, so this has NEVER
+    RUN (the one GPU session had no Docker). A cache that cannot be written costs a warning, never
+    the run."""
+    try:
+        entry, path = probe_cache.record_result(result, run["host_fingerprint"], runner_name, device)
+    except (OSError, ValueError, UserError) as e:
+        say(f"warning: the probe result of {result.get('cell_id')} was not cached: {e}")
+        return
+    if entry is not None:
+        say(f"probe cache: {entry['stack']} on {entry['host']['gpu_name']} "
+            f"(driver {entry['host']['driver_version']}): {entry['status']} -> {path}")
