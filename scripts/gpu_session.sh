@@ -89,11 +89,28 @@ step fingerprint 40 sh -c "'$PY' reproduce.py fingerprint > '$OUT/fingerprint.js
 # 3. an independent check of one 000 config, beside the kit's cells
 [ "$DEVICE" = gpu ] && step independent 60 "$PY" scripts/gpu_independent_check.py --out "$W/results/independent-check.json"
 pack
-# 4. the kit's first GPU runs, most valuable first
-run legacy-2017-torch 110 legacy-2017 '000/pytorch/*' '001/*'
-run modern-torch 120 modern 'modern/000/pytorch/*' 'modern/001/pytorch/*' 'modern/003/pytorch/*'
-run stacked-2019-torch 60 stacked-lstm-2019 '003/pytorch/eager_cudnn/*' '003/pytorch/jit_static/*' '003/pytorch/eager_fine_grained/*'
-run modern-jax 70 modern 'modern/000/jax/*' 'modern/001/jax/*'
+# 4. the kit's GPU runs, most valuable first. PLAN=first (the 2026-11-26 session: every PyTorch and
+# JAX cell once, --quick) or PLAN=second (what that session left open, docs/gpu-run/README.md: the
+# smallest 000 configuration at the full budget in 3 processes, where --quick's 6 samples missed the
+# independent timing by up to 14 %, and the 003 PyTorch cells the first session had no time for)
+PLAN=${PLAN:-second}
+if [ "$PLAN" = first ]; then
+  run legacy-2017-torch 110 legacy-2017 '000/pytorch/*' '001/*'
+  run modern-torch 120 modern 'modern/000/pytorch/*' 'modern/001/pytorch/*' 'modern/003/pytorch/*'
+  run stacked-2019-torch 60 stacked-lstm-2019 '003/pytorch/eager_cudnn/*' '003/pytorch/jit_static/*' '003/pytorch/eager_fine_grained/*'
+  run modern-jax 70 modern 'modern/000/jax/*' 'modern/001/jax/*'
+else
+  full() {  # full NAME BUDGET SUITE CELLS...: the full budget, 3 interleaved processes per cell
+    local name=$1 budget=$2 suite=$3; shift 3
+    step "$name" "$budget" "$PY" reproduce.py run --suite "$suite" --cells "$@" --repeat 3 \
+      --device "$DEVICE" --runner local --results "$W/results" $STK
+    pack
+  }
+  full small-000-full 150 modern 'modern/000/pytorch/nn_lstm/b128-s30-h512*'
+  full legacy-000-small-full 90 legacy-2017 '000/pytorch/nn_lstm/b128-s30-h512'
+  run stacked-2019-rest 150 stacked-lstm-2019 '003/pytorch/*'
+  run modern-003-jax 60 modern 'modern/003/jax/*'
+fi
 step preflight 20 sh -c "for s in legacy-2017 stacked-lstm-2019 cudnn-lstm-2018 modern; do '$PY' reproduce.py preflight --suite \$s --runner local --device $DEVICE $STK; done"
 # 5. render what each run has (an interrupted run may have no report yet)
 for r in "$W"/results/*/; do
