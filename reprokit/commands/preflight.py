@@ -24,7 +24,7 @@ from rich.table import Table
 from reprokit.catalog import suites
 from reprokit.console import console
 from reprokit.errors import UserError
-from reprokit.plan import fallback, preflight
+from reprokit.plan import fallback, host_preflight, preflight
 from reprokit.probes import fingerprint
 from reprokit.runners import byo
 
@@ -91,7 +91,7 @@ def run(args) -> int:
 
         env_of = env_preflight.environments_for(fp, suites.load_stacks(),
                                                 other_host=bool(args.fingerprint), build=False)
-    verdicts = preflight.suite_verdicts(suite.cells, fp, args.runner, args.device,
+    verdicts = host_preflight.suite_verdicts(suite.cells, fp, args.runner, args.device,
                                         other_host=bool(args.fingerprint), environments=env_of)
     if args.json:
         print(json.dumps(verdicts, indent=1))

@@ -60,9 +60,9 @@ class Plan:
 def decide(plan: Plan, runner: str, host: dict) -> Plan:
     """The plan completed for `runner` on the host `host` (a host fingerprint): every runnable
     cell's preflight verdict, probing what the fingerprint cannot say (engine, images)."""
-    from reprokit.plan import preflight
+    from reprokit.plan import host_preflight
 
-    verdicts = preflight.suite_verdicts(plan.runnable, host, runner, plan.options.device)
+    verdicts = host_preflight.suite_verdicts(plan.runnable, host, runner, plan.options.device)
     return replace(plan, runner=runner, host=host, verdicts=verdicts)
 
 

@@ -1,9 +1,10 @@
 """Preflight: decide, per cell and before anything is launched, whether it can run on this host.
 
-Pure functions over data. The only I/O is `load_compat()`, which reads the compatibility tables
-(reprokit/data/compat.yaml, validated against reprokit/schemas/compat.schema.json). The host is
-described as data too, so every GPU rule is testable on a machine without a GPU; none of these
-rules has been exercised against a real GPU.
+Pure functions over data: the compatibility tables (reprokit/plan/compat.py reads them) and the host
+described as data, so every GPU rule is testable on a machine without a GPU. What a fingerprint cannot
+say (a Docker engine, built images, the probe cache, the local environments) is probed by
+reprokit/plan/host_preflight.py, which then calls `cell_verdicts` here. Exercised on a real GPU once:
+the local runner's rules on one H100 (docs/gpu-run); the image rules never.
 
 A verdict is::
 
@@ -28,7 +29,7 @@ verdict: its runs do not record probes yet. None of this ran on a GPU.
 
 The local runner runs no image: its GPU cells are judged on the environment that would run them
 (`environments`: each stack's local environment or --python interpreter, probed by running it:
-reprokit/runners/env_preflight.py, runners/env_probe.py): first whether it can use a GPU at all (check
+reprokit/plan/env_rules.py, probed by runners/env_preflight.py): first whether it can use a GPU at all (check
 `environment`), then the driver against its CUDA build and the GPU against its compiled
 architecture list, by the same rules as an image's binaries. Its fallback chains walk environments.
 """
@@ -36,13 +37,9 @@ architecture list, by the same rules as an image's binaries. Its fallback chains
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-COMPAT_PATH = Path(__file__).resolve().parents[1] / "data" / "compat.yaml"
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "compat.schema.json"
+from reprokit.plan.compat import load_compat, stack_from_compat
 
 # How an image directory and flavour map to a local image tag (the build command's convention).
 IMAGE_TAG = "reprokit/{image}:{flavour}"
@@ -51,79 +48,6 @@ RUNNERS = ("local", "docker", "slurm")
 _RANK = {"ok": 0, "jit": 1, "probe": 2, "blocked": 3}
 IMAGE_RUNNERS = ("docker",)  # the probe cache is written by Docker runs only
 PROBE_COMMAND = "reproduce.py run --suite gpu-smoke --runner docker"
-
-
-class CompatError(ValueError):
-    """The compatibility data is inconsistent or names something unknown."""
-
-
-# ---------------------------------------------------------------------------------------- data
-
-
-def load_compat(path: Path | str = COMPAT_PATH, *, validate: bool = True) -> dict[str, Any]:
-    """Read compat.yaml (the kit's own through files.load_data: parsed and schema-checked once, shared,
-    not to be modified; another `path` is read and checked here) and check its internal references."""
-    if Path(path) == COMPAT_PATH and validate:
-        from reprokit import files
-
-        data = files.load_data("compat")
-        _check_references(data)
-        return data
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
-    if validate:
-        import json
-
-        import jsonschema
-
-        with open(SCHEMA_PATH, encoding="utf-8") as fh:
-            schema = json.load(fh)
-        jsonschema.validate(data, schema)
-        _check_references(data)
-    return data
-
-
-def _check_references(data: Mapping[str, Any]) -> None:
-    """Every binary, blocker stack and fallback link names something compat.yaml defines."""
-    from reprokit.catalog.suites import load_stacks
-
-    known = load_stacks()
-    for name, stack in data["stacks"].items():
-        if name not in known:
-            raise CompatError(f"compat.yaml describes stack {name!r}, which stacks.yaml does not define")
-        for binary in stack["binaries"]:
-            if binary not in data["binaries"]:
-                raise CompatError(f"stack {name!r} names unknown binary {binary!r}")
-    for blocker in data["blockers"]:
-        for name in blocker["stacks"]:
-            if name not in data["stacks"]:
-                raise CompatError(f"blocker {blocker['id']!r} names unknown stack {name!r}")
-    for name, links in (data.get("fallbacks") or {}).items():
-        for link in [{"stack": name}] + links:
-            if link["stack"] is not None and link["stack"] not in data["stacks"]:
-                raise CompatError(f"fallback chain of {name!r} names unknown stack {link['stack']!r}")
-            if link["stack"] is not None and not data["stacks"][link["stack"]]["gpu"]:
-                raise CompatError(f"fallback chain of {name!r}: {link['stack']!r} has no GPU flavour")
-
-
-def stack_from_compat(name: str, compat: Mapping[str, Any], *, needs_gpu: bool = False) -> dict[str, Any]:
-    """The stack description preflight works on: name, image, GPU flavour, CUDA, coverage, blockers."""
-    try:
-        entry = compat["stacks"][name]
-    except KeyError:
-        known = ", ".join(sorted(compat["stacks"]))
-        raise CompatError(f"unknown stack {name!r}; compat.yaml knows: {known}") from None
-    from reprokit.catalog.suites import load_stacks
-
-    return {
-        "name": name,
-        "image": load_stacks()[name]["image"],  # stacks.yaml alone says which image runs a stack
-        "needs_gpu": needs_gpu,
-        "gpu": entry["gpu"],
-        "cuda": entry["cuda"],
-        "binaries": [dict(compat["binaries"][b], id=b) for b in entry["binaries"]],
-        "blockers": [dict(b) for b in compat["blockers"] if name in b["stacks"]],
-    }
 
 
 # ---------------------------------------------------------------------------------------- host
@@ -314,7 +238,7 @@ def check_cell(
 
     `probes`: the entries of the GPU probe cache (reprokit/plan/probe_cache.py; None or [] = none
     recorded). `probe_cell`: the cell is a gpu-smoke probe, which is never gated by the cache.
-    `env_mode`: `stack` describes a local environment (env_preflight.stack_from_environment), whose
+    `env_mode`: `stack` describes a local environment (env_rules.stack_from_environment), whose
     own probe says first whether it can use a GPU at all."""
     if runner not in RUNNERS:
         raise ValueError(f"unknown runner {runner!r}; expected one of {', '.join(RUNNERS)}")
@@ -348,9 +272,9 @@ def check_cell(
         v.check("image", state in ("present", "buildable"), detail)
 
     if needed and env_mode:
-        from reprokit.runners import env_preflight
+        from reprokit.plan import env_rules
 
-        if env_preflight.check_environment(v, stack["name"], stack.get("environment")):
+        if env_rules.check_environment(v, stack["name"], stack.get("environment")):
             _check_gpus(v, stack, host, needed, compat, runner, probes or [], probe_cell)
         else:  # the host's GPUs are said whatever the environment
             _check_gpu_count(v, host, needed)
@@ -637,14 +561,14 @@ def check_stack_cell(
 ) -> dict[str, Any]:
     """`check_cell` for a stack named in compat.yaml. With `environments` (stack -> its local
     environment's probe record: the local runner) a GPU cell is judged on the environment that
-    would run it, not on the stack's image (reprokit/runners/env_preflight.py)."""
+    would run it, not on the stack's image (reprokit/plan/env_rules.py)."""
     if compat is None:
         compat = load_compat()
     needs = max(int(gpus_needed), 0) > 0
     if environments is not None and needs:
-        from reprokit.runners import env_preflight
+        from reprokit.plan import env_rules
 
-        stack = env_preflight.stack_from_environment(stack_name, environments(stack_name), compat)
+        stack = env_rules.stack_from_environment(stack_name, environments(stack_name), compat)
         return check_cell(stack, host, gpus_needed, runner=runner, compat=compat, probes=probes,
                           probe_cell=probe_cell, env_mode=True)
     return check_cell(stack_from_compat(stack_name, compat), host, gpus_needed, runner=runner,
@@ -666,62 +590,6 @@ def summary(verdict: Mapping[str, Any]) -> str:
     if probed:
         return f"runnable ({sorted(probed)[0]})"
     return "runnable (PTX JIT)" if status == "jit" else "runnable"
-
-
-def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner: str,
-                   device: str = "cpu", *, other_host: bool = False,
-                   environments: Callable[[str], Mapping[str, Any] | None] | None = None,
-                   build_envs: bool = False) -> dict[str, dict[str, Any]]:
-    """Preflight verdict per cell id of a suite on this host, for `runner` ("local" or "docker").
-
-    Probes what a fingerprint cannot tell: whether a Docker engine answers and which stack images
-    are built (docker runner only). With `other_host` (a stored fingerprint of another machine,
-    `preflight --fingerprint FILE`) nothing is probed here: the engine is assumed to answer there
-    and every image to be buildable from images/. Cells not implemented get a verdict saying so.
-
-    The local runner's GPU cells are judged on the environments that would run them (`environments`:
-    stack -> probe record; by default env_preflight.environments_for, which probes them here, builds
-    nothing unless `build_envs`, and takes a fingerprint's own `environments` first).
-    """
-    from reprokit.catalog.suites import load_stacks
-
-    compat = load_compat()
-    stacks = load_stacks()
-    engine, images = None, {}
-    if other_host:
-        engine = True
-        images = {spec["image"]: "buildable" for spec in stacks.values()}
-    elif runner == "docker":
-        from reprokit.containers import engine as docker_engine
-        from reprokit.containers import images as image_store
-
-        engine, _ = docker_engine.answers()
-        if engine:
-            images = image_store.image_states(sorted({spec["image"] for spec in stacks.values()}),
-                                              "gpu" if device == "gpu" else "cpu")
-    host = host_from_fingerprint(fingerprint, engine_present=engine, images=images)
-    probes, cache_warning = host_probes(host, runner)
-    if environments is None and runner == "local":
-        from reprokit.runners import env_preflight
-
-        environments = env_preflight.environments_for(fingerprint, stacks, other_host=other_host,
-                                                       build=build_envs)
-    return cell_verdicts(cells, host, runner, compat, probes, cache_warning, stacks, device,
-                         environments=environments)
-
-
-def host_probes(host: Mapping[str, Any], runner: str) -> tuple[list[dict], str | None]:
-    """The GPU probe cache's entries when they matter (a GPU host, the Docker runner), and a warning
-    when the cache cannot be read: then nothing is known and every PTX-JIT stack needs a probe."""
-    from reprokit.errors import UserError
-    from reprokit.plan import probe_cache
-
-    if not host.get("gpus") or runner not in IMAGE_RUNNERS:
-        return [], None
-    try:
-        return probe_cache.load()["entries"], None
-    except UserError as e:
-        return [], f"warning: {e}"
 
 
 def cell_verdicts(cells: Iterable[Any], host: Mapping[str, Any], runner: str,

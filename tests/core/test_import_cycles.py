@@ -33,15 +33,16 @@ STAGES = [
 _LIFECYCLE = ("run.lifecycle holds the pieces of a cell's process the runners need (pid identity, "
               "heartbeat, OOM watch, EngineLost, the exit codes) beside the run's lock and directory; "
               "those pieces belong before the runners once lifecycle is split")
-_PREFLIGHT = ("preflight judges a cell on what its runner would use: the Docker images present and the "
-              "local runner's environments, looked up inside decide(); the caller should pass them in")
+_PREFLIGHT = ("host_preflight probes what a cell's runner would use (the Docker engine and images, the "
+              "local runner's environments) for decide(), inside the plan stage; the runner stage should "
+              "pass them in")
 EXCEPTIONS = {
     ("reprokit.runners.docker", "reprokit.run.lifecycle"): _LIFECYCLE,
     ("reprokit.runners.local", "reprokit.run.lifecycle"): _LIFECYCLE,
     ("reprokit.containers.engine", "reprokit.run.lifecycle"): _LIFECYCLE,
-    ("reprokit.plan.preflight", "reprokit.containers.engine"): _PREFLIGHT,
-    ("reprokit.plan.preflight", "reprokit.containers.images"): _PREFLIGHT,
-    ("reprokit.plan.preflight", "reprokit.runners.env_preflight"): _PREFLIGHT,
+    ("reprokit.plan.host_preflight", "reprokit.containers.engine"): _PREFLIGHT,
+    ("reprokit.plan.host_preflight", "reprokit.containers.images"): _PREFLIGHT,
+    ("reprokit.plan.host_preflight", "reprokit.runners.env_preflight"): _PREFLIGHT,
 }
 
 
@@ -166,5 +167,5 @@ def test_the_direction_check_sees_an_import_inside_a_function():
     assert _backward(graph) == set()
     graph["reprokit.plan.plan"].add("reprokit.run.execute")
     assert _backward(graph) == {("reprokit.plan.plan", "reprokit.run.execute")}
-    # on the kit itself: preflight looks up the Docker images inside a function, and is seen
-    assert ("reprokit.plan.preflight", "reprokit.containers.images") in _backward(_graph())
+    # on the kit itself: host_preflight looks up the Docker images inside a function, and is seen
+    assert ("reprokit.plan.host_preflight", "reprokit.containers.images") in _backward(_graph())

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from reprokit.catalog import suites
+from reprokit.plan import compat as compat_data
 from reprokit.plan import fallback, preflight, probe_cache
 from reprokit.results import RunDir
 from reprokit.run.record import finish_result as _finish_result
@@ -23,7 +24,7 @@ from reprokit.runners.base import CellOutcome
 
 ROOT = Path(__file__).resolve().parents[2]
 FPS = ROOT / "tests" / "data" / "fingerprints"
-COMPAT = preflight.load_compat()
+COMPAT = compat_data.load_compat()
 STACKS = suites.load_stacks()
 GPU_STACKS = sorted(n for n, s in COMPAT["stacks"].items() if s["gpu"])
 HOSTS = ("a100", "h100", "b200", "rtx5090")
@@ -95,12 +96,12 @@ def test_a_chain_naming_an_unknown_stack_is_rejected(tmp_path):
     data["fallbacks"]["tf-1.2"].append({"stack": "tf-9.9", "kind": "modern"})
     bad = tmp_path / "compat.yaml"
     bad.write_text(yaml.safe_dump(data))
-    with pytest.raises(preflight.CompatError, match="unknown stack 'tf-9.9'"):
-        preflight.load_compat(bad)
+    with pytest.raises(compat_data.CompatError, match="unknown stack 'tf-9.9'"):
+        compat_data.load_compat(bad)
     data["fallbacks"]["tf-1.2"][-1] = {"stack": None, "kind": "nearest"}  # no candidate, no reason
     bad.write_text(yaml.safe_dump(data))
     with pytest.raises(Exception, match="candidate"):
-        preflight.load_compat(bad)
+        compat_data.load_compat(bad)
 
 
 # -- a GPU run checks the GPU for single-GPU cells ------------------------------------------------------

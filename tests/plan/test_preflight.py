@@ -9,13 +9,14 @@ import jsonschema
 import pytest
 import yaml
 
+from reprokit.plan import compat as compat_data
 from reprokit.plan import preflight
+from reprokit.plan.compat import load_compat
 from reprokit.plan.preflight import (
     check_cell,
     check_stack_cell,
     coverage_mode,
     host_from_fingerprint,
-    load_compat,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,7 +153,7 @@ def test_theano_on_hopper_relies_on_image_mitigations(compat):
 
 
 def test_unmitigated_blocker_blocks(compat):
-    stack = preflight.stack_from_compat("theano-0.9", compat)
+    stack = compat_data.stack_from_compat("theano-0.9", compat)
     for blocker in stack["blockers"]:
         blocker["mitigated_in_image"] = False
     verdict = check_cell(stack, host(gpu()), 1, compat=compat)
@@ -263,7 +264,7 @@ def test_compat_rejects_unknown_binary_reference(tmp_path):
     data["stacks"]["tf-1.2"]["binaries"].append("no-such-binary")
     bad = tmp_path / "compat.yaml"
     bad.write_text(yaml.safe_dump(data))
-    with pytest.raises(preflight.CompatError, match="no-such-binary"):
+    with pytest.raises(compat_data.CompatError, match="no-such-binary"):
         load_compat(bad)
 
 
@@ -273,7 +274,7 @@ def test_compat_and_stacks_yaml_name_the_same_stacks_and_only_stacks_yaml_names_
     assert not any("image" in entry for entry in compat["stacks"].values())
     for name, stack in stacks.items():
         assert check_stack_cell(name, host(), 0, runner="local", compat=compat) is not None
-        assert preflight.stack_from_compat(name, compat)["image"] == stack["image"]
+        assert compat_data.stack_from_compat(name, compat)["image"] == stack["image"]
         assert (ROOT / "images" / stack["image"] / "Dockerfile").is_file()
 
 
@@ -282,5 +283,5 @@ def test_a_compat_stack_that_stacks_yaml_does_not_define_is_rejected(tmp_path):
     data["stacks"]["tf-9.9"] = dict(data["stacks"]["tf-1.2"])
     bad = tmp_path / "compat.yaml"
     bad.write_text(yaml.safe_dump(data))
-    with pytest.raises(preflight.CompatError, match="stacks.yaml does not define"):
+    with pytest.raises(compat_data.CompatError, match="stacks.yaml does not define"):
         load_compat(bad)

@@ -21,7 +21,8 @@ from reprokit import results, validate
 from reprokit.catalog import suites
 from reprokit.catalog.suites import Suite
 from reprokit.errors import UserError
-from reprokit.plan import preflight, probe_cache
+from reprokit.plan import compat as compat_data
+from reprokit.plan import host_preflight, preflight, probe_cache
 from reprokit.plan.plan import Options, make_plan
 from reprokit.run.execute import execute
 from reprokit.run.record import exit_code
@@ -33,7 +34,7 @@ NEW_GPUS = {"h100": "9.0", "b200": "10.0", "rtx5090": "12.0"}
 # the legacy stacks whose kernels reach sm_90/sm_100/sm_120 only through PTX JIT (compat.yaml)
 PTX_JIT_LEGACY = ["theano-0.9", "tf-1.2", "torch-0.1", "keras-tf-1.8", "keras-mxnet-1.2", "tf-1.8",
                   "tf-2.0"]
-COMPAT = preflight.load_compat()
+COMPAT = compat_data.load_compat()
 GPU_STACKS = sorted(n for n, s in COMPAT["stacks"].items() if s["gpu"])
 
 
@@ -228,9 +229,9 @@ def test_a_damaged_cache_makes_probes_needed_and_says_why(tmp_path, monkeypatch)
     cells = [c for c in suites.load_suite("legacy-2017").cells if c.stack == "tf-1.2"][:1]
     cells = [dataclasses.replace(cells[0], needs_gpus=1)]
     host = gpu_host("h100")
-    probes, warning = preflight.host_probes(host, "docker")
+    probes, warning = host_preflight.host_probes(host, "docker")
     assert probes == [] and warning.startswith("warning: GPU probe cache")
-    assert preflight.host_probes(host, "local") == ([], None)  # not read where it does not apply
+    assert host_preflight.host_probes(host, "local") == ([], None)  # not read where it does not apply
     v = preflight.cell_verdicts(cells, host, "docker", COMPAT, probes, warning)[cells[0].id]
     # tf-1.2 itself needs a probe; its fallback chain (issue 13 item 7) then runs it on tf-modern
     assert v["chain"]["links"][0]["status"] == "probe" and v["chain"]["stack"] == "tf-modern"
@@ -303,7 +304,7 @@ def _probe_suite(stacks):
 def _run_probes(tmp_path, monkeypatch, stacks, force_jit_for=()):
 
     monkeypatch.setenv(probe_cache.CACHE_ENV, str(tmp_path / "cache.json"))
-    real = preflight.suite_verdicts
+    real = host_preflight.suite_verdicts
 
     def verdicts(cells, fp, runner, device="cpu"):  # as preflight gives a probe cell on a PTX-JIT GPU
         out = real(cells, fp, runner, device)
@@ -312,7 +313,7 @@ def _run_probes(tmp_path, monkeypatch, stacks, force_jit_for=()):
                 out[cid] = dict(out[cid], status="jit", env={"CUDA_FORCE_PTX_JIT": "1"})
         return out
 
-    monkeypatch.setattr(preflight, "suite_verdicts", verdicts)  # plan.decide asks it
+    monkeypatch.setattr(host_preflight, "suite_verdicts", verdicts)  # plan.decide asks it
     plan = make_plan(_probe_suite(stacks), Options(quick=True))
     rundir = results.RunDir(tmp_path / "run")
     run = execute(plan, LocalRunner(say=lambda *_: None), rundir, ["test"], say=lambda *_: None)

@@ -12,6 +12,7 @@ import pytest
 
 from reprokit import results
 from reprokit.catalog.suites import Cell
+from reprokit.plan import compat as compat_data
 from reprokit.plan import preflight
 from reprokit.probes import cell_gpus, fingerprint
 from reprokit.run import record
@@ -356,7 +357,7 @@ def test_mig_not_supported_reads_as_no_mig():
 
 
 def test_mig_blocker_lists_every_stack_below_cuda_11():
-    compat = preflight.load_compat()
+    compat = compat_data.load_compat()
     (blocker,) = [b for b in compat["blockers"] if b["id"] == "mig-needs-cuda-11"]
     below = {name for name, s in compat["stacks"].items()
              if s["gpu"] and s["cuda"] and int(str(s["cuda"]).split(".")[0]) < 11}

@@ -25,7 +25,7 @@ from packaging.version import Version
 from reprokit import files, results, validate
 from reprokit.analysis import run_health
 from reprokit.catalog.suites import Cell, Suite
-from reprokit.plan import preflight
+from reprokit.plan import host_preflight
 from reprokit.plan.plan import Options, make_plan
 from reprokit.probes import gpu_state
 from reprokit.report import report
@@ -318,8 +318,8 @@ def test_a_gpu_cell_gets_its_gpu_state_through_the_real_driver(tmp_path, monkeyp
     monitor reads NVML around it for real (no driver here: the state says why; on a GPU machine:
     snapshots). Preflight rightly refuses a GPU cell in the plain-Python environment, so its verdict
     is taken as for the CPU (as tests/plan/test_probes.py does for PTX JIT)."""
-    real = preflight.suite_verdicts
-    monkeypatch.setattr(preflight, "suite_verdicts",
+    real = host_preflight.suite_verdicts
+    monkeypatch.setattr(host_preflight, "suite_verdicts",
                         lambda cells, fp, runner, device="cpu": real(cells, fp, runner, "cpu"))
     rundir, run, cell = _run(tmp_path, "gpu")
     assert cell["status"] == "ok" and cell["device"] == "gpu"

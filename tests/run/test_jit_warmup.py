@@ -22,7 +22,7 @@ from reprokit.analysis import verdicts
 from reprokit.catalog import suites
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.errors import UserError
-from reprokit.plan import preflight
+from reprokit.plan import host_preflight
 from reprokit.plan.plan import Options, make_job, make_plan, raise_timeout
 from reprokit.run import jit_warmup
 from reprokit.run.execute import execute
@@ -207,7 +207,7 @@ def test_ptx_jit_cells_get_more_time_on_an_h100():
     assert files.load_data("compat")["jit"]["timeout_allowance_source"]
     suite = suites.load_suite("legacy-2017")
     plan = make_plan(suite, Options(device="gpu"))
-    given = preflight.suite_verdicts(plan.runnable, H100, "slurm", "gpu", other_host=True)
+    given = host_preflight.suite_verdicts(plan.runnable, H100, "slurm", "gpu", other_host=True)
     assert {v["status"] for v in given.values()} == {"jit"}  # CUDA 8 binaries: PTX only on sm_90
     gpu = replace(plan, runner="slurm", host=H100, verdicts=given)
     cpu = make_plan(suite, Options(device="cpu"))

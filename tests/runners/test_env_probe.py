@@ -21,7 +21,8 @@ from packaging.version import Version
 
 from reprokit.catalog import suites
 from reprokit.errors import UserError
-from reprokit.plan import preflight
+from reprokit.plan import compat as compat_data
+from reprokit.plan import host_preflight, preflight
 from reprokit.probes import fingerprint
 from reprokit.runners import byo, env_preflight, env_probe, select, venvs
 
@@ -30,7 +31,7 @@ from .test_slurm import cluster  # noqa: F401  (the one-node cluster fixture, fo
 ROOT = Path(__file__).resolve().parents[2]
 FPS = ROOT / "tests" / "data" / "fingerprints"
 STACKS = suites.load_stacks()
-COMPAT = preflight.load_compat()
+COMPAT = compat_data.load_compat()
 
 
 @pytest.fixture(autouse=True)
@@ -223,7 +224,7 @@ def test_h200_fingerprint_with_its_environments_runs_the_003_004_pytorch_cells_o
         chosen = cells(suite, pattern)
         assert chosen
         env_of = env_preflight.environments_for(fp, STACKS, other_host=True, build=False)
-        v = preflight.suite_verdicts(chosen, fp, "local", "gpu", other_host=True, environments=env_of)
+        v = host_preflight.suite_verdicts(chosen, fp, "local", "gpu", other_host=True, environments=env_of)
         for c in chosen:
             assert v[c.id]["runnable"], v[c.id]["reasons"]
             env_check = next(x for x in v[c.id]["checks"] if x["name"] == "environment")
@@ -237,7 +238,7 @@ def test_stored_fingerprints_judge_this_hosts_torch_assumed_there(name, truth):
     fp = stored(name)
     chosen = cells("stacked-lstm-2019", "003/pytorch")
     env_of = env_preflight.environments_for(fp, STACKS, other_host=True, build=False)
-    v = preflight.suite_verdicts(chosen, fp, "local", "gpu", other_host=True, environments=env_of)
+    v = host_preflight.suite_verdicts(chosen, fp, "local", "gpu", other_host=True, environments=env_of)
     for c in chosen:
         env_check = next(x for x in v[c.id]["checks"] if x["name"] == "environment")
         if truth["torch"][0] is None:  # a CPU build here: refused, naming the fix
@@ -298,14 +299,14 @@ def test_the_local_runner_walks_the_chain_to_an_environment_that_can_use_the_gpu
         "torch-1.3": _env(None, cuda=None, devices=["cpu"]) | {"gpu_build": False, "why": "CPU-only"},
         "torch-modern": _env(["sm_80", "sm_90", "compute_90"])})
     chosen = cells("stacked-lstm-2019", "003/pytorch")
-    v = preflight.suite_verdicts(chosen, fp, "local", "gpu", other_host=True)
+    v = host_preflight.suite_verdicts(chosen, fp, "local", "gpu", other_host=True)
     for c in chosen:
         assert v[c.id]["runnable"] and v[c.id]["chain"]["stack"] == "torch-modern"
         sub = v[c.id]["chain"]["substitution"]
         assert sub["used"].startswith("fallback link torch-modern (local environment /opt/torch/bin/python")
     none = dict(fp, environments={"torch-1.3": fp["environments"]["torch-1.3"],
                                   "torch-modern": fp["environments"]["torch-1.3"]})
-    v = preflight.suite_verdicts(chosen, none, "local", "gpu", other_host=True)
+    v = host_preflight.suite_verdicts(chosen, none, "local", "gpu", other_host=True)
     assert all(not v[c.id]["runnable"] and "no link runs here" in v[c.id]["reasons"][-1] for c in chosen)
 
 
@@ -539,7 +540,7 @@ def test_preflight_on_the_real_h100_fingerprint_says_what_the_gpu_session_saw():
     modern = [c for c in suites.load_suite("modern").cells
               if c.implemented and c.stack in ("torch-modern", "jax-modern")]
     assert {c.stack for c in modern} == {"torch-modern", "jax-modern"}
-    v = preflight.suite_verdicts(modern, fp, "local", "gpu", other_host=True, environments=env_of)
+    v = host_preflight.suite_verdicts(modern, fp, "local", "gpu", other_host=True, environments=env_of)
     for c in modern:
         assert v[c.id]["runnable"], (c.id, v[c.id]["reasons"])
         if c.framework not in ("pytorch", "jax"):  # source 002's Keras cells: no GPU checks ("-" there)
@@ -556,11 +557,11 @@ def test_preflight_on_the_real_h100_fingerprint_says_what_the_gpu_session_saw():
             assert "arch:torch 2.11.0+cu130" in checks  # sm_90 in its list: the H100's own SASS
     assert env_of.seen["torch-modern"]["where"] == env_of.seen["jax-modern"]["where"] == "fingerprint"
     lstm = cells("stacked-lstm-2019", "003/pytorch")
-    v = preflight.suite_verdicts(lstm, fp, "local", "gpu", other_host=True, environments=env_of)
+    v = host_preflight.suite_verdicts(lstm, fp, "local", "gpu", other_host=True, environments=env_of)
     assert lstm and all(v[c.id]["runnable"] for c in lstm), [v[c.id]["reasons"] for c in lstm]
     # the stored hand-made H100 (driver 570.133.20, CUDA 12.8) refuses that same CUDA 13.0 build
     old = dict(stored("h100"), environments=fp["environments"])
-    v = preflight.suite_verdicts(lstm, old, "local", "gpu", other_host=True,
+    v = host_preflight.suite_verdicts(lstm, old, "local", "gpu", other_host=True,
                                  environments=env_preflight.environments_for(old, STACKS, other_host=True,
                                                                              build=False))
     assert not any(v[c.id]["runnable"] for c in lstm)
@@ -573,7 +574,7 @@ def test_the_stored_h100_describes_its_gpus_as_fully_as_the_real_one():
     chosen = [c for c in suites.load_suite("legacy-2017").cells if c.implemented]
     real, fixture = _gpu_run_fingerprint(), stored("h100")
     for fp in (real, fixture):
-        v = preflight.suite_verdicts(chosen, fp, "docker", "gpu", other_host=True)
+        v = host_preflight.suite_verdicts(chosen, fp, "docker", "gpu", other_host=True)
         assert not [r for x in v.values() for r in x["reasons"] if "not evaluated" in r]
     kinds = {k: type(val) for k, val in real["gpus"][0].items()}
     for g in fixture["gpus"]:
