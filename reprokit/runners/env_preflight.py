@@ -1,4 +1,4 @@
-"""Probe the local environments that would run a stack's GPU cells, for preflight (plan/env_rules.py judges them).
+"""Probe the local environments that would run a stack's GPU cells (plan/env_rules.py judges them).
 
 The local runner (and the Slurm local launcher) runs no image: a cell runs in the stack's local
 environment (reprokit/runners/venvs.py, or the user's interpreter: runners/byo.py). Its GPU cells
