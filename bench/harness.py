@@ -409,8 +409,8 @@ def run_cell(cell, job, process=None):
     return result
 
 
-HEARTBEAT_EXIT = 75  # reprokit.run.lifecycle.HEARTBEAT_EXIT: stopped because the driver is gone
-TIMEOUT_GRACE_S = 30  # reprokit.run.lifecycle.TIMEOUT_GRACE_S (a job may say timeout_grace_s)
+HEARTBEAT_EXIT = 75  # reprokit.runners.cell_process.HEARTBEAT_EXIT: stopped because the driver is gone
+TIMEOUT_GRACE_S = 30  # reprokit.runners.cell_process.TIMEOUT_GRACE_S (a job may say timeout_grace_s)
 
 
 def arm_time_limit(cell, job):

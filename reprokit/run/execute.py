@@ -35,6 +35,7 @@ from reprokit.run.execute_concurrent import run_concurrent
 from reprokit.run.progress import Progress, design_times, past_cell_times, recorded_times
 from reprokit.run.record import Execution, RunRecord, placeholder_result, set_entry
 from reprokit.run.serial import run_serial
+from reprokit.runners import cell_process
 from reprokit.runners.base import Runner, StackUnavailable
 
 
@@ -112,7 +113,8 @@ def _record_specs(run: dict, specs: dict[str, str], allow: bool) -> list[str]:
 
 def _driver() -> dict:
     pid = os.getpid()
-    return {"pid": pid, "host": lifecycle.host_name(), "start_ticks": lifecycle.process_start_ticks(pid)}
+    return {"pid": pid, "host": cell_process.host_name(),
+            "start_ticks": cell_process.process_start_ticks(pid)}
 
 
 def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
@@ -123,7 +125,7 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
     `pending`, and rewritten after every cell. SIGINT, SIGTERM or SIGHUP stop the running cell,
     record it as `interrupted`, write run.json and raise lifecycle.Interrupted (exit 128 + the
     signal); a full or read-only results disk raises lifecycle.StorageError (one line, exit 2);
-    a Docker engine that stops answering raises lifecycle.EngineLost (exit 1). Measured cells are
+    a Docker engine that stops answering raises cell_process.EngineLost (exit 1). Measured cells are
     never lost: each is on disk before the next starts."""
     rundir.path.mkdir(parents=True, exist_ok=True)
     # the CLI takes the lock before anything else and holds it until it exits; a caller that did
@@ -160,9 +162,9 @@ def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: l
                 f"{ok} cell(s) measured are kept in {rundir.path}; continue with "
                 f"`reproduce.py run --suite {plan.suite.name} --resume {rundir.path}` (same "
                 "options)")) from None
-        except lifecycle.EngineLost as e:
+        except cell_process.EngineLost as e:
             cell_text = _stop(rundir, runner, plan, state, started, "interrupted", str(e), say)
-            raise lifecycle.EngineLost(f"{e}{cell_text}; the cells measured are kept in "
+            raise cell_process.EngineLost(f"{e}{cell_text}; the cells measured are kept in "
                                        f"{rundir.path}; start the engine and continue with "
                                        f"--resume {rundir.path}") from None
         except OSError as e:

@@ -42,6 +42,7 @@ from reprokit import files
 from reprokit.errors import UserError
 from reprokit.plan import probe_cache
 from reprokit.run import lifecycle
+from reprokit.runners import cell_process
 from reprokit.runners.base import CellOutcome
 
 ENV = "REPROKIT_JIT_WARMUP"
@@ -147,7 +148,7 @@ def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dic
     t0 = time.monotonic()
     try:
         outcome = runner.run_cell(prepared, wjob_path, wcell, out_dir, log_path)
-    except (lifecycle.Interrupted, lifecycle.EngineLost):
+    except (lifecycle.Interrupted, cell_process.EngineLost):
         raise  # nothing recorded: a resumed run warms up again
     except Exception as e:  # a runner bug costs the warm-up, never the run
         if lifecycle.is_storage_error(e):

@@ -32,6 +32,7 @@ from reprokit import results
 from reprokit.errors import UserError
 from reprokit.run import lifecycle, merge_processes
 from reprokit.run.record import cell_entry, check_result, move_aside, valid_processes
+from reprokit.runners import cell_process
 
 PROCESS_FILE = re.compile(r"^(?P<stem>.+)\.p(?P<n>\d+)\.json$")
 # statuses that mean the cell's result is not (or no longer) there: --resume measures them again
@@ -189,7 +190,7 @@ class _Reconciler:
         run = self.run
         current = run.get("current")
         drv = (current or {}).get("driver") or run.get("driver") or {}
-        me = drv.get("pid") == os.getpid() and drv.get("host") == lifecycle.host_name()
+        me = drv.get("pid") == os.getpid() and drv.get("host") == cell_process.host_name()
         detached = (run.get("slurm") or {}).get("detached")  # its jobs run on: nobody died
         if run.get("finished") is not None or me or detached:
             return

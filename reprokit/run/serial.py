@@ -16,6 +16,7 @@ from reprokit.plan import fallback, probe_cache
 from reprokit.probes import gpu_state
 from reprokit.run import jit_warmup, lifecycle, merge_processes, record
 from reprokit.run.record import Execution
+from reprokit.runners import cell_process
 from reprokit.runners.base import CellOutcome
 
 
@@ -45,7 +46,7 @@ def run_serial(ex: Execution) -> None:
                 try:
                     outcome = runner.run_cell(prepared, job_path, job_cells[c.id], rundir.cells_dir,
                                               rundir.log_path(c.id, rnd), **kwargs)
-                except (lifecycle.Interrupted, lifecycle.EngineLost):
+                except (lifecycle.Interrupted, cell_process.EngineLost):
                     raise
                 except Exception as e:  # a runner bug must not end the suite either
                     if lifecycle.is_storage_error(e):

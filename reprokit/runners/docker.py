@@ -18,7 +18,7 @@ starts or resumes), and the harness stops itself when the run's heartbeat file, 
 touches while it waits, goes stale; once it has, the driver's successor (a watcher the runner
 starts in a session of its own) or else the next command of the kit that talks to the engine
 removes it, its output saved as the cell's log (reprokit/containers/engine.py). An engine that
-stops answering mid-cell is lifecycle.EngineLost.
+stops answering mid-cell is cell_process.EngineLost.
 
 The container is the one reprokit/runners/container.py describes (the compose files and the Slurm
 launchers render the same ContainerSpec): the image's own interpreter by absolute path,
@@ -46,7 +46,7 @@ from pathlib import Path
 from reprokit.containers import engine, images, recipes
 from reprokit.errors import UserError
 from reprokit.files import BENCH
-from reprokit.run import lifecycle
+from reprokit.runners import cell_process
 from reprokit.runners import container as spec
 from reprokit.runners.base import CellOutcome, StackUnavailable
 from reprokit.runners.container import NOBODY
@@ -60,8 +60,8 @@ def describe_exit(code: int, oom_killed: bool, mem_limit: str) -> tuple[str, str
                        "limit; raise REPROKIT_DOCKER_MEMORY or use smaller cells")
     if code == 128 + signal.SIGALRM:
         return "timeout", ("the harness's own time limit (the cell's timeout_s plus "
-                           f"{lifecycle.TIMEOUT_GRACE_S} s) ended it")
-    if code == lifecycle.HEARTBEAT_EXIT:
+                           f"{cell_process.TIMEOUT_GRACE_S} s) ended it")
+    if code == cell_process.HEARTBEAT_EXIT:
         return "crashed", ("the cell stopped itself: the driver's heartbeat went stale (the driver "
                            "was stopped or killed; see the log)")
     if code > 128 and code - 128 in signal.Signals._value2member_map_:
@@ -166,7 +166,7 @@ class DockerRunner:
     # -- run -------------------------------------------------------------------------------
     def run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
                  log_path: Path, process: int | None = None) -> CellOutcome:
-        """Run the cell in a fresh container; lifecycle.EngineLost when the engine stops
+        """Run the cell in a fresh container; cell_process.EngineLost when the engine stops
         answering (the executor records the cell as interrupted and stops the run)."""
         import docker
         import requests
@@ -175,7 +175,7 @@ class DockerRunner:
             return self._run_cell(prepared, job_path, cell, results_dir, log_path, process)
         except (requests.exceptions.ConnectionError, docker.errors.DockerException) as e:
             if self.engine_gone():
-                raise lifecycle.EngineLost(f"the Docker engine stopped answering during "
+                raise cell_process.EngineLost(f"the Docker engine stopped answering during "
                                            f"{cell['id']} ({type(e).__name__})") from None
             raise
 
@@ -202,10 +202,10 @@ class DockerRunner:
         jit = prepared.get("jit_cache") if (gpu_ids or self.device != "gpu") else None
         pid = os.getpid()
         if self._watch is None:  # removes this driver's containers should it die without doing so
-            self._watch = engine.start_watch(pid, lifecycle.process_start_ticks(pid))
+            self._watch = engine.start_watch(pid, cell_process.process_start_ticks(pid))
         name = f"reprokit-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
         # a container cannot see its driver's pid: it watches the run's heartbeat file instead
-        heartbeat = lifecycle.Heartbeat(run_dir)
+        heartbeat = cell_process.Heartbeat(run_dir)
         heartbeat.beat(force=True)
         env = {**prepared["env"],
                "REPROKIT_HEARTBEAT": f"{spec.RESULTS_IN_CONTAINER}/{heartbeat.path.name}",
@@ -217,13 +217,13 @@ class DockerRunner:
             gpu_ids=gpu_ids, jit_volume=jit["volume"] if jit else None,
             mem_limit=self.mem_limit, pids_limit=self.pids_limit, name=name,
             labels={"reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
-                    "reprokit.driver.pid": str(pid), "reprokit.driver.host": lifecycle.host_name(),
-                    "reprokit.driver.start": lifecycle.process_start_ticks(pid) or ""})
+                    "reprokit.driver.pid": str(pid), "reprokit.driver.host": cell_process.host_name(),
+                    "reprokit.driver.start": cell_process.process_start_ticks(pid) or ""})
         try:
             container = self.client.containers.create(**spec.docker_create_kwargs(box))
         except (requests.exceptions.ConnectionError, docker.errors.DockerException) as e:
             if self.engine_gone():
-                raise lifecycle.EngineLost(f"the Docker engine does not answer ({type(e).__name__}) "
+                raise cell_process.EngineLost(f"the Docker engine does not answer ({type(e).__name__}) "
                                            f"at the start of {cell['id']}") from None
             raise
         self.containers.add(container.id)
@@ -254,7 +254,7 @@ class DockerRunner:
                     code = container.wait(timeout=min(left, heartbeat.interval))["StatusCode"]
                 except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
                     if "timed out" not in str(e) and self.engine_gone():  # not a slice's end
-                        raise lifecycle.EngineLost(f"{lost} ({type(e).__name__})") from None
+                        raise cell_process.EngineLost(f"{lost} ({type(e).__name__})") from None
                     heartbeat.beat()
             if timed_out:
                 try:
@@ -264,7 +264,7 @@ class DockerRunner:
                 code = container.wait(timeout=60)["StatusCode"]
             wall = time.monotonic() - start
             if code == 128 + signal.SIGTERM and self.engine_gone():
-                raise lifecycle.EngineLost(f"{lost} (it stopped the cell's container, exit {code})")
+                raise cell_process.EngineLost(f"{lost} (it stopped the cell's container, exit {code})")
             container.reload()
             state = container.attrs["State"]
             log_path.write_bytes(container.logs(stdout=True, stderr=True))

@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 
 from reprokit.files import BENCH
-from reprokit.run import lifecycle
-from reprokit.runners import env_probe, venvs
+from reprokit.runners import cell_process, env_probe, venvs
 from reprokit.runners.base import CellOutcome
 
 
-def describe_exit(code: int, oom: lifecycle.OomWatch | None = None) -> tuple[str, str]:
+def describe_exit(code: int, oom: cell_process.OomWatch | None = None) -> tuple[str, str]:
     """(status, reason) of a harness that exited with `code` without a result of its own. A SIGKILL
     is the out-of-memory killer only with evidence (`oom`: the cgroup counter, the kernel log)."""
     if code < 0:
@@ -34,12 +33,12 @@ def describe_exit(code: int, oom: lifecycle.OomWatch | None = None) -> tuple[str
             return "crashed", "killed by SIGKILL (no out-of-memory evidence was looked for)"
         if -code == signal.SIGALRM:
             return "timeout", ("the harness's own time limit (the cell's timeout_s plus "
-                               f"{lifecycle.TIMEOUT_GRACE_S} s) ended it")
+                               f"{cell_process.TIMEOUT_GRACE_S} s) ended it")
         return "crashed", f"process died on signal {sig}"
-    if code == lifecycle.HEARTBEAT_EXIT:  # the driver reads this, so it was stopped, not killed
+    if code == cell_process.HEARTBEAT_EXIT:  # the driver reads this, so it was stopped, not killed
         return "interrupted", ("the cell stopped itself: the driver's heartbeat went stale (the "
                                "driver was stopped, e.g. SIGSTOP or Ctrl-Z, for longer than "
-                               f"{lifecycle.heartbeat_stale_s():.0f} s); nothing it measured is kept: "
+                               f"{cell_process.heartbeat_stale_s():.0f} s); nothing it measured is kept: "
                                "`--resume RUN` measures it again")
     return "crashed", f"process exited with status {code} without writing a result"
 
@@ -72,7 +71,7 @@ class LocalRunner:
         self.memory_limit_mb = memory_limit_mb
 
     def _child_setup(self) -> None:  # runs in the child between fork and exec
-        lifecycle.set_parent_death_signal(signal.SIGKILL)  # the cell dies with its driver
+        cell_process.set_parent_death_signal(signal.SIGKILL)  # the cell dies with its driver
         if self.memory_limit_mb:
             limit = self.memory_limit_mb * 2**20
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -111,7 +110,7 @@ class LocalRunner:
         # The heartbeat file, with or without PR_SET_PDEATHSIG: a driver that is stopped (SIGSTOP,
         # Ctrl-Z) lives on but beats no more, and its cell stops itself instead of measuring on
         # unobserved until its timeout (issue 23); a dead driver's cell gets the signal at once.
-        heartbeat = lifecycle.Heartbeat(Path(job_path).resolve().parent.parent)
+        heartbeat = cell_process.Heartbeat(Path(job_path).resolve().parent.parent)
         heartbeat.beat(force=True)
         env["REPROKIT_HEARTBEAT"] = str(heartbeat.path)
         env["REPROKIT_HEARTBEAT_STALE_S"] = str(heartbeat.stale_s)
@@ -121,7 +120,7 @@ class LocalRunner:
                                     cwd=str(BENCH), start_new_session=True,
                                     preexec_fn=self._child_setup)
             try:
-                oom = lifecycle.OomWatch(proc.pid)
+                oom = cell_process.OomWatch(proc.pid)
                 code = None
                 while code is None:
                     left = timeout - (time.monotonic() - start)

@@ -30,16 +30,10 @@ STAGES = [
     {"cli"},
 ]
 
-_LIFECYCLE = ("run.lifecycle holds the pieces of a cell's process the runners need (pid identity, "
-              "heartbeat, OOM watch, EngineLost, the exit codes) beside the run's lock and directory; "
-              "those pieces belong before the runners once lifecycle is split")
 _PREFLIGHT = ("host_preflight probes what a cell's runner would use (the Docker engine and images, the "
               "local runner's environments) for decide(), inside the plan stage; the runner stage should "
               "pass them in")
 EXCEPTIONS = {
-    ("reprokit.runners.docker", "reprokit.run.lifecycle"): _LIFECYCLE,
-    ("reprokit.runners.local", "reprokit.run.lifecycle"): _LIFECYCLE,
-    ("reprokit.containers.engine", "reprokit.run.lifecycle"): _LIFECYCLE,
     ("reprokit.plan.host_preflight", "reprokit.containers.engine"): _PREFLIGHT,
     ("reprokit.plan.host_preflight", "reprokit.containers.images"): _PREFLIGHT,
     ("reprokit.plan.host_preflight", "reprokit.runners.env_preflight"): _PREFLIGHT,

@@ -28,6 +28,7 @@ from conftest import docker_client
 
 from reprokit import files, results
 from reprokit.run import lifecycle, reconcile
+from reprokit.runners import cell_process
 
 REPO = Path(__file__).resolve().parents[2]
 MATMUL = "smoke/python/matmul/n24"
@@ -408,7 +409,7 @@ def test_a_second_driver_on_a_running_run_exits_2_naming_the_first(tmp_path):
         d.kill()
     assert p.returncode == 2, p.stderr
     line = one_line(p.stderr)
-    assert f"pid {d.pid} on host {lifecycle.host_name()}" in line, line
+    assert f"pid {d.pid} on host {cell_process.host_name()}" in line, line
     assert started_cells(p.stderr) == []
     assert started_cells(d.stderr()) == [MATMUL, LSTM]
     assert {e["status"] for e in rundir.load_run()["cells"]} == {"ok"}
@@ -557,7 +558,7 @@ def test_the_harness_stops_when_its_drivers_heartbeat_goes_stale(tmp_path):
     t = time.monotonic()
     p = subprocess.run([sys.executable, str(REPO / "bench" / "harness.py"), str(job)],
                        capture_output=True, text=True, timeout=30, env=env)
-    assert p.returncode == lifecycle.HEARTBEAT_EXIT, (p.returncode, p.stdout, p.stderr)
+    assert p.returncode == cell_process.HEARTBEAT_EXIT, (p.returncode, p.stdout, p.stderr)
     assert 2 <= time.monotonic() - t < 15
     assert "heartbeat" in p.stdout and "driver is gone" in p.stdout
 
@@ -591,35 +592,35 @@ def test_a_stopped_driver_stops_its_local_cell_and_resume_measures_it(tmp_path):
 def test_sigkill_is_out_of_memory_only_with_evidence(tmp_path, monkeypatch):
     events = tmp_path / "memory.events"
     events.write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
-    monkeypatch.setattr(lifecycle, "cgroup_oom_file", lambda pid, root=None: events)
-    monkeypatch.setattr(lifecycle, "kernel_log", lambda: "6,1,2,-;some other line\n")
-    w = lifecycle.OomWatch(4242)
+    monkeypatch.setattr(cell_process, "cgroup_oom_file", lambda pid, root=None: events)
+    monkeypatch.setattr(cell_process, "kernel_log", lambda: "6,1,2,-;some other line\n")
+    w = cell_process.OomWatch(4242)
     status, reason = w.verdict()
     assert status == "crashed" and reason.startswith("killed by SIGKILL (no out-of-memory evidence")
     assert "stayed at 1" in reason and "no kernel log line names pid 4242" in reason
     events.write_text("low 0\nhigh 0\nmax 5\noom 2\noom_kill 2\n")
     status, reason = w.verdict()
     assert status == "oom" and "rose from 1 to 2" in reason
-    monkeypatch.setattr(lifecycle, "cgroup_oom_file", lambda pid, root=None: None)
-    monkeypatch.setattr(lifecycle, "kernel_log", lambda: (
+    monkeypatch.setattr(cell_process, "cgroup_oom_file", lambda pid, root=None: None)
+    monkeypatch.setattr(cell_process, "kernel_log", lambda: (
         "3,900,1,-;Out of memory: Killed process 4242 (python3) total-vm:1kB, anon-rss:1kB\n"))
-    status, reason = lifecycle.OomWatch(4242).verdict()
+    status, reason = cell_process.OomWatch(4242).verdict()
     assert status == "oom" and "Killed process 4242" in reason
-    monkeypatch.setattr(lifecycle, "kernel_log", lambda: None)
-    status, reason = lifecycle.OomWatch(4242).verdict()
+    monkeypatch.setattr(cell_process, "kernel_log", lambda: None)
+    status, reason = cell_process.OomWatch(4242).verdict()
     assert status == "crashed" and "kernel log not readable" in reason
 
 
 def test_the_cgroup_counter_of_this_host_is_found_or_said_missing():
     """On this host: the file is found (cgroup v1 or v2) and its counter reads as a number; or, when
     it is not found, this process's cgroup really has no readable OOM counter."""
-    f = lifecycle.cgroup_oom_file(os.getpid())
+    f = cell_process.cgroup_oom_file(os.getpid())
     if f is not None:
-        assert isinstance(lifecycle.read_oom_kills(f), int)
+        assert isinstance(cell_process.read_oom_kills(f), int)
     else:
         lines = Path(f"/proc/{os.getpid()}/cgroup").read_text().splitlines()
         paths = [ln.split(":", 2)[2].lstrip("/") for ln in lines if ln.count(":") >= 2]
-        root = lifecycle.CGROUP_ROOT
+        root = cell_process.CGROUP_ROOT
         candidates = [root / sub / p / name for p in paths for sub in ("", "unified", "memory")
                       for name in ("memory.events", "memory.oom_control")]
         assert not any(c.is_file() for c in candidates), candidates
