@@ -9,7 +9,7 @@ import pytest
 from reprokit import results
 from reprokit.catalog import suites
 from reprokit.errors import UserError
-from reprokit.report import report
+from reprokit.report import context, report
 
 RUN_ID = "20260101T000000Z-legacy-2017"
 PUB = "000/tensorflow/basic_lstm/b128-s30-h512"
@@ -103,7 +103,7 @@ def run(tmp_path, monkeypatch):
 
 
 def test_report_puts_the_corrected_cell_beside_its_as_published_one(run):
-    ctx = report.build_context(run)
+    ctx = context.build_context(run)
     variants = {v["cell"]: v for v in ctx["variants"]}
     assert set(variants) == {FIXED}  # the alternative Theano cell is not in this run
     v = variants[FIXED]

@@ -13,7 +13,7 @@ from reprokit.analysis import report_rows as cp
 from reprokit.analysis import run_health, verdicts
 from reprokit.catalog import suites
 from reprokit.errors import UserError
-from reprokit.report import plots, report
+from reprokit.report import context, plots, report
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "runs"
 HOSTILE = "<script>alert(1)</script>"
@@ -188,7 +188,7 @@ def test_render_writes_three_files_and_plots(rendered):
     for s in svgs:
         assert f"](plots/{s.name})" in md
     ctx = report.load_report(paths[2])                   # validates against report.schema.json
-    assert ctx["schema_version"] == report.REPORT_VERSION == 2
+    assert ctx["schema_version"] == context.REPORT_VERSION == 2
 
 
 def test_html_escapes_hostile_text_and_is_self_contained(rendered):
@@ -321,7 +321,7 @@ def test_missing_templates_is_a_clear_error(tmp_path, monkeypatch):
 # -- stored runs (tests/data/runs, made by tests/data/make_runs.py) ----------------------------
 def test_summary_counts_of_a_same_gpu_stored_run(tmp_path):
     rd = stored(tmp_path, "m40-same")
-    ctx = report.build_context(rd)
+    ctx = context.build_context(rd)
     sm = ctx["summary"]
     total = len(_published("000", "001"))
     assert sm["published_numbers"] == total == len(ctx["numbers"])
@@ -348,7 +348,7 @@ def test_summary_counts_agree_with_the_verdicts_module(tmp_path):
         rd = stored(tmp_path, name)
         run, cells = rd.load_run(), {c["cell_id"]: c for c in rd.load_cells()}
         vs = verdicts.verdicts_for_run(_published("000", "001"), cells, run, suites.load_sources())
-        sm = report.build_context(rd)["summary"]
+        sm = context.build_context(rd)["summary"]
         by = {}
         for v in vs:
             by[v["verdict"]] = by.get(v["verdict"], 0) + 1
