@@ -381,6 +381,9 @@ def _parse_data(relpath: str, raw: bytes) -> Any:
         return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as e:
         raise UserError(f"{where} is not valid YAML ({' '.join(str(e).split())}); {repair}") from e
+    except (ValueError, OverflowError) as e:  # found by tests/fuzz (data_yaml): a date such as
+        # 1021-13-25 parses as YAML but its constructor raises: was an internal error, exit 3
+        raise UserError(f"{where} holds a value YAML cannot build ({e}); {repair}") from e
 
 
 def clear_data_cache() -> None:

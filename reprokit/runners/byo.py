@@ -48,6 +48,8 @@ def load_config(path: str) -> list[tuple[str, str]]:
     except yaml.YAMLError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "not YAML"
         raise UserError(f"--python-config {path}: not valid YAML ({first}); {fix}") from None
+    except (ValueError, OverflowError) as e:  # a date such as 2021-13-01: YAML, but not buildable
+        raise UserError(f"--python-config {path}: holds a value YAML cannot build ({e}); {fix}") from None
     if not isinstance(doc, dict) or not doc or not all(
             isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in doc.items()):
         raise UserError(f"--python-config {path}: not a mapping of stack names to paths; {fix}")

@@ -202,6 +202,8 @@ SITUATIONS = {
                lambda t, m: (t / "cut.tar.gz").write_bytes(
                    _tar(t / "cut.tar.gz", _archive_members(), gz=True)[:-100])),
     "not-archive": ("`notes.txt` is a text file", lambda t, m: (t / "notes.txt").write_text("notes\n")),
+    "bad-date-yaml": ("`python.yaml` maps a date that is no date (`2021-13-01: python3`)",
+                      lambda t, m: (t / "python.yaml").write_text("2021-13-01: python3\n")),
     "empty-file": ("`empty.tar` is empty (0 bytes)", lambda t, m: (t / "empty.tar").write_bytes(b"")),
     "plain-tar": ("`plain.tar` is a tar archive of other files",
                   lambda t, m: _tar(t / "plain.tar", [("README", b"hello\n")])),
@@ -544,6 +546,10 @@ CASES = [
     Case("", "reproduce.py run --suite smoke --python-config nothere.yaml",
          "reproduce.py: error: --python-config nothere.yaml: cannot read it (No such file or directory); "
          "give a YAML file mapping stack names to interpreter paths (torch-1.3: /usr/bin/python3)"),
+    Case("bad-date-yaml", "reproduce.py run --suite smoke --python-config python.yaml",
+         "reproduce.py: error: --python-config python.yaml: holds a value YAML cannot build (month must "
+         "be in 1..12); give a YAML file mapping stack names to interpreter paths (torch-1.3: "
+         "/usr/bin/python3)"),
     Case("", "reproduce.py preflight --suite smoke --python torch-0.1=nothere",
          "reproduce.py: error: --python torch-0.1=nothere: no such file; give the path of an existing "
          "Python interpreter (e.g. the output of `which python` with the module or environment loaded)"),
