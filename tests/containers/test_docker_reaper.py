@@ -61,6 +61,13 @@ def container(client, image: str, lab: dict, script: str, start: bool = True):
         c.start()
         if "sleep" not in script:
             c.wait(timeout=120)
+        else:  # running for sure before the test goes on (CI once saw this one gone: say why if so)
+            end = time.monotonic() + 60
+            c.reload()
+            while c.status != "running" and time.monotonic() < end:
+                time.sleep(0.2)
+                c.reload()
+            assert c.status == "running", (c.status, c.attrs.get("State"), c.logs()[-2000:])
     return c
 
 
@@ -91,7 +98,8 @@ def test_the_next_command_removes_exited_containers_of_dead_drivers_only(client,
         engine.client()  # what every command that talks to the engine calls first
         err = capfd.readouterr().err
         assert not exists(client, exited) and not exists(client, never)
-        assert exists(client, running), "a running cell of a dead driver may still write its result"
+        assert exists(client, running), ("a running cell of a dead driver may still write its result",
+                                         err)
         assert exists(client, live) and exists(client, other)
         lines = [x for x in err.splitlines() if "removed exited container" in x]
         assert len(lines) == 2 and all(f"dead driver (pid {dead})" in x for x in lines), err
