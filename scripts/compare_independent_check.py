@@ -5,7 +5,7 @@
 Reads DIR/independent-check.json (scripts/gpu_independent_check.py) and every run directory under DIR,
 takes the median of each kit cell's raw samples (cells/*.json) and prints one Markdown row per
 configuration, metric and precision: the two medians, their ratio and whether they agree within
---tolerance (GPU_RUNBOOK step 4: 10 %). Each figure comes from the samples in those files.
+--tolerance (default 10 %). Each figure comes from the samples in those files.
 """
 from __future__ import annotations
 

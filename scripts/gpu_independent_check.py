@@ -1,4 +1,4 @@
-"""An independent timing of source 000's PyTorch workload, beside the kit's cells (GPU_RUNBOOK step 4).
+"""An independent timing of source 000's PyTorch workload, beside the kit's cells.
 
 Plain torch, nothing from reprokit or bench/: one LSTM layer (input = hidden), time-major input
 [seq, batch, hidden] of uniform random float32 already on the device, sum of squared errors of the

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# One prepared GPU session (../shared/GPU_RUNBOOK.md, in its order of value), for a lent machine with
+# One prepared GPU session (docs/gpu.md says what it checks and why, most valuable first: the machine's
+# facts, the GPU tests, an independent timing, the kit's runs), for a lent machine with
 # torch/JAX installed, no network and no Docker. Every step has its own time limit under one overall
 # deadline; runs end with SIGINT (the kit keeps finished cells); results are tarred after each run so
 # a cut-off session still brings back what finished.
 #
 #   OUT=/some/dir DEADLINE_S=540 bash scripts/gpu_session.sh
 #
-# Needs: jsonschema & co. and ruptures as wheels in .whl/ where the machine lacks them.
+# Needs, as wheels in .whl/ where the machine lacks them (the 2026-11-26 H100 had Python 3.12 without
+# these; fetched on a machine with network, then carried):
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 -d .whl jsonschema==4.26.0 \
+#     referencing==0.37.0 jsonschema-specifications==2025.9.1 rpds-py==0.30.0 ruptures==1.1.10 docker==7.1.0
 # DEVICE=cpu runs the same steps on the CPU (to rehearse the script on a machine without a GPU).
 set -u
 OUT=${OUT:?set OUT to the directory that comes back}
