@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from reprokit import files
 
@@ -134,3 +135,16 @@ def process_budget(budget: dict, cell: dict | None) -> dict:
         return budget
     r = int(cell["iterations"])
     return {**budget, "min_samples": r, "max_samples": r, "time_budget_s": 0}
+
+
+def default_options(plan, runner: str):
+    """The plan's options with the default design (processes x iterations) for `runner`, or
+    unchanged where no costs are recorded and nothing is published to decide (one process). Used
+    without `run --repeat K` and without sampling overrides; the design changes how often each cell
+    runs, never which."""
+    from reprokit.plan.plan import budget_for
+
+    o = plan.options
+    d = run_design(plan.runnable, plan.suite.name, runner, o.quick, o.protocol,
+                   {c.id: budget_for(c, plan.suite, o) for c in plan.runnable}, bool(plan.suite.sources))
+    return o if d is None else replace(o, repeat=d["processes"], design=d)

@@ -76,15 +76,26 @@ def select(suite: Suite, patterns: list[str]) -> list[Cell]:
     return chosen
 
 
-def make_plan(suite: Suite, options: Options) -> Plan:
+def implemented_cells(suite: Suite, patterns: list[str]) -> list[Cell]:
+    """The cells `patterns` select that have a workload, on any device: what chooses the runner and
+    the device (their stacks, their environments) before the plan is made."""
+    return [c for c in select(suite, patterns) if c.implemented]
+
+
+def make_plan(suite: Suite, options: Options, on_cpu: set[str] | frozenset[str] = frozenset()) -> Plan:
+    """The cells `options` select, runnable or not with why. `on_cpu`: ids of cells that run on the CPU
+    in a GPU run (`--device auto` where their environment or the GPU cannot run them:
+    runners/select.py local_device); a framework-default twin is skipped wherever it would run on a
+    CPU."""
     runnable, not_runnable = [], []
     for c in select(suite, options.cells):
+        cpu = options.device != "gpu" or c.id in on_cpu
         if not c.implemented:
             not_runnable.append((c, "not_implemented", c.reason or "workload not implemented"))
-        elif c.precision == FRAMEWORK_DEFAULT and options.device != "gpu":
+        elif c.precision == FRAMEWORK_DEFAULT and cpu:
             not_runnable.append((c, "skipped", float_precision()["cpu_reason"]))
         else:
-            runnable.append(c)
+            runnable.append(replace(c, device="cpu") if c.id in on_cpu else c)
     return Plan(suite, options, runnable, not_runnable)
 
 

@@ -442,7 +442,7 @@ def require_gpu(what: str, fix: str) -> None:
     """This host has at least one GPU NVML can see (nvml_gpus, the same source as the host
     fingerprint's `gpus` and `nvidia.available`), or a one-line UserError. Whether the environments
     that would run can use it is checked once the runner is known (reprokit/runners/select.py
-    local_device: the local runner; the Slurm local launcher in commands/run.py)."""
+    local_device: the local runner; the Slurm local launcher in run/driver.py)."""
     from reprokit.errors import UserError
 
     gpus, summary = nvml_gpus()

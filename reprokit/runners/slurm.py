@@ -232,7 +232,7 @@ class SlurmRunner:
         results directory is visible and writable from the nodes. UserError (one line) if not.
         The job also takes its node's fingerprint (reprokit/probes/fingerprint.py, with the kit's
         interpreter; `node_fingerprint`, null with `node_fingerprint_error` when it fails): what
-        a GPU run is planned on (commands/run.py). With `gpus` it asks for that many GPUs
+        a GPU run is planned on (run/driver.py). With `gpus` it asks for that many GPUs
         (--gres), as a GPU cell's job does: a node's NVML shows a job only the GPUs it was
         given when the cluster constrains devices."""
         sbatch = _tool("sbatch")

@@ -9,15 +9,15 @@ import pytest
 
 from reprokit.analysis import run_health
 from reprokit.catalog import suites
-from reprokit.commands.run import default_design
 from reprokit.plan import design
-from reprokit.plan.plan import Options
+from reprokit.plan.design import default_options
+from reprokit.plan.plan import Options, make_plan
 from reprokit.run.progress import Progress, design_times
 
 
 def test_a_designed_runs_eta_comes_from_the_cells_recorded_costs_from_the_start():
     s = suites.load_suite("legacy-2017")
-    d = default_design(s, Options(), "local").design
+    d = default_options(make_plan(s, Options()), "local").design
     times = design_times(d)
     assert times and all(t == d["cells"][cid]["process_s"] for cid, t in times.items())
     c = d["cells"]["001/pytorch/word_lm/b128-s128-h1024"]

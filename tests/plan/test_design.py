@@ -7,8 +7,8 @@ from pathlib import Path
 
 from reprokit import files
 from reprokit.catalog import suites
-from reprokit.commands.run import default_design
 from reprokit.plan import design
+from reprokit.plan.design import default_options
 from reprokit.plan.plan import Options, budget_for, make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def test_cell_design_fills_the_budget_and_keeps_enough_iterations_for_detection(
 
 def test_default_run_of_legacy_2017_uses_the_recorded_design():
     s = suites.load_suite("legacy-2017")
-    opts = default_design(s, Options(), "local")
+    opts = default_options(make_plan(s, Options()), "local")
     assert opts.design is not None and opts.repeat == opts.design["processes"] >= 3
     assert "cell_costs.yaml" in opts.design["source"] and "bench_rerun_coverage" in opts.design["source"]
     cells = make_plan(s, opts).runnable
@@ -52,14 +52,14 @@ def test_default_run_of_legacy_2017_uses_the_recorded_design():
 
 def test_a_suite_without_recorded_costs_keeps_one_process():
     s = suites.load_suite("smoke")  # nothing published to decide
-    opts = default_design(s, Options(), "local")
+    opts = default_options(make_plan(s, Options()), "local")
     assert opts.design is None and opts.repeat == 1
 
 
 def test_a_suite_with_published_numbers_but_no_costs_gets_the_fewest_processes_for_an_interval():
     s = suites.load_suite("stacked-lstm-2019")
     assert design.costs("stacked-lstm-2019", "local", False, "budget")[1] is None
-    opts = default_design(s, Options(), "local")
+    opts = default_options(make_plan(s, Options()), "local")
     assert opts.repeat == design.settings()["min_processes"] and opts.design["cells"] == {}
     assert "no costs recorded" in opts.design["text"]
 
@@ -80,6 +80,6 @@ def test_the_tool_records_costs_from_a_run():
 
 def test_the_published_protocol_keeps_its_iterations_and_gets_processes():
     s = suites.load_suite("legacy-2017")
-    opts = default_design(s, Options(protocol="published"), "local")
+    opts = default_options(make_plan(s, Options(protocol="published")), "local")
     assert opts.repeat == design.settings()["min_processes"] and opts.design["cells"] == {}
     assert "published protocol" in opts.design["text"]

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reprokit.commands.run import resume_cells
+from reprokit.run.driver import resume_cells
 
 REPO = Path(__file__).resolve().parents[2]
 

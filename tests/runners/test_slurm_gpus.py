@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from reprokit import cli
-from reprokit.commands import run as run_cmd
 from reprokit.errors import UserError
+from reprokit.run import driver
 from reprokit.runners import slurm_setup
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def test_a_gpu_run_from_a_gpu_less_login_node_is_planned_on_the_probe_nodes_gpus
         return {"slurm": {"detached": True}, "cells": []}
 
     monkeypatch.setattr(SlurmRunner, "probe", probe)
-    monkeypatch.setattr(run_cmd, "execute", execute)
+    monkeypatch.setattr(driver, "execute", execute)
     code = cli.main(["run", "--suite", "smoke", "--runner", "slurm", "--device", "gpu", "--quick",
                      "--slurm-launcher", "docker",
                      "--results", str(tmp_path / "r")])

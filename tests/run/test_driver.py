@@ -1,0 +1,54 @@
+"""The driver (reprokit/run/driver.py) makes the plan once, for the device and runner it chose: the
+framework-default twins exist only on a GPU and never where their cell runs on a CPU, and the default
+design is the chosen runner's (issue 22: the plan was built twice, the design for `--runner auto`)."""
+
+from __future__ import annotations
+
+from reprokit import cli
+from reprokit.catalog import suites
+from reprokit.catalog.suites import FRAMEWORK_DEFAULT
+from reprokit.plan import design, plan as plan_mod
+from reprokit.plan.plan import Options, make_plan
+from reprokit.run import driver
+
+
+def test_cells_moved_to_the_cpu_in_a_gpu_run_lose_their_framework_default_twins():
+    s = suites.load_suite("modern")
+    gpu = make_plan(s, Options(device="gpu"))
+    twins = [c for c in gpu.runnable if c.precision == FRAMEWORK_DEFAULT]
+    assert twins, "the modern suite has framework-default twins on a GPU"
+    stack = twins[0].stack  # --device auto where this stack's environment cannot use the GPU
+    on_cpu = {c.id for c in gpu.runnable if c.stack == stack}
+    moved = make_plan(s, Options(device="gpu"), on_cpu)
+    for c in moved.runnable:
+        assert (c.device == "cpu") == (c.id in on_cpu or c.device == "cpu"), c.id
+        assert not (c.precision == FRAMEWORK_DEFAULT and c.stack == stack), c.id
+    skipped = {c.id for c, status, _ in moved.not_runnable if status == "skipped"}
+    assert {t.id for t in twins if t.stack == stack} <= skipped
+    # the other stacks' twins still run on the GPU
+    assert any(c.precision == FRAMEWORK_DEFAULT for c in moved.runnable) == \
+        any(t.stack != stack for t in twins)
+
+
+def test_a_run_is_planned_once_with_the_chosen_runners_design(monkeypatch, tmp_path):
+    made, seen = [], {}
+    real = plan_mod.make_plan
+
+    def counting(*a, **k):
+        made.append(a)
+        return real(*a, **k)
+
+    def execute(plan, runner, rundir, argv, resume=False, say=print):
+        seen.update(plan=plan, runner=runner, argv=argv)
+        return {"slurm": {"detached": True}, "cells": []}  # nothing runs, no report
+
+    monkeypatch.setattr(driver, "make_plan", counting)
+    monkeypatch.setattr(driver, "execute", execute)
+    code = cli.main(["run", "--suite", "legacy-2017", "--cells", "001/*", "--runner", "auto",
+                     "--device", "cpu", "--results", str(tmp_path / "r")])
+    assert code == 0 and len(made) == 1
+    p, runner = seen["plan"], seen["runner"]
+    assert runner.name in ("local", "docker") and p.runner == runner.name
+    expected = design.default_options(real(p.suite, Options(cells=["001/*"])), runner.name)
+    assert p.options.design == expected.design and p.options.repeat == expected.repeat >= 3
+    assert seen["argv"]  # the command line run.json records
