@@ -2,13 +2,16 @@
 
     python tools/record_cell_costs.py RUN_DIR [RUN_DIR ...]
 
-For every ok cell of a run and its first timed metric (the one the design sizes the cell by): the cost of
-one process beyond its timed iterations (`start_s`: process wall time minus warm-up and timed seconds,
-per process), the cost of one steady iteration (`iteration_s`, the median of the steady-state seconds,
-reprokit/analysis/steady_state.py), the iteration-level variance as a CV (`within_cv`, pooled over the
-processes) and, from a run with 2 or more processes per cell, the process-level CV of the process medians
-(`between_cv`; null from a one-process run). reprokit/plan/design.py picks processes x iterations from these
-(Kalibera & Jones 2013). One entry per (suite, runner, --quick, protocol): a new run replaces the old one.
+For every ok cell of a run and its first sampled metric (the one the design sizes the cell by): the fixed
+cost of one process (`start_s`: process wall time minus the warm-up and timed seconds of its sampled
+metrics, per process; so start-up, imports, compilation and one-shot metrics such as Theano's
+compile_time), the cost of one steady iteration of the sizing metric (`iteration_s`, the median of the
+steady-state seconds, reprokit/analysis/steady_state.py), the cost of one more iteration of the design
+(`round_s`: one steady iteration of every sampled metric, since the design's iterations per process apply
+to each), the iteration-level variance as a CV (`within_cv`, pooled over the processes) and, from a run
+with 2 or more processes per cell, the process-level CV of the process medians (`between_cv`; null from
+a one-process run). reprokit/plan/design.py picks processes x iterations from these (Kalibera & Jones
+2013). One entry per (suite, runner, --quick, protocol): a new run replaces the old one.
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ from reprokit.analysis import cpus, stats, steady_state  # noqa: E402
 
 OUT = REPO / "reprokit" / "data" / "cell_costs.yaml"
 HEADER = """\
-# Per cell: the cost of a process beyond its timed iterations (start_s), of one steady iteration
-# (iteration_s), the iteration-level CV (within_cv) and, from a run of 2 or more processes per cell, the
-# process-level CV of the process medians (between_cv, else null), per (suite, runner, --quick,
-# protocol). Written by tools/record_cell_costs.py RUN_DIR from the run's cell results; each entry names
-# the run, the machine and the date. reprokit/plan/design.py chooses processes x iterations per cell from them
-# (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013).
+# Per cell: the fixed cost of a process beyond its sampled iterations (start_s: start-up, compilation,
+# one-shot metrics), of one steady iteration of its sizing metric (iteration_s) and of every sampled
+# metric (round_s: one more iteration of the design), the iteration-level CV (within_cv) and, from a
+# run of 2 or more processes per cell, the process-level CV of the process medians (between_cv, else
+# null), per (suite, runner, --quick, protocol). Written by tools/record_cell_costs.py RUN_DIR from the
+# run's cell results; each entry names the run, the machine and the date. reprokit/plan/design.py chooses
+# processes x iterations per cell from them (Kalibera & Jones, "Rigorous Benchmarking in Reasonable
+# Time", ISMM 2013).
 """
 
 
@@ -52,12 +57,12 @@ def cell_costs(cell: dict, entry: dict | None) -> dict | None:
     k = len(groups)
     between = (statistics.stdev([statistics.median(g) for g in groups]) / iteration) if k >= 2 else None
     wall = (entry or {}).get("process_wall_s")
-    timed = sum(sum(x.get("raw_seconds") or []) + sum(x.get("warmup_seconds") or [])
-                for x in cell["metrics"].values())
+    timed = sum(sum(x.get("raw_seconds") or []) + sum(x.get("warmup_seconds") or []) for x in metrics)
     start = max(0.0, (float(wall) - timed) / k) if wall else None
+    one_round = sum(statistics.median(x["raw_seconds"]) for x in metrics)
     return {"metric": next(n for n, x in cell["metrics"].items() if x is m),
             "start_s": round(start, 2) if start is not None else None,
-            "iteration_s": round(iteration, 5), "within_cv": round(within, 4),
+            "iteration_s": round(iteration, 5), "round_s": round(one_round, 5), "within_cv": round(within, 4),
             "between_cv": round(between, 4) if between is not None else None, "processes": k}
 
 

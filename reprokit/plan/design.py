@@ -5,8 +5,9 @@ processes), the number of iterations per process that gives the narrowest interv
 
     r = ceil(sqrt((c_process / c_iteration) x (T_iteration^2 / T_process^2)))
 
-where c_process is the cost of one more process beyond its iterations (start-up, imports, warm-up),
-c_iteration the cost of one iteration, T_iteration^2 the iteration-level variance and T_process^2 the
+where c_process is the cost of one more process beyond its iterations (start-up, imports, compilation,
+one-shot metrics, warm-up), c_iteration the cost of one more iteration (one of every sampled metric: the
+design's iterations per process apply to each), T_iteration^2 the iteration-level variance and T_process^2 the
 process-level variance. The processes then fill the cell's time budget. Costs and variances come from a
 recorded run (reprokit/data/cell_costs.yaml, written by tools/record_cell_costs.py); the process-level
 variance, where no run with several processes per cell is recorded, is the kit's measured run-to-run spread
@@ -79,8 +80,9 @@ def cell_design(c: dict, wall: float | None, warmup: int, t_process: float, cfg:
                 min_iterations: int) -> dict:
     """Processes and iterations for one cell from its costs `c` and recorded wall time."""
     t_proc = c.get("between_cv") or t_process
-    r = max(min_iterations, kj_iterations(c["start_s"] or 0.0, c["iteration_s"], c["within_cv"], t_proc))
-    per_process = (c["start_s"] or 0.0) + (warmup + r) * c["iteration_s"]
+    one_round = c.get("round_s") or c["iteration_s"]
+    r = max(min_iterations, kj_iterations(c["start_s"] or 0.0, one_round, c["within_cv"], t_proc))
+    per_process = (c["start_s"] or 0.0) + (warmup + r) * one_round
     budget = cfg["budget_factor"] * wall if wall else None
     k = math.floor(budget / per_process) if budget else cfg["min_processes"]
     k = min(cfg["max_processes"], max(cfg["min_processes"], k))

@@ -1,16 +1,19 @@
 """Progress with ETA while a suite runs: a live bar on a terminal, one line per cell otherwise.
 
-The ETA of each remaining cell, best estimate first:
-0. in a run of the default design (reprokit/plan/design.py), the process time the design expects from the
+The ETA of each remaining cell process, best estimate first:
+0. with `run --repeat K` or the default design, the mean time of this cell's own processes finished in
+   this run (a cell's processes do the same work);
+1. in a run of the default design (reprokit/plan/design.py), the process time the design expects from the
    cell's recorded costs (`design_times`, data/cell_costs.yaml: start-up + iterations x iteration cost),
-   scaled like 1.;
-1. its own time in the newest earlier run with the same runner, --quick and protocol
+   scaled like 2.;
+2. its own time in the newest earlier run with the same runner, --quick and protocol
    (`past_cell_times`), else its time recorded in reprokit/data/cell_times.yaml
    (`recorded_times`: measured on the project's machine, so a fresh clone's first run has an ETA),
-   scaled by how this run's finished cells compare with those times (a loaded or slower machine
-   makes every cell slower);
-2. the mean time of this run's finished cells of the same workload;
-3. the mean time of all of this run's finished cells.
+   scaled by how this run's finished cells of the same workload compare with those times, else by the
+   median of the other workloads' ratios within [1/3, 3] (a loaded or slower machine makes every cell
+   slower; a workload whose record is off, e.g. recorded with another stack, rescales its own cells);
+3. the mean time of this run's finished cells of the same workload;
+4. the mean time of all of this run's finished cells.
 So one slow word-LM cell neither hides in the ETA of a first run's last step nor, once seen,
 makes every short cell look slow.
 
@@ -21,6 +24,7 @@ units (earlier times are per process, see `past_cell_times`).
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,6 +35,8 @@ from rich.progress import Progress as RichProgress
 from reprokit import files
 from reprokit.console import console
 from reprokit.printable import visible
+
+MACHINE_SCALE = (1 / 3, 3.0)  # the bounds of the ETA's machine-wide scale (Progress._scale)
 
 
 def past_cell_times(root: Path, runner: str, quick: bool, protocol: str,
@@ -94,7 +100,9 @@ class Progress:
         self.cells = [c for c, _ in units]
         self.repeat = repeat
         self.history = dict(history or {})
-        self.pace: list[tuple[float, float]] = []  # (this run, earlier run) seconds per process
+        # {workload: [(this run, recorded) seconds per process]} of this run's finished cells
+        self.pace: dict[str, list[tuple[float, float]]] = {}
+        self.own: dict[str, list[float]] = {}  # cell id: seconds of its finished ok processes
         self.say = say
         self.t0 = time.monotonic()
         self.done_s: dict[str, list[float]] = {}
@@ -110,16 +118,28 @@ class Progress:
             self.task = self.live.add_task("starting", total=len(self.cells), eta="?")
             self.live.start()
 
+    def _scale(self, workload: str) -> float:
+        """How much slower than recorded this run's finished cells of `workload` ran; for a workload
+        not seen yet, the median of the seen workloads' ratios within [1/3, 3] (MACHINE_SCALE): a
+        machine is rarely that much slower or faster at everything, so a larger ratio says that
+        workload's record is off (e.g. recorded with another stack), not this machine."""
+        ratios = {w: sum(now for now, _ in p) / sum(then for _, then in p) for w, p in self.pace.items()}
+        if workload in ratios:
+            return ratios[workload]
+        if not ratios:
+            return 1.0
+        low, high = MACHINE_SCALE
+        return min(high, max(low, statistics.median(ratios.values())))
+
     def eta(self) -> float | None:
-        scale = 1.0
-        if self.pace:
-            scale = sum(now for now, _ in self.pace) / sum(then for _, then in self.pace)
         overall = (sum(sum(v) for v in self.done_s.values()) / self.n_done) if self.n_done else None
         total = 0.0
         for c in self.remaining.values():
             seen = self.done_s.get(c.workload)
-            if c.id in self.history:
-                total += self.history[c.id] * scale
+            if c.id in self.own:
+                total += sum(self.own[c.id]) / len(self.own[c.id])
+            elif c.id in self.history:
+                total += self.history[c.id] * self._scale(c.workload)
             elif seen:
                 total += sum(seen) / len(seen)
             elif overall is not None:
@@ -144,8 +164,10 @@ class Progress:
         self.n_done += 1
         self.remaining.pop((cell.id, process), None)
         self.done_s.setdefault(cell.workload, []).append(seconds)
-        if status == "ok" and cell.id in self.history and seconds > 0:
-            self.pace.append((seconds, self.history[cell.id]))
+        if status == "ok" and seconds > 0:
+            self.own.setdefault(cell.id, []).append(seconds)
+            if cell.id in self.history:
+                self.pace.setdefault(cell.workload, []).append((seconds, self.history[cell.id]))
         reason = visible(reason) if reason else reason  # a framework's message may hold escapes
         line = f"    {status} in {seconds:.1f} s" + (f": {reason}" if reason else "")
         if self.live:

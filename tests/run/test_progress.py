@@ -46,6 +46,27 @@ def test_the_earlier_times_scale_with_this_runs_pace():
     assert p.eta() == 2 * 10.0 + 2 * 100.0
 
 
+def test_a_workload_recorded_wrong_rescales_its_own_cells_not_the_others():
+    """The README's run on a fresh clone: the design expected 2 s per Theano process (its costs were
+    recorded with a stand-in stack), the first one took 136 s, and the ETA scaled every remaining
+    cell by 68x: "ETA 70:00:05" for a run of under two hours."""
+    cs = cells(("t1", "fastlstm"), ("t2", "fastlstm"), ("f1", "basic_lstm"), ("f2", "basic_lstm"))
+    p, _ = progress(cs, {"t1": 2.0, "t2": 2.0, "f1": 10.0, "f2": 10.0})
+    p.done(cs[0], "ok", 136.0)
+    # t2: its workload's ratio (68x); f1, f2: the machine-wide scale, capped at 3x
+    assert p.eta() == pytest.approx(136.0 + 2 * 10.0 * 3.0)
+    p.done(cs[2], "ok", 12.0)  # basic_lstm seen: its own ratio
+    assert p.eta() == pytest.approx(136.0 + 12.0)
+
+
+def test_a_cells_later_processes_take_its_own_first_process_time():
+    c = cells(("a", "w"))[0]
+    units = [(c, 1), (c, 2), (c, 3)]
+    p = Progress(units, say=[].append, stream=io.StringIO(), history={"a": 5.0}, repeat=3)
+    p.done(c, "ok", 40.0, process=1)
+    assert p.eta() == 2 * 40.0
+
+
 def test_cells_without_history_fall_back_to_this_runs_times():
     cs = cells(("a", "w"), ("new", "w"), ("other", "v"))
     p, _ = progress(cs, {"a": 10.0})
