@@ -24,9 +24,9 @@ from rich.table import Table
 from reprokit.catalog import suites
 from reprokit.console import console
 from reprokit.errors import UserError
-from reprokit.plan import fallback, host_preflight, preflight
+from reprokit.plan import fallback, preflight
 from reprokit.probes import fingerprint
-from reprokit.runners import byo
+from reprokit.runners import byo, host_preflight
 
 
 def add_arguments(p) -> None:

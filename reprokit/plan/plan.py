@@ -1,10 +1,11 @@
 """Plan a run: which cells go to which stack, with which budget, as job files for bench/harness.py.
 
 A plan is made in two steps, both before anything runs: `make_plan` selects the suite's cells under
-the options; `decide` adds, for the chosen runner and host, each runnable cell's preflight verdict
-(reprokit/plan/preflight.py), which also names the stack whose image runs the cell (its own, or a link of
-its fallback chain: reprokit/plan/fallback.py). `execute` then only runs and records. Plans are not
-modified in place: `dataclasses.replace` makes the next one."""
+the options; `decide` (reprokit/runners/host_preflight.py, which probes what the runner would use) adds,
+for the chosen runner and host, each runnable cell's preflight verdict (reprokit/plan/preflight.py),
+which also names the stack whose image runs the cell (its own, or a link of its fallback chain:
+reprokit/plan/fallback.py). `execute` then only runs and records. Plans are not modified in place:
+`dataclasses.replace` makes the next one."""
 
 from __future__ import annotations
 
@@ -55,15 +56,6 @@ class Plan:
         from reprokit.plan import fallback
 
         return fallback.stack_to_run(cell.stack, (self.verdicts or {}).get(cell.id))
-
-
-def decide(plan: Plan, runner: str, host: dict) -> Plan:
-    """The plan completed for `runner` on the host `host` (a host fingerprint): every runnable
-    cell's preflight verdict, probing what the fingerprint cannot say (engine, images)."""
-    from reprokit.plan import host_preflight
-
-    verdicts = host_preflight.suite_verdicts(plan.runnable, host, runner, plan.options.device)
-    return replace(plan, runner=runner, host=host, verdicts=verdicts)
 
 
 def select(suite: Suite, patterns: list[str]) -> list[Cell]:

@@ -3,7 +3,7 @@
 Pure functions over data: the compatibility tables (reprokit/plan/compat.py reads them) and the host
 described as data, so every GPU rule is testable on a machine without a GPU. What a fingerprint cannot
 say (a Docker engine, built images, the probe cache, the local environments) is probed by
-reprokit/plan/host_preflight.py, which then calls `cell_verdicts` here. Exercised on a real GPU once:
+reprokit/runners/host_preflight.py, which then calls `cell_verdicts` here. Exercised on a real GPU once:
 the local runner's rules on one H100 (docs/gpu-run); the image rules never.
 
 A verdict is::

@@ -22,11 +22,12 @@ from reprokit import results
 from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
 from reprokit.plan import design
-from reprokit.plan.plan import Options, cell_specs, decide, implemented_cells, make_plan
+from reprokit.plan.plan import Options, cell_specs, implemented_cells, make_plan
 from reprokit.probes import fingerprint
 from reprokit.run import inputs, lifecycle, reconcile
 from reprokit.run.execute import check_resume_repeat, execute
 from reprokit.runners import select, slurm_setup
+from reprokit.runners.host_preflight import decide
 
 
 def resume_cells(run: dict, asked: list[str]) -> list[str]:

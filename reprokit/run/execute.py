@@ -28,7 +28,7 @@ from reprokit import files, results
 from reprokit.catalog.suites import Cell, load_stacks
 from reprokit.errors import UserError
 from reprokit.plan import design, fallback
-from reprokit.plan.plan import Plan, cell_specs, decide, make_job
+from reprokit.plan.plan import Plan, cell_specs, make_job
 from reprokit.probes import cpu_peak, fingerprint, gpu_peak
 from reprokit.run import lifecycle, merge_processes, reconcile, record
 from reprokit.run.execute_concurrent import run_concurrent
@@ -37,6 +37,7 @@ from reprokit.run.record import Execution, RunRecord, placeholder_result, set_en
 from reprokit.run.serial import run_serial
 from reprokit.runners import cell_process
 from reprokit.runners.base import Runner, StackUnavailable
+from reprokit.runners.host_preflight import decide
 
 
 def _processes_to_run(rundir: results.RunDir, run_id: str, cell: Cell, repeat: int) -> list[int]:

@@ -79,8 +79,7 @@ def gpu_environments(cells: list, host: dict, *, other_host: bool, runner: str =
     first if need be, as the run would), and {stack: why its environment cannot use a GPU} for the
     stacks whose GPU cells fail on that alone (a fallback link's environment may still run them)."""
     from reprokit.catalog.suites import load_stacks
-    from reprokit.plan import host_preflight
-    from reprokit.runners import env_preflight
+    from reprokit.runners import env_preflight, host_preflight
 
     env_of = env_preflight.environments_for(host, load_stacks(), other_host=other_host, build=True,
                                             say=say)

@@ -22,10 +22,11 @@ from reprokit.catalog import suites
 from reprokit.catalog.suites import Suite
 from reprokit.errors import UserError
 from reprokit.plan import compat as compat_data
-from reprokit.plan import host_preflight, preflight, probe_cache
+from reprokit.plan import preflight, probe_cache
 from reprokit.plan.plan import Options, make_plan
 from reprokit.run.execute import execute
 from reprokit.run.record import exit_code
+from reprokit.runners import host_preflight
 from reprokit.runners.local import LocalRunner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -313,7 +314,7 @@ def _run_probes(tmp_path, monkeypatch, stacks, force_jit_for=()):
                 out[cid] = dict(out[cid], status="jit", env={"CUDA_FORCE_PTX_JIT": "1"})
         return out
 
-    monkeypatch.setattr(host_preflight, "suite_verdicts", verdicts)  # plan.decide asks it
+    monkeypatch.setattr(host_preflight, "suite_verdicts", verdicts)  # host_preflight.decide asks it
     plan = make_plan(_probe_suite(stacks), Options(quick=True))
     rundir = results.RunDir(tmp_path / "run")
     run = execute(plan, LocalRunner(say=lambda *_: None), rundir, ["test"], say=lambda *_: None)

@@ -25,12 +25,12 @@ from packaging.version import Version
 from reprokit import files, results, validate
 from reprokit.analysis import run_health
 from reprokit.catalog.suites import Cell, Suite
-from reprokit.plan import host_preflight
 from reprokit.plan.plan import Options, make_plan
 from reprokit.probes import gpu_state
 from reprokit.report import report
 from reprokit.run import merge_processes
 from reprokit.run.execute import execute
+from reprokit.runners import host_preflight
 from reprokit.runners.local import LocalRunner
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,8 @@ from __future__ import annotations
 from reprokit import cli
 from reprokit.catalog import suites
 from reprokit.catalog.suites import FRAMEWORK_DEFAULT
-from reprokit.plan import design, plan as plan_mod
+from reprokit.plan import design
+from reprokit.plan import plan as plan_mod
 from reprokit.plan.plan import Options, make_plan
 from reprokit.run import driver
 

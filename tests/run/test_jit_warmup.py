@@ -22,10 +22,10 @@ from reprokit.analysis import verdicts
 from reprokit.catalog import suites
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.errors import UserError
-from reprokit.plan import host_preflight
 from reprokit.plan.plan import Options, make_job, make_plan, raise_timeout
 from reprokit.run import jit_warmup
 from reprokit.run.execute import execute
+from reprokit.runners import host_preflight
 from reprokit.runners.local import LocalRunner
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,9 +22,9 @@ from packaging.version import Version
 from reprokit.catalog import suites
 from reprokit.errors import UserError
 from reprokit.plan import compat as compat_data
-from reprokit.plan import host_preflight, preflight
+from reprokit.plan import preflight
 from reprokit.probes import fingerprint
-from reprokit.runners import byo, env_preflight, env_probe, select, venvs
+from reprokit.runners import byo, env_preflight, env_probe, host_preflight, select, venvs
 
 from .test_slurm import cluster  # noqa: F401  (the one-node cluster fixture, for the Slurm test)
 

@@ -1,5 +1,8 @@
 """Preflight of a suite's cells on a host: probe what a fingerprint cannot say, then judge.
 
+In the runner stage, since it probes what the runners would use; `decide` completes a plan
+(reprokit/plan/plan.py) with these verdicts before anything runs.
+
 A Docker engine and the built images (docker runner), the GPU probe cache (a GPU host, image
 runners), the environments that would run the local runner's GPU cells (runners/env_preflight.py):
 probed here, then every cell judged by the pure rules of reprokit/plan/preflight.py (`cell_verdicts`).
@@ -8,10 +11,22 @@ probed here, then every cell judged by the pure rules of reprokit/plan/preflight
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
+from reprokit.containers import engine as docker_engine
+from reprokit.containers import images as image_store
 from reprokit.plan.compat import load_compat
+from reprokit.plan.plan import Plan
 from reprokit.plan.preflight import IMAGE_RUNNERS, cell_verdicts, host_from_fingerprint
+from reprokit.runners import env_preflight
+
+
+def decide(plan: Plan, runner: str, host: dict) -> Plan:
+    """The plan completed for `runner` on the host `host` (a host fingerprint): every runnable
+    cell's preflight verdict, probing what the fingerprint cannot say (engine, images)."""
+    verdicts = suite_verdicts(plan.runnable, host, runner, plan.options.device)
+    return replace(plan, runner=runner, host=host, verdicts=verdicts)
 
 
 def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner: str,
@@ -38,9 +53,6 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
         engine = True
         images = {spec["image"]: "buildable" for spec in stacks.values()}
     elif runner == "docker":
-        from reprokit.containers import engine as docker_engine
-        from reprokit.containers import images as image_store
-
         engine, _ = docker_engine.answers()
         if engine:
             images = image_store.image_states(sorted({spec["image"] for spec in stacks.values()}),
@@ -48,8 +60,6 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
     host = host_from_fingerprint(fingerprint, engine_present=engine, images=images)
     probes, cache_warning = host_probes(host, runner)
     if environments is None and runner == "local":
-        from reprokit.runners import env_preflight
-
         environments = env_preflight.environments_for(fingerprint, stacks, other_host=other_host,
                                                        build=build_envs)
     return cell_verdicts(cells, host, runner, compat, probes, cache_warning, stacks, device,
