@@ -1,6 +1,9 @@
 """Record each cell's measured costs and variances in reprokit/data/cell_costs.yaml (issue 21 item 1).
 
-    python tools/record_cell_costs.py RUN_DIR [RUN_DIR ...]
+    python tools/record_cell_costs.py [--partial] RUN_DIR [RUN_DIR ...]
+
+`--partial`: a run stopped between rounds (`run --repeat K` or the default design) counts too: a cell
+whose finished processes are all ok gives its costs from those processes (`processes` says how many).
 
 For every ok cell of a run and its first sampled metric (the one the design sizes the cell by): the fixed
 cost of one process (`start_s`: process wall time minus the warm-up and timed seconds of its sampled
@@ -66,13 +69,20 @@ def cell_costs(cell: dict, entry: dict | None) -> dict | None:
             "between_cv": round(between, 4) if between is not None else None, "processes": k}
 
 
-def entry(rundir: Path) -> dict:
+def finished_ok(cell: dict) -> bool:
+    """A cell of a stopped run whose processes so far all finished ok (at least one): its merged result
+    holds their samples and its run.json entry the sum of their process walls."""
+    done = cell.get("processes") or []
+    return cell.get("status") == "pending" and bool(done) and all(p.get("status") == "ok" for p in done)
+
+
+def entry(rundir: Path, partial: bool = False) -> dict:
     rd = results.RunDir(rundir)
     run = rd.load_run()
     entries = {e["cell_id"]: e for e in run["cells"]}
     cells = {}
     for c in rd.load_cells():
-        if c.get("status") == "ok":
+        if c.get("status") == "ok" or (partial and finished_ok(c)):
             costs = cell_costs(c, entries.get(c["cell_id"]))
             if costs:
                 cells[c["cell_id"]] = costs
@@ -85,11 +95,13 @@ def entry(rundir: Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    partial = "--partial" in argv
+    argv = [a for a in argv if a != "--partial"]
     if not argv:
         sys.exit(__doc__)
     doc = yaml.safe_load(OUT.read_text())  # keeps its `design` settings
     for d in argv:
-        new = entry(Path(d))
+        new = entry(Path(d), partial)
         key = (new["suite"], new["runner"], new["quick"], new["protocol"])
         doc["measurements"] = [m for m in doc["measurements"]
                                if (m["suite"], m["runner"], m["quick"], m["protocol"]) != key] + [new]

@@ -2,7 +2,9 @@
 recorded costs and variances (data/cell_costs.yaml, tools/record_cell_costs.py), Kalibera & Jones."""
 
 import importlib.util
+import json
 import math
+import shutil
 from pathlib import Path
 
 from reprokit import files
@@ -76,6 +78,34 @@ def test_the_tool_records_costs_from_a_run():
     assert c["iteration_s"] > 0 and c["start_s"] > 0 and 0 < c["within_cv"] < 0.2
     stored = files.load_data("cell_costs")["measurements"][0]["cells"]
     assert stored["000/pytorch/nn_lstm/b128-s100-h1024"] == c
+
+
+def _process(i: int, status: str, cell: dict) -> dict:
+    return {"index": i, "status": status, "reason": None, "started": cell["started"],
+            "finished": cell["finished"], "wall_s": cell["wall_s"], "process_wall_s": cell["wall_s"],
+            "result_file": f"cells/x.p{i}.json", "log_file": f"logs/x.p{i}.log"}
+
+
+def test_a_stopped_run_gives_costs_with_partial_only(tmp_path):
+    """`--partial`: a cell of a run stopped between rounds (its finished processes all ok, status
+    pending) counts; without it only finished cells do."""
+    path = ROOT / "tools" / "record_cell_costs.py"
+    spec = importlib.util.spec_from_file_location("record_cell_costs", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    run = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, run)
+    f = run / "cells" / "000__pytorch__nn_lstm__b128-s30-h512.json"
+    cell = json.loads(f.read_text())
+    cell.update(status="pending", reason="process 2 of 3: not run yet",
+                processes=[_process(1, "ok", cell)])
+    f.write_text(json.dumps(cell))
+    cid = "000/pytorch/nn_lstm/b128-s30-h512"
+    assert cid not in tool.entry(run)["cells"]
+    assert tool.entry(run, partial=True)["cells"][cid] == tool.entry(SAMPLE)["cells"][cid]
+    cell["processes"].append(_process(2, "failed", cell))  # a failed process: no costs from it
+    f.write_text(json.dumps(cell))
+    assert cid not in tool.entry(run, partial=True)["cells"]
 
 
 def test_the_published_protocol_keeps_its_iterations_and_gets_processes():
