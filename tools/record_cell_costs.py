@@ -1,9 +1,10 @@
 """Record each cell's measured costs and variances in reprokit/data/cell_costs.yaml (issue 21 item 1).
 
-    python tools/record_cell_costs.py [--partial] RUN_DIR [RUN_DIR ...]
+    python tools/record_cell_costs.py [--partial] [--rounds N] RUN_DIR [RUN_DIR ...]
 
 `--partial`: a run stopped between rounds (`run --repeat K` or the default design) counts too: a cell
 whose finished processes are all ok gives its costs from those processes (`processes` says how many).
+`--rounds N`: only each cell's first N processes (a stopped run's cells then count alike).
 
 For every ok cell of a run and its first sampled metric (the one the design sizes the cell by): the fixed
 cost of one process (`start_s`: process wall time minus the warm-up and timed seconds of its sampled
@@ -45,10 +46,15 @@ HEADER = """\
 
 
 def cell_costs(cell: dict, entry: dict | None) -> dict | None:
-    """The costs of one ok cell result (None without a timed metric of 2 or more samples)."""
-    metrics = [m for m in (cell.get("metrics") or {}).values()
-               if len(m.get("raw_seconds") or []) >= 2
-               and len(m["raw_seconds"]) == len(m.get("samples") or [])]
+    """The costs of one ok cell result (None without a sampled metric: 2 or more samples in a process;
+    a one-shot metric such as compile_time has 1 per process, K in a merged K-process result)."""
+    metrics, loops = [], set()
+    for m in (cell.get("metrics") or {}).values():
+        loop = tuple(m.get("raw_seconds") or [])
+        if max(m.get("processes") or [len(loop)]) >= 2 and len(loop) == len(m.get("samples") or []) \
+                and loop not in loops:  # two metrics of one timed loop (train_wps, train_wps_synced): once
+            loops.add(loop)
+            metrics.append(m)
     if not metrics:
         return None
     m = metrics[0]
@@ -69,21 +75,41 @@ def cell_costs(cell: dict, entry: dict | None) -> dict | None:
             "between_cv": round(between, 4) if between is not None else None, "processes": k}
 
 
-def finished_ok(cell: dict) -> bool:
-    """A cell of a stopped run whose processes so far all finished ok (at least one): its merged result
-    holds their samples and its run.json entry the sum of their process walls."""
+def first_rounds(cell: dict, entry: dict | None, n: int) -> tuple[dict, dict | None]:
+    """The cell result and run.json entry of a K-process cell cut to its first `n` processes."""
     done = cell.get("processes") or []
-    return cell.get("status") == "pending" and bool(done) and all(p.get("status") == "ok" for p in done)
+    if len(done) <= n:
+        return cell, entry
+    metrics = {}
+    for name, m in (cell.get("metrics") or {}).items():
+        counts = m.get("processes") or []
+        keep = sum(counts[:n])
+        warm = m.get("warmup_seconds") or []
+        per = len(warm) // len(counts) if counts and len(warm) % len(counts) == 0 else 0
+        metrics[name] = {**m, "processes": counts[:n], "raw_seconds": (m.get("raw_seconds") or [])[:keep],
+                         "samples": (m.get("samples") or [])[:keep], "warmup_seconds": warm[:per * n]}
+    wall = sum(float(p.get("process_wall_s") or 0.0) for p in done[:n])
+    return {**cell, "metrics": metrics, "processes": done[:n]}, {**(entry or {}), "process_wall_s": wall}
 
 
-def entry(rundir: Path, partial: bool = False) -> dict:
+def finished_ok(cell: dict, rounds: int | None = None) -> bool:
+    """A cell of a stopped run whose processes so far (its first `rounds`, when given) all finished ok,
+    at least one: its merged result holds their samples and its run.json entry the sum of their walls."""
+    done = (cell.get("processes") or [])[:rounds]
+    return cell.get("status") != "ok" and bool(done) and all(p.get("status") == "ok" for p in done)
+
+
+def entry(rundir: Path, partial: bool = False, rounds: int | None = None) -> dict:
     rd = results.RunDir(rundir)
     run = rd.load_run()
     entries = {e["cell_id"]: e for e in run["cells"]}
     cells = {}
     for c in rd.load_cells():
-        if c.get("status") == "ok" or (partial and finished_ok(c)):
-            costs = cell_costs(c, entries.get(c["cell_id"]))
+        if c.get("status") == "ok" or (partial and finished_ok(c, rounds)):
+            e = entries.get(c["cell_id"])
+            if rounds:
+                c, e = first_rounds(c, e, rounds)
+            costs = cell_costs(c, e)
             if costs:
                 cells[c["cell_id"]] = costs
     if not cells:
@@ -97,11 +123,16 @@ def entry(rundir: Path, partial: bool = False) -> dict:
 def main(argv: list[str]) -> int:
     partial = "--partial" in argv
     argv = [a for a in argv if a != "--partial"]
+    rounds = None
+    if "--rounds" in argv:
+        i = argv.index("--rounds")
+        rounds = int(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
     if not argv:
         sys.exit(__doc__)
     doc = yaml.safe_load(OUT.read_text())  # keeps its `design` settings
     for d in argv:
-        new = entry(Path(d), partial)
+        new = entry(Path(d), partial, rounds)
         key = (new["suite"], new["runner"], new["quick"], new["protocol"])
         doc["measurements"] = [m for m in doc["measurements"]
                                if (m["suite"], m["runner"], m["quick"], m["protocol"]) != key] + [new]

@@ -77,11 +77,16 @@ def kj_iterations(c_process: float, c_iteration: float, t_iteration: float, t_pr
 
 
 def cell_design(c: dict, wall: float | None, warmup: int, t_process: float, cfg: dict,
-                min_iterations: int) -> dict:
-    """Processes and iterations for one cell from its costs `c` and recorded wall time."""
+                min_iterations: int, timeout_s: float | None = None) -> dict:
+    """Processes and iterations for one cell from its costs `c` and recorded wall time. With the
+    cell's time limit `timeout_s`, a process is planned to take at most `timeout_share` of it: a
+    noisy within-process CV must not plan a process its limit would kill."""
     t_proc = c.get("between_cv") or t_process
     one_round = c.get("round_s") or c["iteration_s"]
     r = max(min_iterations, kj_iterations(c["start_s"] or 0.0, one_round, c["within_cv"], t_proc))
+    if timeout_s:
+        fits = math.floor((cfg["timeout_share"] * timeout_s - (c["start_s"] or 0.0)) / one_round) - warmup
+        r = max(min_iterations, min(r, fits))
     per_process = (c["start_s"] or 0.0) + (warmup + r) * one_round
     budget = cfg["budget_factor"] * wall if wall else None
     k = math.floor(budget / per_process) if budget else cfg["min_processes"]
@@ -92,7 +97,8 @@ def cell_design(c: dict, wall: float | None, warmup: int, t_process: float, cfg:
 
 
 def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
-               budgets: dict[str, dict], has_published: bool = True) -> dict | None:
+               budgets: dict[str, dict], has_published: bool = True,
+               timeouts: dict[str, float] | None = None) -> dict | None:
     """The design of a run of `cells` (suites.Cell). `budgets`: {cell id: the cell's job budget} (its
     warm-up count). Returns {"processes" K, "cells": {id: design}, "text", "source"}; without recorded
     costs, the fewest processes a re-run interval needs (`min_processes`) with the suite's own sampling
@@ -118,7 +124,8 @@ def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
         if c is None or c.get("start_s") is None:
             continue
         warm = int((budgets.get(cell.id) or {}).get("warmup") or 0)
-        out[cell.id] = cell_design(c, walls.get(cell.id), warm, t_process, cfg, min_iter)
+        out[cell.id] = cell_design(c, walls.get(cell.id), warm, t_process, cfg, min_iter,
+                                   (timeouts or {}).get(cell.id))
     if not out:
         return None
     k = min(cfg["max_processes"], max(cfg["min_processes"],
@@ -148,5 +155,6 @@ def default_options(plan, runner: str):
 
     o = plan.options
     d = run_design(plan.runnable, plan.suite.name, runner, o.quick, o.protocol,
-                   {c.id: budget_for(c, plan.suite, o) for c in plan.runnable}, bool(plan.suite.sources))
+                   {c.id: budget_for(c, plan.suite, o) for c in plan.runnable}, bool(plan.suite.sources),
+                   {c.id: float(c.timeout_s or plan.suite.defaults["timeout_s"]) for c in plan.runnable})
     return o if d is None else replace(o, repeat=d["processes"], design=d)

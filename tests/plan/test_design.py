@@ -5,6 +5,7 @@ import importlib.util
 import json
 import math
 import shutil
+import statistics
 from pathlib import Path
 
 from reprokit import files
@@ -76,8 +77,30 @@ def test_the_tool_records_costs_from_a_run():
     c = e["cells"]["000/pytorch/nn_lstm/b128-s100-h1024"]
     assert c["between_cv"] is None and c["processes"] == 1  # one process: no process-level variance
     assert c["iteration_s"] > 0 and c["start_s"] > 0 and 0 < c["within_cv"] < 0.2
-    stored = files.load_data("cell_costs")["measurements"][0]["cells"]
-    assert stored["000/pytorch/nn_lstm/b128-s100-h1024"] == c
+    assert c["round_s"] > c["iteration_s"]  # forward and train: one more iteration of the design costs both
+
+
+def test_the_stored_costs_are_the_tools_output_on_the_run_they_name():
+    """reprokit/data/cell_costs.yaml's legacy-2017 entry is `record_cell_costs.py --partial --rounds 1`
+    of the README command's run on a fresh clone (committed in docs/readme-run/), cell for cell."""
+    path = ROOT / "tools" / "record_cell_costs.py"
+    spec = importlib.util.spec_from_file_location("record_cell_costs", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    stored = next(m for m in files.load_data("cell_costs")["measurements"] if m["suite"] == "legacy-2017")
+    run = ROOT / "docs" / "readme-run" / stored["run"]
+    assert run.is_dir(), f"the run cell_costs.yaml names is not committed: {run}"
+    e = tool.entry(run, partial=True, rounds=1)
+    assert stored["cells"] == e["cells"] and len(e["cells"]) == 37
+    # a one-shot metric (compile_time: 1 sample per process) never sizes a cell
+    theano = e["cells"]["000/theano/fastlstm/b128-s30-h512"]
+    assert theano["metric"] == "forward_time_per_example" and theano["start_s"] > 60  # a cold compile
+    # the word LM's synced and unsynced metrics are one timed loop, counted once
+    lm = e["cells"]["001/pytorch/word_lm/b128-s128-h1024"]
+    result = json.loads((run / "cells" / "001__pytorch__word_lm__b128-s128-h1024.p1.json").read_text())
+    loops = {tuple(m["raw_seconds"]) for m in result["metrics"].values()}
+    assert len(loops) == 2 < len(result["metrics"])
+    assert lm["round_s"] == round(sum(statistics.median(x) for x in loops), 5)
 
 
 def _process(i: int, status: str, cell: dict) -> dict:
@@ -106,6 +129,19 @@ def test_a_stopped_run_gives_costs_with_partial_only(tmp_path):
     cell["processes"].append(_process(2, "failed", cell))  # a failed process: no costs from it
     f.write_text(json.dumps(cell))
     assert cid not in tool.entry(run, partial=True)["cells"]
+
+
+def test_a_noisy_cv_never_plans_a_process_its_time_limit_would_kill():
+    cfg = {**design.settings(), "timeout_share": 0.5}
+    # theano lstm s100-h1024 as recorded in round 1 of the README run (a loaded process)
+    c = {"start_s": 231.51, "iteration_s": 7.05643, "round_s": 33.63212, "within_cv": 0.4109,
+         "between_cv": None}
+    free = design.cell_design(c, None, 0, 0.0383, cfg, 6)
+    capped = design.cell_design(c, None, 0, 0.0383, cfg, 6, timeout_s=1200)
+    assert free["iterations"] == 29 and free["process_s"] > 1200  # what K&J alone asks for
+    assert capped["iterations"] == 10 and capped["process_s"] <= 0.5 * 1200
+    tight = design.cell_design(c, None, 0, 0.0383, cfg, 6, timeout_s=300)
+    assert tight["iterations"] == 6  # never fewer than steady-state detection needs
 
 
 def test_the_published_protocol_keeps_its_iterations_and_gets_processes():
