@@ -19,6 +19,7 @@ and result file goes through reprokit/run/record.py.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
@@ -147,6 +148,18 @@ class _Driving:
     progress: Progress | None = None
 
 
+def _ok_processes(rundir: results.RunDir) -> int:
+    """How many process files (cells/<stem>.p<N>.json) of the run finished ok: what an interrupted
+    `--repeat K` run keeps although none of its cells has all K yet."""
+    n = 0
+    for f in (rundir.path / "cells").glob("*.p*.json"):
+        try:
+            n += json.loads(f.read_text()).get("status") == "ok"
+        except (OSError, ValueError, AttributeError):
+            continue
+    return n
+
+
 def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
                      resume: bool, say) -> dict:
     started = time.time()
@@ -158,9 +171,12 @@ def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: l
             cell_text = _stop(rundir, runner, plan, state, started, "interrupted",
                               f"interrupted by {e.signame}", say)
             ok = record.status_counts(state.rec.run["cells"] if state.rec else []).get("ok", 0)
+            k = plan.options.repeat
+            kept = f"{ok} cell(s)" if k == 1 else \
+                f"{ok} cell(s) with all {k} processes and {_ok_processes(rundir)} ok cell process(es)"
             raise lifecycle.Interrupted(e.signum, (
                 f"interrupted by {e.signame} after {time.time() - started:.1f} s{cell_text}; "
-                f"{ok} cell(s) measured are kept in {rundir.path}; continue with "
+                f"{kept} measured are kept in {rundir.path}; continue with "
                 f"`reproduce.py run --suite {plan.suite.name} --resume {rundir.path}` (same "
                 "options)")) from None
         except cell_process.EngineLost as e:

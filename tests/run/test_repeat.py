@@ -424,3 +424,15 @@ def test_the_merged_jit_cache_is_the_worst_any_process_began_on():
     assert merge_processes.merge({1: proc(1, "warm"), 2: proc(2, "unknown")}, 2)["jit_cache"] == "unknown"
     assert merge_processes.merge({1: proc(1, "warm"), 2: proc(2, "warm")}, 2)["jit_cache"] == "warm"
     assert merge_processes.merge({1: proc(1, None)}, 1).get("jit_cache") is None  # older results
+
+
+def test_an_interrupted_runs_message_counts_the_processes_it_keeps():
+    """The README command on a fresh clone, stopped with SIGINT in round 3 of 3, said "0 cell(s)
+    measured are kept" although 74 processes were: the message now counts the ok process files."""
+    from pathlib import Path
+
+    from reprokit import results
+    from reprokit.run.execute import _ok_processes
+
+    run = Path(__file__).resolve().parents[2] / "docs" / "readme-run" / "20261126T205102Z-legacy-2017"
+    assert _ok_processes(results.RunDir(run)) == 74  # 37 cells x 2 rounds; round 3's first was stopped
