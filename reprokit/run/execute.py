@@ -19,7 +19,6 @@ and result file goes through reprokit/run/record.py.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
@@ -148,16 +147,12 @@ class _Driving:
     progress: Progress | None = None
 
 
-def _ok_processes(rundir: results.RunDir) -> int:
-    """How many process files (cells/<stem>.p<N>.json) of the run finished ok: what an interrupted
-    `--repeat K` run keeps although none of its cells has all K yet."""
-    n = 0
-    for f in (rundir.path / "cells").glob("*.p*.json"):
-        try:
-            n += json.loads(f.read_text()).get("status") == "ok"
-        except (OSError, ValueError, AttributeError):
-            continue
-    return n
+def _ok_processes(rundir: results.RunDir, plan: Plan, run_id: str) -> int:
+    """How many of the plan's cell processes of this run finished ok (their valid process files,
+    record.valid_processes): what an interrupted `--repeat K` run keeps although none of its cells
+    has all K yet."""
+    return sum(r.get("status") == "ok" for c in plan.runnable
+               for r in record.valid_processes(rundir, c.id, plan.options.repeat, run_id).values())
 
 
 def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
@@ -172,8 +167,9 @@ def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: l
                               f"interrupted by {e.signame}", say)
             ok = record.status_counts(state.rec.run["cells"] if state.rec else []).get("ok", 0)
             k = plan.options.repeat
+            done = _ok_processes(rundir, plan, state.rec.run["run_id"]) if state.rec else 0
             kept = f"{ok} cell(s)" if k == 1 else \
-                f"{ok} cell(s) with all {k} processes and {_ok_processes(rundir)} ok cell process(es)"
+                f"{ok} cell(s) with all {k} processes and {done} ok cell process(es)"
             raise lifecycle.Interrupted(e.signum, (
                 f"interrupted by {e.signame} after {time.time() - started:.1f} s{cell_text}; "
                 f"{kept} measured are kept in {rundir.path}; continue with "

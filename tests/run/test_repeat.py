@@ -432,7 +432,11 @@ def test_an_interrupted_runs_message_counts_the_processes_it_keeps():
     from pathlib import Path
 
     from reprokit import results
+    from reprokit.catalog import suites
+    from reprokit.plan.plan import Options, make_plan
     from reprokit.run.execute import _ok_processes
 
     run = Path(__file__).resolve().parents[2] / "docs" / "readme-run" / "20261126T205102Z-legacy-2017"
-    assert _ok_processes(results.RunDir(run)) == 74  # 37 cells x 2 rounds; round 3's first was stopped
+    plan = make_plan(suites.load_suite("legacy-2017"), Options(repeat=3))
+    # 37 cells x 2 rounds; round 3's first was stopped
+    assert _ok_processes(results.RunDir(run), plan, run.name) == 74
