@@ -28,6 +28,7 @@ import statistics
 from dataclasses import replace
 
 from reprokit import files
+from reprokit.plan.plan import budget_for
 
 
 def settings() -> dict:
@@ -151,8 +152,6 @@ def default_options(plan, runner: str):
     unchanged where no costs are recorded and nothing is published to decide (one process). Used
     without `run --repeat K` and without sampling overrides; the design changes how often each cell
     runs, never which."""
-    from reprokit.plan.plan import budget_for
-
     o = plan.options
     d = run_design(plan.runnable, plan.suite.name, runner, o.quick, o.protocol,
                    {c.id: budget_for(c, plan.suite, o) for c in plan.runnable}, bool(plan.suite.sources),
