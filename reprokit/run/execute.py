@@ -40,10 +40,12 @@ from reprokit.runners.base import Runner, StackUnavailable
 from reprokit.runners.host_preflight import decide
 
 
-def _processes_to_run(rundir: results.RunDir, run_id: str, cell: Cell, repeat: int) -> list[int]:
-    """Process indices of a `--repeat K` cell that have no ok process file of this run yet."""
+def _kept_processes(rundir: results.RunDir, run_id: str, cell: Cell, repeat: int) -> dict[int, float | None]:
+    """{index: process wall seconds (None: not recorded)} of a `--repeat K` cell's ok process files
+    of this run: a resumed run keeps them and runs the other indices."""
     done = merge_processes.load_processes(rundir, cell.id, repeat, run_id)
-    return [i for i in range(1, repeat + 1) if done.get(i, {}).get("status") != "ok"]
+    return {i: (r.get("runner") or {}).get("process_wall_s") for i, r in done.items()
+            if r.get("status") == "ok"}
 
 
 def check_resume_repeat(run: dict, repeat: int | None) -> int:
@@ -281,20 +283,24 @@ def _open_record(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[
 
 
 def _todo(plan: Plan, rec: RunRecord, entries: dict[str, dict], resume: bool,
-          say) -> list[tuple[Cell, list]]:
+          say) -> tuple[list[tuple[Cell, list]], dict[str, list[float]]]:
     """(cell, process indices to run) of every runnable cell: [None] = one process writing the main
-    result (K = 1). A resumed run keeps what is measured; a cell preflight refuses is recorded
-    skipped. `entries`: run.json's cell entries before this driver recorded any."""
+    result (K = 1); and {cell id: seconds of its kept processes} (for the ETA). A resumed run keeps
+    what is measured; a cell preflight refuses is recorded skipped. `entries`: run.json's cell
+    entries before this driver recorded any."""
     rundir, run_id, repeat = rec.rundir, rec.run["run_id"], plan.options.repeat
     verdicts = plan.verdicts or {}
     todo: list[tuple[Cell, list]] = []
+    kept_s: dict[str, list[float]] = {}
     for c in plan.runnable:
         procs: list = [None] if repeat == 1 else list(range(1, repeat + 1))
         if resume and repeat == 1 and entries.get(c.id, {}).get("status") == "ok":
             say(f"resume: {c.id} already measured, kept")
             continue
         if resume and repeat > 1:
-            procs = _processes_to_run(rundir, run_id, c, repeat)
+            kept = _kept_processes(rundir, run_id, c, repeat)
+            procs = [i for i in range(1, repeat + 1) if i not in kept]
+            kept_s[c.id] = [w for w in kept.values() if isinstance(w, (int, float)) and w > 0]
             if not procs:
                 say(f"resume: {c.id} already measured, kept")
                 merged = rundir.load_cell(c.id)
@@ -304,9 +310,10 @@ def _todo(plan: Plan, rec: RunRecord, entries: dict[str, dict], resume: bool,
                 if entries.get(c.id, {}).get("status") != "ok":
                     rec.record_merged(c, merged)
                 continue
-            if len(procs) < repeat:
-                say(f"resume: {c.id}: running process{'es' if len(procs) > 1 else ''} "
-                    f"{', '.join(map(str, procs))} of {repeat} again")
+            if kept:
+                say(f"resume: {c.id}: process{'es' if len(kept) > 1 else ''} "
+                    f"{', '.join(map(str, sorted(kept)))} of {repeat} kept, running "
+                    f"{', '.join(map(str, procs))}")
         v = verdicts[c.id]
         if not v["runnable"]:
             reason = "preflight: " + "; ".join(v["reasons"])
@@ -319,7 +326,7 @@ def _todo(plan: Plan, rec: RunRecord, entries: dict[str, dict], resume: bool,
         elif v["status"] == "jit":
             say(f"preflight: {c.id}: {'; '.join(v['reasons'])}")
         todo.append((c, procs))
-    return todo
+    return todo, kept_s
 
 
 class StackJobs:
@@ -389,7 +396,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     if plan.verdicts is None or plan.runner != runner.name:  # a plan not decided for this runner
         plan = decide(plan, runner.name, run["host_fingerprint"])
     run["preflight"] = plan.verdicts
-    todo = _todo(plan, rec, entries, resume, say)
+    todo, kept_s = _todo(plan, rec, entries, resume, say)
     if hasattr(runner, "reap_leftovers"):  # containers of this run, or of drivers that died
         runner.reap_leftovers(rundir.path, say)
     history = {**recorded_times(runner.name, plan.options.quick, plan.options.protocol),
@@ -397,7 +404,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                                  plan.options.protocol, exclude=rundir.path),
                **design_times(run.get("design"))}  # per-cell costs of the design that runs
     progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
-                        repeat=repeat)
+                        repeat=repeat, kept=kept_s)
     state.progress = progress
     by_stack: dict[str, list[tuple[Cell, list]]] = {}
     for c, procs in todo:  # by the stack whose image runs the cell (a fallback link, else its own)

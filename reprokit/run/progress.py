@@ -2,7 +2,7 @@
 
 The ETA of each remaining cell process, best estimate first:
 0. with `run --repeat K` or the default design, the mean time of this cell's own processes finished in
-   this run (a cell's processes do the same work);
+   this run, those a resumed run keeps included (a cell's processes do the same work);
 1. in a run of the default design (reprokit/plan/design.py), the process time the design expects from the
    cell's recorded costs (`design_times`, data/cell_costs.yaml: start-up + iterations x iteration cost),
    scaled like 2.;
@@ -93,9 +93,10 @@ def _fmt(seconds: float) -> str:
 
 class Progress:
     def __init__(self, cells: list, say=print, stream=None, history: dict[str, float] | None = None,
-                 repeat: int = 1):
+                 repeat: int = 1, kept: dict[str, list[float]] | None = None):
         """`cells`: the units of work, each a cell or a (cell, process index) pair (run --repeat K,
-        process None when K = 1)."""
+        process None when K = 1). `kept`: {cell id: seconds of its processes a resumed run keeps},
+        which time the cell's remaining processes and, through its workload, the others'."""
         units = [u if isinstance(u, tuple) else (u, None) for u in cells]
         self.cells = [c for c, _ in units]
         self.repeat = repeat
@@ -109,6 +110,11 @@ class Progress:
         self.remaining = {(c.id, p): c for c, p in units}
         self.n_done = 0
         self.stream = stream or sys.stderr
+        by_id = {c.id: c for c in self.cells}
+        for cid, seconds in (kept or {}).items():
+            if cid in by_id:
+                for s in seconds:
+                    self._measured(by_id[cid], s)
         self.live = None
         if self.cells and self.stream.isatty():
             self.live = RichProgress(TextColumn("{task.description}", markup=False), BarColumn(),
@@ -130,6 +136,12 @@ class Progress:
             return 1.0
         low, high = MACHINE_SCALE
         return min(high, max(low, statistics.median(ratios.values())))
+
+    def _measured(self, cell, seconds: float) -> None:
+        """One ok process of `cell` took `seconds`: its own time, and its workload's pace."""
+        self.own.setdefault(cell.id, []).append(seconds)
+        if cell.id in self.history:
+            self.pace.setdefault(cell.workload, []).append((seconds, self.history[cell.id]))
 
     def eta(self) -> float | None:
         overall = (sum(sum(v) for v in self.done_s.values()) / self.n_done) if self.n_done else None
@@ -165,9 +177,7 @@ class Progress:
         self.remaining.pop((cell.id, process), None)
         self.done_s.setdefault(cell.workload, []).append(seconds)
         if status == "ok" and seconds > 0:
-            self.own.setdefault(cell.id, []).append(seconds)
-            if cell.id in self.history:
-                self.pace.setdefault(cell.workload, []).append((seconds, self.history[cell.id]))
+            self._measured(cell, seconds)
         reason = visible(reason) if reason else reason  # a framework's message may hold escapes
         line = f"    {status} in {seconds:.1f} s" + (f": {reason}" if reason else "")
         if self.live:

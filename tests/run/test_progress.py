@@ -67,6 +67,19 @@ def test_a_cells_later_processes_take_its_own_first_process_time():
     assert p.eta() == 2 * 40.0
 
 
+def test_a_resumed_run_times_its_remaining_processes_by_the_ones_it_keeps():
+    """The README run resumed for its third round: every cell had two processes kept, yet the ETA
+    said 0:22:08 for a round that had taken 63-70 minutes, from the design's expected times."""
+    a, b, c = cells(("a", "w"), ("b", "w"), ("c", "v"))
+    units = [(a, 3), (b, 3), (c, 3)]
+    history = {"a": 5.0, "b": 5.0, "c": 5.0}
+    p = Progress(units, say=[].append, stream=io.StringIO(), history=history, repeat=3,
+                 kept={"a": [40.0, 44.0], "c": [100.0]})
+    # a and c: their own kept processes; b: its workload's pace from a's kept ones (42 / 5)
+    assert p.eta() == pytest.approx(42.0 + 5.0 * 42.0 / 5.0 + 100.0)
+    assert p.n_done == 0  # kept processes are not work this run does
+
+
 def test_cells_without_history_fall_back_to_this_runs_times():
     cs = cells(("a", "w"), ("new", "w"), ("other", "v"))
     p, _ = progress(cs, {"a": 10.0})

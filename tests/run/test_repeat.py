@@ -143,6 +143,7 @@ def test_resume_reruns_only_the_deleted_process(smoke_repeat2, tmp_path):
     assert re.findall(r"^\[(\d+)/(\d+)\] (\S+) \(process (\d)", p.stderr, re.M) == [
         ("1", "1", cid, "2")], p.stderr
     assert "resume: smoke/pytorch/nn_lstm/b8-s5-h32 already measured, kept" in p.stderr
+    assert f"resume: {cid}: process 1 of 2 kept, running 2" in p.stderr
     # every other process file is untouched; the deleted one is back, newly measured
     for name, data in before.items():
         assert (rundir.cells_dir / name).read_bytes() == data, name
