@@ -14,6 +14,7 @@ import sys
 from reprokit import checks, results
 from reprokit.run import driver
 from reprokit.run.record import exit_code, status_counts
+from reprokit.run.request import RunRequest
 from reprokit.runners import slurm_setup
 
 
@@ -66,7 +67,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    rundir, run_record = driver.drive(args, sys.argv[:], say)
+    rundir, run_record = driver.drive(RunRequest.from_args(args), sys.argv[:], say)
     if (run_record.get("slurm") or {}).get("detached"):
         return 0  # the jobs run on: `status RUN` / `report RUN` / `--resume RUN` re-attach
     if not args.no_report:

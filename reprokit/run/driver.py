@@ -16,7 +16,6 @@ differs from the run's."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 from reprokit import results
 from reprokit.catalog import datasets, suites
@@ -26,96 +25,96 @@ from reprokit.plan.plan import Options, cell_specs, implemented_cells, make_plan
 from reprokit.probes import fingerprint
 from reprokit.run import inputs, lifecycle, reconcile
 from reprokit.run.execute import check_resume_repeat, execute
+from reprokit.run.request import RunRequest
 from reprokit.runners import select, slurm_setup
 from reprokit.runners.host_preflight import decide
 
 
-def resume_cells(run: dict, asked: list[str]) -> list[str]:
+def resume_cells(run: dict, asked: list[str] | tuple[str, ...]) -> list[str]:
     """The cell patterns of a resumed run: --cells when given, else the ones the run was started
     with (run.json options.cells), so that `--resume RUN` alone continues the run's own cells
     rather than planning the whole suite (and refusing stacks the run never had)."""
     if asked:
-        return asked
+        return list(asked)
     return (run.get("options") or {}).get("cells") or []
 
 
-def environment_device(args, runner, device: str, cells: list, say) -> tuple[str, set[str], str]:
+def environment_device(asked: str, runner, device: str, cells: list, say) -> tuple[str, set[str], str]:
     """(device, ids of cells that run on the CPU instead, why) as the environments that will run
-    `cells` allow it (runners/select.py local_device): the local runner judges each stack's
-    environment; the Slurm local launcher's GPU run refuses environments built without GPU support
-    (probed on this host, assumed on the nodes)."""
+    `cells` allow it (`asked`: the --device given; runners/select.py local_device): the local runner
+    judges each stack's environment; the Slurm local launcher's GPU run refuses environments built
+    without GPU support (probed on this host, assumed on the nodes)."""
     if runner.name == "local":
-        return select.local_device(args.device, cells, say=say)
+        return select.local_device(asked, cells, say=say)
     if runner.name == "slurm" and device == "gpu" and runner.launcher.name == "local":
         node = (getattr(runner, "probe_result", None) or {}).get("node_fingerprint") or {}
         _, by_stack = select.gpu_environments(cells, node, other_host=True, runner="slurm", say=say)
         select.refuse_gpu("--runner slurm --device gpu", by_stack, "--device cpu")
-    if args.device == "auto" and runner.name != "slurm":  # say why, as the local runner does
+    if asked == "auto" and runner.name != "slurm":  # say why, as the local runner does
         gpus, nvidia = fingerprint.nvml_gpus()
         return device, set(), ("--device auto: " + (f"NVML sees {len(gpus)} GPU(s)" if gpus else
                                f"this host has no GPU ({nvidia.get('reason') or 'NVML sees none'})"))
     return device, set(), ""
 
 
-def _plan(args, suite, options: Options, cells: list, byo_local: str | None, resumed, say):
+def _plan(req: RunRequest, suite, options: Options, cells: list, byo_local: str | None, resumed, say):
     """(plan, runner, why the runner and device) for the request: the runner and device chosen from
     the cells' stacks and environments, then the plan made once for them, with the default design
     unless --repeat K or a sampling override (a resumed run keeps its own K and design)."""
-    if args.runner == "slurm":
-        runner, device, why = slurm_setup.slurm_runner(args, resumed, Path(args.results))
+    if req.runner == "slurm":
+        runner, device, why = slurm_setup.slurm_runner(req.slurm, req.device, resumed, req.results)
     else:
-        runner, device, why = select.choose_runner(args.runner, args.device, args.gpus,
+        runner, device, why = select.choose_runner(req.runner, req.device, req.gpus,
                                                    sorted({c.stack for c in cells}),
                                                    local_because=byo_local)
-    device, on_cpu, device_why = environment_device(args, runner, device, cells, say)
+    device, on_cpu, device_why = environment_device(req.device, runner, device, cells, say)
     plan = make_plan(suite, replace(options, device=device), on_cpu)
-    if args.repeat is None and resumed is None and args.min_samples is None and args.time_budget is None:
+    if req.repeat is None and resumed is None and req.min_samples is None and req.time_budget is None:
         plan = replace(plan, options=design.default_options(plan, runner.name))
     return plan, runner, f"runner: {runner.name} ({why}); device: {device}" + (
         f" ({device_why})" if device_why else "")
 
 
-def drive(args, argv: list[str], say) -> tuple[results.RunDir, dict]:
-    """Run what `args` (the parsed options of `reproduce.py run`) ask for; returns the run directory
-    and its finished record. `argv`: the command line, as run.json records it; `say` prints one
-    progress line."""
-    suite = suites.load_suite(args.suite)
-    resumed = results.resolve_run(args.resume, Path(args.results)) if args.resume else None
-    repeat, patterns = args.repeat, args.cells
+def drive(req: RunRequest, argv: list[str], say) -> tuple[results.RunDir, dict]:
+    """Run what `req` asks for; returns the run directory and its finished record. `argv`: the
+    command line, as run.json records it; `say` prints one progress line."""
+    suite = suites.load_suite(req.suite)
+    resumed = results.resolve_run(req.resume, req.results) if req.resume else None
+    repeat, patterns = req.repeat, req.cells
     if resumed is not None:  # K comes from the run being resumed, and so do its cells
         repeat = check_resume_repeat(resumed.load_run(), repeat)
         patterns = resume_cells(resumed.load_run(), patterns)
-    if args.allow_changed_data and resumed is None:
+    if req.allow_changed_data and resumed is None:
         raise UserError("--allow-changed-data applies to --resume RUN only; drop it, or add "
                         "--resume RUN")
     cells = implemented_cells(suite, patterns)
-    inputs.check_options(args, resumed)
-    byo_local = inputs.check_interpreters(args)
-    options = Options(quick=args.quick, protocol=args.protocol, device="cpu", cells=patterns,
-                      min_samples=args.min_samples, time_budget_s=args.time_budget,
-                      repeat=repeat or 1, allow_changed_data=args.allow_changed_data)
+    inputs.check_options(req, resumed)
+    byo_local = inputs.check_interpreters(req)
+    options = Options(quick=req.quick, protocol=req.protocol, device="cpu", cells=patterns,
+                      min_samples=req.min_samples, time_budget_s=req.time_budget,
+                      repeat=repeat or 1, allow_changed_data=req.allow_changed_data)
     if resumed is not None:  # one driver per run: the lock before anything is written
-        inputs.check_resume_interpreters(resumed.load_run(), args)
+        inputs.check_resume_interpreters(resumed.load_run(), req)
         lifecycle.acquire(resumed.path)
         early = reconcile.resume_options(options, "", suite.name)
         for later in ("runner", "device", "data"):  # known once data and runner are set up
             del early[later]
         reconcile.check_resume(resumed.load_run(), early)
-    if args.data:
-        options = replace(options, data=datasets.prepare_run(cells, args.data, args.data_lock, say=say))
-    plan, runner, chosen = _plan(args, suite, options, cells, byo_local, resumed, say)
-    inputs.check_space(args, plan, resumed)
+    if req.data:
+        options = replace(options, data=datasets.prepare_run(cells, req.data, req.data_lock, say=say))
+    plan, runner, chosen = _plan(req, suite, options, cells, byo_local, resumed, say)
+    inputs.check_space(req, plan, resumed)
     say(chosen)
     if resumed is not None:
         reconcile.check_resume(resumed.load_run(),
                                reconcile.resume_options(plan.options, runner.name, suite.name))
-        reconcile.check_cell_specs(resumed.load_run(), cell_specs(plan), args.allow_changed_data)
+        reconcile.check_cell_specs(resumed.load_run(), cell_specs(plan), req.allow_changed_data)
         rundir = resumed
         if runner.name == "slurm":  # collect what the run's jobs finished while nobody followed
             from reprokit.run.execute_concurrent import attach
             attach(rundir, say=say)
     else:  # made exclusively (a suffix when another driver made the same id), then locked
-        rundir = results.RunDir(lifecycle.make_run_dir(Path(args.results), results.new_run_id(suite.name)))
+        rundir = results.RunDir(lifecycle.make_run_dir(req.results, results.new_run_id(suite.name)))
         lifecycle.acquire(rundir.path)
     say(f"results: {rundir.path}")
     # the plan complete before anything runs: every cell's preflight verdict for this runner on this
@@ -126,4 +125,4 @@ def drive(args, argv: list[str], say) -> tuple[results.RunDir, dict]:
     plan = slurm_setup.judged_on_environments(decide(plan, runner.name,
                                                      host or fingerprint.host_fingerprint()),
                                               runner, plan.options.device)
-    return rundir, execute(plan, runner, rundir, argv, resume=bool(args.resume), say=say)
+    return rundir, execute(plan, runner, rundir, argv, resume=bool(req.resume), say=say)

@@ -1,4 +1,4 @@
-"""The checks of a run's request (`reproduce.py run`'s options, an argparse namespace) before any work.
+"""The checks of a run's request (reprokit/run/request.py: `reproduce.py run`'s options) before any work.
 
 Each raises a one-line UserError naming the problem and the fix (reprokit/checks.py); none creates
 anything. `check_options` runs first (option combinations, where results go, a GPU when one is asked
@@ -13,42 +13,43 @@ from reprokit import checks, results
 from reprokit.catalog import datasets
 from reprokit.errors import UserError
 from reprokit.probes import fingerprint
+from reprokit.run.request import RunRequest
 from reprokit.runners import byo, slurm_setup
 
 
-def check_options(args, resumed: results.RunDir | None) -> None:
+def check_options(req: RunRequest, resumed: results.RunDir | None) -> None:
     """Option combinations, the results directory (a writable directory, or one that can be
     created), a GPU when one is asked for, the data directory and its lock file."""
-    if args.data_lock and not args.data:
+    if req.data_lock and not req.data:
         raise UserError("--data-lock applies with --data DIR only; add --data DIR or drop --data-lock")
-    slurm_setup.check_inputs(args)
-    if args.gpus and args.runner == "local":
+    slurm_setup.check_inputs(req.slurm, req.runner)
+    if req.gpus and req.runner == "local":
         raise UserError("--gpus applies to the docker runner only; drop --gpus or pass --runner docker")
-    if args.gpus and args.device == "cpu":
+    if req.gpus and req.device == "cpu":
         raise UserError("--gpus asks for GPUs but --device cpu for none; drop --gpus or pass "
                         "--device gpu")
     if resumed is None:  # the new run's directory is made under --results
-        checks.writable_dir(Path(args.results), f"--results {args.results}",
+        checks.writable_dir(req.results, f"--results {req.results}",
                             "pass --results DIR naming a directory you can write to")
     else:  # a resumed run writes into its own directory only
-        checks.writable_dir(resumed.path, f"--resume {args.resume}", "make the run directory writable, "
+        checks.writable_dir(resumed.path, f"--resume {req.resume}", "make the run directory writable, "
                             "or copy it to a writable disk and resume the copy")
-    if (args.device == "gpu" or args.gpus) and args.runner != "slurm":  # Slurm: the probe's node
-        flag = "--device gpu" if args.device == "gpu" else f"--gpus {args.gpus}"
+    if (req.device == "gpu" or req.gpus) and req.runner != "slurm":  # Slurm: the probe's node
+        flag = "--device gpu" if req.device == "gpu" else f"--gpus {req.gpus}"
         fingerprint.require_gpu(flag, "run with --device cpu (or auto), or on a host with an NVIDIA GPU "
                                 "and its driver")
-    if args.data:
-        checks.input_dir(args.data, "--data", "pass the directory holding the data files (see "
+    if req.data:
+        checks.input_dir(req.data, "--data", "pass the directory holding the data files (see "
                          "`reproduce.py data` for the layout)")
-        lock = Path(args.data_lock) if args.data_lock else datasets.default_lock_path()
+        lock = Path(req.data_lock) if req.data_lock else datasets.default_lock_path()
         checks.output_file(lock, "--data-lock", "pass --data-lock PATH naming a file in a directory "
                            "you can write to (digests are recorded there on first use)")
 
 
-def check_space(args, plan, resumed: results.RunDir | None) -> None:
+def check_space(req: RunRequest, plan, resumed: results.RunDir | None) -> None:
     """Free space for the plan's cell processes where the run writes (before its directory is made)."""
     if resumed is None:
-        where = Path(args.results)
+        where = req.results
         room = "free space there or pass --results DIR on another disk"
     else:
         where = resumed.path
@@ -58,22 +59,22 @@ def check_space(args, plan, resumed: results.RunDir | None) -> None:
                       f"{checks.RUN_BASE_MB} MB + {checks.CELL_PROCESS_MB} MB for each of {n} cell "
                       "processes", room)
 
-def check_interpreters(args) -> str | None:
+def check_interpreters(req: RunRequest) -> str | None:
     """--python / --python-config: the runners that run them, then the interpreters themselves
     (exists, executable, imports the stack's framework: reprokit/runners/byo.py), before anything
     runs. Returns why `--runner auto` takes the local runner, or None without --python."""
-    if not (args.python or args.python_config):
+    if not (req.python or req.python_config):
         return None
-    flag = "--python" if args.python else "--python-config"
-    if args.runner == "docker" or (args.runner == "slurm" and args.slurm_launcher not in (None, "local")):
-        where = "--runner docker" if args.runner == "docker" else \
-            f"--slurm-launcher {args.slurm_launcher}"
+    flag = "--python" if req.python else "--python-config"
+    if req.runner == "docker" or (req.runner == "slurm" and req.slurm.launcher not in (None, "local")):
+        where = "--runner docker" if req.runner == "docker" else \
+            f"--slurm-launcher {req.slurm.launcher}"
         raise UserError(f"{flag} names interpreters for the local runner and the Slurm local "
                         f"launcher, not {where} (which runs images); drop {flag} or use --runner "
                         "local")
-    mapping = byo.from_args(args)
+    mapping = byo.from_options(req.python, req.python_config)
     return f"{flag} names the interpreter of {', '.join(sorted(mapping))}: local runner"
-def check_resume_interpreters(run: dict, args) -> None:
+def check_resume_interpreters(run: dict, req: RunRequest) -> None:
     """A resumed run keeps the interpreters it was started with: a stack run with --python then
     needs the same --python now, and one run with the kit's environment no --python (its cells
     would otherwise mix two environments)."""

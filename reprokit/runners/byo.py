@@ -203,13 +203,19 @@ def add_arguments(p) -> None:
 
 
 def from_args(args) -> dict[str, str]:
-    """The --python / --python-config interpreters, checked and probed (one line, exit 2, when one
-    is missing, not executable or lacks the stack's framework), then used by this process."""
+    """from_options of a command's parsed --python / --python-config."""
+    return from_options(args.python, args.python_config)
+
+
+def from_options(python, python_config: str | None) -> dict[str, str]:
+    """The --python (STACK, PATH) pairs and --python-config file's interpreters, checked and probed
+    (one line, exit 2, when one is missing, not executable or lacks the stack's framework), then
+    used by this process."""
     from reprokit.catalog import suites
 
-    pairs = list(args.python or [])
-    if args.python_config:
-        pairs += load_config(args.python_config)
+    pairs = list(python or [])
+    if python_config:
+        pairs += load_config(python_config)
     if not pairs:
         return {}
     stacks = suites.load_stacks()

@@ -6,7 +6,7 @@ which run.json then keeps as its host_fingerprint."""
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from reprokit import checks, results
@@ -46,17 +46,46 @@ def slurm_arguments(p) -> None:
                         "--resume RUN` re-attach")
 
 
-def slurm_options(args, stored: dict | None = None):
+@dataclass(frozen=True)
+class SlurmRequest:
+    """The --slurm-* options and --detach as given (None / False: not given), each field named as
+    its option (`launcher` is --slurm-launcher, `detach` --detach)."""
+    launcher: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    gpu_feature: tuple[tuple[str, str], ...] | None = None
+    mem: str | None = None
+    time: int | None = None
+    no_exclusive: bool = False
+    image_dir: str | None = None
+    detach: bool = False
+
+    @classmethod
+    def from_args(cls, args) -> SlurmRequest:
+        """From `run`'s parsed options (slurm_arguments)."""
+        values = {f.name: getattr(args, f.name if f.name == "detach" else "slurm_" + f.name)
+                  for f in fields(cls)}
+        if values["gpu_feature"] is not None:
+            values["gpu_feature"] = tuple(tuple(pair) for pair in values["gpu_feature"])
+        return cls(**values)
+
+    def used(self) -> list[str]:
+        """The options given, as flags."""
+        return ["--detach" if f.name == "detach" else "--slurm-" + f.name.replace("_", "-")
+                for f in fields(self) if getattr(self, f.name)]
+
+
+def slurm_options(req: SlurmRequest, stored: dict | None = None):
     """The SlurmOptions of this command; a resumed run keeps its own (a different --slurm-* option
     is a user error)."""
     from reprokit.runners.slurm import SlurmOptions
 
-    given = {"launcher": args.slurm_launcher, "partition": args.slurm_partition,
-             "account": args.slurm_account, "qos": args.slurm_qos,
-             "constraint": args.slurm_constraint, "mem": args.slurm_mem,
-             "time_min": args.slurm_time, "image_dir": args.slurm_image_dir,
-             "exclusive": False if args.slurm_no_exclusive else None,
-             "gpu_features": dict(args.slurm_gpu_feature) if args.slurm_gpu_feature else None}
+    given = {"launcher": req.launcher, "partition": req.partition, "account": req.account,
+             "qos": req.qos, "constraint": req.constraint, "mem": req.mem, "time_min": req.time,
+             "image_dir": req.image_dir, "exclusive": False if req.no_exclusive else None,
+             "gpu_features": dict(req.gpu_feature) if req.gpu_feature else None}
     if stored is not None:
         for key, value in given.items():
             if value is not None and stored.get(key) != value:
@@ -66,32 +95,24 @@ def slurm_options(args, stored: dict | None = None):
                 raise UserError(f"cannot resume: the run was submitted with {key} "
                                 f"{stored.get(key)!r}, this command gives {flag} {value!r}; drop "
                                 f"{flag} to keep the run's")
-        return SlurmOptions.from_record({**stored, "detach": bool(args.detach)})
+        return SlurmOptions.from_record({**stored, "detach": req.detach})
     opts = {k: v for k, v in given.items() if v is not None}
-    return SlurmOptions(**{"launcher": "local", **opts}, detach=bool(args.detach))
+    return SlurmOptions(**{"launcher": "local", **opts}, detach=req.detach)
 
 
-def check_inputs(args) -> None:
+def check_inputs(req: SlurmRequest, runner: str) -> None:
     """The --slurm-* options apply to --runner slurm only; --slurm-image-dir must be a directory
     (nothing created: reprokit/checks.py)."""
-    used = [f for f, v in (("--slurm-launcher", args.slurm_launcher),
-                           ("--slurm-partition", args.slurm_partition),
-                           ("--slurm-account", args.slurm_account), ("--slurm-qos", args.slurm_qos),
-                           ("--slurm-constraint", args.slurm_constraint),
-                           ("--slurm-gpu-feature", args.slurm_gpu_feature),
-                           ("--slurm-mem", args.slurm_mem), ("--slurm-time", args.slurm_time),
-                           ("--slurm-no-exclusive", args.slurm_no_exclusive),
-                           ("--slurm-image-dir", args.slurm_image_dir), ("--detach", args.detach))
-            if v]
-    if used and args.runner != "slurm":
+    used = req.used()
+    if used and runner != "slurm":
         raise UserError(f"{used[0]} applies to --runner slurm only; add --runner slurm or drop "
                         f"{used[0]}")
-    if args.slurm_image_dir:
-        checks.input_dir(args.slurm_image_dir, "--slurm-image-dir", "pass the directory holding "
+    if req.image_dir:
+        checks.input_dir(req.image_dir, "--slurm-image-dir", "pass the directory holding "
                          "the <image>-<flavour>.sif or .sqsh files (README: Run on a Slurm cluster)")
 
 
-def slurm_runner(args, resumed: results.RunDir | None, root: Path):
+def slurm_runner(req: SlurmRequest, asked_device: str, resumed: results.RunDir | None, root: Path):
     """The Slurm runner, after a probe job has seen the results directory from a node, and the
     device: the probe's node's (slurm_device), not this host's. A GPU run is planned (preflight)
     on that node's fingerprint, which run.json then keeps as its host_fingerprint."""
@@ -102,10 +123,10 @@ def slurm_runner(args, resumed: results.RunDir | None, root: Path):
         stored = (resumed.load_run().get("slurm") or {}).get("options")
         probed = (resumed.load_run().get("slurm") or {}).get("probe")
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    options = slurm_options(args, stored)
+    options = slurm_options(req, stored)
     if probed:  # the run's own probe saw its directory (a new probe would queue behind its jobs)
         device = (resumed.load_run().get("options") or {}).get("device") or slurm_device(
-            args.device, probed)[0]
+            asked_device, probed)[0]
         runner = SlurmRunner(options, device=device, say=say)
         runner.probe_result = probed
         return runner, device, (f"resumed; the run's probe job {probed['job_id']} saw it from node "
@@ -114,8 +135,8 @@ def slurm_runner(args, resumed: results.RunDir | None, root: Path):
     where.mkdir(parents=True, exist_ok=True)
     # the device is the node's, not this (login) host's: the probe job's node fingerprint says
     probe = SlurmRunner(options, device="cpu", say=say).probe(
-        where, gpus=1 if args.device == "gpu" else 0)
-    device, on = slurm_device(args.device, probe)
+        where, gpus=1 if asked_device == "gpu" else 0)
+    device, on = slurm_device(asked_device, probe)
     runner = SlurmRunner(options, device=device, say=say)
     runner.probe_result = probe
     return runner, device, (f"asked for; probe job {probe['job_id']} saw {where} from node "

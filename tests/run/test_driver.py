@@ -53,3 +53,42 @@ def test_a_run_is_planned_once_with_the_chosen_runners_design(monkeypatch, tmp_p
     expected = design.default_options(real(p.suite, Options(cells=["001/*"])), runner.name)
     assert p.options.design == expected.design and p.options.repeat == expected.repeat >= 3
     assert seen["argv"]  # the command line run.json records
+
+
+def test_every_option_of_run_reaches_the_request():
+    """RunRequest.from_args drops no option: each of `run`'s parsed options is a field of the
+    request or of its Slurm part, except --no-report (the command's: it renders the report) and
+    --debug (every command's)."""
+    from dataclasses import fields
+
+    from reprokit.run.request import RunRequest
+    from reprokit.runners.slurm_setup import SlurmRequest
+
+    args = cli.build_parser(["run"]).parse_args(
+        ["run", "--suite", "smoke", "--cells", "a*", "b*", "--repeat", "2", "--quick",
+         "--python", "pytorch-1.0=/usr/bin/python3", "--slurm-partition", "p1", "--slurm-time", "5",
+         "--slurm-gpu-feature", "V100=v100", "--slurm-no-exclusive", "--detach", "--results", "out"])
+    req = RunRequest.from_args(args)
+    names = {f.name for f in fields(RunRequest)} - {"slurm"}
+    slurm = {"detach" if f.name == "detach" else "slurm_" + f.name for f in fields(SlurmRequest)}
+    given = set(vars(args)) - {"command", "func", "debug", "no_report"}  # debug: every command's
+    assert given == names | slurm, given ^ (names | slurm)
+    assert req.cells == ("a*", "b*") and req.repeat == 2 and req.quick and str(req.results) == "out"
+    assert req.python == (("pytorch-1.0", "/usr/bin/python3"),)
+    assert req.slurm == SlurmRequest(partition="p1", time=5, gpu_feature=(("V100", "v100"),),
+                                     no_exclusive=True, detach=True)
+    assert req.slurm.used() == ["--slurm-partition", "--slurm-gpu-feature", "--slurm-time",
+                                "--slurm-no-exclusive", "--detach"]
+
+
+def test_a_run_is_asked_for_from_code(tmp_path):
+    """The driver takes a RunRequest, not the command line's namespace: a real run of one smoke cell."""
+    from reprokit.run.request import RunRequest
+
+    lines: list[str] = []
+    req = RunRequest(suite="smoke", quick=True, runner="local", device="cpu", repeat=1,
+                     cells=("smoke/python/matmul/*",), results=tmp_path)
+    rundir, record = driver.drive(req, ["test"], lines.append)
+    assert rundir.path.parent == tmp_path
+    assert [(e["cell_id"], e["status"]) for e in record["cells"]] == [("smoke/python/matmul/n24", "ok")]
+    assert any(line.startswith("runner: local") for line in lines), lines
