@@ -44,74 +44,62 @@ def _fmt(x, digits: int = 4) -> str:
     return str(x)
 
 
-def _print(result: dict, show_all: bool) -> None:  # noqa: C901 (older than the check)
+def _diff_table(title: str, rows: list[dict]):
+    """A field / A / B table of fingerprint rows, the ones that differ highlighted."""
     from rich.table import Table
 
+    t = Table(title=title)
+    for col in ("field", "A", "B"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["field"], _fmt(r["a"]), _fmt(r["b"]), style="yellow" if r["differs"] else None)
+    return t
+
+
+_CHANGE_STYLE = {"faster": "green", "slower": "red"}
+
+
+def _changes_table(result: dict):
+    """One row per metric measured in both runs: medians, B/A, p, counts and the change."""
+    from rich.table import Table
+
+    t = Table(title=f"metric changes (significant: p < {result['alpha']:g} and |B/A - 1| > "
+                    f"{result['threshold']:.0%})")
+    for col in ("cell", "metric", "unit", "median A", "median B", "B/A", "p", "n A/B", "change"):
+        t.add_column(col, justify="right" if col in ("median A", "median B", "B/A", "p") else "left",
+                     overflow="fold")
+    for c in result["changes"]:
+        verdict = c["direction"] or ("-" if c["p_value"] is not None else "no test")
+        style = _CHANGE_STYLE.get(c["direction"]) or ("yellow" if c["significant"] else None)
+        t.add_row(c["cell_id"], c["metric"], c["unit"] or "", _fmt(c["median_a"]), _fmt(c["median_b"]),
+                  _fmt(c["ratio"], 3), _fmt(c["p_value"], 2), f"{c['n_a']}/{c['n_b']}", verdict,
+                  style=style)
+    return t
+
+
+def _print(result: dict, show_all: bool) -> None:
     from reprokit.console import console
 
     con = console()
     con.print(f"compare A = {result['run_a']}  ->  B = {result['run_b']}", style="bold")
     rows = [r for r in result["host_diff"] if show_all or r["differs"]]
-    t = Table(title="host fingerprint" + ("" if show_all else " (differences only)"))
-    for col in ("field", "A", "B"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r["field"], _fmt(r["a"]), _fmt(r["b"]), style="yellow" if r["differs"] else None)
     if rows:
-        con.print(t)
+        con.print(_diff_table("host fingerprint" + ("" if show_all else " (differences only)"), rows))
     else:
         con.print("host fingerprint: no differences in the compared fields")
     for cid, nd in (result.get("node_diff") or {}).items():  # cells on other machines (Slurm)
-        t = Table(title=f"{cid}: ran on {nd['node_a']} (A) and {nd['node_b']} (B)")
-        for col in ("field", "A", "B"):
-            t.add_column(col)
-        for r in nd["rows"]:
-            t.add_row(r["field"], _fmt(r["a"]), _fmt(r["b"]), style="yellow")
-        con.print(t) if nd["rows"] else con.print(f"{cid}: ran on {nd['node_a']} (A) and "
-                                                  f"{nd['node_b']} (B), no differences in the "
-                                                  "compared fields")
+        where = f"{cid}: ran on {nd['node_a']} (A) and {nd['node_b']} (B)"
+        if nd["rows"]:
+            con.print(_diff_table(where, [{**r, "differs": True} for r in nd["rows"]]))
+        else:
+            con.print(f"{where}, no differences in the compared fields")
     for stack, srows in result["stack_diff"].items():
         srows = [r for r in srows if show_all or r["differs"]]
-        if not srows:
+        if srows:
+            con.print(_diff_table(f"stack {stack}", srows))
+        else:
             con.print(f"stack {stack}: no differences in the compared fields")
-            continue
-        t = Table(title=f"stack {stack}")
-        for col in ("field", "A", "B"):
-            t.add_column(col)
-        for r in srows:
-            t.add_row(r["field"], _fmt(r["a"]), _fmt(r["b"]), style="yellow" if r["differs"] else None)
-        con.print(t)
-    t = Table(
-        title=f"metric changes (significant: p < {result['alpha']:g} and |B/A - 1| > "
-        f"{result['threshold']:.0%})"
-    )
-    for col in ("cell", "metric", "unit", "median A", "median B", "B/A", "p", "n A/B", "change"):
-        t.add_column(
-            col, justify="right" if col in ("median A", "median B", "B/A", "p") else "left", overflow="fold"
-        )
-    for c in result["changes"]:
-        verdict = c["direction"] or ("-" if c["p_value"] is not None else "no test")
-        t.add_row(
-            c["cell_id"],
-            c["metric"],
-            c["unit"] or "",
-            _fmt(c["median_a"]),
-            _fmt(c["median_b"]),
-            _fmt(c["ratio"], 3),
-            _fmt(c["p_value"], 2),
-            f"{c['n_a']}/{c['n_b']}",
-            verdict,
-            style=(
-                "green"
-                if c["direction"] == "faster"
-                else "red"
-                if c["direction"] == "slower"
-                else "yellow"
-                if c["significant"]
-                else None
-            ),
-        )
-    con.print(t)
+    con.print(_changes_table(result))
     for key, label in (("only_in_a", "only in A"), ("only_in_b", "only in B")):
         if result[key]:
             con.print(f"{label}: {', '.join(result[key])}")

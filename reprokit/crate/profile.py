@@ -41,7 +41,40 @@ def _iso(text: Any) -> bool:
         return False
 
 
-def own_checks(meta: dict) -> list[str]:  # noqa: C901 (older than the check)
+def _action_checks(e: dict, by_id: dict, root: dict) -> list[str]:
+    """Process Run Crate's rules for one CreateAction `e`."""
+    out: list[str] = []
+    name = e["@id"]
+    if not _ids(e.get("instrument")):
+        out.append(f"action {name} has no instrument")
+    for key in ("instrument", "object", "result", "containerImage"):
+        out += [f"action {name} {key} {i} is not an entity of the crate"
+                for i in _ids(e.get(key)) if i not in by_id]
+    for key in ("startTime", "endTime"):
+        if key in e and not _iso(e[key]):
+            out.append(f"action {name} {key} {e[key]!r} is not an ISO 8601 time")
+    status = _ids(e.get("actionStatus"))
+    if status and status[0] not in STATUSES:
+        out.append(f"action {name} actionStatus {status[0]} is not a schema.org ActionStatusType")
+    if status and status[0].endswith("FailedActionStatus") and not e.get("error"):
+        out.append(f"action {name} failed but has no error")
+    if name not in _ids(root.get("mentions")):
+        out.append(f"action {name} is not in the root dataset's mentions")
+    return out
+
+
+def _root_checks(root: dict, graph: list[dict]) -> list[str]:
+    """RO-Crate's rules for the root dataset and the files it must list."""
+    out = [f"the root dataset has no {key}" for key in ("name", "description", "datePublished")
+           if not root.get(key)]
+    if PROCESS_RUN_CRATE not in _ids(root.get("conformsTo")):
+        out.append(f"the root dataset does not conform to {PROCESS_RUN_CRATE}")
+    parts = set(_ids(root.get("hasPart")))
+    return out + [f"file {e['@id']} is not in the root dataset's hasPart" for e in graph
+                  if "File" in _types(e) and e["@id"] not in parts]
+
+
+def own_checks(meta: dict) -> list[str]:
     """The rules of RO-Crate 1.1 and Process Run Crate 0.5 a reprokit crate must meet, as one line
     per violation (empty: none)."""
     out: list[str] = []
@@ -59,38 +92,12 @@ def own_checks(meta: dict) -> list[str]:  # noqa: C901 (older than the check)
     root = by_id.get("./") or {}
     if "Dataset" not in _types(root):
         return out + ["no root dataset ./"]
-    for key in ("name", "description", "datePublished"):
-        if not root.get(key):
-            out.append(f"the root dataset has no {key}")
-    if PROCESS_RUN_CRATE not in _ids(root.get("conformsTo")):
-        out.append(f"the root dataset does not conform to {PROCESS_RUN_CRATE}")
-    parts = set(_ids(root.get("hasPart")))
+    out += _root_checks(root, graph)
     for e in graph:
-        if "File" in _types(e) and e["@id"] not in parts:
-            out.append(f"file {e['@id']} is not in the root dataset's hasPart")
-    for e in graph:
-        if "CreateAction" not in _types(e):
-            continue
-        name = e["@id"]
-        inst = _ids(e.get("instrument"))
-        if not inst:
-            out.append(f"action {name} has no instrument")
-        for key in ("instrument", "object", "result", "containerImage"):
-            out += [f"action {name} {key} {i} is not an entity of the crate"
-                    for i in _ids(e.get(key)) if i not in by_id]
-        for key in ("startTime", "endTime"):
-            if key in e and not _iso(e[key]):
-                out.append(f"action {name} {key} {e[key]!r} is not an ISO 8601 time")
-        status = _ids(e.get("actionStatus"))
-        if status and status[0] not in STATUSES:
-            out.append(f"action {name} actionStatus {status[0]} is not a schema.org ActionStatusType")
-        if status and status[0].endswith("FailedActionStatus") and not e.get("error"):
-            out.append(f"action {name} failed but has no error")
-        if name not in _ids(root.get("mentions")):
-            out.append(f"action {name} is not in the root dataset's mentions")
-    for e in graph:
-        if "ContainerImage" in _types(e) and not (e.get("name") and e.get("sha256")):
-            out.append(f"container image {e['@id']} has no name or sha256")
+        if "CreateAction" in _types(e):
+            out += _action_checks(e, by_id, root)
+    out += [f"container image {e['@id']} has no name or sha256" for e in graph
+            if "ContainerImage" in _types(e) and not (e.get("name") and e.get("sha256"))]
     if any("ContainerImage" in _types(e) for e in graph) and f"{WFRUN_TERMS}/context" not in ctxs:
         out.append(f"ContainerImage is used but @context does not name {WFRUN_TERMS}/context")
     return out

@@ -125,7 +125,99 @@ def _cudnn_text(value) -> str | None:
     return str(value)
 
 
-def interpret(raw: dict, framework: str) -> dict:  # noqa: C901 (older than the check)
+def _python(fw: dict, raw: dict, out: dict) -> bool:
+    out.update(gpu_build=False, why="no framework: the stack runs plain Python on the CPU")
+    return False
+
+
+def _torch(fw: dict, raw: dict, out: dict) -> bool:
+    cuda = fw.get("cuda")
+    arch = fw.get("cuda_arch_list")
+    out.update(cuda=cuda, cudnn=_cudnn_text(fw.get("cudnn_version")), gpu_build=cuda is not None,
+               arch_list=list(arch) if isinstance(arch, list) else None)
+    devices = [d for d in fw.get("devices") or [] if isinstance(d, dict)]
+    sees = bool(fw.get("cuda_available")) and bool(devices)
+    if cuda is None:
+        out["why"] = f"CPU-only build of torch {out['version']} (torch.version.cuda is None)"
+    elif sees:
+        names = ", ".join(sorted({str(d.get("name")) for d in devices}))
+        out["why"] = (f"torch {out['version']} (CUDA {cuda}) sees {len(devices)} GPU(s): {names} "
+                      "(torch.cuda.is_available())")
+    else:
+        out["why"] = (f"CUDA {cuda} build of torch {out['version']}, but torch.cuda.is_available() "
+                      "is False here")
+    return sees
+
+
+def _tensorflow(fw: dict, raw: dict, out: dict) -> bool:
+    info = fw.get("build_info") if isinstance(fw.get("build_info"), dict) else {}
+    built = fw.get("built_with_cuda")
+    if built is None:
+        built = info.get("is_cuda_build")
+    arch = info.get("cuda_compute_capabilities")
+    phys = fw.get("physical_devices") if isinstance(fw.get("physical_devices"), list) else []
+    gpus = [d for d in phys if isinstance(d, dict) and d.get("device_type") == "GPU"]
+    out.update(cuda=info.get("cuda_version"), cudnn=_cudnn_text(info.get("cudnn_version")),
+               gpu_build=None if built is None else bool(built),
+               arch_list=list(arch) if isinstance(arch, list) else None)
+    if built is False:
+        out["why"] = (f"CPU-only build of tensorflow {out['version']} "
+                      "(tf.test.is_built_with_cuda() is False)")
+    elif gpus:
+        out["why"] = (f"tensorflow {out['version']} lists {len(gpus)} GPU(s) "
+                      "(tf.config.list_physical_devices)")
+    else:
+        out["why"] = (f"tensorflow {out['version']} lists no GPU here "
+                      f"(built with CUDA: {'unknown' if built is None else 'yes'})")
+    return bool(gpus)
+
+
+def _jax(fw: dict, raw: dict, out: dict) -> bool:
+    devs = fw.get("devices") if isinstance(fw.get("devices"), list) else []
+    gpus = [d for d in devs if isinstance(d, dict) and str(d.get("platform")).lower() in GPU_PLATFORMS]
+    plugins = [d for d in raw.get("dists") or [] if d.lower().replace("-", "_").startswith(
+        ("jax_cuda", "jax_rocm", "jaxlib_cuda"))]
+    out.update(gpu_build=bool(gpus or plugins))
+    if gpus:
+        out["why"] = f"jax {out['version']} sees {len(gpus)} GPU(s) (jax.devices())"
+    elif plugins:
+        out["why"] = (f"jax {out['version']} has a GPU plugin ({plugins[0]}) but jax.devices() "
+                      f"lists no GPU here (default backend {fw.get('default_backend')})")
+    else:
+        out["why"] = (f"CPU-only jax {out['version']}: no CUDA or ROCm plugin installed and "
+                      f"jax.devices() lists {fw.get('default_backend') or 'cpu'} only")
+    return bool(gpus)
+
+
+def _theano(fw: dict, raw: dict, out: dict) -> bool:
+    device = str(fw.get("device") or "")
+    gpu_flag = device.startswith(("cuda", "gpu"))
+    out.update(gpu_build=gpu_flag, cudnn=_cudnn_text(fw.get("cudnn_version")))
+    out["why"] = (f"theano {out['version']} with device={device or '?'} (theano.config.device"
+                  + (", from the environment's THEANO_FLAGS)" if gpu_flag else
+                     "): the environment runs Theano on the CPU"))
+    return gpu_flag and not fw.get("errors", {}).get("device")
+
+
+def _mxnet(fw: dict, raw: dict, out: dict) -> bool:
+    feats = fw.get("features") if isinstance(fw.get("features"), dict) else {}
+    enabled = feats.get("enabled") or []
+    n = fw.get("num_gpus")
+    out.update(gpu_build=("CUDA" in enabled) if feats else None,
+               cudnn="built in" if "CUDNN" in enabled else None)
+    if out["gpu_build"] is False:
+        out["why"] = f"CPU-only build of mxnet {out['version']} (mxnet.runtime.Features: no CUDA)"
+    else:
+        out["why"] = f"mxnet {out['version']}: mxnet.context.num_gpus() is {n}"
+    return isinstance(n, int) and n > 0
+
+
+# framework module -> (its raw probe, the raw record, the entry to fill) -> whether it sees a GPU
+_BY_MODULE = {"python": _python, "torch": _torch, "tensorflow": _tensorflow, "jax": _jax,
+              "theano": _theano, "mxnet": _mxnet}
+
+
+def interpret(raw: dict, framework: str) -> dict:
     """The `environments` entry fields a raw probe (bench/env_probe.py) supports. Pure."""
     fw = raw.get("framework") or {}
     py = raw.get("python") or {}
@@ -137,84 +229,11 @@ def interpret(raw: dict, framework: str) -> dict:  # noqa: C901 (older than the 
         out.update(devices=[], error=str(fw["error"])[:300],
                    why=f"the interpreter cannot import {module}: {str(fw['error'])[:200]}")
         return out
-    sees = False
-    if module == "python":
-        out.update(gpu_build=False, why="no framework: the stack runs plain Python on the CPU")
-    elif module == "torch":
-        cuda = fw.get("cuda")
-        arch = fw.get("cuda_arch_list")
-        out.update(cuda=cuda, cudnn=_cudnn_text(fw.get("cudnn_version")), gpu_build=cuda is not None,
-                   arch_list=list(arch) if isinstance(arch, list) else None)
-        devices = [d for d in fw.get("devices") or [] if isinstance(d, dict)]
-        sees = bool(fw.get("cuda_available")) and bool(devices)
-        if cuda is None:
-            out["why"] = f"CPU-only build of torch {out['version']} (torch.version.cuda is None)"
-        elif sees:
-            names = ", ".join(sorted({str(d.get("name")) for d in devices}))
-            out["why"] = (f"torch {out['version']} (CUDA {cuda}) sees {len(devices)} GPU(s): {names} "
-                          "(torch.cuda.is_available())")
-        else:
-            out["why"] = (f"CUDA {cuda} build of torch {out['version']}, but torch.cuda.is_available() "
-                          "is False here")
-    elif module == "tensorflow":
-        info = fw.get("build_info") if isinstance(fw.get("build_info"), dict) else {}
-        built = fw.get("built_with_cuda")
-        if built is None:
-            built = info.get("is_cuda_build")
-        arch = info.get("cuda_compute_capabilities")
-        phys = fw.get("physical_devices") if isinstance(fw.get("physical_devices"), list) else []
-        gpus = [d for d in phys if isinstance(d, dict) and d.get("device_type") == "GPU"]
-        sees = bool(gpus)
-        out.update(cuda=info.get("cuda_version"), cudnn=_cudnn_text(info.get("cudnn_version")),
-                   gpu_build=None if built is None else bool(built),
-                   arch_list=list(arch) if isinstance(arch, list) else None)
-        if built is False:
-            out["why"] = (f"CPU-only build of tensorflow {out['version']} "
-                          "(tf.test.is_built_with_cuda() is False)")
-        elif sees:
-            out["why"] = (f"tensorflow {out['version']} lists {len(gpus)} GPU(s) "
-                          "(tf.config.list_physical_devices)")
-        else:
-            out["why"] = (f"tensorflow {out['version']} lists no GPU here "
-                          f"(built with CUDA: {'unknown' if built is None else 'yes'})")
-    elif module == "jax":
-        devs = fw.get("devices") if isinstance(fw.get("devices"), list) else []
-        gpus = [d for d in devs if isinstance(d, dict) and str(d.get("platform")).lower() in GPU_PLATFORMS]
-        sees = bool(gpus)
-        plugins = [d for d in raw.get("dists") or [] if d.lower().replace("-", "_").startswith(
-            ("jax_cuda", "jax_rocm", "jaxlib_cuda"))]
-        out.update(gpu_build=bool(sees or plugins))
-        if sees:
-            out["why"] = f"jax {out['version']} sees {len(gpus)} GPU(s) (jax.devices())"
-        elif plugins:
-            out["why"] = (f"jax {out['version']} has a GPU plugin ({plugins[0]}) but jax.devices() "
-                          f"lists no GPU here (default backend {fw.get('default_backend')})")
-        else:
-            out["why"] = (f"CPU-only jax {out['version']}: no CUDA or ROCm plugin installed and "
-                          f"jax.devices() lists {fw.get('default_backend') or 'cpu'} only")
-    elif module == "theano":
-        device = str(fw.get("device") or "")
-        gpu_flag = device.startswith(("cuda", "gpu"))
-        sees = gpu_flag and not fw.get("errors", {}).get("device")
-        out.update(gpu_build=gpu_flag, cudnn=_cudnn_text(fw.get("cudnn_version")))
-        out["why"] = (f"theano {out['version']} with device={device or '?'} (theano.config.device"
-                      + (", from the environment's THEANO_FLAGS)" if gpu_flag else
-                         "): the environment runs Theano on the CPU"))
-    elif module == "mxnet":
-        feats = fw.get("features") if isinstance(fw.get("features"), dict) else {}
-        enabled = feats.get("enabled") or []
-        n = fw.get("num_gpus")
-        sees = isinstance(n, int) and n > 0
-        out.update(gpu_build=("CUDA" in enabled) if feats else None,
-                   cudnn="built in" if "CUDNN" in enabled else None)
-        if out["gpu_build"] is False:
-            out["why"] = f"CPU-only build of mxnet {out['version']} (mxnet.runtime.Features: no CUDA)"
-        else:
-            out["why"] = f"mxnet {out['version']}: mxnet.context.num_gpus() is {n}"
+    if module in _BY_MODULE:
+        if _BY_MODULE[module](fw, raw, out):
+            out["devices"] = ["cpu", "gpu"]
     else:
         out["why"] = f"framework {module}: what it can use is not probed by this kit"
-    if sees:
-        out["devices"] = ["cpu", "gpu"]
     return out
 
 

@@ -141,3 +141,22 @@ def test_nothing_measured_in_both_is_exit_1(capsys, tmp_path):
     assert cli.main(["compare", str(RUNS / "cpu-a"), str(d)]) == 1
     err = capsys.readouterr().err
     assert "no metric was measured in both runs" in err
+
+
+def test_cells_that_ran_on_other_nodes_get_their_own_table(capsys):
+    """A Slurm run's cells may run on other nodes than the driver's: each such cell's node
+    differences are a table of their own, or one line when the two nodes do not differ."""
+    from reprokit.commands.compare import _print
+
+    result = {"run_a": "A", "run_b": "B", "host_diff": [], "stack_diff": {},
+              "node_diff": {"c1": {"node_a": "n1", "node_b": "n2",
+                                   "rows": [{"field": "cpu_model", "a": "X", "b": "Y"}]},
+                            "c2": {"node_a": "n1", "node_b": "n3", "rows": []}},
+              "alpha": 0.05, "threshold": 0.05, "changes": [], "only_in_a": [], "only_in_b": ["c3"],
+              "not_ok": [], "summary": {"compared": 0, "significant": 0, "faster": 0, "slower": 0}}
+    _print(result, show_all=False)
+    out = " ".join(capsys.readouterr().out.split())  # a table's title wraps at its width
+    assert "host fingerprint: no differences in the compared fields" in out
+    assert "c1: ran on n1 (A) and n2 (B)" in out and "cpu_model" in out and "Y" in out
+    assert "c2: ran on n1 (A) and n3 (B), no differences in the compared fields" in out
+    assert "only in B: c3" in out
