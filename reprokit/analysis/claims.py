@@ -257,7 +257,68 @@ def _published_gap(claim: dict, pb: dict | None, pw: dict | None) -> float | Non
     return _speedup(direction, (b, b), (w, w))[0]
 
 
-def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[float, float] | None) -> dict:  # noqa: C901
+def _not_both_measured(ob: dict | None, ow: dict | None, devs: tuple[dict, dict], whys: tuple,
+                       ctx: _Ctx) -> tuple[str, str] | None:
+    """(status, reason) when a side was published on another device class than this run's, is not
+    measured in this run, or was measured through a stand-in for the mechanism; else None."""
+    for side_obs, dev in zip((ob, ow), devs):
+        if side_obs is None:
+            why = devices.host_mismatch(dev, ctx.run) if dev["kind"] == "gpu" else None
+        else:
+            why = devices.class_mismatch(dev, {"kind": side_obs["device"], "label": side_obs["label"],
+                                               "count": side_obs["count"]})
+        if why:
+            return NOT_TESTABLE_HERE, why
+    if ob is None or ow is None:
+        return NOT_RUN, "; ".join(w for w in whys if w)
+    mech = ob["standins"] + ow["standins"]
+    if mech:
+        return NOT_TESTABLE_STANDIN, "measured through a stand-in: " + "; ".join(mech)
+    return None
+
+
+def _compile_samples_short(ob: dict, ow: dict, pol: dict) -> str | None:
+    """Why a compile-time pair cannot be decided on these samples (too few, or mixed cache states)."""
+    if ob["metric"] not in pol["compile_metrics"] and ow["metric"] not in pol["compile_metrics"]:
+        return None
+    need = int(pol["compile_min_samples"])
+    have = min((o["summary"]["n"] for o in (ob, ow) if not o["exact"]), default=need)  # published: exact
+    if have < need:
+        return (f"{have} compile-time sample(s) on a side; a compile-time pair needs {need} "
+                "per side with the compile cache state controlled")
+    mixed = [o for o in (ob, ow) if len(set(o.get("states") or [])) > 1]
+    if mixed:
+        return (f"the compile cache state differs between the samples of {mixed[0]['cell_id']} "
+                f"({', '.join(str(x) for x in mixed[0]['states'])}): each side needs one state")
+    return None
+
+
+def _decide(txt: str, s_lo: float, s_hi: float, s_med: float, claimed: tuple[float, float] | None,
+            pol: dict) -> tuple[str, str]:
+    """(status, reason) of a speed-up interval [s_lo, s_hi] with median s_med: against the claimed
+    range, or, where the source claims none, against 1 and the minimum effect."""
+    if claimed is None:
+        effect = 1 + float(pol["min_effect"])
+        if s_lo > 1 and s_med >= effect:
+            return HOLDS, txt + f" (> 1, separated, and at least {effect:.3g})"
+        if s_hi < 1 and s_med <= 1 / effect:
+            return REVERSED, txt + f" (< 1, separated, and at most {1 / effect:.3g}: the opposite order)"
+        if s_lo > 1 or s_hi < 1:
+            return INCONCLUSIVE, (txt + " (separated, but the effect is below the minimum "
+                                  f"{pol['min_effect']:.0%})")
+        return INCONCLUSIVE, txt + " (contains 1: intervals overlap)"
+    r_lo, r_hi = claimed
+    rng = f"claimed [{r_lo:.3g}, {r_hi:.3g}]"
+    if s_lo >= r_lo and s_hi <= r_hi:
+        return HOLDS, f"{txt}, inside the {rng}"
+    if r_lo >= 1 and s_hi < 1:
+        return REVERSED, f"{txt}: the opposite direction ({rng})"
+    if s_hi < r_lo or s_lo > r_hi:
+        return DIFFERS, f"{txt}, entirely outside the {rng}"
+    return INCONCLUSIVE, f"{txt} overlaps an edge of the {rng}"
+
+
+def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[float, float] | None) -> dict:
     res: dict = {"better": _side_label(better), "worse": _side_label(worse)}
     pb, dev_b = _publication_side(better, claim, ctx)
     pw, dev_w = _publication_side(worse, claim, ctx)
@@ -269,21 +330,9 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
         return res
     ob, why_b = _find(better, ctx.observations)
     ow, why_w = _find(worse, ctx.observations)
-    for side_obs, dev in ((ob, dev_b), (ow, dev_w)):
-        if side_obs is None:
-            why = devices.host_mismatch(dev, ctx.run) if dev["kind"] == "gpu" else None
-        else:
-            why = devices.class_mismatch(dev, {"kind": side_obs["device"], "label": side_obs["label"],
-                                               "count": side_obs["count"]})
-        if why:
-            res.update(status=NOT_TESTABLE_HERE, reason=why)
-            return res
-    if ob is None or ow is None:
-        res.update(status=NOT_RUN, reason="; ".join(w for w in (why_b, why_w) if w))
-        return res
-    mech = ob["standins"] + ow["standins"]
-    if mech:
-        res.update(status=NOT_TESTABLE_STANDIN, reason="measured through a stand-in: " + "; ".join(mech))
+    untestable = _not_both_measured(ob, ow, (dev_b, dev_w), (why_b, why_w), ctx)
+    if untestable:
+        res.update(status=untestable[0], reason=untestable[1])
         return res
     unit = ob["unit"]
     direction = verdicts.better_direction(unit)
@@ -295,20 +344,10 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
         return res
     res.update(better_value=_describe(ob, b_lo, b_hi, unit), worse_value=_describe(ow, w_lo, w_hi, unit))
     pol = ctx.policy["claims"]
-    if ob["metric"] in pol["compile_metrics"] or ow["metric"] in pol["compile_metrics"]:
-        need = int(pol["compile_min_samples"])
-        have = min((o["summary"]["n"] for o in (ob, ow) if not o["exact"]), default=need)  # published: exact
-        if have < need:
-            res.update(status=NOT_TESTABLE_SAMPLES,
-                       reason=f"{have} compile-time sample(s) on a side; a compile-time pair needs {need} "
-                       "per side with the compile cache state controlled")
-            return res
-        mixed = [o for o in (ob, ow) if len(set(o.get("states") or [])) > 1]
-        if mixed:
-            res.update(status=NOT_TESTABLE_SAMPLES,
-                       reason=f"the compile cache state differs between the samples of {mixed[0]['cell_id']} "
-                       f"({', '.join(str(x) for x in mixed[0]['states'])}): each side needs one state")
-            return res
+    short = _compile_samples_short(ob, ow, pol)
+    if short:
+        res.update(status=NOT_TESTABLE_SAMPLES, reason=short)
+        return res
     if direction is None:
         res.update(status=INCONCLUSIVE, reason=f"unit '{unit}' has no known better direction")
         return res
@@ -333,29 +372,7 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
         res.update(status=INCONCLUSIVE, reason=txt + f"; not decided: {one[0]} ran in one process, whose "
                    "interval covers that process only (a verdict needs 2 or more processes per cell)")
         return res
-    if claimed is None:
-        effect = 1 + float(pol["min_effect"])
-        if s_lo > 1 and s_med >= effect:
-            res.update(status=HOLDS, reason=txt + f" (> 1, separated, and at least {effect:.3g})")
-        elif s_hi < 1 and s_med <= 1 / effect:
-            res.update(status=REVERSED, reason=txt + f" (< 1, separated, and at most {1 / effect:.3g}: "
-                       "the opposite order)")
-        elif s_lo > 1 or s_hi < 1:
-            res.update(status=INCONCLUSIVE, reason=txt + f" (separated, but the effect is below the minimum "
-                       f"{pol['min_effect']:.0%})")
-        else:
-            res.update(status=INCONCLUSIVE, reason=txt + " (contains 1: intervals overlap)")
-        return res
-    r_lo, r_hi = claimed
-    rng = f"claimed [{r_lo:.3g}, {r_hi:.3g}]"
-    if s_lo >= r_lo and s_hi <= r_hi:
-        res.update(status=HOLDS, reason=f"{txt}, inside the {rng}")
-    elif r_lo >= 1 and s_hi < 1:
-        res.update(status=REVERSED, reason=f"{txt}: the opposite direction ({rng})")
-    elif s_hi < r_lo or s_lo > r_hi:
-        res.update(status=DIFFERS, reason=f"{txt}, entirely outside the {rng}")
-    else:
-        res.update(status=INCONCLUSIVE, reason=f"{txt} overlaps an edge of the {rng}")
+    res["status"], res["reason"] = _decide(txt, s_lo, s_hi, s_med, claimed, pol)
     return res
 
 
