@@ -203,9 +203,8 @@ def check_dataset(name: str, ds: dict, root: Path, lock: dict, now: str, update_
     return out
 
 
-def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,  # noqa: C901
-              update_lock: bool = False, parse: bool = True, strict: bool = False) -> dict:
-    """Check DIR for every data set (or `names`); record unknown digests in the lock file."""
+def _data_root(root: Path) -> Path:
+    """DIR, resolved; a one-line UserError when it is missing or not a directory."""
     root = Path(root).expanduser()
     if not root.exists():
         raise UserError(f"data directory {root} does not exist; pass the directory holding the "
@@ -213,29 +212,47 @@ def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,  # no
     if not root.is_dir():
         raise UserError(f"data directory {root} is not a directory; pass the directory holding "
                         "the data files, not a file (unpack archives first)")
-    root = root.resolve()
-    lock = load_lock(lock_path)
-    now = files.utcnow()
-    cat = catalogue()
-    chosen = names if names is not None else list(cat)
-    for n in chosen:  # every file is text before any digest is recorded: the lock holds only those
+    return root.resolve()
+
+
+def _all_text(root: Path, cat: dict, chosen: list[str]) -> None:
+    """Every file of the chosen data sets is text, before any digest is recorded: the lock holds
+    only those."""
+    for n in chosen:
         d = resolve_dir(root, cat[n])
         for f in cat[n]["files"] if d is not None else []:
             if (d / f["name"]).is_file():
                 checks.text_file(d / f["name"], f"replace it with the file from "
                                  f"{cat[n]['archive']['name'] or 'the data set release'}, or remove "
                                  f"the {n} files to use the stand-in (see `reproduce.py data`)")
+
+
+def _set_problems(s: dict, strict: bool) -> list[str]:
+    """One line per problem of a checked data set."""
+    found = []
+    if s["status"] in ("incomplete", "mismatch"):
+        found.append(f"{s['name']}: {s['status']}")
+    if (s["archive"] or {}).get("verdict") == "mismatch":
+        found.append(f"{s['name']}: archive md5 mismatch")
+    if strict:
+        found += [f"{s['name']}: {c['quantity']} {c['reading'] or ''} {c['split']} differs"
+                  for c in s["counts"] if c["strict"] and c["verdict"] == "differs"]
+    return found
+
+
+def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
+              update_lock: bool = False, parse: bool = True, strict: bool = False) -> dict:
+    """Check DIR for every data set (or `names`); record unknown digests in the lock file."""
+    root = _data_root(root)
+    lock = load_lock(lock_path)
+    now = files.utcnow()
+    cat = catalogue()
+    chosen = names if names is not None else list(cat)
+    _all_text(root, cat, chosen)
     sets = [check_dataset(n, cat[n], root, lock, now, update_lock, parse) for n in chosen]
     problems, lock_changed = [], False
     for s in sets:
-        found = []
-        if s["status"] in ("incomplete", "mismatch"):
-            found.append(f"{s['name']}: {s['status']}")
-        if (s["archive"] or {}).get("verdict") == "mismatch":
-            found.append(f"{s['name']}: archive md5 mismatch")
-        if strict:
-            found += [f"{s['name']}: {c['quantity']} {c['reading'] or ''} {c['split']} differs"
-                      for c in s["counts"] if c["strict"] and c["verdict"] == "differs"]
+        found = _set_problems(s, strict)
         pending = s.pop("pending_lock", {})
         if pending and not found:  # a digest is recorded only for a data set that checked out
             lock["files"].update(pending)
