@@ -559,7 +559,71 @@ def extra_file_pins(spec: dict) -> list[dict]:
     return out
 
 
-def check_flavour(image_dir: str, flavour: str = "gpu", index: Index | None = None,  # noqa: C901
+def _sdist_requires(index: Index, pin: Pin, chosen: dict,
+                    env: dict) -> tuple[list | None, str | None, str | None]:
+    """(requires, Requires-Python, problem) of a pinned sdist: its digest checked, its declared
+    dependencies (or the pin's '# sdist; requires:' where it declares none) agreeing."""
+    requires, rp, digest = sdist_metadata(index, chosen)
+    if digest != chosen["sha256"]:
+        return None, rp, (f"{pin.name}=={pin.version}: {chosen['filename']} downloaded with "
+                          f"sha256 {digest}, the index says {chosen['sha256']}")
+    if requires is None and pin.requires is None:
+        return None, rp, (f"{pin.name}=={pin.version}: the sdist declares no dependencies; "
+                          "write them beside the pin ('# sdist; requires: a, b' or "
+                          "'requires: none') from its setup.py")
+    if requires is not None and pin.requires is not None and \
+            sorted(_names(requires, env)) != sorted(_names(pin.requires, env)):
+        return None, rp, (f"{pin.name}=={pin.version}: '# sdist; requires:' says "
+                          f"{', '.join(pin.requires) or 'none'}, the sdist's metadata "
+                          f"{', '.join(requires) or 'none'}")
+    return (requires if requires is not None else pin.requires), rp, None
+
+
+def _resolve(pin: Pin, index: Index, target, order: dict,
+             env: dict) -> tuple[Pin, Resolved | None, str | None]:
+    """(pin, its resolved file, None) or (pin, None, the problem) for one pinned requirement."""
+    everything = index.files(pin.name)
+    chosen, problem = _pick(pin, _release_files(everything, pin.name, pin.version), everything,
+                            target, order)
+    if problem:
+        return pin, None, problem
+    if chosen["filename"].endswith(".whl"):
+        meta = wheel_metadata(index, chosen)
+        requires = list(meta.get_all("Requires-Dist") or [])
+        rp = meta.get("Requires-Python")
+    else:
+        requires, rp, problem = _sdist_requires(index, pin, chosen, env)
+        if problem:
+            return pin, None, problem
+    if not _admits(rp, target.full):
+        return pin, None, (f"{pin.name}=={pin.version}: {chosen['filename']} requires Python "
+                           f"{rp}, the target is {target.full}")
+    return pin, Resolved(pin.name, pin.version, chosen["filename"], chosen["sha256"], "pypi",
+                         requires, rp), None
+
+
+def _check_extra_files(report: Report, spec: dict, image_dir: str, target, pins: list[Pin],
+                       rel: str) -> None:
+    """The files the recipe fetches itself (download.pytorch.org wheels): their tags, not pinned
+    twice, their dependencies listed; their sha256 and availability are not checked here."""
+    wheel_tags = set(target.tags(target.expanded_platforms() + ["linux_x86_64"]))
+    for e in extra_file_pins(spec):
+        where = f"images/{image_dir}/recipe.yaml extra_files {e['filename']}"
+        if not set(e["tags"]) & wheel_tags:
+            report.problems.append(f"{where}: the wheel's tags do not install on {target.label}")
+        if any(canonicalize_name(p.name) == canonicalize_name(e["name"]) for p in pins):
+            report.problems.append(f"{where}: {e['name']} is also pinned in {rel}; the file is "
+                                   "installed on its own (a pin without its sha256 breaks --require-hashes)")
+        if e.get("requires") is None:
+            report.problems.append(f"{where}: list the wheel's dependencies in `requires`")
+        report.resolved.append(Resolved(e["name"], e["version"], e["filename"], e.get("sha256"),
+                                        "extra_files", list(e.get("requires") or [])))
+        report.not_checked.append(f"{e['filename']}: sha256 and availability at {e['url']} "
+                                  f"({'pinned' if e.get('sha256') else 'recorded on first build'}; "
+                                  "the host is not reachable from CI)")
+
+
+def check_flavour(image_dir: str, flavour: str = "gpu", index: Index | None = None,
                   root: Path | None = None) -> Report | None:
     """The wheelhouse of one flavour, checked for its target; None when it installs no wheels."""
     root = root or images.IMAGES
@@ -577,62 +641,13 @@ def check_flavour(image_dir: str, flavour: str = "gpu", index: Index | None = No
     pins = parse_requirements(path.read_text(), rel)
     order = {t: i for i, t in enumerate(target.tags())}
     env = target.environment()
-
-    def one(pin: Pin):
-        everything = index.files(pin.name)
-        chosen, problem = _pick(pin, _release_files(everything, pin.name, pin.version), everything,
-                                target, order)
-        if problem:
-            return pin, None, problem
-        if chosen["filename"].endswith(".whl"):
-            meta = wheel_metadata(index, chosen)
-            requires = list(meta.get_all("Requires-Dist") or [])
-            rp = meta.get("Requires-Python")
-        else:
-            requires, rp, digest = sdist_metadata(index, chosen)
-            if digest != chosen["sha256"]:
-                return pin, None, (f"{pin.name}=={pin.version}: {chosen['filename']} downloaded with "
-                                   f"sha256 {digest}, the index says {chosen['sha256']}")
-            if requires is None and pin.requires is None:
-                return pin, None, (f"{pin.name}=={pin.version}: the sdist declares no dependencies; "
-                                   "write them beside the pin ('# sdist; requires: a, b' or "
-                                   "'requires: none') from its setup.py")
-            if requires is not None and pin.requires is not None and \
-                    sorted(_names(requires, env)) != sorted(_names(pin.requires, env)):
-                return pin, None, (f"{pin.name}=={pin.version}: '# sdist; requires:' says "
-                                   f"{', '.join(pin.requires) or 'none'}, the sdist's metadata "
-                                   f"{', '.join(requires) or 'none'}")
-            requires = requires if requires is not None else pin.requires
-        if not _admits(rp, target.full):
-            return pin, None, (f"{pin.name}=={pin.version}: {chosen['filename']} requires Python "
-                               f"{rp}, the target is {target.full}")
-        return pin, Resolved(pin.name, pin.version, chosen["filename"], chosen["sha256"], "pypi",
-                             requires, rp), None
-
     with ThreadPoolExecutor(WORKERS) as pool:
-        for pin, resolved, problem in pool.map(one, pins):
+        for pin, resolved, problem in pool.map(lambda p: _resolve(p, index, target, order, env), pins):
             if problem:  # still counted as pinned, so its dependants report nothing twice
                 report.problems.append(f"{rel}:{pin.line}: {problem}")
                 resolved = Resolved(pin.name, pin.version, None, None, "pypi", [])
             report.resolved.append(resolved)
-
-    # files the recipe fetches itself (download.pytorch.org wheels)
-    wheel_tags = set(target.tags(target.expanded_platforms() + ["linux_x86_64"]))
-    for e in extra_file_pins(spec):
-        where = f"images/{image_dir}/recipe.yaml extra_files {e['filename']}"
-        if not set(e["tags"]) & wheel_tags:
-            report.problems.append(f"{where}: the wheel's tags do not install on {target.label}")
-        if any(canonicalize_name(p.name) == canonicalize_name(e["name"]) for p in pins):
-            report.problems.append(f"{where}: {e['name']} is also pinned in {rel}; the file is "
-                                   "installed on its own (a pin without its sha256 breaks --require-hashes)")
-        if e.get("requires") is None:
-            report.problems.append(f"{where}: list the wheel's dependencies in `requires`")
-        report.resolved.append(Resolved(e["name"], e["version"], e["filename"], e.get("sha256"),
-                                        "extra_files", list(e.get("requires") or [])))
-        report.not_checked.append(f"{e['filename']}: sha256 and availability at {e['url']} "
-                                  f"({'pinned' if e.get('sha256') else 'recorded on first build'}; "
-                                  "the host is not reachable from CI)")
-
+    _check_extra_files(report, spec, image_dir, target, pins, rel)
     report.problems += closure(report.resolved, env, rel)
     if any(not r.file.endswith(".whl") for r in report.resolved if r.file):
         for tool in ("setuptools", "wheel"):
