@@ -80,7 +80,7 @@ def drive(req: RunRequest, argv: list[str], say) -> tuple[results.RunDir, dict]:
     command line, as run.json records it; `say` prints one progress line."""
     suite = suites.load_suite(req.suite)
     resumed = results.resolve_run(req.resume, req.results) if req.resume else None
-    repeat, patterns = req.repeat, req.cells
+    repeat, patterns = req.repeat, list(req.cells)
     if resumed is not None:  # K comes from the run being resumed, and so do its cells
         repeat = check_resume_repeat(resumed.load_run(), repeat)
         patterns = resume_cells(resumed.load_run(), patterns)
