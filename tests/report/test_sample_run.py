@@ -1,7 +1,7 @@
-"""docs/sample-run and docs/gpu-run (the first GPU session's runs, rendered on that machine) stay
-current: re-rendering their stored results (and the data snapshot it holds,
-kit-data/) with today's templates and analysis gives exactly the committed report (Markdown, JSON and
-HTML).
+"""docs/sample-run, docs/readme-run (the README command's run on a fresh clone) and docs/gpu-run (the
+first GPU session's runs, rendered on that machine) stay current: re-rendering their stored results
+(and the data snapshot each holds, kit-data/) with today's templates and analysis gives exactly the
+committed report (Markdown, JSON and HTML).
 
 When this fails after a deliberate change to the report, regenerate the sample with
 `python reproduce.py report docs/sample-run/<run>` and commit the result (README, "Sample run").
@@ -16,7 +16,8 @@ from reprokit import results
 from reprokit.report import report
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-SAMPLES = sorted(DOCS.glob("sample-run/*/run.json")) + sorted(DOCS.glob("gpu-run/*/run.json"))
+SAMPLES = sorted(DOCS.glob("sample-run/*/run.json")) + sorted(DOCS.glob("readme-run/*/run.json")) + \
+    sorted(DOCS.glob("gpu-run/*/run.json"))
 
 
 @pytest.mark.parametrize("run_json", SAMPLES, ids=[p.parent.name for p in SAMPLES])
@@ -36,6 +37,7 @@ def test_sample_report_is_current(run_json, tmp_path):
 
 def test_there_is_a_sample():
     assert any("sample-run" in str(p) for p in SAMPLES), "docs/sample-run holds no run"
+    assert any("readme-run" in str(p) for p in SAMPLES), "docs/readme-run holds no run"
     assert sum("gpu-run" in str(p) for p in SAMPLES) == 5, "docs/gpu-run should hold the 5 GPU runs"
 
 

@@ -427,9 +427,11 @@ def test_the_merged_jit_cache_is_the_worst_any_process_began_on():
     assert merge_processes.merge({1: proc(1, None)}, 1).get("jit_cache") is None  # older results
 
 
-def test_an_interrupted_runs_message_counts_the_processes_it_keeps():
+def test_an_interrupted_runs_message_counts_the_processes_it_keeps(tmp_path):
     """The README command on a fresh clone, stopped with SIGINT in round 3 of 3, said "0 cell(s)
-    measured are kept" although 74 processes were: the message now counts the ok process files."""
+    measured are kept" although 74 processes were: the message now counts the ok process files.
+    The committed run was resumed to its end since; its round 3 removed, it is that stopped run."""
+    import shutil
     from pathlib import Path
 
     from reprokit import results
@@ -437,7 +439,11 @@ def test_an_interrupted_runs_message_counts_the_processes_it_keeps():
     from reprokit.plan.plan import Options, make_plan
     from reprokit.run.execute import _ok_processes
 
-    run = Path(__file__).resolve().parents[2] / "docs" / "readme-run" / "20261126T205102Z-legacy-2017"
+    src = Path(__file__).resolve().parents[2] / "docs" / "readme-run" / "20261126T205102Z-legacy-2017"
+    run = tmp_path / src.name
+    shutil.copytree(src / "cells", run / "cells")
     plan = make_plan(suites.load_suite("legacy-2017"), Options(repeat=3))
-    # 37 cells x 2 rounds; round 3's first was stopped
-    assert _ok_processes(results.RunDir(run), plan, run.name) == 74
+    assert _ok_processes(results.RunDir(run), plan, run.name) == 111  # 37 cells x 3 processes
+    for f in (run / "cells").glob("*.p3.json"):
+        f.unlink()
+    assert _ok_processes(results.RunDir(run), plan, run.name) == 74  # 37 cells x 2 rounds
