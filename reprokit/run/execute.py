@@ -249,6 +249,14 @@ def _open_record(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[
                                   modify=True, say=say).run
         run["finished"] = None
         run["current"] = None
+        kit = files.kit_info()
+        if kit != run.get("kit"):  # the processes it runs now carry this kit (make_job); say so here
+            was = (run.get("kit") or {}).get("git_commit") or "unknown"
+            run.setdefault("incidents", []).append(
+                {"kind": "resumed", "at": files.utcnow(), "cell_id": None,
+                 "text": f"resumed by kit {kit.get('git_commit') or 'unknown'}"
+                         f"{' (uncommitted changes)' if kit.get('git_dirty') else ''}, "
+                         f"the run started with {was}: the results of this sitting record it"})
         if _record_specs(run, cell_specs(plan), plan.options.allow_changed_data):
             run["data_snapshot"] = results.snapshot_data(rundir)  # the data it now measures with
         state.rec = RunRecord(rundir, run, started)
@@ -365,7 +373,7 @@ class StackJobs:
             run["stacks"][stack]["environment"] = prepared["environment"]
         if prepared.get("env_probe"):  # what that environment can use (runners/env_probe.py)
             run.setdefault("environments", {})[stack] = prepared["env_probe"]
-        job = make_job(plan, stack, run["run_id"], run["kit"], str(rundir.cells_dir.resolve()),
+        job = make_job(plan, stack, run["run_id"], files.kit_info(), str(rundir.cells_dir.resolve()),
                        cells=[c for c, _ in items])  # the cells to run, not every cell of the stack
         for jc in job["cells"]:  # the default design's iterations per process (reprokit/plan/design.py)
             jc["budget"] = design.process_budget(jc["budget"], (run.get("design") or {}).get("cells", {})

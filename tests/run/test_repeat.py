@@ -447,3 +447,30 @@ def test_an_interrupted_runs_message_counts_the_processes_it_keeps(tmp_path):
     for f in (run / "cells").glob("*.p3.json"):
         f.unlink()
     assert _ok_processes(results.RunDir(run), plan, run.name) == 74  # 37 cells x 2 rounds
+
+
+def test_a_run_resumed_by_another_kit_says_so_and_its_new_processes_record_that_kit(smoke_repeat2, tmp_path):
+    """The README run, stopped at dff3a65 and resumed at 964c40f, recorded dff3a65 in the processes
+    964c40f ran (the job carried run.json's kit). A resume by another kit now records an incident,
+    and the processes it runs carry the kit that ran them."""
+    import json
+
+    from reprokit import files
+
+    src, _ = smoke_repeat2
+    rundir = results.RunDir(tmp_path / src.path.name)
+    shutil.copytree(src.path, rundir.path)
+    run = json.loads(rundir.run_file.read_text())
+    run["kit"] = {**run["kit"], "git_commit": "0" * 40}  # as if another commit had started it
+    rundir.run_file.write_text(json.dumps(run))
+    cid = "smoke/python/matmul/n24"
+    rundir.cell_path(cid, 2).unlink()
+    kept = rundir.load_cell(cid, 1)["kit"]
+    p = cli("run", "--suite", "smoke", "--runner", "local", "--quick", "--resume",
+            str(rundir.path), "--results", str(tmp_path), "--no-report")
+    assert p.returncode == 0, p.stderr
+    now = files.kit_info()
+    assert rundir.load_cell(cid, 2)["kit"] == now  # the process this sitting ran
+    assert rundir.load_cell(cid, 1)["kit"] == kept  # the kept one is untouched
+    (incident,) = [i for i in rundir.load_run()["incidents"] if i["kind"] == "resumed"]
+    assert "0" * 40 in incident["text"] and str(now["git_commit"]) in incident["text"]
