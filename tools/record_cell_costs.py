@@ -20,6 +20,7 @@ a one-process run). reprokit/plan/design.py picks processes x iterations from th
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -121,18 +122,15 @@ def entry(rundir: Path, partial: bool = False, rounds: int | None = None) -> dic
 
 
 def main(argv: list[str]) -> int:
-    partial = "--partial" in argv
-    argv = [a for a in argv if a != "--partial"]
-    rounds = None
-    if "--rounds" in argv:
-        i = argv.index("--rounds")
-        rounds = int(argv[i + 1])
-        argv = argv[:i] + argv[i + 2:]
-    if not argv:
-        sys.exit(__doc__)
+    p = argparse.ArgumentParser(prog="record_cell_costs.py", description=__doc__.split("\n")[0])
+    p.add_argument("--partial", action="store_true",
+                   help="a run stopped between rounds counts too (cells whose finished processes are ok)")
+    p.add_argument("--rounds", type=int, metavar="N", help="only each cell's first N processes")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    args = p.parse_args(argv)
     doc = yaml.safe_load(OUT.read_text())  # keeps its `design` settings
-    for d in argv:
-        new = entry(Path(d), partial, rounds)
+    for d in args.runs:
+        new = entry(Path(d), args.partial, args.rounds)
         key = (new["suite"], new["runner"], new["quick"], new["protocol"])
         doc["measurements"] = [m for m in doc["measurements"]
                                if (m["suite"], m["runner"], m["quick"], m["protocol"]) != key] + [new]
