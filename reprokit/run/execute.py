@@ -43,7 +43,7 @@ from reprokit.runners.host_preflight import decide
 def _kept_processes(rundir: results.RunDir, run_id: str, cell: Cell, repeat: int) -> dict[int, float | None]:
     """{index: process wall seconds (None: not recorded)} of a `--repeat K` cell's ok process files
     of this run: a resumed run keeps them and runs the other indices."""
-    done = merge_processes.load_processes(rundir, cell.id, repeat, run_id)
+    done = record.valid_processes(rundir, cell.id, repeat, run_id)
     return {i: (r.get("runner") or {}).get("process_wall_s") for i, r in done.items()
             if r.get("status") == "ok"}
 
@@ -150,11 +150,9 @@ class _Driving:
 
 
 def _ok_processes(rundir: results.RunDir, plan: Plan, run_id: str) -> int:
-    """How many of the plan's cell processes of this run finished ok (their valid process files,
-    record.valid_processes): what an interrupted `--repeat K` run keeps although none of its cells
-    has all K yet."""
-    return sum(r.get("status") == "ok" for c in plan.runnable
-               for r in record.valid_processes(rundir, c.id, plan.options.repeat, run_id).values())
+    """How many of the plan's cell processes of this run finished ok (`_kept_processes`, the ones a
+    resume keeps): what an interrupted `--repeat K` run keeps although none of its cells has all K yet."""
+    return sum(len(_kept_processes(rundir, run_id, c, plan.options.repeat)) for c in plan.runnable)
 
 
 def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
