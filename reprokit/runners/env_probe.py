@@ -196,7 +196,7 @@ def _theano(fw: dict, raw: dict, out: dict) -> bool:
     out["why"] = (f"theano {out['version']} with device={device or '?'} (theano.config.device"
                   + (", from the environment's THEANO_FLAGS)" if gpu_flag else
                      "): the environment runs Theano on the CPU"))
-    return gpu_flag and not fw.get("errors", {}).get("device")
+    return bool(gpu_flag and not fw.get("errors", {}).get("device"))
 
 
 def _mxnet(fw: dict, raw: dict, out: dict) -> bool:
