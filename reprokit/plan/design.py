@@ -131,12 +131,38 @@ def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
         return None
     k = min(cfg["max_processes"], max(cfg["min_processes"],
                                       int(statistics.median_low([d["processes"] for d in out.values()]))))
-    return {"processes": k, "cells": out,
+    for d in out.values():
+        d["planned_s"] = round(k * d["process_s"], 1)
+    return {"processes": k, "cells": out, "budget": budget_summary(out, cfg),
             "source": f"cell_costs.yaml (run {header['run']}, {header['machine']}, {header['date']}); "
                       f"process-level CV {t_process:.3g} from {t_source}",
             "text": f"{k} processes per cell (the median of the cells' Kalibera & Jones designs within "
-                    f"{cfg['budget_factor']:g}x their one-process time), each cell's iterations per process "
-                    "from its recorded costs and variances"}
+                    f"{cfg['budget_factor']:g}x their one-process time, at least {cfg['min_processes']}), "
+                    "each cell's iterations per process from its recorded costs and variances; "
+                    + budget_summary(out, cfg)["text"]}
+
+
+def budget_summary(cells: dict[str, dict], cfg: dict) -> dict:
+    """Does the design keep its budget? The planned time of the cells (K x process_s each) against
+    `budget_factor` x their recorded one-process time; a cell without a recorded time has no budget,
+    and says so. The run's K is at least min_processes, so a cell whose start-up and iterations cost
+    more than budget / min_processes is planned above its budget: the text counts them."""
+    known = {cid: d for cid, d in cells.items() if d.get("budget_s")}
+    over = sorted(cid for cid, d in known.items() if d["planned_s"] > d["budget_s"])
+    planned = sum(d["planned_s"] for d in known.values())
+    one = sum(d["budget_s"] for d in known.values()) / cfg["budget_factor"]
+    ratio = round(planned / one, 2) if one else None
+    parts = []
+    if known:
+        parts.append(f"planned {ratio:g}x the recorded one-process time of the {len(known)} cells that have "
+                     f"one (budget {cfg['budget_factor']:g}x); {len(over)} of them above their budget"
+                     + (f" ({cfg['min_processes']} processes of start-up and iterations cost more)"
+                        if over else ""))
+    if len(known) < len(cells):
+        parts.append(f"{len(cells) - len(known)} of {len(cells)} cells without a recorded one-process time "
+                     "(cell_times.yaml): no budget")
+    return {"planned_s": round(planned, 1), "one_process_s": round(one, 1), "ratio": ratio,
+            "over": over, "no_budget": sorted(set(cells) - set(known)), "text": "; ".join(parts)}
 
 
 def process_budget(budget: dict, cell: dict | None) -> dict:

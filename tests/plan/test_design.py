@@ -149,3 +149,25 @@ def test_the_published_protocol_keeps_its_iterations_and_gets_processes():
     opts = default_options(make_plan(s, Options(protocol="published")), "local")
     assert opts.repeat == design.settings()["min_processes"] and opts.design["cells"] == {}
     assert "published protocol" in opts.design["text"]
+
+
+def test_the_design_says_how_far_it_is_over_its_budget():
+    cfg = design.settings()
+    cells = {"cheap": {"process_s": 2.0, "planned_s": 6.0, "budget_s": cfg["budget_factor"] * 10.0},
+             "costly": {"process_s": 20.0, "planned_s": 60.0, "budget_s": cfg["budget_factor"] * 30.0},
+             "unknown": {"process_s": 5.0, "planned_s": 15.0, "budget_s": None}}
+    b = design.budget_summary(cells, cfg)
+    assert b["over"] == ["costly"] and b["no_budget"] == ["unknown"]
+    assert b["ratio"] == round((6.0 + 60.0) / 40.0, 2) and b["one_process_s"] == 40.0
+    assert "1 of them above their budget" in b["text"] and "1 of 3 cells without" in b["text"]
+    within = design.budget_summary({"cheap": cells["cheap"]}, cfg)
+    assert within["over"] == [] and "0 of them above" in within["text"]
+
+
+def test_a_recorded_design_states_its_budget_in_its_text():
+    s = suites.load_suite("legacy-2017")
+    d = default_options(make_plan(s, Options()), "local").design
+    b = d["budget"]
+    assert all(c["planned_s"] == round(d["processes"] * c["process_s"], 1) for c in d["cells"].values())
+    assert b["text"] in d["text"] and f"planned {b['ratio']:g}x" in d["text"]
+    assert len(b["over"]) + len(b["no_budget"]) <= len(d["cells"])
