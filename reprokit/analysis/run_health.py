@@ -82,9 +82,17 @@ def interval_summary(cells: list[dict], run: dict) -> dict:
                    "narrower": half < spread / 2}
     return {"kinds": sorted(kinds.values(), key=lambda k: (-k["metrics"], k["label"])), "repeat": repeat,
             "rerun": rerun_coverage(repeat), "rerun_repeated": None if repeat > 1 else rerun_coverage(3),
-            "between": between,
+            "between": between, "design": _design_text(run),
             "median_cv": _upper_median(cvs) if cvs else None,
             "metrics": sum(k["metrics"] for k in kinds.values())}
+
+
+def _design_text(run: dict) -> str | None:
+    """The default design's own account of its processes and its time against the recorded one-process
+    time (run.json design.text), for runs whose design states its budget (reprokit/plan/design.py
+    budget_summary); None with --repeat K and in runs made before it."""
+    d = run.get("design") or {}
+    return d["text"] if d.get("budget") else None
 
 
 def _upper_median(values: list[float]) -> float:

@@ -465,3 +465,24 @@ def test_a_suite_without_claims_says_so_instead_of_empty_sentences(tmp_path):
     md = (run / "report.md").read_text()
     assert "The suite's sources make no claim to check." in md and "Of the 0 pairs" not in md
     assert "make no claim to check" in (run / "report.html").read_text()
+
+
+def test_a_designed_run_states_its_design_and_its_time_against_one_process(tmp_path):
+    rd = stored(tmp_path, "cpu-a")  # 3 processes per cell, no design recorded: nothing said
+    report.render(rd)
+    assert "The run's design" not in (rd.path / "report.md").read_text()
+    run = json.loads((rd.path / "run.json").read_text())
+    text = ("3 processes per cell (...); planned 3.1x the recorded one-process time of the 2 cells that "
+            "have one (budget 1.3x); 2 of them above their budget <b>")
+    run["design"] = {"processes": 3, "cells": {}, "source": "test", "text": text,
+                     "budget": {"planned_s": 31.0, "one_process_s": 10.0, "ratio": 3.1, "over": ["a", "b"],
+                                "no_budget": [], "text": text}}
+    (rd.path / "run.json").write_text(json.dumps(run))
+    report.render(results.RunDir(rd.path))
+    md = (rd.path / "report.md").read_text()
+    html = (rd.path / "report.html").read_text()
+    assert "The run's design: 3 processes per cell" in md and "planned 3.1x the recorded" in md
+    assert "The run's design: 3 processes per cell" in html and "above their budget &lt;b&gt;" in html
+    assert "above their budget <b>" not in html
+    doc = json.loads((rd.path / "report.json").read_text())
+    assert doc["intervals"]["design"] == text
