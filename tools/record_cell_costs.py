@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from reprokit import files, results, validate  # noqa: E402
 from reprokit.analysis import cpus, stats, steady_state  # noqa: E402
+from reprokit.errors import UserError  # noqa: E402
 
 OUT = REPO / "reprokit" / "data" / "cell_costs.yaml"
 HEADER = """\
@@ -114,7 +115,8 @@ def entry(rundir: Path, partial: bool = False, rounds: int | None = None) -> dic
             if costs:
                 cells[c["cell_id"]] = costs
     if not cells:
-        sys.exit(f"record_cell_costs: {rundir} has no ok cell with timed samples")
+        raise UserError(f"{rundir} has no ok cell with timed samples; record a run whose cells ran ok "
+                        "(--partial: one stopped between rounds)")
     return {"suite": run["suite"], "runner": run["runner"], "quick": bool(run["quick"]),
             "protocol": run["protocol"], "run": run["run_id"], "repeat": int(run.get("repeat") or 1),
             "machine": cpus.short_label((run.get("host_fingerprint") or {}).get("cpu") or {}),
@@ -130,14 +132,18 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     doc = yaml.safe_load(OUT.read_text())  # keeps its `design` settings
     for d in args.runs:
-        new = entry(Path(d), args.partial, args.rounds)
+        try:
+            new = entry(Path(d), args.partial, args.rounds)
+        except UserError as e:
+            print(f"record_cell_costs: {e}", file=sys.stderr)
+            return 2
         key = (new["suite"], new["runner"], new["quick"], new["protocol"])
         doc["measurements"] = [m for m in doc["measurements"]
                                if (m["suite"], m["runner"], m["quick"], m["protocol"]) != key] + [new]
     validate.check("cell_costs", doc, str(OUT))
     design = yaml.safe_dump({"design": doc.pop("design")}, sort_keys=False, width=110)
-    OUT.write_text(HEADER + "schema_version: 1\n" + design
-                   + yaml.safe_dump({"measurements": doc["measurements"]}, sort_keys=False, width=110))
+    measured = yaml.safe_dump({"measurements": doc["measurements"]}, sort_keys=False, width=110)
+    files.write_text_atomic(OUT, HEADER + "schema_version: 1\n" + design + measured)
     files.load_data_file.cache_clear()
     print(f"wrote {OUT.relative_to(REPO)}: {sum(len(m['cells']) for m in doc['measurements'])} cells")
     return 0

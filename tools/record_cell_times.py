@@ -12,6 +12,7 @@ entry keeps the others from its earlier run and names that run, machine and date
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ sys.path.insert(0, str(REPO))
 
 from reprokit import files, results, validate  # noqa: E402
 from reprokit.analysis import cpus  # noqa: E402
+from reprokit.errors import UserError  # noqa: E402
 
 OUT = REPO / "reprokit" / "data" / "cell_times.yaml"
 HEADER = """\
@@ -39,7 +41,7 @@ def entry(rundir: Path) -> dict:
     cells = {e["cell_id"]: round(float(e["process_wall_s"]) / repeat, 1) for e in run["cells"]
              if e.get("status") == "ok" and e.get("process_wall_s")}
     if not cells:
-        sys.exit(f"record_cell_times: {rundir} has no ok cell with a process time")
+        raise UserError(f"{rundir} has no ok cell with a process time; record a run whose cells ran ok")
     return {"suite": run["suite"], "runner": run["runner"], "quick": bool(run["quick"]),
             "protocol": run["protocol"], "run": run["run_id"],
             "machine": cpus.short_label((run.get("host_fingerprint") or {}).get("cpu") or {}),
@@ -57,8 +59,8 @@ def merged(new: dict, old: dict | None) -> dict:
     if earlier and set(kept) <= set(earlier["cells"]):
         src = earlier  # still from the run the old entry kept them from
     elif earlier:
-        sys.exit("record_cell_times: --merge would keep cells from two earlier runs; record a whole "
-                 "run of the suite instead")
+        raise UserError("--merge would keep cells from two earlier runs; record a whole run of the suite "
+                        "instead")
     else:
         src = {"run": old["run"], "machine": old["machine"], "date": old["date"]}
     out = dict(new, cells=dict(sorted({**kept, **new["cells"]}.items())))
@@ -68,19 +70,23 @@ def merged(new: dict, old: dict | None) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    merge = "--merge" in argv
-    argv = [a for a in argv if a != "--merge"]
-    if not argv:
-        print(__doc__)
-        return 2
+    p = argparse.ArgumentParser(prog="record_cell_times.py", description=__doc__.split("\n")[0])
+    p.add_argument("--merge", action="store_true",
+                   help="a run of some cells of a suite replaces only those cells' times")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    args = p.parse_args(argv)
     doc = yaml.safe_load(OUT.read_text()) if OUT.exists() else {"schema_version": 1, "measurements": []}
-    for arg in argv:
-        new = entry(Path(arg))
-        key = (new["suite"], new["runner"], new["quick"], new["protocol"])
-        if merge:
-            old = [m for m in doc["measurements"]
-                   if (m["suite"], m["runner"], m["quick"], m["protocol"]) == key]
-            new = merged(new, old[0] if old else None)
+    for arg in args.runs:
+        try:
+            new = entry(Path(arg))
+            key = (new["suite"], new["runner"], new["quick"], new["protocol"])
+            if args.merge:
+                old = [m for m in doc["measurements"]
+                       if (m["suite"], m["runner"], m["quick"], m["protocol"]) == key]
+                new = merged(new, old[0] if old else None)
+        except UserError as e:
+            print(f"record_cell_times: {e}", file=sys.stderr)
+            return 2
         doc["measurements"] = [m for m in doc["measurements"]
                                if (m["suite"], m["runner"], m["quick"], m["protocol"]) != key] + [new]
         print(f"{new['suite']} ({new['runner']}, quick={new['quick']}): {len(new['cells'])} cells, "

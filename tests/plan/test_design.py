@@ -8,6 +8,8 @@ import shutil
 import statistics
 from pathlib import Path
 
+import pytest
+
 from reprokit import files
 from reprokit.catalog import suites
 from reprokit.plan import design
@@ -171,3 +173,20 @@ def test_a_recorded_design_states_its_budget_in_its_text():
     assert all(c["planned_s"] == round(d["processes"] * c["process_s"], 1) for c in d["cells"].values())
     assert b["text"] in d["text"] and f"planned {b['ratio']:g}x" in d["text"]
     assert len(b["over"]) + len(b["no_budget"]) <= len(d["cells"])
+
+
+@pytest.mark.parametrize("tool", ["record_cell_costs.py", "record_cell_times.py"])
+def test_the_recording_tools_answer_a_bad_run_directory_with_one_line_and_exit_2(tool, tmp_path):
+    import subprocess
+    import sys
+    data = ROOT / "reprokit" / "data"
+    before = {n: (data / n).read_bytes() for n in ("cell_costs.yaml", "cell_times.yaml")}
+    for arg, says in ((tmp_path / "missing", "does not exist"), (SAMPLE.parent, "does not exist")):
+        r = subprocess.run([sys.executable, str(ROOT / "tools" / tool), str(arg)], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 2 and r.stdout == "", (r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1 and says in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / tool)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "RUN_DIR" in r.stderr  # argparse's usage error
+    assert {n: (data / n).read_bytes() for n in before} == before  # nothing written

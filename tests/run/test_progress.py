@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from reprokit.errors import UserError
 from reprokit.run.progress import Progress, past_cell_times
 
 
@@ -175,7 +176,7 @@ def test_merge_keeps_the_cells_a_partial_run_did_not_run(tmp_path):
     m = record_cell_times.merged(new, old)
     assert m["cells"] == {"a": 1.0, "b": 5.0, "c": 3.0, "d": 6.0} and m["run"] == "R2"
     assert m["earlier"] == {"run": "R1", "machine": "M1", "date": "2026-01-01", "cells": ["a", "c"]}
-    with pytest.raises(SystemExit):  # b and d came from R2, c from R1: two earlier runs
+    with pytest.raises(UserError, match="two earlier runs"):  # b and d came from R2, c from R1
         record_cell_times.merged(dict(new, run="R3", cells={"a": 7.0}), m)
     again = record_cell_times.merged(dict(new, run="R3", cells={"b": 8.0, "d": 9.0}), m)
     assert again["earlier"]["run"] == "R1" and again["earlier"]["cells"] == ["a", "c"]
