@@ -184,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1, help="processes per cell in each run (run --repeat K)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--results", default=str(REPO / "results" / "rerun-coverage"))
-    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing runs")
+    p.add_argument("--compare", nargs=2, action="append", metavar=("RUN_A", "RUN_B"),
+                   help="compare two existing runs; given again, pool the metrics of several pairs (e.g. the "
+                        "pairs of two suites) into one measurement")
     p.add_argument("--process", type=int, metavar="N",
                    help="with --compare of two runs of several processes per cell: compare each cell's "
                         "process N alone, as the old design's one-process intervals on the same runs")
@@ -206,37 +208,47 @@ def main(argv: list[str] | None = None) -> int:
                   f"{', '.join(r['runs'])}")
         return 0
     if args.compare:
-        a, b = (Path(x) for x in args.compare)
-        command = f"scripts/bench_rerun_coverage.py --compare {a.name} {b.name}"
+        pairs = [(Path(x), Path(y)) for x, y in args.compare]
+        command = "scripts/bench_rerun_coverage.py " + " ".join(f"--compare {a.name} {b.name}"
+                                                                for a, b in pairs)
         if args.process:
             command += f" --process {args.process}"
     else:
         root = Path(args.results)
         root.mkdir(parents=True, exist_ok=True)
-        a, b = run_once(args, root), run_once(args, root)
+        pairs = [(run_once(args, root), run_once(args, root))]
         command = "scripts/bench_rerun_coverage.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    res = compare(a, b, args.process)
+    machines = sorted({machine(r) for pair in pairs for r in pair})
+    if len(machines) > 1:
+        print(f"bench_rerun_coverage: the runs were measured on {len(machines)} machines "
+              f"({'; '.join(machines)}); pool pairs of one machine", file=sys.stderr)
+        return 2
+    rows = [r for a, b in pairs for r in compare(a, b, args.process)["rows"]]
+    res = {"rows": rows, "summary": summarize_rows(rows)}
+    runs = [r for pair in pairs for r in pair]
     for r in res["rows"]:
         print(f"{'in ' if r['inside'] else 'OUT'} {r['cell']} {r['metric']}: A {r['median_a']:.4g} "
               f"[{r['ci_low_a']:.4g}, {r['ci_high_a']:.4g}] ({r['ci_label_a']}, n={r['n_a']}), "
               f"B {r['median_b']:.4g}: moved {r['shift']:.1%}, half-width {r['half_width']:.1%}")
     s = res["summary"]
+    walls = " and ".join(f"{wall_of(r) or 0:.0f} s" for r in runs)
+    loads = " and ".join(str(max_load(r)) for r in runs)
     print(f"\n{s['inside']} of {s['pairs']} medians of run B inside run A's intervals ({s['coverage']:.0%}); "
           f"medians moved {s['shift_median']:.1%} (median), {s['shift_p90']:.1%} (p90), {s['shift_max']:.1%} "
           f"(max); intervals' median half-width {s['half_width_median']:.1%}; median CV "
           f"{(s['median_cv'] or 0):.1%}; processes per cell {s['processes']}; half-width / median drift "
           f"{s['half_width_over_drift'] or float('nan'):.2f}, / rms drift "
-          f"{s['half_width_median'] / s['shift_rms']:.2f}; wall {wall_of(a) or 0:.0f} s and "
-          f"{wall_of(b) or 0:.0f} s; max 1-min load {max_load(a)} and {max_load(b)}")
+          f"{s['half_width_median'] / s['shift_rms']:.2f}; wall {walls}; max 1-min load {loads}")
     if args.write:
         out = Path(args.write)
         doc = {"schema_version": 1, "kind": "rerun_coverage", "measurements": []}
         if out.exists():
             doc = json.loads(out.read_text())
             validate.check("rerun_coverage", doc, str(out))
+        a = pairs[0][0]
         entry = {"command": command, "machine": machine(a), "date": dt.date.today().isoformat(),
-                 "runs": [a.name, b.name], "summary": s, "wall_s": [wall_of(a), wall_of(b)],
-                 "load_1min": [max_load(a), max_load(b)],
+                 "runs": [r.name for r in runs], "summary": s, "wall_s": [wall_of(r) for r in runs],
+                 "load_1min": [max_load(r) for r in runs],
                  "design": ("new" if results.RunDir(a).load_run().get("design") and not args.process
                             else "old")}
         # one measurement per kind of interval: one process per cell, or several

@@ -91,3 +91,38 @@ def test_the_packaged_measurement_is_valid_and_quoted():
         quoted = run_health.rerun_coverage(m["summary"]["processes"])
         assert f"{m['summary']['inside']} of {m['summary']['pairs']}" in quoted["text"]
         assert m["command"] in quoted["text"] and m["date"] in quoted["text"]
+
+
+def test_compare_pools_several_pairs_into_one_measurement(tmp_path):
+    out = tmp_path / "rc.json"
+    script = [sys.executable, str(REPO / "scripts" / "bench_rerun_coverage.py")]
+    one = subprocess.run(script + ["--compare", str(RUNS / "cpu-a"), str(RUNS / "cpu-b")],
+                         capture_output=True, text=True, timeout=120)
+    pairs = ["--compare", str(RUNS / "cpu-a"), str(RUNS / "cpu-b"), "--compare", str(RUNS / "cpu-b"),
+             str(RUNS / "cpu-a")]
+    pooled = subprocess.run(script + pairs + ["--write", str(out)], capture_output=True, text=True,
+                            timeout=120)
+    assert one.returncode == 0 and pooled.returncode == 0, (one.stderr, pooled.stderr)
+    m = json.loads(out.read_text())["measurements"][0]
+    assert validate.errors("rerun_coverage", json.loads(out.read_text())) == []
+    assert m["runs"] == ["cpu-a", "cpu-b", "cpu-b", "cpu-a"] and len(m["wall_s"]) == len(m["load_1min"]) == 4
+    assert m["summary"]["pairs"] == 18  # 9 metrics from each pair
+    assert m["command"].count("--compare") == 2
+    lines = [line for line in pooled.stdout.splitlines() if line.startswith(("in ", "OUT"))]
+    assert len(lines) == 18 and lines[:9] == [line for line in one.stdout.splitlines()
+                                               if line.startswith(("in ", "OUT"))]
+
+
+def test_compare_refuses_to_pool_runs_of_two_machines(tmp_path):
+    import shutil
+    other = tmp_path / "cpu-b"
+    shutil.copytree(RUNS / "cpu-b", other)
+    run = json.loads((other / "run.json").read_text())
+    run["host_fingerprint"]["cpu"]["model_name"] = "Another CPU"
+    run["host_fingerprint"]["cpu"]["family"], run["host_fingerprint"]["cpu"]["model"] = "6", "143"
+    (other / "run.json").write_text(json.dumps(run))
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_rerun_coverage.py"),
+                           "--compare", str(RUNS / "cpu-a"), str(RUNS / "cpu-b"),
+                           "--compare", str(RUNS / "cpu-a"), str(other)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "2 machines" in proc.stderr and proc.stdout == ""
