@@ -126,3 +126,22 @@ def test_compare_refuses_to_pool_runs_of_two_machines(tmp_path):
                            "--compare", str(RUNS / "cpu-a"), str(other)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "2 machines" in proc.stderr and proc.stdout == ""
+
+
+def test_the_bound_simulation_reproduces_t_coverage_and_the_large_k_limits():
+    """scripts/rerun_interval_bound.py: under pure process noise the kit's re-run interval covers 95 %
+    at every K; its half-width is about 1.96x the rms drift only for large K, 2.9x the median drift."""
+    import importlib.util
+
+    import numpy as np
+    spec = importlib.util.spec_from_file_location("bound", REPO / "scripts" / "rerun_interval_bound.py")
+    bound = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bound)
+    rng = np.random.default_rng(7)
+    small, large = bound.simulate(3, 40_000, rng), bound.simulate(200, 40_000, rng)
+    assert small["t"] == pytest.approx(4.303, abs=1e-3)
+    for r in (small, large):
+        assert r["coverage"] == pytest.approx(0.95, abs=0.006)
+    assert small["over_rms_drift"] > 3.3 and small["over_median_drift"] > 4.8
+    assert large["over_rms_drift"] == pytest.approx(1.96, abs=0.05)
+    assert large["over_median_drift"] == pytest.approx(1.96 / 0.6745, abs=0.1)
