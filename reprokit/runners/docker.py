@@ -179,16 +179,12 @@ class DockerRunner:
                                            f"{cell['id']} ({type(e).__name__})") from None
             raise
 
-    def _run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,  # noqa: C901
+    def _run_cell(self, prepared: dict, job_path: Path, cell: dict, results_dir: Path,
                   log_path: Path, process: int | None = None) -> CellOutcome:
-        import docker
-        import requests
-
         found = prepared["image"]
         run_dir = Path(job_path).resolve().parent.parent
         cells_dir = Path(results_dir).resolve()
         cells_dir.mkdir(parents=True, exist_ok=True)
-        cjob, data_root = spec.container_job(Path(job_path))
         user = prepared["user"]
         if os.getuid() == 0 and user != "0:0":
             uid, gid = (int(x) for x in user.split(":"))
@@ -203,68 +199,19 @@ class DockerRunner:
         pid = os.getpid()
         if self._watch is None:  # removes this driver's containers should it die without doing so
             self._watch = engine.start_watch(pid, cell_process.process_start_ticks(pid))
-        name = f"reprokit-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
         # a container cannot see its driver's pid: it watches the run's heartbeat file instead
         heartbeat = cell_process.Heartbeat(run_dir)
         heartbeat.beat(force=True)
-        env = {**prepared["env"],
-               "REPROKIT_HEARTBEAT": f"{spec.RESULTS_IN_CONTAINER}/{heartbeat.path.name}",
-               "REPROKIT_HEARTBEAT_STALE_S": str(heartbeat.stale_s)}
-        box = spec.cell_spec(
-            image=found.image_id, python=prepared["python"], stack=prepared["stack"], env=env,
-            user=user, bench_dir=str(BENCH), run_dir=str(run_dir), cells_dir=str(cells_dir),
-            job_name=cjob.name, cell_id=cell["id"], process=process, data_root=data_root,
-            gpu_ids=gpu_ids, jit_volume=jit["volume"] if jit else None,
-            mem_limit=self.mem_limit, pids_limit=self.pids_limit, name=name,
-            labels={"reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
-                    "reprokit.driver.pid": str(pid), "reprokit.driver.host": cell_process.host_name(),
-                    "reprokit.driver.start": cell_process.process_start_ticks(pid) or ""})
-        try:
-            container = self.client.containers.create(**spec.docker_create_kwargs(box))
-        except (requests.exceptions.ConnectionError, docker.errors.DockerException) as e:
-            if self.engine_gone():
-                raise cell_process.EngineLost(f"the Docker engine does not answer ({type(e).__name__}) "
-                                           f"at the start of {cell['id']}") from None
-            raise
+        box = self._box(prepared, Path(job_path), cell, run_dir, cells_dir, process, gpu_ids, jit, heartbeat)
+        container = self._create(box, cell["id"])
         self.containers.add(container.id)
-        info = {"image_id": found.image_id, "image_tag": found.tag, "image_digest": found.digest,
-                "image_lock": found.lock_status, "container_id": container.id,
-                "container_name": name, "python": box.command[0], "security": box.security(),
-                "mounts": [{"target": m.target, "source": m.source, "type": m.type,
-                            "read_only": m.read_only} for m in box.mounts],
-                "nvidia_visible_devices": box.env["NVIDIA_VISIBLE_DEVICES"]}
-        if jit:
-            info["jit_cache"] = jit
-        if self.device == "gpu":
-            info["gpus"] = gpu_ids
-            info["gpu_note"] = "GPU request path never run on a GPU during development"
+        info = self._info(found, container.id, box, jit, gpu_ids)
         timeout = float(cell.get("timeout_s") or 1200)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
-        lost = "the Docker engine stopped answering during the cell"
         try:
-            container.start()
-            code, timed_out = None, False
-            while code is None:  # in slices, touching the heartbeat between them
-                left = timeout - (time.monotonic() - start)
-                if left <= 0:
-                    timed_out = True
-                    break
-                try:
-                    code = container.wait(timeout=min(left, heartbeat.interval))["StatusCode"]
-                except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
-                    if "timed out" not in str(e) and self.engine_gone():  # not a slice's end
-                        raise cell_process.EngineLost(f"{lost} ({type(e).__name__})") from None
-                    heartbeat.beat()
-            if timed_out:
-                try:
-                    container.kill()
-                except docker.errors.APIError:  # it ended between the timeout and the kill
-                    pass
-                code = container.wait(timeout=60)["StatusCode"]
+            code, timed_out = self._wait(container, timeout, heartbeat)
             wall = time.monotonic() - start
-            if code == 128 + signal.SIGTERM and self.engine_gone():
-                raise cell_process.EngineLost(f"{lost} (it stopped the cell's container, exit {code})")
             container.reload()
             state = container.attrs["State"]
             log_path.write_bytes(container.logs(stdout=True, stderr=True))
@@ -275,18 +222,108 @@ class DockerRunner:
                 pass
             raise
         finally:
-            try:
-                self._remove(container.id)  # kills it if it still runs
-            except (requests.exceptions.ConnectionError, docker.errors.DockerException):
-                pass  # the engine is gone; the next run or --resume removes it
+            self._remove_quietly(container.id)
         info.update({"exit_code": code, "oom_killed": bool(state.get("OOMKilled"))})
+        return self._outcome(code, bool(state.get("OOMKilled")), timed_out, timeout, wall, log_path, info)
+
+    def _box(self, prepared: dict, job_path: Path, cell: dict, run_dir: Path, cells_dir: Path,
+             process: int | None, gpu_ids: list, jit: dict | None, heartbeat) -> spec.ContainerSpec:
+        """The description of the cell's container (runners/container.py), labelled with its driver."""
+        cjob, data_root = spec.container_job(job_path)
+        pid = os.getpid()
+        env = {**prepared["env"],
+               "REPROKIT_HEARTBEAT": f"{spec.RESULTS_IN_CONTAINER}/{heartbeat.path.name}",
+               "REPROKIT_HEARTBEAT_STALE_S": str(heartbeat.stale_s)}
+        return spec.cell_spec(
+            image=prepared["image"].image_id, python=prepared["python"], stack=prepared["stack"], env=env,
+            user=prepared["user"], bench_dir=str(BENCH), run_dir=str(run_dir), cells_dir=str(cells_dir),
+            job_name=cjob.name, cell_id=cell["id"], process=process, data_root=data_root,
+            gpu_ids=gpu_ids, jit_volume=jit["volume"] if jit else None,
+            mem_limit=self.mem_limit, pids_limit=self.pids_limit,
+            name=f"reprokit-{prepared['stack']}-{uuid.uuid4().hex[:10]}",
+            labels={"reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
+                    "reprokit.driver.pid": str(pid), "reprokit.driver.host": cell_process.host_name(),
+                    "reprokit.driver.start": cell_process.process_start_ticks(pid) or ""})
+
+    def _create(self, box, cell_id: str):
+        """The cell's container, created (not started); an engine that stopped answering is EngineLost."""
+        import docker
+        import requests
+
+        try:
+            return self.client.containers.create(**spec.docker_create_kwargs(box))
+        except (requests.exceptions.ConnectionError, docker.errors.DockerException) as e:
+            if self.engine_gone():
+                raise cell_process.EngineLost(f"the Docker engine does not answer ({type(e).__name__}) "
+                                              f"at the start of {cell_id}") from None
+            raise
+
+    def _info(self, found, container_id: str, box, jit: dict | None, gpu_ids: list) -> dict:
+        """What the cell's result records of its image and container (before it runs)."""
+        info = {"image_id": found.image_id, "image_tag": found.tag, "image_digest": found.digest,
+                "image_lock": found.lock_status, "container_id": container_id,
+                "container_name": box.name, "python": box.command[0], "security": box.security(),
+                "mounts": [{"target": m.target, "source": m.source, "type": m.type,
+                            "read_only": m.read_only} for m in box.mounts],
+                "nvidia_visible_devices": box.env["NVIDIA_VISIBLE_DEVICES"]}
+        if jit:
+            info["jit_cache"] = jit
+        if self.device == "gpu":
+            info["gpus"] = gpu_ids
+            info["gpu_note"] = "GPU request path never run on a GPU during development"
+        return info
+
+    def _wait(self, container, timeout: float, heartbeat) -> tuple[int, bool]:
+        """Start the container and wait for it in slices, touching the heartbeat between them; kill it
+        at `timeout`. Returns (exit code, timed out); an engine that stops answering is EngineLost."""
+        import docker
+        import requests
+
+        lost = "the Docker engine stopped answering during the cell"
+        start = time.monotonic()
+        container.start()
+        code, timed_out = None, False
+        while code is None:
+            left = timeout - (time.monotonic() - start)
+            if left <= 0:
+                timed_out = True
+                break
+            try:
+                code = container.wait(timeout=min(left, heartbeat.interval))["StatusCode"]
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
+                if "timed out" not in str(e) and self.engine_gone():  # not a slice's end
+                    raise cell_process.EngineLost(f"{lost} ({type(e).__name__})") from None
+                heartbeat.beat()
+        if timed_out:
+            try:
+                container.kill()
+            except docker.errors.APIError:  # it ended between the timeout and the kill
+                pass
+            code = container.wait(timeout=60)["StatusCode"]
+        if code == 128 + signal.SIGTERM and self.engine_gone():
+            raise cell_process.EngineLost(f"{lost} (it stopped the cell's container, exit {code})")
+        return code, timed_out
+
+    def _remove_quietly(self, container_id: str) -> None:
+        """Remove the container (killing it if it still runs); an engine that is gone leaves it to the
+        next run or --resume."""
+        import docker
+        import requests
+
+        try:
+            self._remove(container_id)
+        except (requests.exceptions.ConnectionError, docker.errors.DockerException):
+            pass
+
+    def _outcome(self, code: int, oom: bool, timed_out: bool, timeout: float, wall: float, log_path: Path,
+                 info: dict) -> CellOutcome:
         if timed_out:
             return CellOutcome("timeout", f"cell exceeded its {timeout:.0f} s timeout; its container "
                                "was killed (raise timeout_s in the suite or use --quick)",
                                wall, str(log_path), info)
-        if code == 0 and not state.get("OOMKilled"):  # the harness wrote the result
+        if code == 0 and not oom:  # the harness wrote the result
             return CellOutcome("ok", None, wall, str(log_path), info)
-        status, reason = describe_exit(code, bool(state.get("OOMKilled")), self.mem_limit)
+        status, reason = describe_exit(code, oom, self.mem_limit)
         return CellOutcome(status, reason, wall, str(log_path), info)
 
     def engine_gone(self, settle_s: float = 3.0) -> bool:
