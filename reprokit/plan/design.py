@@ -133,13 +133,14 @@ def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
                                       int(statistics.median_low([d["processes"] for d in out.values()]))))
     for d in out.values():
         d["planned_s"] = round(k * d["process_s"], 1)
-    return {"processes": k, "cells": out, "budget": budget_summary(out, cfg),
+    budget = budget_summary(out, cfg)
+    return {"processes": k, "cells": out, "budget": budget,
             "source": f"cell_costs.yaml (run {header['run']}, {header['machine']}, {header['date']}); "
                       f"process-level CV {t_process:.3g} from {t_source}",
             "text": f"{k} processes per cell (the median of the cells' Kalibera & Jones designs within "
                     f"{cfg['budget_factor']:g}x their one-process time, at least {cfg['min_processes']}), "
                     "each cell's iterations per process from its recorded costs and variances; "
-                    + budget_summary(out, cfg)["text"]}
+                    + budget["text"]}
 
 
 def budget_summary(cells: dict[str, dict], cfg: dict) -> dict:
