@@ -3,7 +3,7 @@
 
     python scripts/bench_rerun_coverage.py --suite legacy-2017 [--cells GLOB ...] [--repeat K | --design new]
     python scripts/bench_rerun_coverage.py --calibrate [--quick]
-    python scripts/bench_rerun_coverage.py --compare RUN_A RUN_B
+    python scripts/bench_rerun_coverage.py --compare RUN_A RUN_B [--compare RUN_A RUN_B ...]
 
 --design new runs the kit's default design (reprokit/plan/design.py: processes x iterations per cell from
 data/cell_costs.yaml; no --repeat); --design old (the default) one process per cell, or --repeat K.
@@ -17,7 +17,8 @@ The first form runs `reproduce.py run` twice with the same options (local runner
 --quick, no report) and compares the two; the second compares two existing runs. For every timed metric
 measured in both runs (at least 2 samples on each side, same unit) it asks whether run B's median lies
 inside run A's interval (reprokit.analysis.stats: one process per cell, or the interval over process
-medians with --repeat K), and how far the median moved.
+medians with --repeat K), and how far the median moved. Several --compare pairs (of one machine) are
+pooled into one measurement, e.g. the pairs of two suites' calibration runs.
 
 Prints one line per metric and a summary; with --write FILE it also records the summary with the command,
 the machine and the date in FILE (reprokit/schemas/rerun_coverage.schema.json), replacing an earlier
