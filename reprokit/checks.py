@@ -69,6 +69,30 @@ def option(flag: str, **kwargs) -> Callable[[str], int | float]:
     return parse
 
 
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(flag: str, low_s: float = 60.0, high_s: float = 30 * 86_400.0) -> Callable[[str], float]:
+    """An argparse `type=` for a duration: a number with s, m or h (a bare number is seconds), from
+    `low_s` to `high_s`; returns seconds. Anything else is a one-line UserError."""
+    def parse(text: str) -> float:
+        raw = str(text).strip().lower()
+        unit = raw[-1:] if raw[-1:] in _DURATION_UNITS else "s"
+        digits = raw[:-1] if raw[-1:] in _DURATION_UNITS else raw
+        fix = f"pass e.g. {flag} 14m, {flag} 900s or {flag} 1.5h"
+        try:
+            value = float(digits) * _DURATION_UNITS[unit]
+        except ValueError:
+            raise UserError(f"{flag} must be a duration (a number with s, m or h), not '{text}'; "
+                            f"{fix}") from None
+        if not math.isfinite(value) or not low_s <= value <= high_s:
+            raise UserError(f"{flag} must be a duration from {_fmt(low_s)} s to {_fmt(high_s)} s, not "
+                            f"'{text}'; {fix}")
+        return value
+    parse.__name__ = flag.lstrip("-").replace("-", "_")
+    return parse
+
+
 def gpus_option(text: str) -> str:
     """`run --gpus`: 'all', a count of at least 1, or comma-separated GPU ids/UUIDs
     (optionally 'device=...'), as the Docker runner takes them."""

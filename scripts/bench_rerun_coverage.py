@@ -5,8 +5,9 @@
     python scripts/bench_rerun_coverage.py --calibrate [--quick]
     python scripts/bench_rerun_coverage.py --compare RUN_A RUN_B [--compare RUN_A RUN_B ...]
 
---design new runs the kit's default design (reprokit/plan/design.py: processes x iterations per cell from
-data/cell_costs.yaml; no --repeat); --design old (the default) one process per cell, or --repeat K.
+--design new runs the kit's fixed multi-process design (`run --design full`, reprokit/plan/design.py:
+processes x iterations per cell from data/cell_costs.yaml; no --repeat); --design old (the default)
+one process per cell, or --repeat K.
 --calibrate is issue 21's calibration benchmark: source 000's PyTorch and TensorFlow cells
 (legacy-2017) and source 003's PyTorch cells (stacked-lstm-2019), two runs back to back with the old
 design and two with the new, reporting for each design the coverage, the intervals' half-widths, the
@@ -52,7 +53,7 @@ def run_once(args: argparse.Namespace, root: Path) -> Path:
     if args.cells:
         cmd += ["--cells", *args.cells]
     if getattr(args, "design", "old") == "new":
-        pass  # no --repeat: the default design
+        cmd += ["--design", "full"]  # the fixed multi-process design (the default is by role)
     elif args.repeat > 1:
         cmd += ["--repeat", str(args.repeat)]
     else:

@@ -376,6 +376,30 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
     return res
 
 
+def pair_untestable(claim: dict, observations: list[dict], published: list[dict], run: dict | None,
+                    tolerance: float) -> list[tuple[dict, dict, str | None, str | None]]:
+    """(better side, worse side, status, why) of each pair of `claim` as far as `_pair` decides it
+    before any value: NO_CLAIM, NOT_TESTABLE_HERE or NOT_RUN with the reason, or (None, None) when the
+    values would decide it. `observations` need only the sides' cell, metric and device (a plan's
+    prospective observations: reprokit/analysis/decidability.py)."""
+    own = [n for n in published if n["provenance"]["source"] == claim["source"]]
+    ctx = _Ctx(observations, observations_from_published(own), 0.0, tolerance, verdicts.load_policy(), run)
+    claimed = _claimed_range(claim, tolerance)
+    out = []
+    for better, worse in _pairs_of(claim):
+        pb, dev_b = _publication_side(better, claim, ctx)
+        pw, dev_w = _publication_side(worse, claim, ctx)
+        gap = _published_gap(claim, pb, pw)
+        if claimed is None and gap is not None and abs(gap - 1) <= ctx.tolerance + 1e-9:
+            out.append((better, worse, NO_CLAIM, f"the source's own numbers differ by {abs(gap - 1):.1%}"))
+            continue
+        ob, why_b = _find(better, observations)
+        ow, why_w = _find(worse, observations)
+        untestable = _not_both_measured(ob, ow, (dev_b, dev_w), (why_b, why_w), ctx)
+        out.append((better, worse, *(untestable or (None, None))))
+    return out
+
+
 def _ratio_bootstrap(ob: dict, ow: dict, direction: str, unit: str) -> dict | None:
     """The hierarchical bootstrap interval of the speed-up (reprokit/analysis/bootstrap.py) when both
     sides are measured and resamplable in a common unit; None otherwise (a published side, a single

@@ -87,6 +87,21 @@ def interval_summary(cells: list[dict], run: dict) -> dict:
             "metrics": sum(k["metrics"] for k in kinds.values())}
 
 
+def plan_summary(run: dict) -> dict | None:
+    """What the run planned by role and under --time-limit (issue 33): {"judgment" (what it can
+    decide here), "design" (how each role is measured), "time_limit_s", "left" (cells the limit left,
+    with why)}; None for a run without a design by role or a time limit."""
+    d = run.get("design") or {}
+    limit = (run.get("options") or {}).get("time_limit_s")
+    if d.get("kind") != "auto" and not limit:
+        return None
+    left = [{"cell_id": e["cell_id"], "reason": e.get("reason")} for e in run.get("cells") or []
+            if e.get("status") == "skipped" and "--time-limit" in str(e.get("reason") or "")]
+    return {"judgment": d.get("judgment") if d.get("kind") == "auto" else None,
+            "design": d.get("text") if d.get("kind") == "auto" else None,
+            "time_limit_s": limit, "left": left}
+
+
 def _design_text(run: dict) -> str | None:
     """The default design's own account of its processes and its time against the recorded one-process
     time (run.json design.text), for runs whose design states its budget (reprokit/plan/design.py

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from reprokit import checks, results
+from reprokit.analysis import decidability
 from reprokit.run import driver
 from reprokit.run.record import exit_code, status_counts
 from reprokit.run.request import RunRequest
@@ -45,6 +46,17 @@ def add_arguments(p) -> None:
                         "from data/cell_costs.yaml, else 1), interleaved across cells "
                         "(round 1 runs every cell once, then round 2, ...); the samples of the K "
                         "processes are merged into the cell's result, with each one's count")
+    p.add_argument("--design", choices=["auto", "full"], default="auto",
+                   help="auto (default): what each cell can decide here sets its design: a cell no "
+                        "verdict or claim depends on is measured once, briefly, for context "
+                        "(docs/verdicts.md); full: every cell in the fixed multi-process design of "
+                        "data/cell_costs.yaml, for a re-run interval of every cell")
+    p.add_argument("--time-limit", metavar="DURATION", type=checks.duration("--time-limit"),
+                   help="a wall-time limit for the whole run (e.g. 14m, 900s, 1.5h): cells are "
+                        "ordered by the verdicts and claims they decide per second of their recorded "
+                        "cost, those that do not fit are left (listed, with the time they would take) "
+                        "and a cell still running at the limit is stopped; the report renders from "
+                        "what ran")
     p.add_argument("--resume", metavar="RUN",
                    help="continue RUN, skipping cells already ok (with --repeat K: the processes "
                         "already ok; K comes from RUN; its cells too, unless --cells is given); the "
@@ -67,7 +79,8 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    rundir, run_record = driver.drive(RunRequest.from_args(args), sys.argv[:], say)
+    rundir, run_record = driver.drive(RunRequest.from_args(args), sys.argv[:], say,
+                                      judge=decidability.judge)
     if (run_record.get("slurm") or {}).get("detached"):
         return 0  # the jobs run on: `status RUN` / `report RUN` / `--resume RUN` re-attach
     if not args.no_report:

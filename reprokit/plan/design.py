@@ -168,10 +168,60 @@ def budget_summary(cells: dict[str, dict], cfg: dict) -> dict:
 
 def process_budget(budget: dict, cell: dict | None) -> dict:
     """A job budget with the design's iterations per process for the cell (unchanged without one)."""
-    if cell is None:
+    if cell is None or "iterations" not in cell:
         return budget
     r = int(cell["iterations"])
     return {**budget, "min_samples": r, "max_samples": r, "time_budget_s": 0}
+
+
+def auto_design(plan, runner: str, judgment: dict) -> dict:
+    """The design by role (issue 33; `run --design auto`, the default): `judgment` is what each cell
+    can decide here (reprokit/analysis/decidability.py judge). A cell no verdict or claim depends on
+    (*context*) runs once, for `min_iterations` iterations (the fewest the steady-state detection
+    classifies, data/steady_state.yaml) and no time budget: its interval covers that one process and
+    is labelled so; no verdict is decided on it. A cell that decides gets the fixed design's processes
+    (`run_design`, at least min_processes) and iterations. Each cell entry's `processes` is what it
+    runs (run.json design.kind "auto"); the run's K is the largest."""
+    o = plan.options
+    cfg = settings()
+    min_iter = int(files.load_data("steady_state")["min_iterations"])
+    roles = judgment["cells"]
+    deciding = [c for c in plan.runnable if (roles.get(c.id) or {}).get("role") == "decides"]
+    fixed = run_design(deciding, plan.suite.name, runner, o.quick, o.protocol,
+                       {c.id: budget_for(c, plan.suite, o) for c in deciding}, True,
+                       {c.id: float(c.timeout_s or plan.suite.defaults["timeout_s"]) for c in deciding}) \
+        if deciding else None
+    k_fixed = int((fixed or {}).get("processes") or cfg["min_processes"])
+    walls = recorded_wall(plan.suite.name, runner, False, o.protocol)
+    cells: dict[str, dict] = {}
+    for c in plan.runnable:
+        role = (roles.get(c.id) or {}).get("role", "context")
+        if role == "decides":
+            d = dict(((fixed or {}).get("cells") or {}).get(c.id) or {})
+            d.update(role=role, processes=k_fixed)
+            one = d.get("process_s") or walls.get(c.id)
+        else:
+            d = {"role": "context", "processes": 1, "iterations": min_iter}
+            one = walls.get(c.id)  # a full-budget process: an upper estimate of a context one
+        d["planned_s"] = round(d["processes"] * one, 1) if one else None
+        cells[c.id] = d
+    n_dec = len(deciding)
+    k = max([d["processes"] for d in cells.values()] or [1])
+    text = (f"by role: {len(cells) - n_dec} context cell(s) in one process of {min_iter} iterations "
+            "(no verdict is decided on them)")
+    if n_dec:
+        text += (f"; {n_dec} deciding cell(s) in {k_fixed} processes each "
+                 + (f"({fixed['text']})" if fixed else "(the suite's sampling budget)"))
+    return {"kind": "auto", "processes": k, "cells": cells, "text": text, "judgment": judgment["text"],
+            "decidability": {key: judgment[key] for key in ("device", "numbers", "claims")},
+            "source": (fixed or {}).get("source") or "data/steady_state.yaml min_iterations"}
+
+
+def cell_processes(design: dict | None, cell_id: str, repeat: int) -> int:
+    """How many processes `cell_id` runs: its own count in a design by role, else the run's K."""
+    if design and design.get("kind") == "auto":
+        return int(((design.get("cells") or {}).get(cell_id) or {}).get("processes") or repeat)
+    return repeat
 
 
 def default_options(plan, runner: str):

@@ -32,6 +32,9 @@ class Options:
     repeat: int = 1  # `run --repeat K`: each cell in K fresh processes, interleaved across cells
     allow_changed_data: bool = False  # `run --resume --allow-changed-data`: mix cells of two data
     design: dict | None = None  # the default design when no --repeat K (reprokit/plan/design.py run_design)
+    time_limit_s: float | None = None  # `run --time-limit`: the whole run's wall-time limit
+    time_limit_text: str | None = None  # what the limit fitted and left (reprokit/plan/time_limit.py)
+    deadline: float | None = None  # time.time() at which the limit ends (no process starts after it)
 
 
 @dataclass

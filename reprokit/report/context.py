@@ -529,6 +529,7 @@ def build_context(rundir: results.RunDir) -> dict:
         "run_device": run_device,
         "first_screen": first_screen,
         "intervals": run_health.interval_summary(cell_list, run),
+        "plan": run_health.plan_summary(run),
         "conventions": roofline.CONVENTIONS,
         "roofline": _roofline_summary(rows),
         "efficiency_tolerance": verdicts.load_policy()["efficiency"]["tolerance"],

@@ -15,12 +15,13 @@ differs from the run's."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from reprokit import results
 from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
-from reprokit.plan import design
+from reprokit.plan import design, time_limit
 from reprokit.plan.plan import Options, cell_specs, implemented_cells, make_plan
 from reprokit.probes import fingerprint
 from reprokit.run import inputs, lifecycle, reconcile
@@ -57,7 +58,13 @@ def environment_device(asked: str, runner, device: str, cells: list, say) -> tup
     return device, set(), ""
 
 
-def _plan(req: RunRequest, suite, options: Options, cells: list, byo_local: str | None, resumed, say):
+# what the run spends outside its cells within --time-limit: the CPU/GPU probes, stack environments
+# and the report (a 2-core machine: the probes take about 20 s, the report about 30 s)
+TIME_LIMIT_RESERVE_S = 60.0
+
+
+def _plan(req: RunRequest, suite, options: Options, cells: list, byo_local: str | None, resumed, say,
+          judge=None, started: float | None = None):
     """(plan, runner, why the runner and device) for the request: the runner and device chosen from
     the cells' stacks and environments, then the plan made once for them, with the default design
     unless --repeat K or a sampling override (a resumed run keeps its own K and design)."""
@@ -69,15 +76,72 @@ def _plan(req: RunRequest, suite, options: Options, cells: list, byo_local: str 
                                                    local_because=byo_local)
     device, on_cpu, device_why = environment_device(req.device, runner, device, cells, say)
     plan = make_plan(suite, replace(options, device=device), on_cpu)
+    judgment = None
     if req.repeat is None and resumed is None and req.min_samples is None and req.time_budget is None:
-        plan = replace(plan, options=design.default_options(plan, runner.name))
+        if req.design == "auto" and judge is not None and options.protocol == "budget" \
+                and suite.sources:  # a suite with nothing published (smoke): its own budget
+            host = slurm_setup.planning_host(runner, device) or fingerprint.host_fingerprint()
+            judgment = judge(suite, plan.runnable, device, host)
+            d = design.auto_design(plan, runner.name, judgment)
+            plan = replace(plan, options=replace(plan.options, repeat=d["processes"], design=d))
+        else:
+            plan = replace(plan, options=design.default_options(plan, runner.name))
+    if req.time_limit is not None:
+        plan = _fit_time_limit(plan, runner.name, req.time_limit, judgment, say,
+                               time.time() if started is None else started)
     return plan, runner, f"runner: {runner.name} ({why}); device: {device}" + (
         f" ({device_why})" if device_why else "")
 
 
-def drive(req: RunRequest, argv: list[str], say) -> tuple[results.RunDir, dict]:
+def _fit_time_limit(plan, runner_name: str, limit_s: float, judgment: dict | None, say, started: float):
+    """The plan with the cells that fit `--time-limit` in priority order (reprokit/plan/time_limit.py)
+    and the others recorded as left (skipped, with the time they would take)."""
+    o = plan.options
+    walls = design.recorded_wall(plan.suite.name, runner_name, False, o.protocol)
+    cells = (o.design or {}).get("cells") or {}
+    costs: dict[str, float | None] = {}
+    for c in plan.runnable:
+        d = cells.get(c.id) or {}
+        k = design.cell_processes(o.design, c.id, o.repeat)
+        one = d.get("process_s") or walls.get(c.id)
+        costs[c.id] = d.get("planned_s") or (k * one if one else None)
+    roles = (judgment or {}).get("cells") or {}
+    fitted = time_limit.fit([c.id for c in plan.runnable], roles, costs, limit_s,
+                            reserve_s=TIME_LIMIT_RESERVE_S)
+    by_id = {c.id: c for c in plan.runnable}
+    left = [(by_id[cid], "skipped", f"left by --time-limit {limit_s / 60:.4g} min: it would take about "
+             + (f"{cost / 60:.1f} min" if cost else "an unknown time") + " (run it without --time-limit, "
+             "or with --cells)") for cid, cost in fitted.left]
+    options = replace(o, time_limit_s=limit_s, time_limit_text=fitted.text,
+                      deadline=started + limit_s)
+    return replace(plan, options=options, runnable=[by_id[c] for c in fitted.order],
+                   not_runnable=list(plan.not_runnable) + left)
+
+
+def plan_lines(plan) -> list[str]:
+    """The run's first lines after the runner: what it can decide here and how long it plans to
+    take (a design by role), and what --time-limit fitted and left."""
+    d = plan.options.design or {}
+    out = []
+    if d.get("judgment"):
+        known = [c.get("planned_s") for c in (d.get("cells") or {}).values()]  # before any limit
+        total = sum(x for x in known if x)
+        unknown = sum(1 for x in known if not x)
+        out.append(f"{d['judgment']}: about {total / 60:.0f} min"
+                   + (f" (and {unknown} cell(s) of unknown time)" if unknown else "")
+                   + f" [{d['text']}]")
+    if plan.options.time_limit_text:
+        out.append(plan.options.time_limit_text)
+    return out
+
+
+def drive(req: RunRequest, argv: list[str], say, judge=None) -> tuple[results.RunDir, dict]:
     """Run what `req` asks for; returns the run directory and its finished record. `argv`: the
-    command line, as run.json records it; `say` prints one progress line."""
+    command line, as run.json records it; `say` prints one progress line. `judge(suite, cells,
+    device, host)` says what each cell can decide here (reprokit/analysis/decidability.py judge,
+    passed by the command: the run stage does not import analysis); without it, or with `--design
+    full`, the fixed design."""
+    started = time.time()  # --time-limit counts from here
     suite = suites.load_suite(req.suite)
     resumed = results.resolve_run(req.resume, req.results) if req.resume else None
     repeat, patterns = req.repeat, list(req.cells)
@@ -93,6 +157,8 @@ def drive(req: RunRequest, argv: list[str], say) -> tuple[results.RunDir, dict]:
     options = Options(quick=req.quick, protocol=req.protocol, device="cpu", cells=patterns,
                       min_samples=req.min_samples, time_budget_s=req.time_budget,
                       repeat=repeat or 1, allow_changed_data=req.allow_changed_data)
+    if resumed is not None and (resumed.load_run().get("design") or {}).get("kind") == "auto":
+        options = replace(options, design=resumed.load_run()["design"])  # each cell's own K
     if resumed is not None:  # one driver per run: the lock before anything is written
         inputs.check_resume_interpreters(resumed.load_run(), req)
         lifecycle.acquire(resumed.path)
@@ -102,9 +168,12 @@ def drive(req: RunRequest, argv: list[str], say) -> tuple[results.RunDir, dict]:
         reconcile.check_resume(resumed.load_run(), early)
     if req.data:
         options = replace(options, data=datasets.prepare_run(cells, req.data, req.data_lock, say=say))
-    plan, runner, chosen = _plan(req, suite, options, cells, byo_local, resumed, say)
+    plan, runner, chosen = _plan(req, suite, options, cells, byo_local, resumed, say, judge,
+                                 started)
     inputs.check_space(req, plan, resumed)
     say(chosen)
+    for line in plan_lines(plan):
+        say(line)
     if resumed is not None:
         reconcile.check_resume(resumed.load_run(),
                                reconcile.resume_options(plan.options, runner.name, suite.name))

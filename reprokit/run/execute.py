@@ -152,7 +152,9 @@ class _Driving:
 def _ok_processes(rundir: results.RunDir, plan: Plan, run_id: str) -> int:
     """How many of the plan's cell processes of this run finished ok (`_kept_processes`, the ones a
     resume keeps): what an interrupted `--repeat K` run keeps although none of its cells has all K yet."""
-    return sum(len(_kept_processes(rundir, run_id, c, plan.options.repeat)) for c in plan.runnable)
+    return sum(len(_kept_processes(rundir, run_id, c, design.cell_processes(plan.options.design, c.id,
+                                                                             plan.options.repeat)))
+               for c in plan.runnable)
 
 
 def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
@@ -220,9 +222,8 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, state: _Driving, s
         if process is None:
             set_entry(run, cell, doc["status"], doc["reason"], None)
         else:
-            merged = merge_processes.merge(
-                record.valid_processes(rundir, cell.id, plan.options.repeat, run_id),
-                plan.options.repeat)
+            k = design.cell_processes(plan.options.design, cell.id, plan.options.repeat)
+            merged = merge_processes.merge(record.valid_processes(rundir, cell.id, k, run_id), k)
             rundir.write_cell(merged)
             set_entry(run, cell, merged["status"], merged["reason"], None)
     run.setdefault("incidents", []).append(
@@ -269,6 +270,7 @@ def _open_record(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[
             "data_snapshot": results.snapshot_data(rundir),
             "options": {"device": plan.options.device, "min_samples": plan.options.min_samples,
                         "time_budget_s": plan.options.time_budget_s,
+                        "time_limit_s": plan.options.time_limit_s,
                         "data": (plan.options.data or {}).get("root"),
                         "cells": list(plan.options.cells)},
             "driver": _driver(), "current": None, "cpu_peak": None,
@@ -299,26 +301,27 @@ def _todo(plan: Plan, rec: RunRecord, entries: dict[str, dict], resume: bool,
     todo: list[tuple[Cell, list]] = []
     kept_s: dict[str, list[float]] = {}
     for c in plan.runnable:
-        procs: list = [None] if repeat == 1 else list(range(1, repeat + 1))
+        k = design.cell_processes(plan.options.design, c.id, repeat)  # a design by role: its own
+        procs: list = [None] if repeat == 1 else list(range(1, k + 1))
         if resume and repeat == 1 and entries.get(c.id, {}).get("status") == "ok":
             say(f"resume: {c.id} already measured, kept")
             continue
         if resume and repeat > 1:
-            kept = _kept_processes(rundir, run_id, c, repeat)
-            procs = [i for i in range(1, repeat + 1) if i not in kept]
+            kept = _kept_processes(rundir, run_id, c, k)
+            procs = [i for i in range(1, k + 1) if i not in kept]
             kept_s[c.id] = [w for w in kept.values() if isinstance(w, (int, float)) and w > 0]
             if not procs:
                 say(f"resume: {c.id} already measured, kept")
                 merged = rundir.load_cell(c.id)
                 if merged is None or merged.get("status") != "ok" \
-                        or len(merged.get("processes", [])) != repeat:
-                    merged = merge_processes.merge_cell(rundir, c.id, repeat, run_id)
+                        or len(merged.get("processes", [])) != k:
+                    merged = merge_processes.merge_cell(rundir, c.id, k, run_id)
                 if entries.get(c.id, {}).get("status") != "ok":
                     rec.record_merged(c, merged)
                 continue
             if kept:
                 say(f"resume: {c.id}: process{'es' if len(kept) > 1 else ''} "
-                    f"{', '.join(map(str, sorted(kept)))} of {repeat} kept, running "
+                    f"{', '.join(map(str, sorted(kept)))} of {k} kept, running "
                     f"{', '.join(map(str, procs))}")
         v = verdicts[c.id]
         if not v["runnable"]:
@@ -410,7 +413,9 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                                  plan.options.protocol, exclude=rundir.path),
                **design_times(run.get("design"))}  # per-cell costs of the design that runs
     progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
-                        repeat=repeat, kept=kept_s)
+                        repeat=repeat, kept=kept_s,
+                        processes={c.id: design.cell_processes(plan.options.design, c.id, repeat)
+                                   for c, _ in todo})
     state.progress = progress
     by_stack: dict[str, list[tuple[Cell, list]]] = {}
     for c, procs in todo:  # by the stack whose image runs the cell (a fallback link, else its own)

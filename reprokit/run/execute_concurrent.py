@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from reprokit import files, results
-from reprokit.plan import fallback
+from reprokit.plan import design, fallback
 from reprokit.run import lifecycle, merge_processes, reconcile, record
 from reprokit.run.record import Execution, RunRecord
 from reprokit.runners.base import CellOutcome
@@ -71,8 +71,8 @@ def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
     if task.process is None:
         c.rec.record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
     else:
-        c.rec.record_merged(task.cell, merge_processes.merge_cell(rundir, task.cell.id, c.repeat,
-                                                                  c.run_id))
+        k = design.cell_processes(c.rec.run.get("design"), task.cell.id, c.repeat)
+        c.rec.record_merged(task.cell, merge_processes.merge_cell(rundir, task.cell.id, k, c.run_id))
     if c.progress is not None:
         c.progress.start(task.cell, process=task.process)
         c.progress.done(task.cell, res["status"], outcome.process_wall_s, res["reason"],

@@ -93,13 +93,15 @@ def _fmt(seconds: float) -> str:
 
 class Progress:
     def __init__(self, cells: list, say=print, stream=None, history: dict[str, float] | None = None,
-                 repeat: int = 1, kept: dict[str, list[float]] | None = None):
+                 repeat: int = 1, kept: dict[str, list[float]] | None = None,
+                 processes: dict[str, int] | None = None):
         """`cells`: the units of work, each a cell or a (cell, process index) pair (run --repeat K,
         process None when K = 1). `kept`: {cell id: seconds of its processes a resumed run keeps},
         which time the cell's remaining processes and, through its workload, the others'."""
         units = [u if isinstance(u, tuple) else (u, None) for u in cells]
         self.cells = [c for c, _ in units]
         self.repeat = repeat
+        self.processes = dict(processes or {})  # {cell id: its K} in a design by role
         self.history = dict(history or {})
         # {workload: [(this run, recorded) seconds per process]} of this run's finished cells
         self.pace: dict[str, list[tuple[float, float]]] = {}
@@ -160,11 +162,21 @@ class Progress:
                 return None
         return total
 
+    def estimate(self, cell_id: str) -> float | None:
+        """Seconds one process of the cell is expected to take here: its own finished processes',
+        else its recorded time scaled by this run's pace; None when neither is known."""
+        if self.own.get(cell_id):
+            return sum(self.own[cell_id]) / len(self.own[cell_id])
+        cell = next((c for c in self.cells if c.id == cell_id), None)
+        if cell is not None and cell_id in self.history:
+            return self.history[cell_id] * self._scale(cell.workload)
+        return None
+
     def start(self, cell, process: int | None = None) -> None:
         eta = self.eta()
         text = f"[{self.n_done + 1}/{len(self.cells)}] {cell.id}"
         if process is not None:
-            text += f" (process {process} of {self.repeat})"
+            text += f" (process {process} of {self.processes.get(cell.id, self.repeat)})"
         if self.live:
             self.live.update(self.task, description=text, eta=_fmt(eta) if eta is not None else "?")
         else:

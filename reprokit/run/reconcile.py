@@ -30,6 +30,7 @@ from pathlib import Path
 
 from reprokit import results
 from reprokit.errors import UserError
+from reprokit.plan import design
 from reprokit.run import lifecycle, merge_processes
 from reprokit.run.record import cell_entry, check_result, move_aside, valid_processes
 from reprokit.runners import cell_process
@@ -159,10 +160,11 @@ class _Reconciler:
         for cid in set(self.entries) | self.remerge:
             if cid in self.out.cells and cid not in self.remerge:
                 continue
-            procs = valid_processes(self.rundir, cid, repeat, self.run["run_id"])
+            k = design.cell_processes(self.run.get("design"), cid, repeat)
+            procs = valid_processes(self.rundir, cid, k, self.run["run_id"])
             if not procs:
                 continue
-            merged = merge_processes.merge(procs, repeat)
+            merged = merge_processes.merge(procs, k)
             if self.modify:
                 try:
                     self.rundir.write_cell(merged)

@@ -9,10 +9,12 @@ probe's outcome into the probe cache, then the entry in run.json, before the nex
 
 from __future__ import annotations
 
+import time
 import traceback
+from dataclasses import replace
 
 from reprokit.errors import UserError
-from reprokit.plan import fallback, probe_cache
+from reprokit.plan import design, fallback, probe_cache
 from reprokit.probes import gpu_state
 from reprokit.run import jit_warmup, lifecycle, merge_processes, record
 from reprokit.run.record import Execution
@@ -36,15 +38,18 @@ def run_serial(ex: Execution) -> None:
                 continue
             prepared, spec, job_path, job_cells = ready
             for c, _ in now:  # the first GPU cell of a stack, GPU and driver: an untimed start
-                jit = jit_warmup.before_cell(run, runner, prepared, job_path, job_cells[c.id],
+                job_cell = _within_limit(ex, c, rnd, job_cells[c.id])
+                if job_cell is None:  # left by --time-limit (recorded)
+                    continue
+                jit = jit_warmup.before_cell(run, runner, prepared, job_path, job_cell,
                                              rundir, stack, say)
                 progress.start(c, process=rnd)
                 kwargs = {} if rnd is None else {"process": rnd}
                 rec.start(c, rnd)  # a driver killed now leaves the running cell on record
-                monitor = gpu_state.Monitor() if _gpu_cell(job_cells[c.id], plan.options.device,
+                monitor = gpu_state.Monitor() if _gpu_cell(job_cell, plan.options.device,
                                                            run["host_fingerprint"]) else None
                 try:
-                    outcome = runner.run_cell(prepared, job_path, job_cells[c.id], rundir.cells_dir,
+                    outcome = runner.run_cell(prepared, job_path, job_cell, rundir.cells_dir,
                                               rundir.log_path(c.id, rnd), **kwargs)
                 except (lifecycle.Interrupted, cell_process.EngineLost):
                     raise
@@ -57,6 +62,12 @@ def run_serial(ex: Execution) -> None:
                     raw_gpu = monitor.stop() if monitor is not None else None
                 if raw_gpu is not None:  # gpu_state.attach makes it the result's gpu_state
                     outcome.runner_info["gpu_state"] = raw_gpu
+                if outcome.status == "timeout" and job_cell.get("time_limit_stop"):
+                    own = job_cell["time_limit_stop"]
+                    outcome = replace(outcome, status="skipped", reason=(
+                        f"stopped at the run's --time-limit after {outcome.process_wall_s:.0f} s (the "
+                        f"limit left it {job_cell['timeout_s']:.0f} s of its {own:.0f} s; run it "
+                        "without --time-limit, or with --cells)"))
                 res = record.finish_result(rundir, run_id, c, outcome, spec, runner.name,
                                            plan.options.device, rnd, prepared,
                                            fallback.substitution(verdicts[c.id]),
@@ -66,8 +77,53 @@ def run_serial(ex: Execution) -> None:
                 if rnd is None:
                     rec.record(c, res["status"], res["reason"], outcome.process_wall_s)
                 else:
-                    rec.record_merged(c, merge_processes.merge_cell(rundir, c.id, repeat, run_id))
+                    k = design.cell_processes(getattr(plan.options, "design", None), c.id, repeat)
+                    rec.record_merged(c, merge_processes.merge_cell(rundir, c.id, k, run_id))
                 progress.done(c, res["status"], outcome.process_wall_s, res["reason"], process=rnd)
+
+
+def process_estimate(ex: Execution, cell_id: str) -> float | None:
+    """The expected seconds of one process of the cell: the ETA's (its own processes, or its recorded
+    time at this run's pace), else the design's plan; None when unknown."""
+    here = ex.progress.estimate(cell_id)  # this run's pace, where it knows one
+    if here is not None:
+        return here
+    d = ((ex.plan.options.design or {}).get("cells") or {}).get(cell_id) or {}
+    if d.get("planned_s"):
+        return float(d["planned_s"]) / max(1, int(d.get("processes") or 1))
+    return None
+
+
+def _within_limit(ex: Execution, c, rnd, job_cell: dict) -> dict | None:
+    """The job cell to run under --time-limit (its time limit cut to what is left of the run's, the
+    cut recorded as `time_limit_stop`), or None when the process is left: the limit has passed, or
+    its planned time exceeds what is left (recorded `skipped`, with why). Unchanged without a limit."""
+    deadline = getattr(ex.plan.options, "deadline", None)
+    if deadline is None:
+        return job_cell
+    left = deadline - time.time()
+    need = process_estimate(ex, c.id)
+    if left > 0 and (need is None or need <= left):
+        own = float(job_cell.get("timeout_s") or 1200)
+        if left >= own:
+            return job_cell
+        return {**job_cell, "timeout_s": round(left, 1), "time_limit_stop": own}
+    rec, rundir = ex.rec, ex.rec.rundir
+    reason = (f"left by --time-limit {ex.plan.options.time_limit_s / 60:.4g} min: "
+              + (f"{max(left, 0):.0f} s were left, it needs about {need:.0f} s" if need else
+                 "the limit had passed") + " (run it without --time-limit, or with --cells)")
+    doc = record.placeholder_result(rec.run["run_id"], c, "skipped", reason, ex.plan.options.device)
+    if rnd is None:
+        rundir.write_cell(doc)
+        rec.record(c, "skipped", reason, None)
+    else:
+        doc["process"] = rnd
+        rundir.write_process(doc)
+        k = design.cell_processes(ex.plan.options.design, c.id, ex.plan.options.repeat)
+        rec.record_merged(c, merge_processes.merge_cell(rundir, c.id, k, rec.run["run_id"]))
+    ex.progress.done(c, "skipped", 0.0, reason, process=rnd)
+    ex.say(f"{c.id}: {reason}")
+    return None
 
 
 def _gpu_cell(job_cell: dict, device: str, host: dict) -> bool:

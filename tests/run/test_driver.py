@@ -46,13 +46,23 @@ def test_a_run_is_planned_once_with_the_chosen_runners_design(monkeypatch, tmp_p
     monkeypatch.setattr(driver, "make_plan", counting)
     monkeypatch.setattr(driver, "execute", execute)
     code = cli.main(["run", "--suite", "legacy-2017", "--cells", "001/*", "--runner", "auto",
-                     "--device", "cpu", "--results", str(tmp_path / "r")])
+                     "--device", "cpu", "--design", "full", "--results", str(tmp_path / "r")])
     assert code == 0 and len(made) == 1
     p, runner = seen["plan"], seen["runner"]
     assert runner.name in ("local", "docker") and p.runner == runner.name
     expected = design.default_options(real(p.suite, Options(cells=["001/*"])), runner.name)
     assert p.options.design == expected.design and p.options.repeat == expected.repeat >= 3
     assert seen["argv"]  # the command line run.json records
+    # the default design is by role: on a CPU nothing of 001 (published on GPUs) can be decided, so
+    # its cell is measured once, for context, in the fewest iterations the steady-state detection takes
+    made.clear()
+    assert cli.main(["run", "--suite", "legacy-2017", "--cells", "001/*", "--runner", "auto",
+                     "--device", "cpu", "--results", str(tmp_path / "r")]) == 0 and len(made) == 1
+    d = seen["plan"].options.design
+    assert d["kind"] == "auto" and seen["plan"].options.repeat == 1
+    assert {c["role"] for c in d["cells"].values()} == {"context"}
+    assert {c["processes"] for c in d["cells"].values()} == {1}
+    assert d["judgment"].startswith("on this CPU 0 of 54 numbers and 0 of 15 claims can be decided")
 
 
 def test_every_option_of_run_reaches_the_request():

@@ -1,0 +1,202 @@
+"""What a run can decide here, before anything runs: each published number's and claim's decidability
+on this host and device, and from them each cell's role (issue 33).
+
+The verdict rules (reprokit/analysis/verdicts.py, claims.py) are applied in their own order to what the
+plan knows before a measurement exists: the publication device, the device each cell will run on (its
+kind, model and count, from the host fingerprint), the device peaks, the FLOP models and the policy. A
+published number is
+
+  impossible    IMPLAUSIBLE from the data alone (faster than its own device's roofline bound)
+  other_class   published on another device class (GPU vs CPU, another GPU count): NOT_TESTABLE_HERE
+  not_planned   its cell is not part of this run (not selected, not implemented, skipped)
+  context       same class, but no verdict is possible whatever the measurement: another precision,
+                no FLOP model or peak, or peaks further apart than the policy's max_peak_ratio
+  decides       same model (the band rule on raw values) or an efficiency the policy allows
+
+and a claim pair is other_class, not_planned, no_claim (the source's own numbers differ by no more than
+its tolerance) or decides. A stand-in for the mechanism is known only once the cell ran, so a number or
+claim that a stand-in would make untestable still counts here as one that decides.
+
+A cell *decides* when some number or claim pair that it feeds decides (its interval is what a verdict
+depends on); otherwise it is measured for *context* only. Pure functions: the suite, the planned cells,
+the host fingerprint in; a plain dict out (run.json `decidability`).
+"""
+
+from __future__ import annotations
+
+from reprokit.analysis import claims as claims_mod
+from reprokit.analysis import devices, flops, roofline, verdicts
+from reprokit.catalog import suites
+
+DECIDES, CONTEXT = "decides", "context"
+IMPOSSIBLE, OTHER_CLASS, NOT_PLANNED, NO_CLAIM = "impossible", "other_class", "not_planned", "no_claim"
+
+
+def prospective_cell(cell, device: str) -> dict:
+    """A cell result as far as the plan knows it before the cell runs: its id, params, the device it
+    will run on (a cell published on a CPU runs there whatever the run's device) and the precision it
+    will run in (fp32, or the framework's default for a twin on a GPU: perhaps TF32, so unknown)."""
+    dev = cell.device or device
+    precision = "fp32" if cell.precision == suites.FP32 or dev != "gpu" else "unknown"
+    return {"cell_id": cell.id, "params": dict(cell.params), "device": dev, "status": "planned",
+            "precision": {"effective": precision, "why": "planned: " + (
+                "fp32 (TF32 off, or a CPU)" if precision == "fp32" else
+                "the framework's default precision, TF32 where it has one")}}
+
+
+def number_decidability(number: dict, cell: dict | None, host: dict | None) -> tuple[str, str]:
+    """(what the number can be here, why) for a published number whose cell will run as `cell`
+    (prospective_cell; None when its cell is not in the run), on the host `host` (fingerprint)."""
+    run = {"host_fingerprint": host or {}}
+    pub = devices.publication_device(number)
+    bound = roofline.bound(number, pub)
+    if (bound or {}).get("tier") == verdicts.IMPLAUSIBLE:
+        return IMPOSSIBLE, "IMPLAUSIBLE from the data alone: " + bound["arithmetic"]
+    if cell is None:
+        mismatch = devices.host_mismatch(pub, run)
+        if mismatch:
+            return OTHER_CLASS, mismatch
+        why = "no cell of the kit reproduces it" if number["cell"] is None else \
+            f"its cell {number['cell']} is not part of this run"
+        return NOT_PLANNED, why
+    meas = devices.measured_device(cell, run)
+    mismatch = devices.class_mismatch(pub, meas)
+    if mismatch:
+        return OTHER_CLASS, mismatch
+    if devices.same_model(pub, meas):
+        return DECIDES, f"same device model ({meas['label']}): the band rule on raw values"
+    return _efficiency_decidability(number, cell, pub, meas)
+
+
+def _efficiency_decidability(number: dict, cell: dict, pub: dict, meas: dict) -> tuple[str, str]:
+    """Another model of the same class: an efficiency verdict only where the policy allows one."""
+    pol = verdicts.load_policy()["efficiency"]
+    precision, _ = devices.cell_precision(cell)
+    if precision != devices.PUBLISHED_PRECISION:
+        return CONTEXT, (f"it will run in {precision} precision, the publication in "
+                         f"{devices.PUBLISHED_PRECISION}: efficiency is context")
+    peak_m, why_m = devices.peak_for(meas, precision)
+    peak_p, why_p = devices.peak_for(pub, devices.PUBLISHED_PRECISION)
+    if not peak_m or not peak_p:
+        return CONTEXT, f"no peak: {why_m if not peak_m else why_p}"
+    try:
+        roofline.work_per_item(cell["cell_id"], number["metric"], cell.get("params") or {})
+    except flops.NotApplicable as e:
+        return CONTEXT, f"no FLOP model: {e}"
+    ratio = max(peak_m, peak_p) / min(peak_m, peak_p)
+    if ratio > float(pol["max_peak_ratio"]):
+        return CONTEXT, (f"{pub['label']} and {meas['label']} peaks are {ratio:.3g}x apart, more than "
+                         f"the policy's {float(pol['max_peak_ratio']):g}x: efficiency is context")
+    return DECIDES, f"efficiency against {pub['label']} (peaks {ratio:.3g}x apart)"
+
+
+def _observations(cells: list, device: str, host: dict | None) -> list[dict]:
+    """One prospective observation per planned cell and metric (what claims.py reads of a side
+    before deciding it: the device class, model and count)."""
+    run = {"host_fingerprint": host or {}}
+    out = []
+    for c in cells:
+        prospect = prospective_cell(c, device)
+        dev = devices.measured_device(prospect, run)
+        for metric in c.metrics:
+            out.append({"cell_id": c.id, "metric": metric, "device": dev["kind"], "hw": dev["entry"],
+                        "label": dev["label"], "count": dev["count"], "standins": [], "exact": False})
+    return out
+
+
+def claim_decidability(claim: dict, observations: list[dict], published: list[dict], host: dict | None,
+                       tolerance: float) -> list[dict]:
+    """Per pair of the claim: {"better", "worse", "can", "why", "cells"} (claims.pair_untestable)."""
+    run = {"host_fingerprint": host or {}}
+    out = []
+    for better, worse, status, why in claims_mod.pair_untestable(claim, observations, published, run,
+                                                                 tolerance):
+        can = {None: DECIDES, claims_mod.NO_CLAIM: NO_CLAIM, claims_mod.NOT_TESTABLE_HERE: OTHER_CLASS,
+               claims_mod.NOT_RUN: NOT_PLANNED}[status]
+        out.append({"better": better["cell"], "worse": worse["cell"], "can": can,
+                    "why": why or "both sides run on this device class"})
+    return out
+
+
+def judge(suite, cells: list, device: str, host: dict | None) -> dict:
+    """Decidability of every published number and claim of `suite` for the planned `cells`
+    (suites.Cell, runnable) on `device` ("cpu"/"gpu") of the host `host`, and each cell's role."""
+    by_id = {c.id: c for c in cells}
+    numbers = []
+    for n in suites.published_for_suite(suite):
+        cell = by_id.get(n["cell"])
+        can, why = number_decidability(n, prospective_cell(cell, device) if cell else None, host)
+        numbers.append({"number_id": n["id"], "cell": n["cell"], "can": can, "why": why})
+    obs = _observations(cells, device, host)
+    doc = claims_mod.load_claims()
+    tol = doc.get("default_tolerance", 0.10)
+    sources = suites.load_sources()
+    claim_rows = []
+    for claim in doc["claims"]:
+        if claim["source"] not in suite.sources:
+            continue
+        pub = [n for n in suites.load_published(claim["source"])]
+        src_tol = (sources.get(claim["source"]) or {}).get("tolerance", tol)
+        pairs = claim_decidability(claim, obs, pub, host, src_tol)
+        claim_rows.append({"claim_id": claim["id"], "source": claim["source"], "pairs": pairs,
+                           "can": _claim_can(pairs)})
+    roles = _roles(cells, numbers, claim_rows)
+    return {"device": device, "numbers": numbers, "claims": claim_rows, "cells": roles,
+            "text": summary_text(numbers, claim_rows, roles, device, host)}
+
+
+def _claim_can(pairs: list[dict]) -> str:
+    """A claim decides when some pair of it decides; else the first reason its pairs give."""
+    cans = [p["can"] for p in pairs]
+    for c in (DECIDES, OTHER_CLASS, NOT_PLANNED, NO_CLAIM):
+        if c in cans:
+            return c
+    return NOT_PLANNED
+
+
+def _roles(cells: list, numbers: list[dict], claim_rows: list[dict]) -> dict[str, dict]:
+    out = {c.id: {"role": CONTEXT, "numbers": [], "claims": [], "published": 0} for c in cells}
+    for n in numbers:
+        if n["cell"] in out:
+            out[n["cell"]]["published"] += 1
+            if n["can"] == DECIDES:
+                out[n["cell"]]["numbers"].append(n["number_id"])
+    for c in claim_rows:
+        for p in c["pairs"]:
+            if p["can"] != DECIDES:
+                continue
+            for side in (p["better"], p["worse"]):
+                if side in out and c["claim_id"] not in out[side]["claims"]:
+                    out[side]["claims"].append(c["claim_id"])
+    for r in out.values():
+        r["role"] = DECIDES if r["numbers"] or r["claims"] else CONTEXT
+    return out
+
+
+def _device_words(device: str, host: dict | None) -> str:
+    gpus = [g.get("name") for g in (host or {}).get("gpus") or [] if isinstance(g, dict)]
+    if device == "gpu" and gpus:
+        return f"on this GPU ({gpus[0]})"
+    return "on this CPU"
+
+
+def summary_text(numbers: list[dict], claim_rows: list[dict], roles: dict[str, dict], device: str,
+                 host: dict | None) -> str:
+    """The run's first line: what it can decide here and why not the rest, and the cells' roles."""
+    def count(rows: list[dict], can: str) -> int:
+        return sum(1 for r in rows if r["can"] == can)
+
+    why = []
+    for can, words in ((OTHER_CLASS, "published on another device class"),
+                       (IMPOSSIBLE, "impossible from the data"), (CONTEXT, "context only here"),
+                       (NOT_PLANNED, "whose cell is not in this run")):
+        if count(numbers, can):
+            why.append(f"{count(numbers, can)} {words}")
+    deciding = sum(1 for r in roles.values() if r["role"] == DECIDES)
+    text = (f"{_device_words(device, host)} {count(numbers, DECIDES)} of {len(numbers)} numbers and "
+            f"{count(claim_rows, DECIDES)} of {len(claim_rows)} claims can be decided"
+            + (f" ({', '.join(why)})" if why else "") + "; ")
+    if deciding == 0:
+        return text + f"the {len(roles)} cells are measured for context"
+    return text + (f"{deciding} of the {len(roles)} cells decide, the other {len(roles) - deciding} are "
+                   "measured for context")
