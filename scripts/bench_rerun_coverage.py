@@ -129,13 +129,17 @@ def compare(a: Path, b: Path, process: int | None = None) -> dict:
         sa, sb = ma[key], mb[key]
         if sa["unit"] != sb["unit"] or not sa["median"] or sa["ci_low"] is None:
             continue
-        inside = sa["ci_low"] <= sb["median"] <= sa["ci_high"]
+        # the interval that claims to cover a re-run: the prediction interval where there is one (3 or
+        # more processes, issue 33), else the cell's only interval (one process, or 2)
+        lo, hi, label = ((sa["pi_low"], sa["pi_high"], sa["pi_label"]) if sa.get("pi_low") is not None
+                         else (sa["ci_low"], sa["ci_high"], sa["ci_label"]))
+        inside = lo <= sb["median"] <= hi
         rows.append({
             "cell": key[0], "metric": key[1], "unit": sa["unit"], "n_a": sa["n"], "n_b": sb["n"],
-            "processes_a": sa["processes"], "median_a": sa["median"], "median_b": sb["median"],
-            "ci_low_a": sa["ci_low"], "ci_high_a": sa["ci_high"], "ci_label_a": sa["ci_label"],
+            "processes_a": sa["processes"], "processes_b": sb["processes"], "median_a": sa["median"],
+            "median_b": sb["median"], "ci_low_a": lo, "ci_high_a": hi, "ci_label_a": label,
             "inside": inside, "shift": abs(sb["median"] / sa["median"] - 1),
-            "half_width": (sa["ci_high"] - sa["ci_low"]) / 2 / abs(sa["median"]), "cv_a": sa["cv"],
+            "half_width": (hi - lo) / 2 / abs(sa["median"]), "cv_a": sa["cv"],
         })
     if not rows:
         sys.exit("bench_rerun_coverage: no timed metric with an interval in both runs")

@@ -5,7 +5,7 @@
 # deadline; runs end with SIGINT (the kit keeps finished cells); results are tarred after each run so
 # a cut-off session still brings back what finished.
 #
-#   OUT=/some/dir DEADLINE_S=540 bash scripts/gpu_session.sh
+#   OUT=/some/dir DEADLINE_S=420 bash scripts/gpu_session.sh     (PLAN=third, the default: claims first)
 #
 # Needs, as wheels in .whl/ where the machine lacks them (the 2026-11-26 H100 had Python 3.12 without
 # these; fetched on a machine with network, then carried):
@@ -15,7 +15,7 @@
 # DEVICE=cpu runs the same steps on the CPU (to rehearse the script on a machine without a GPU).
 set -u
 OUT=${OUT:?set OUT to the directory that comes back}
-DEADLINE_S=${DEADLINE_S:-540}
+DEADLINE_S=${DEADLINE_S:-420}  # one call of at most 7 minutes leaves a 15-minute lease room to rerun
 DEVICE=${DEVICE:-gpu}
 PY=${PY:-$(command -v python3)}
 W=${W:-/tmp/rk}
@@ -98,8 +98,20 @@ pack
 # JAX cell once, --quick) or PLAN=second (what that session left open, docs/gpu-run/README.md: the
 # smallest 000 configuration at the full budget in 3 processes, where --quick's 6 samples missed the
 # independent timing by up to 14 %, and the 003 PyTorch cells the first session had no time for)
-PLAN=${PLAN:-second}
-if [ "$PLAN" = first ]; then
+PLAN=${PLAN:-third}
+if [ "$PLAN" = third ]; then
+  # issue 33/38: claims first. Source 003's PyTorch cells with the design by role under --time-limit:
+  # the cells whose claims can be decided on this GPU run 3 to 6 processes each until decided, in order
+  # of claim pairs per second; the rest (context) once, if time is left. Then the smallest 000
+  # configuration in 3 processes beside the independent timing of step 3.
+  T=$(( $(left) - 150 )); (( T > 300 )) && T=300
+  step stacked-2019-claims $(( T + 40 )) "$PY" reproduce.py run --suite stacked-lstm-2019 --cells '003/pytorch/*' \
+    --time-limit "${T}s" --device "$DEVICE" --runner local --results "$W/results" $STK
+  pack
+  step legacy-000-small-3 90 "$PY" reproduce.py run --suite legacy-2017 --cells '000/pytorch/nn_lstm/b128-s30-h512' \
+    --repeat 3 --device "$DEVICE" --runner local --results "$W/results" $STK
+  pack
+elif [ "$PLAN" = first ]; then
   run legacy-2017-torch 110 legacy-2017 '000/pytorch/*' '001/*'
   run modern-torch 120 modern 'modern/000/pytorch/*' 'modern/001/pytorch/*' 'modern/003/pytorch/*'
   run stacked-2019-torch 60 stacked-lstm-2019 '003/pytorch/eager_cudnn/*' '003/pytorch/jit_static/*' '003/pytorch/eager_fine_grained/*'

@@ -80,6 +80,7 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
             continue
         dev = devices.measured_device(c, run)
         mech = [x["short"] for x in standins.mechanisms(c)]
+        conf = stats.cell_confidence(run, c["cell_id"])  # a sequential cell's: wider than 95 %
         for name, m in (c.get("metrics") or {}).items():
             if not m.get("samples"):
                 continue
@@ -96,7 +97,8 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
                     "exact": False,
                     # the figure of the source's own definition where the cell records one (issue 13
                     # item 2: a claim compares what the source compared), else the median
-                    "summary": verdicts.measured_summary(m)[0],
+                    "summary": verdicts.measured_summary(m, conf)[0],
+                    "confidence": conf,
                     "groups": _groups(m),
                     "states": m.get("states") or ([m["state"]] if m.get("state") else []),
                     "origin": "measured",
@@ -319,7 +321,8 @@ def _decide(txt: str, s_lo: float, s_hi: float, s_med: float, claimed: tuple[flo
 
 
 def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[float, float] | None) -> dict:
-    res: dict = {"better": _side_label(better), "worse": _side_label(worse)}
+    res: dict = {"better": _side_label(better), "worse": _side_label(worse),
+                 "better_cell": better["cell"], "worse_cell": worse["cell"]}
     pb, dev_b = _publication_side(better, claim, ctx)
     pw, dev_w = _publication_side(worse, claim, ctx)
     gap = _published_gap(claim, pb, pw)
@@ -418,7 +421,8 @@ def _ratio_bootstrap(ob: dict, ow: dict, direction: str, unit: str) -> dict | No
         return None
     b = [[x * fb for x in g] for g in gb]
     w = [[x * fw for x in g] for g in gw]
-    return bootstrap.ratio_interval(b, w) if direction == "higher" else bootstrap.ratio_interval(w, b)
+    conf = min(o.get("confidence") or stats.DEFAULT_CONFIDENCE for o in (ob, ow))  # the wider of the two
+    return bootstrap.ratio_interval(*((b, w) if direction == "higher" else (w, b)), confidence=conf)
 
 
 def _interval_kind(boot: dict | None) -> dict:
@@ -430,7 +434,7 @@ def _interval_kind(boot: dict | None) -> dict:
     where = ("processes and iterations resampled" if len(levels) == 2
              else "iterations resampled: a side ran in one process, so it covers that process only")
     return {"method": boot["method"], "levels": levels, "coverage": boot["confidence"],
-            "label": f"{boot['confidence']:.0%} hierarchical bootstrap, {where}".replace("%", " %")}
+            "label": f"{100 * boot['confidence']:.4g} % hierarchical bootstrap, {where}"}
 
 
 def _effect_text(better: str, worse: str, s_med: float, s_lo: float, s_hi: float) -> str:

@@ -78,7 +78,8 @@ def _efficiency_decidability(number: dict, cell: dict, pub: dict, meas: dict) ->
     peak_m, why_m = devices.peak_for(meas, precision)
     peak_p, why_p = devices.peak_for(pub, devices.PUBLISHED_PRECISION)
     if not peak_m or not peak_p:
-        return CONTEXT, f"no peak: {why_m if not peak_m else why_p}"
+        dev, why = (meas, why_m) if not peak_m else (pub, why_p)
+        return CONTEXT, f"no {why} for {dev['label']}: " + (dev.get("reason") or "not known to the kit")
     try:
         roofline.work_per_item(cell["cell_id"], number["metric"], cell.get("params") or {})
     except flops.NotApplicable as e:
@@ -200,3 +201,89 @@ def summary_text(numbers: list[dict], claim_rows: list[dict], roles: dict[str, d
         return text + f"the {len(roles)} cells are measured for context"
     return text + (f"{deciding} of the {len(roles)} cells decide, the other {len(roles) - deciding} are "
                    "measured for context")
+
+
+# -- the sequential design's stopping rule (issue 33 item 3) -------------------------------------------
+DECIDED_VERDICTS = (verdicts.REPRODUCED, verdicts.DEVIATES_FASTER, verdicts.DEVIATES_SLOWER,
+                    verdicts.DEVIATES_HIGHER, verdicts.DEVIATES_LOWER, verdicts.EFFICIENCY_SIMILAR,
+                    verdicts.EFFICIENCY_HIGHER, verdicts.EFFICIENCY_LOWER)
+
+
+def _processes_needed(k: int, half: float, margin: float) -> str:
+    """A rough count of processes that would decide: the interval's half-width shrinks as
+    1/sqrt(processes), so it clears a margin `margin` from its centre at about k (half/margin)^2."""
+    if margin <= 0:
+        return "its estimate sits on the edge: no count of processes is sure to decide it"
+    import math
+
+    return f"about {max(k + 1, math.ceil(k * (half / margin) ** 2))} processes (rough: 1/sqrt(processes))"
+
+
+def _number_open(v: dict, k: int) -> str | None:
+    """What is left open of a number's verdict (None when more processes cannot change it)."""
+    if v["verdict"] in DECIDED_VERDICTS or v["verdict"] != verdicts.INCONCLUSIVE:
+        return None
+    summ, band = v.get("measured") or {}, v.get("band")
+    lo, hi = summ.get("ci_low"), summ.get("ci_high")
+    if v.get("efficiency"):
+        lo, hi = v["efficiency"]["measured"]["ci_low"], v["efficiency"]["measured"]["ci_high"]
+    if lo is None or hi is None or not band:
+        return f"{v['number_id']}: {v['reason']}"
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    margin = min(abs(mid - band[0]), abs(mid - band[1]))
+    return f"{v['number_id']} overlaps its band's edge; would need {_processes_needed(k, half, margin)}"
+
+
+def _pair_open(claim_id: str, p: dict, k: int) -> str | None:
+    if p["status"] != claims_mod.INCONCLUSIVE or not p.get("speedup"):
+        return None
+    lo, hi = p["speedup"]
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    return (f"{claim_id} ({p['better']} vs {p['worse']}): speed-up [{lo:.3g}, {hi:.3g}] is not separated; "
+            f"would need {_processes_needed(k, half, abs(mid - 1))}")
+
+
+def sequential_status(run: dict, cells: dict[str, dict], cell_ids: list[str]) -> dict[str, list[str]]:
+    """{cell id: what is still open} for the sequentially designed cells `cell_ids` of a run by role:
+    the verdicts and claim pairs each feeds (run.json design.decidability) recomputed on the merged
+    results `cells` ({cell id: result}) at the design's per-look confidence (stats.cell_confidence). An
+    empty list: everything it feeds is decided, or cannot be changed by more processes (a stand-in, no
+    claim); the executor then stops adding processes to it."""
+    d = run.get("design") or {}
+    dec = d.get("decidability") or {}
+    roles = d.get("cells") or {}
+    sources = suites.load_sources()
+    published = {}
+    for n in dec.get("numbers") or []:
+        if n["can"] == DECIDES and n["cell"] in cell_ids:
+            src = n["number_id"].split("-")[0]
+            if src not in published:
+                published[src] = {x["id"]: x for x in suites.load_published(src)}
+    out: dict[str, list[str]] = {cid: [] for cid in cell_ids}
+    entries = {e["cell_id"]: e for e in run.get("cells") or []}
+    for n in dec.get("numbers") or []:
+        if n["can"] != DECIDES or n["cell"] not in out:
+            continue
+        number = published[n["number_id"].split("-")[0]][n["number_id"]]
+        tol = (sources.get(number["provenance"]["source"]) or {}).get("tolerance")
+        k = int((roles.get(n["cell"]) or {}).get("processes") or 1)
+        v = verdicts.verdict(number, cells.get(n["cell"]), run, tol, entries.get(n["cell"]))
+        why = _number_open(v, k)
+        if why:
+            out[n["cell"]].append(why)
+    claim_ids = {c["claim_id"] for c in dec.get("claims") or [] if c["can"] == DECIDES}
+    wanted = [c for c in claims_mod.load_claims()["claims"] if c["id"] in claim_ids]
+    if wanted:
+        obs = claims_mod.observations_from_cells([c for c in cells.values() if c], run)
+        checked = claims_mod.check_claims(obs, claims={**claims_mod.load_claims(), "claims": wanted}, run=run)
+        for c in checked:
+            for p in c["pairs"]:
+                sides = [s for s in (p["better_cell"], p["worse_cell"]) if s in out]
+                if not sides:
+                    continue
+                k = min(int((roles.get(s) or {}).get("processes") or 1) for s in sides)
+                why = _pair_open(c["id"], p, k)
+                for s in sides:
+                    if why:
+                        out[s].append(why)
+    return out

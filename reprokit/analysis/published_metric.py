@@ -172,7 +172,7 @@ def summary(metric: dict, confidence: float = stats.DEFAULT_CONFIDENCE) -> dict 
     if len(per_process) >= 2:
         values = [value_of(a) for a in per_process]
         recorded = [float(a["value"]) for a in per_process]
-        ci = stats.between_process_ci([[x] for x in values], confidence)  # re-run interval (issue 21)
+        ci = stats.between_process_ci([[x] for x in values], confidence)  # CI and prediction (issue 33)
         whole = all(complete(a) for a in per_process)
         out.update(
             median=statistics.median(values), value=statistics.median(values), process_values=values,
@@ -185,9 +185,12 @@ def summary(metric: dict, confidence: float = stats.DEFAULT_CONFIDENCE) -> dict 
             + label(next(a for a in per_process if not complete(a))),
             ci_low=ci["ci_low"], ci_high=ci["ci_high"], ci_coverage=ci["ci_coverage"],
             ci_label=ci["ci_label"], ci_method=f"process_figures_{ci['ci_method']}",
-            ci_levels=["processes", "iterations"], ci_covers="rerun",
-            ci_note=f"{len(values)} processes: the median of their figures, the re-run interval over them "
-                    f"(t with {len(values) - 1} degrees of freedom on the process figures)")
+            ci_levels=["processes", "iterations"], ci_covers="median",
+            pi_low=ci["pi_low"], pi_high=ci["pi_high"], pi_label=ci["pi_label"],
+            ci_note=f"{len(values)} processes: the median of their figures, the confidence interval over "
+                    f"them (t with {len(values) - 1} degrees of freedom on the process figures)"
+                    + ("; a re-run's figure falls in the wider prediction interval "
+                       f"[{ci['pi_low']:.4g}, {ci['pi_high']:.4g}]" if ci["pi_low"] is not None else ""))
         return out
     value = value_of(ap)
     n_iter = iterations(ap)

@@ -148,9 +148,15 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
 
 def ci_scope(summ: dict) -> str | None:
     """What an interval covers, in words beside its label: 'this process only' (iterations of one
-    process) or 're-run of K processes' (processes and iterations); None without an interval."""
+    process); over K >= 3 processes the re-run prediction interval beside the confidence interval
+    (issue 33); 're-run of K processes' (the older re-run interval of stored runs); None otherwise."""
     if summ.get("ci_low") is None:
         return None
+    if summ.get("ci_covers") == "median":
+        if summ.get("pi_low") is None:
+            return None
+        return (f"prediction for a re-run of {summ.get('processes')} processes: "
+                f"[{summ['pi_low']:.4g}, {summ['pi_high']:.4g}]")
     if summ.get("ci_covers") == "rerun":
         return f"re-run of {summ.get('processes')} processes"
     if summ.get("ci_covers") == "process":

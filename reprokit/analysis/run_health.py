@@ -35,12 +35,19 @@ INTERVAL_METHODS = {
     "min_max": "[min, max] of fewer than 6 samples",
     "process_medians_order_statistic": "order-statistic interval over 6 or more process medians",
     "process_medians_min_max": "[min, max] of fewer than 6 process medians",
+    "process_t": "confidence interval of the central value over 2 or more processes: t on the process "
+    "medians (their logarithms), df = processes - 1, half-width t s / sqrt(K); with 3 or more processes the "
+    "prediction interval for a re-run (t s sqrt(2/K)) beside it (Kalibera & Jones 2013)",
+    "process_figures_process_t": "confidence interval over 2 or more processes' figures as the source "
+    "defined them: t on the process figures, df = processes - 1 (prediction interval for a re-run beside it)",
     "process_t_rerun": "re-run interval over 2 or more processes: t on the process medians, "
     "df = processes - 1 "
     "(Kalibera & Jones 2013)",
     "none": "a single sample: no interval",
 }
 LEVELS_TEXT = {"process": "iterations of one process: covers that process only",
+               "median": "processes and their iterations: covers the cell's central value (a re-run's "
+                         "median: the prediction interval)",
                "rerun": "processes and their iterations: covers a re-run of the same design"}
 
 
@@ -81,7 +88,8 @@ def interval_summary(cells: list[dict], run: dict) -> dict:
         between = {"metrics": len(spreads), "spread_median": spread, "within_half_width_median": half,
                    "narrower": half < spread / 2}
     return {"kinds": sorted(kinds.values(), key=lambda k: (-k["metrics"], k["label"])), "repeat": repeat,
-            "rerun": rerun_coverage(repeat), "rerun_repeated": None if repeat > 1 else rerun_coverage(3),
+            "rerun": rerun_coverage(repeat, run),
+            "rerun_repeated": None if repeat > 1 else rerun_coverage(3, run),
             "between": between, "design": _design_text(run),
             "median_cv": _upper_median(cvs) if cvs else None,
             "metrics": sum(k["metrics"] for k in kinds.values())}
@@ -115,7 +123,12 @@ def _upper_median(values: list[float]) -> float:
     return values[len(values) // 2]
 
 
-def rerun_coverage(repeat: int = 1) -> dict | None:
+def _run_device(run: dict | None) -> str:
+    """'gpu' for a run whose cells ran on GPUs (its options' device), else 'cpu'."""
+    return "gpu" if ((run or {}).get("options") or {}).get("device") == "gpu" else "cpu"
+
+
+def rerun_coverage(repeat: int = 1, run: dict | None = None) -> dict | None:
     """The kit's own measurement of run-to-run spread on one machine (reprokit/data/rerun_coverage.json,
     written by scripts/bench_rerun_coverage.py with its command, machine and date) made with one process
     per cell when `repeat` is 1, else with several; None when there is none. `current`: it measured the
@@ -135,8 +148,11 @@ def rerun_coverage(repeat: int = 1) -> dict | None:
             f"(median over metrics; {s['shift_p90']:.0%} at the 90th percentile) while the intervals' median "
             f"half-width was {s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']}"
             + _loads(m) + ")")
+    other = run is not None and _run_device(run) != m.get("device", "cpu")  # issue 33: never another
+    # device's calibration quoted as this run's
     return {"text": text, "short": short, "command": m["command"], "machine": m["machine"], "date": m["date"],
-            "current": any("re-run" in label for label in s["interval_labels"]), **s}
+            "current": any("re-run" in label or "prediction" in label for label in s["interval_labels"]),
+            "other_device": other, **s}
 
 
 def _loads(m: dict) -> str:

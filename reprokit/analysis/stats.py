@@ -18,15 +18,20 @@ minutes apart on a shared machine) vary more than that, so it does not cover a r
 K >= 2 processes (`reproduce.py run --repeat K`, or the default design: reprokit/analysis/design.py; the
 metric's `processes` lists each process's sample count): the unit of replication is the process
 (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013: the degrees of freedom are the
-top-level repetitions, not the samples). The interval is a re-run interval: where the median of another
-run of K processes falls with 95 % probability, centred on the pooled median m, [m e^-h, m e^h] with
-h = t(0.975, K-1) x s x sqrt(2/K) and s the standard deviation of the logarithms of the K process
-medians (each process median carries its iterations' noise, so both levels' variance is in s; on the log
-scale a time's interval is exactly the inverse of its rate's and never reaches zero; values that are
-not all positive use the same formula on the linear scale). Coverage is nominal (normal
-process medians). `ci_levels` names the levels an interval resamples (["iterations"] or
-["processes", "iterations"]), `ci_covers` what it covers ("process": this process only; "rerun").
-`between` gives the process medians and their spread.
+top-level repetitions, not the samples). Two intervals, named (issue 33; Cumming & Maillardet 2006: a
+95 % CI captures a re-run's estimate only about 83 % of the time):
+  * the confidence interval (`ci_low`, `ci_high`, what verdicts and claims use): where the cell's central
+    value lies with 95 % confidence, centred on the pooled median m, [m e^-h, m e^h] with
+    h = t(0.975, K-1) x s / sqrt(K), s the standard deviation of the logarithms of the K process
+    medians (each process median carries its iterations' noise, so both levels' variance is in s; on
+    the log scale a time's interval is exactly the inverse of its rate's and never reaches zero; values
+    that are not all positive use the same formula on the linear scale). `ci_covers` "median".
+  * with K >= 3, the prediction interval for a re-run (`pi_low`, `pi_high`, `pi_label`): where the
+    median of another run of K processes falls with 95 % probability, h = t(0.975, K-1) x s x
+    sqrt(2/K). It is what scripts/bench_rerun_coverage.py calibrates against two runs back to back.
+Coverage is nominal (normal process medians). `ci_levels` names the levels an interval resamples
+(["iterations"] or ["processes", "iterations"]), `ci_covers` what it covers ("process": this process
+only; "median": the central value over processes). `between` gives the process medians and their spread.
 
 An order-statistic interval of the median is equivariant under monotone transforms: the interval of
 items/s computed from seconds is exactly the transformed interval of the seconds.
@@ -112,6 +117,11 @@ def median_ci(samples: Sequence[float], confidence: float = DEFAULT_CONFIDENCE) 
             "ci_label": _label(None, confidence), "ci_note": f"n={n}: a single sample has no interval"}
 
 
+def _percent(confidence: float) -> str:
+    """'95 %', '98.75 %': the level as it is (a Bonferroni-corrected one is not rounded up)."""
+    return f"{100 * confidence:.4g} %"
+
+
 def t_quantile(p: float, df: int) -> float:
     """The p quantile of Student's t with df degrees of freedom (scipy)."""
     from scipy.stats import t
@@ -120,8 +130,10 @@ def t_quantile(p: float, df: int) -> float:
 
 
 def between_process_ci(groups: list[list[float]], confidence: float = DEFAULT_CONFIDENCE) -> dict:
-    """The re-run interval over K >= 2 processes (module docstring): centre the pooled median, half-width
-    t(1 - alpha/2, K - 1) x s x sqrt(2 / K), s the standard deviation of the K process medians."""
+    """The intervals over K >= 2 processes (module docstring): centre the pooled median; the confidence
+    interval's half-width t(1 - alpha/2, K - 1) x s / sqrt(K), and with K >= 3 the re-run prediction
+    interval's t(1 - alpha/2, K - 1) x s x sqrt(2 / K), s the standard deviation of the K process
+    medians (of their logarithms where all are positive)."""
     pooled = [x for g in groups for x in g]
     medians = [statistics.median(g) for g in groups]
     k = len(medians)
@@ -129,28 +141,36 @@ def between_process_ci(groups: list[list[float]], confidence: float = DEFAULT_CO
     s = statistics.stdev(medians)
     t = t_quantile(1 - (1 - confidence) / 2, k - 1)
     log_scale = centre > 0 and all(m > 0 for m in medians)
-    if log_scale:  # times and rates: multiplicative spread, never a negative bound, rate = 1 / time
-        half = t * statistics.stdev([math.log(m) for m in medians]) * math.sqrt(2.0 / k)
-        lo, hi = centre * math.exp(-half), centre * math.exp(half)
-    else:
-        half = t * s * math.sqrt(2.0 / k)
-        lo, hi = centre - half, centre + half
+    spread = statistics.stdev([math.log(m) for m in medians]) if log_scale else s
+
+    def around(factor: float) -> tuple[float, float]:
+        half = t * spread * factor
+        if log_scale:  # times and rates: multiplicative spread, never a negative bound, rate = 1 / time
+            return centre * math.exp(-half), centre * math.exp(half)
+        return centre - half, centre + half
+
+    lo, hi = around(math.sqrt(1.0 / k))
+    pi = around(math.sqrt(2.0 / k)) if k >= 3 else (None, None)
     within = [median_ci(g, confidence) for g in groups]
     halves = [(w["ci_high"] - w["ci_low"]) / 2 / abs(statistics.median(g))
               for w, g in zip(within, groups) if w["ci_low"] is not None and statistics.median(g)]
-    spread = (max(medians) - min(medians)) / abs(centre) if centre else None
+    range_rel = (max(medians) - min(medians)) / abs(centre) if centre else None
+    level = _percent(confidence)
     return {
-        "ci_low": lo, "ci_high": hi, "ci_method": "process_t_rerun",
-        "ci_coverage": confidence, "ci_label": f"{confidence:.0%} re-run interval".replace("%", " %"),
-        "ci_levels": ["processes", "iterations"], "ci_covers": "rerun",
-        "ci_note": f"{k} processes: where the median of a re-run of {k} processes falls with probability "
-        f"{confidence:.0%} (t with {k - 1} degrees of freedom on the "
-        f"{'logarithms of the ' if log_scale else ''}process medians, both levels' variance included; "
-        "nominal coverage, Kalibera & Jones 2013)",
+        "ci_low": lo, "ci_high": hi, "ci_method": "process_t",
+        "ci_coverage": confidence, "ci_label": f"{level} CI over {k} processes",
+        "ci_levels": ["processes", "iterations"], "ci_covers": "median",
+        "ci_note": f"{k} processes: the cell's central value lies in it with confidence {level} (t with "
+        f"{k - 1} degrees of freedom on the {'logarithms of the ' if log_scale else ''}process medians, "
+        "both levels' variance included; nominal coverage, Kalibera & Jones 2013)"
+        + (f"; a re-run's median falls in the wider prediction interval [{pi[0]:.4g}, {pi[1]:.4g}]"
+           if pi[0] is not None else "; with 2 processes no prediction interval for a re-run is given"),
+        "pi_low": pi[0], "pi_high": pi[1],
+        "pi_label": None if pi[0] is None else f"{level} prediction interval for a re-run of {k} processes",
         "between": {
             "processes": k,
             "medians": medians,
-            "spread_rel": spread,
+            "spread_rel": range_rel,
             "sd_rel": s / abs(centre) if centre else None,
             "within_half_width_rel": statistics.median(halves) if halves else None,
         },
@@ -236,6 +256,13 @@ def summarize_metric(metric: dict, steady: bool = True, **kw) -> dict:
     s["steady_state"] = ss
     s["n_recorded"] = len(metric.get("samples") or [])
     return s
+
+
+def cell_confidence(run: dict | None, cell_id: str | None) -> float:
+    """The confidence of the cell's intervals: a sequentially designed cell's (run.json design.cells,
+    1 - alpha / looks: reprokit/plan/design.py sequential_settings), else DEFAULT_CONFIDENCE."""
+    d = (((run or {}).get("design") or {}).get("cells") or {}).get(cell_id or "") or {}
+    return float(d["confidence"]) if d.get("sequential") and d.get("confidence") else DEFAULT_CONFIDENCE
 
 
 def summarize_cell(cell: dict, **kw) -> dict[str, dict]:

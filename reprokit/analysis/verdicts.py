@@ -221,14 +221,14 @@ def _not_run_reason(number: dict, cell: dict | None, run_entry: dict | None) -> 
     return None
 
 
-def measured_summary(metric: dict) -> tuple[dict, dict]:
+def measured_summary(metric: dict, confidence: float = stats.DEFAULT_CONFIDENCE) -> tuple[dict, dict]:
     """(summary, basis) of what a published number is compared with: the figure computed as the source
     defined it (reprokit.analysis.published_metric, its interval from the per-iteration samples) when
     the metric records one, else the median of the per-iteration samples. `basis` says which:
     {"statistic": "as_published" | "partial" | "median", "label", "definition", "text"}."""
-    same = published_metric.summary(metric)
+    same = published_metric.summary(metric, confidence)
     if same is None:
-        return stats.summarize_metric(metric), {
+        return stats.summarize_metric(metric, confidence=confidence), {
             "statistic": "median", "definition": None, "text": None,
             "label": "median of the per-iteration samples (this result records no figure of the "
                      "source's own definition)"}
@@ -545,7 +545,7 @@ def verdict(
     if why_not is None:
         metric = cell["metrics"][number["metric"]]
         unit = metric["unit"]
-        summ, v["basis"] = measured_summary(metric)
+        summ, v["basis"] = measured_summary(metric, stats.cell_confidence(run, cell["cell_id"]))
         v["measured"] = summ
         meas = devices.measured_device(cell, run)
         v["hardware"]["measured"] = meas

@@ -80,7 +80,8 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     rundir, run_record = driver.drive(RunRequest.from_args(args), sys.argv[:], say,
-                                      judge=decidability.judge)
+                                      judge=decidability.judge,
+                                      sequential=decidability.sequential_status)
     if (run_record.get("slurm") or {}).get("detached"):
         return 0  # the jobs run on: `status RUN` / `report RUN` / `--resume RUN` re-attach
     if not args.no_report:

@@ -183,7 +183,6 @@ def auto_design(plan, runner: str, judgment: dict) -> dict:
     (`run_design`, at least min_processes) and iterations. Each cell entry's `processes` is what it
     runs (run.json design.kind "auto"); the run's K is the largest."""
     o = plan.options
-    cfg = settings()
     min_iter = int(files.load_data("steady_state")["min_iterations"])
     roles = judgment["cells"]
     deciding = [c for c in plan.runnable if (roles.get(c.id) or {}).get("role") == "decides"]
@@ -191,30 +190,59 @@ def auto_design(plan, runner: str, judgment: dict) -> dict:
                        {c.id: budget_for(c, plan.suite, o) for c in deciding}, True,
                        {c.id: float(c.timeout_s or plan.suite.defaults["timeout_s"]) for c in deciding}) \
         if deciding else None
-    k_fixed = int((fixed or {}).get("processes") or cfg["min_processes"])
+    seq = sequential_settings()
     walls = recorded_wall(plan.suite.name, runner, False, o.protocol)
     cells: dict[str, dict] = {}
     for c in plan.runnable:
         role = (roles.get(c.id) or {}).get("role", "context")
-        if role == "decides":
+        if role == "decides" and runner == "slurm":  # every process at once: no looks, one K at 95 %
             d = dict(((fixed or {}).get("cells") or {}).get(c.id) or {})
-            d.update(role=role, processes=k_fixed)
+            d.update(role=role, processes=max(seq["first_look"], int((fixed or {}).get("processes") or 0)))
             one = d.get("process_s") or walls.get(c.id)
+            looks = d["processes"]
+        elif role == "decides":  # processes: the cap; the run stops adding them once it is decided
+            d = dict(((fixed or {}).get("cells") or {}).get(c.id) or {})
+            d.update(role=role, processes=seq["max_processes"], sequential=True,
+                     first_look=seq["first_look"], confidence=seq["confidence"])
+            one = d.get("process_s") or walls.get(c.id)
+            looks = seq["first_look"]  # planned: the fewest processes that can decide
         else:
             d = {"role": "context", "processes": 1, "iterations": min_iter}
             one = walls.get(c.id)  # a full-budget process: an upper estimate of a context one
-        d["planned_s"] = round(d["processes"] * one, 1) if one else None
+            looks = 1
+        d["planned_s"] = round(looks * one, 1) if one else None
+        if d.get("sequential") and one:
+            d["max_s"] = round(d["processes"] * one, 1)
         cells[c.id] = d
     n_dec = len(deciding)
     k = max([d["processes"] for d in cells.values()] or [1])
     text = (f"by role: {len(cells) - n_dec} context cell(s) in one process of {min_iter} iterations "
             "(no verdict is decided on them)")
-    if n_dec:
-        text += (f"; {n_dec} deciding cell(s) in {k_fixed} processes each "
-                 + (f"({fixed['text']})" if fixed else "(the suite's sampling budget)"))
+    if n_dec and runner == "slurm":
+        k_dec = max(d["processes"] for d in cells.values() if d["role"] == "decides")
+        text += (f"; {n_dec} deciding cell(s) in {k_dec} processes each (Slurm runs every process at once: "
+                 "no sequential looks, 95 % intervals)")
+    elif n_dec:
+        text += (f"; {n_dec} deciding cell(s) in {seq['first_look']} to {seq['max_processes']} processes, "
+                 f"added until what they feed is decided ({seq['text']}), iterations per process "
+                 + (f"from recorded costs ({fixed['source']})" if (fixed or {}).get("cells")
+                    else "from the suite's sampling budget (no costs recorded)"))
     return {"kind": "auto", "processes": k, "cells": cells, "text": text, "judgment": judgment["text"],
             "decidability": {key: judgment[key] for key in ("device", "numbers", "claims")},
             "source": (fixed or {}).get("source") or "data/steady_state.yaml min_iterations"}
+
+
+def sequential_settings() -> dict:
+    """cell_costs.yaml design.sequential with the confidence of each look: 1 - alpha / looks
+    (Bonferroni over the looks from first_look to max_processes), and its words."""
+    s = dict(settings()["sequential"])
+    looks = int(s["max_processes"]) - int(s["first_look"]) + 1
+    s["looks"] = looks
+    s["confidence"] = 1 - float(s["alpha"]) / looks
+    s["text"] = (f"looked at after each of processes {s['first_look']}-{s['max_processes']}, each look at "
+                 f"{100 * s['confidence']:.4g} % (Bonferroni over {looks} looks: at most "
+                 f"{100 * float(s['alpha']):.3g} % false decisions)")
+    return s
 
 
 def cell_processes(design: dict | None, cell_id: str, repeat: int) -> int:

@@ -135,12 +135,14 @@ def plan_lines(plan) -> list[str]:
     return out
 
 
-def drive(req: RunRequest, argv: list[str], say, judge=None) -> tuple[results.RunDir, dict]:
+def drive(req: RunRequest, argv: list[str], say, judge=None,
+          sequential=None) -> tuple[results.RunDir, dict]:
     """Run what `req` asks for; returns the run directory and its finished record. `argv`: the
     command line, as run.json records it; `say` prints one progress line. `judge(suite, cells,
     device, host)` says what each cell can decide here (reprokit/analysis/decidability.py judge,
     passed by the command: the run stage does not import analysis); without it, or with `--design
-    full`, the fixed design."""
+    full`, the fixed design. `sequential(run, cells, cell ids)`: the stopping rule of the cells
+    that decide (decidability.sequential_status); without it they run all their processes."""
     started = time.time()  # --time-limit counts from here
     suite = suites.load_suite(req.suite)
     resumed = results.resolve_run(req.resume, req.results) if req.resume else None
@@ -194,4 +196,5 @@ def drive(req: RunRequest, argv: list[str], say, judge=None) -> tuple[results.Ru
     plan = slurm_setup.judged_on_environments(decide(plan, runner.name,
                                                      host or fingerprint.host_fingerprint()),
                                               runner, plan.options.device)
-    return rundir, execute(plan, runner, rundir, argv, resume=bool(req.resume), say=say)
+    extra = {"sequential": sequential} if sequential is not None else {}
+    return rundir, execute(plan, runner, rundir, argv, resume=bool(req.resume), say=say, **extra)

@@ -121,7 +121,7 @@ def _driver() -> dict:
 
 
 def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
-            resume: bool = False, say=print) -> dict:
+            resume: bool = False, say=print, sequential=None) -> dict:
     """Run the plan into rundir (holding its lock; see reprokit/run/lifecycle.py for the signals).
 
     run.json is written before the CPU probe and the first cell, with every cell of the plan
@@ -135,7 +135,7 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
     # not (a test, a script) gets it for the run only
     lock = None if lifecycle.holds(rundir.path) else lifecycle.acquire(rundir.path, argv)
     try:
-        return _execute_guarded(plan, runner, rundir, argv, resume, say)
+        return _execute_guarded(plan, runner, rundir, argv, resume, say, sequential)
     finally:
         if lock is not None:
             lock.release()
@@ -158,12 +158,12 @@ def _ok_processes(rundir: results.RunDir, plan: Plan, run_id: str) -> int:
 
 
 def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
-                     resume: bool, say) -> dict:
+                     resume: bool, say, sequential=None) -> dict:
     started = time.time()
     state = _Driving()
     with lifecycle.signal_guard():
         try:
-            return _execute(plan, runner, rundir, argv, resume, say, started, state)
+            return _execute(plan, runner, rundir, argv, resume, say, started, state, sequential)
         except lifecycle.Interrupted as e:
             cell_text = _stop(rundir, runner, plan, state, started, "interrupted",
                               f"interrupted by {e.signame}", say)
@@ -389,7 +389,7 @@ class StackJobs:
 
 
 def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str], resume: bool,
-             say, started: float, state: _Driving) -> dict:
+             say, started: float, state: _Driving, sequential=None) -> dict:
     stacks = load_stacks()
     repeat = plan.options.repeat
     if repeat < 1:
@@ -421,7 +421,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     for c, procs in todo:  # by the stack whose image runs the cell (a fallback link, else its own)
         by_stack.setdefault(plan.run_stack(c), []).append((c, procs))
     ex = Execution(plan, runner, rec, by_stack, StackJobs(plan, runner, rec, progress, stacks, say).prepare,
-                   progress, stacks, say, resume)
+                   progress, stacks, say, resume, sequential)
     if getattr(runner, "concurrent", False):  # a cluster runner: every cell submitted, outcomes
         # collected as they finish (reprokit/run/execute_concurrent.py)
         if run_concurrent(ex):

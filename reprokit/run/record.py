@@ -127,6 +127,9 @@ class Execution:
     stacks: dict  # the stacks' data (suites.load_stacks)
     say: Callable[[str], None]
     resume: bool
+    # a design by role's stopping rule: (run, {cell id: merged result}, cell ids) -> {cell id: what is
+    # still open} (reprokit/analysis/decidability.py sequential_status, passed down by the command)
+    sequential: Callable[[dict, dict, list], dict] | None = None
 
 
 # -- cell result files ------------------------------------------------------------------------------

@@ -80,6 +80,67 @@ def run_serial(ex: Execution) -> None:
                     k = design.cell_processes(getattr(plan.options, "design", None), c.id, repeat)
                     rec.record_merged(c, merge_processes.merge_cell(rundir, c.id, k, run_id))
                 progress.done(c, res["status"], outcome.process_wall_s, res["reason"], process=rnd)
+        if rnd is not None:
+            look(ex, rnd)
+
+
+def _sequential(ex: Execution) -> dict[str, dict]:
+    """{cell id: design entry} of the run's sequentially designed cells (a design by role)."""
+    d = getattr(ex.plan.options, "design", None) or {}
+    if d.get("kind") != "auto":
+        return {}
+    return {cid: e for cid, e in (d.get("cells") or {}).items() if e.get("sequential")}
+
+
+def look(ex: Execution, rnd: int) -> None:
+    """After round `rnd`: each sequential cell that ran process `rnd` (from its first look on) whose
+    verdicts and claim pairs are all decided, at the design's per-look confidence, stops there; at
+    its cap it stops undecided, with what it would need (reprokit/analysis/decidability.py
+    sequential_status). A stopped cell's processes are the ones it ran (run.json design)."""
+    seq = _sequential(ex)
+    if not seq or ex.sequential is None:
+        return
+    looking = [(c, procs) for items in ex.by_stack.values() for c, procs in items
+               if c.id in seq and not seq[c.id].get("stopped") and rnd in procs
+               and rnd >= int(seq[c.id].get("first_look") or 2)]
+    if not looking:
+        return
+    rundir, run_id = ex.rec.rundir, ex.rec.run["run_id"]
+    merged = {}  # each as far as it ran: a cell still running has `rnd` processes, a stopped one its own
+    for cid, e in seq.items():
+        k = int(e["processes"]) if e.get("stopped") else rnd
+        done = record.valid_processes(rundir, cid, k, run_id)
+        if done:
+            merged[cid] = merge_processes.merge(done, max(done))
+    try:
+        still = ex.sequential(ex.rec.run, merged, [c.id for c, _ in looking])
+    except Exception as e:  # the stopping rule must never cost the run: the cells run on
+        ex.say(f"sequential design: the look after process {rnd} failed ({type(e).__name__}: {e}); "
+               "the cells run all their processes")
+        return
+    for c, procs in looking:
+        open_items = still.get(c.id) or []
+        if open_items and rnd < max(procs):
+            continue
+        why = (f"decided after {rnd} processes: every verdict and claim pair it feeds" if not open_items
+               else f"undecided after {rnd} processes (the design's cap): " + "; ".join(open_items))
+        stop_sequential(ex, c, procs, rnd, why)
+
+
+def stop_sequential(ex: Execution, c, procs: list, done: int, why: str) -> None:
+    """Stop a sequential cell after `done` processes: no later process runs, its result is merged from
+    the `done` it ran, and run.json's design says so."""
+    for d in (getattr(ex.plan.options, "design", None), ex.rec.run.get("design")):  # one object or,
+        entry = ((d or {}).get("cells") or {}).get(c.id)  # on a resumed run, two equal ones
+        if entry is not None:
+            entry["processes"], entry["stopped"] = done, why
+    later = [p for p in procs if p > done]
+    procs[:] = [p for p in procs if p <= done]
+    for p in later:
+        ex.progress.remaining.pop((c.id, p), None)
+    run_id = ex.rec.run["run_id"]
+    ex.rec.record_merged(c, merge_processes.merge_cell(ex.rec.rundir, c.id, done, run_id))
+    ex.say(f"{c.id}: {why}")
 
 
 def process_estimate(ex: Execution, cell_id: str) -> float | None:
@@ -108,6 +169,12 @@ def _within_limit(ex: Execution, c, rnd, job_cell: dict) -> dict | None:
         if left >= own:
             return job_cell
         return {**job_cell, "timeout_s": round(left, 1), "time_limit_stop": own}
+    seq = _sequential(ex).get(c.id)
+    if seq and rnd is not None and rnd > int(seq.get("first_look") or 2):
+        procs = next(p for items in ex.by_stack.values() for x, p in items if x.id == c.id)
+        stop_sequential(ex, c, procs, rnd - 1, f"stopped by --time-limit after {rnd - 1} processes, "
+                        "before it was decided")
+        return None
     rec, rundir = ex.rec, ex.rec.rundir
     reason = (f"left by --time-limit {ex.plan.options.time_limit_s / 60:.4g} min: "
               + (f"{max(left, 0):.0f} s were left, it needs about {need:.0f} s" if need else

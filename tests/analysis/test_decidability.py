@@ -4,11 +4,15 @@ its role. Counts come from the data, never typed in."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from reprokit.analysis import decidability, devices, roofline
 from reprokit.catalog import suites
 
-CPU_HOST = {"cpu": {"model_name": "AMD EPYC", "vendor_id": "AuthenticAMD", "cpu_family": 25, "model": 17,
-                    "logical_cpus": 2}, "gpus": []}
+# the host of a committed CPU run (docs/calibration): a 2-core AMD Zen 4 VM, no GPU
+CPU_HOST = json.loads((Path(__file__).resolve().parents[2] / "docs" / "calibration"
+                       / "20261127T041901Z-stacked-lstm-2019" / "run.json").read_text())["host_fingerprint"]
 
 
 def _gpu_host(name: str) -> dict:

@@ -220,11 +220,16 @@ def test_repeat_processes_give_the_median_figure_and_its_interval():
     s = published_metric.summary(merged)
     values = [1000 * (990 * 0.018 + 10 * x) / (1000 * 128) for x in (0.2, 0.3, 0.4)]
     assert s["median"] == pytest.approx(values[1]) and s["n"] == 3
-    # the re-run interval over the 3 process figures: t(0.975, 2) x sd(log) x sqrt(2/3) about their median
-    half = 4.302652729749464 * statistics.stdev([math.log(v) for v in values]) * (2 / 3) ** 0.5
+    # the confidence interval over the 3 process figures: t(0.975, 2) x sd(log) / sqrt(3) about their
+    # median, and the re-run prediction interval beside it: x sqrt(2/3)
+    sd = statistics.stdev([math.log(v) for v in values])
+    half, pi = 4.302652729749464 * sd / 3 ** 0.5, 4.302652729749464 * sd * (2 / 3) ** 0.5
     assert (s["ci_low"], s["ci_high"]) == (pytest.approx(values[1] * math.exp(-half)),
                                            pytest.approx(values[1] * math.exp(half)))
-    assert s["ci_label"] == "95 % re-run interval" and s["ci_covers"] == "rerun"
+    assert (s["pi_low"], s["pi_high"]) == (pytest.approx(values[1] * math.exp(-pi)),
+                                           pytest.approx(values[1] * math.exp(pi)))
+    assert s["ci_label"] == "95 % CI over 3 processes" and s["ci_covers"] == "median"
+    assert s["pi_label"] == "95 % prediction interval for a re-run of 3 processes"
 
 
 def test_bench_and_host_arithmetic_agree():

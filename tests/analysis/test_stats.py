@@ -72,20 +72,25 @@ def test_processes_widen_the_interval_to_the_spread_between_them():
     xs, counts = _two_level(rng, 6, 20, between=0.10, within=0.01)
     pooled = stats.summarize(xs)
     by_process = stats.summarize(xs, processes=counts)
-    assert by_process["ci_method"] == "process_t_rerun" and by_process["processes"] == 6
-    assert by_process["ci_coverage"] == 0.95 and by_process["ci_label"] == "95 % re-run interval"
-    assert by_process["ci_levels"] == ["processes", "iterations"] and by_process["ci_covers"] == "rerun"
+    assert by_process["ci_method"] == "process_t" and by_process["processes"] == 6
+    assert by_process["ci_coverage"] == 0.95 and by_process["ci_label"] == "95 % CI over 6 processes"
+    assert by_process["ci_levels"] == ["processes", "iterations"] and by_process["ci_covers"] == "median"
     assert pooled["ci_levels"] == ["iterations"] and pooled["ci_covers"] == "process"
     assert "covers that process only" in pooled["ci_note"]
     meds = by_process["between"]["medians"]
-    half = stats.t_quantile(0.975, 5) * statistics.stdev([math.log(m) for m in meds]) * (2 / 6) ** 0.5
+    half = stats.t_quantile(0.975, 5) * statistics.stdev([math.log(m) for m in meds]) / 6 ** 0.5
     m = by_process["median"]
     assert (by_process["ci_low"], by_process["ci_high"]) == (pytest.approx(m * math.exp(-half)),
                                                              pytest.approx(m * math.exp(half)))
+    # the prediction interval for a re-run of 6 processes: sqrt 2 wider on the log scale
+    assert (by_process["pi_low"], by_process["pi_high"]) == (pytest.approx(m * math.exp(-half * 2 ** 0.5)),
+                                                             pytest.approx(m * math.exp(half * 2 ** 0.5)))
     assert (by_process["ci_high"] - by_process["ci_low"]) > 3 * (pooled["ci_high"] - pooled["ci_low"])
     assert by_process["between"]["spread_rel"] > 5 * by_process["between"]["within_half_width_rel"]
     three = stats.summarize(xs[:60], processes=counts[:3])
-    assert three["ci_method"] == "process_t_rerun" and three["between"]["processes"] == 3
+    assert three["ci_method"] == "process_t" and three["between"]["processes"] == 3
+    two = stats.summarize(xs[:40], processes=counts[:2])  # no prediction interval from 2 processes
+    assert two["ci_low"] is not None and two["pi_low"] is None and two["pi_label"] is None
 
 
 def test_process_interval_covers_a_fresh_process_median_as_stated():

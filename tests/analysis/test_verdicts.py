@@ -170,7 +170,7 @@ def test_single_samples_decide_nothing():
     v = by_id("m40-same")
     assert v["000-L005"]["verdict"] == "INCONCLUSIVE" and "1 sample" in v["000-L005"]["reason"]
     assert v["000-L008"]["verdict"] == "DEVIATES_FASTER"  # 3 processes: decided on their re-run interval
-    assert "95 % re-run interval" in v["000-L008"]["reason"]
+    assert "95 % CI over 3 processes" in v["000-L008"]["reason"]
 
 
 def test_source_001_is_implausible_and_nothing_else():

@@ -363,9 +363,11 @@ def test_same_gpu_stored_run_shows_reproduced_and_deviates(tmp_path):
     rows = html_rows(html.read_text())
     l006, l009 = rows["n-000-l006"], rows["n-000-l009"]
     assert "REPRODUCED" in l006 and "lies inside published 0.2542 ms" in l006
-    assert "0.2542 ms [0.2525, 0.2559] 95 % re-run interval" in l006 and "CV 0.45 %" in l006
+    assert "95 % CI over 3 processes" in l006 and "CV 0.45 %" in l006
+    assert "prediction for a re-run of 3 processes: [" in l006
     assert "DEVIATES_SLOWER" in l009 and "lies entirely above published 0.2052 ms" in l009
-    assert "0.3003 ms [0.2994, 0.3011]" in l009 and "1.46x slower" in l009
+    assert "0.3003 ms [0.2996, 0.3009]" in l009 and "1.46x slower" in l009
+    assert "prediction for a re-run of 3 processes: [0.2994, 0.3011]" in l009
     # the environment diff under the deviating number only
     assert "n-000-l009+" in rows and "n-000-l006+" not in rows
     assert "000-L009: environment, publication → this run" in rows["n-000-l009+"]
@@ -392,7 +394,8 @@ def test_cpu_stored_run_gives_gpu_numbers_no_verdict_and_001_is_implausible(tmp_
     l050 = rows["n-001-l050"]                                     # 001's train words/s on a P100
     assert "IMPLAUSIBLE" in l050 and "EFFICIENCY" not in l050
     assert "can do at most 43,100 words/s (train) on this model" in l050 and "1,271 % of the bound" in l050
-    assert "99.74 words/s [96.88, 102.7]" in l050                  # the measurement stays, as context
+    assert "99.74 words/s [97.71, 101.8]" in l050                  # the measurement stays, as context
+    assert "prediction for a re-run of 3 processes: [96.88, 102.7]" in l050
     page = html.read_text()
     assert 'id="implausible-n-001-l050"' in page
     text = md.read_text()

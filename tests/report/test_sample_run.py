@@ -60,3 +60,19 @@ def test_a_report_does_not_depend_on_string_hashing(tmp_path):
         assert p.returncode == 0, p.stderr
         out.append((dst / "report.md").read_text())
     assert out[0] == out[1]
+
+
+def test_the_time_limited_readme_run_decides_what_the_three_hour_run_decided():
+    """Issue 33: the README command with --time-limit 15m (docs/readme-run/20261127T095252Z, 13 of 37 cells
+    measured once, for context) gives every published number and claim the status the 3.4-hour run of
+    every cell in 3 processes gave (docs/readme-run/20261126T205102Z): on a CPU nothing of legacy-2017
+    depends on a measurement."""
+    import json
+
+    runs = sorted((DOCS / "readme-run").glob("*/report.json"))
+    old, new = (json.loads(p.read_text()) for p in runs)
+    assert "--time-limit" in new["run"]["argv"] and new["plan"]["time_limit_s"] == 900 and new["plan"]["left"]
+    verdicts = [{n["id"]: n["verdict"] for n in r["numbers"]} for r in (old, new)]
+    claims = [{c["id"]: c["status"] for c in r["claims"]} for r in (old, new)]
+    assert verdicts[0] == verdicts[1] and len(verdicts[0]) == 54
+    assert claims[0] == claims[1] and len(claims[0]) == 15
