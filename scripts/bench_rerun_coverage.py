@@ -197,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --compare of two runs of several processes per cell: compare each cell's "
                         "process N alone, as the old design's one-process intervals on the same runs")
     p.add_argument("--write", metavar="FILE", help="write the summary as JSON (rerun_coverage schema)")
+    p.add_argument("--min-processes", type=int, default=1, metavar="K",
+                   help="only metrics whose first run measured them in K or more processes (a design by "
+                        "role measures context cells once: --min-processes 3 keeps the cells that decide, "
+                        "whose prediction interval is calibrated)")
     p.add_argument("--design", choices=("old", "new"), default="old",
                    help="old: --repeat K (default 1); new: the kit's default design (no --repeat)")
     p.add_argument("--calibrate", action="store_true",
@@ -219,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                 for a, b in pairs)
         if args.process:
             command += f" --process {args.process}"
+        if args.min_processes > 1:
+            command += f" --min-processes {args.min_processes}"
     else:
         root = Path(args.results)
         root.mkdir(parents=True, exist_ok=True)
@@ -229,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_rerun_coverage: the runs were measured on {len(machines)} machines "
               f"({'; '.join(machines)}); pool pairs of one machine", file=sys.stderr)
         return 2
-    rows = [r for a, b in pairs for r in compare(a, b, args.process)["rows"]]
+    rows = [r for a, b in pairs for r in compare(a, b, args.process)["rows"]
+            if r["processes_a"] >= args.min_processes]
+    if not rows:
+        print(f"bench_rerun_coverage: no metric measured in {args.min_processes} or more processes in "
+              "both runs", file=sys.stderr)
+        return 2
     res = {"rows": rows, "summary": summarize_rows(rows)}
     runs = [r for pair in pairs for r in pair]
     for r in res["rows"]:

@@ -127,9 +127,10 @@ def plan_lines(plan) -> list[str]:
         known = [c.get("planned_s") for c in (d.get("cells") or {}).values()]  # before any limit
         total = sum(x for x in known if x)
         unknown = sum(1 for x in known if not x)
-        out.append(f"{d['judgment']}: about {total / 60:.0f} min"
-                   + (f" (and {unknown} cell(s) of unknown time)" if unknown else "")
-                   + f" [{d['text']}]")
+        extra = f" (and {unknown} cell(s) of unknown time)" if unknown else ""
+        when = (f"about {total / 60:.0f} min{extra}" if total else
+                "time unknown (no recorded cell times for this suite and runner)")
+        out.append(f"{d['judgment']}: {when} [{d['text']}]")
     if plan.options.time_limit_text:
         out.append(plan.options.time_limit_text)
     return out

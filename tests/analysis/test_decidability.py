@@ -75,3 +75,20 @@ def test_a_number_whose_cell_is_not_planned_says_so():
     theano = [n for n in d["numbers"] if n["cell"] and n["cell"].startswith("000/theano/fastlstm")]
     assert theano and all(n["can"] == "not_planned" and "not part of this run" in n["why"] for n in theano)
     assert not any(r["role"] == "decides" for r in d["cells"].values()) or d["cells"]
+
+
+def test_on_the_stored_h100_the_003_pytorch_claims_decide_and_its_numbers_are_context():
+    """The first GPU run's host (docs/gpu-run, one H100): the report said none of 003's 126 numbers can be
+    tested there, and that holds (the RTX 2080 Ti's and the H100's peaks are further apart than the
+    policy allows), but the source's own GPU claims compare two cells on one GPU: they decide."""
+    gpu_run = Path(__file__).resolve().parents[2] / "docs" / "gpu-run" / "20261126T180107Z-stacked-lstm-2019"
+    host = json.loads((gpu_run / "run.json").read_text())["host_fingerprint"]
+    s, cells = _cells("stacked-lstm-2019")
+    torch = [c for c in cells if c.id.startswith("003/pytorch/")]
+    d = decidability.judge(s, torch, "gpu", host)
+    assert not [n for n in d["numbers"] if n["can"] == "decides"]
+    assert all("apart" in n["why"] or "FLOP model" in n["why"] for n in d["numbers"] if n["can"] == "context")
+    deciding = {c["claim_id"] for c in d["claims"] if c["can"] == "decides"}
+    assert deciding and all("cpu" not in c for c in deciding)
+    assert d["text"].startswith("on this GPU (NVIDIA H100 80GB HBM3) 0 of ")
+    assert any(r["role"] == "decides" for r in d["cells"].values())
