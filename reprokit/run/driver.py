@@ -27,7 +27,7 @@ from reprokit.probes import fingerprint
 from reprokit.run import inputs, lifecycle, reconcile
 from reprokit.run.execute import check_resume_repeat, execute
 from reprokit.run.request import RunRequest
-from reprokit.runners import select, slurm_setup
+from reprokit.runners import allocation, select, slurm_setup
 from reprokit.runners.host_preflight import decide
 
 
@@ -86,8 +86,13 @@ def _plan(req: RunRequest, suite, options: Options, cells: list, byo_local: str 
             plan = replace(plan, options=replace(plan.options, repeat=d["processes"], design=d))
         else:
             plan = replace(plan, options=design.default_options(plan, runner.name))
-    if req.time_limit is not None:
-        plan = _fit_time_limit(plan, runner.name, req.time_limit, judgment, say,
+    limit = req.time_limit
+    if limit is None and resumed is None:  # inside a Slurm allocation: the job's own limit
+        limit, how = allocation.time_left()
+        if limit is not None:
+            say(f"--time-limit from the allocation: {how}")
+    if limit is not None:
+        plan = _fit_time_limit(plan, runner.name, max(limit, 1.0), judgment, say,
                                time.time() if started is None else started)
     return plan, runner, f"runner: {runner.name} ({why}); device: {device}" + (
         f" ({device_why})" if device_why else "")

@@ -369,3 +369,31 @@ def test_the_report_says_when_nodes_were_shared_and_groups_cells_by_node(cluster
     assert len(rows) == 2 and LSTM in rows[0] and MATMUL in rows[1], rows
     html = (rundir.path / "report.html").read_text()
     assert 'id="nodes"' in html and 'id="not-exclusive"' in html
+
+
+def test_a_driver_inside_an_allocation_plans_within_the_jobs_limit(cluster, tmp_path):
+    """Issue 33: a driver started inside a Slurm allocation (here `srun --time=2`) without --time-limit
+    reads what the job has left from the real squeue, keeps a minute back for the report and plans
+    within the rest: source 001's word LM (about 15 minutes here) is left, listed, and the run ends with
+    its report inside the job's limit."""
+    p = subprocess.run(["srun", "--time=2", "-N", "1", sys.executable, str(REPO / "reproduce.py"), "run",
+                        "--suite", "legacy-2017", "--cells", "001/*", "--runner", "local", "--device", "cpu",
+                        "--results", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "--time-limit from the allocation: Slurm job" in p.stderr and "min left (squeue %L)" in p.stderr
+    rd = only_run(tmp_path)
+    limit = rd.load_run()["options"]["time_limit_s"]
+    assert 0 < limit <= 120 - 60
+    (e,) = entries(rd).values()
+    assert e["status"] == "skipped" and e["reason"].startswith("left by --time-limit")
+    assert (rd.path / "report.md").exists()
+
+
+def test_squeues_time_left_is_read_in_every_form_slurm_prints():
+    from reprokit.runners import allocation
+
+    assert allocation.parse_time_left("1:59") == 119
+    assert allocation.parse_time_left("2:03:04") == 7384
+    assert allocation.parse_time_left("1-00:00:10") == 86410
+    assert allocation.parse_time_left("UNLIMITED") is None and allocation.parse_time_left("INVALID") is None
+    assert allocation.time_left({})[0] is None  # outside an allocation: no limit
