@@ -521,6 +521,25 @@ def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str
     return _undecided(v, rule, summ, text) or _finish(v, rule, text)
 
 
+def _implausible(v: dict, number: dict, cell: dict | None, summ: dict | None, pub: dict, meas: dict | None,
+                 unit: str | None) -> dict:
+    """IMPLAUSIBLE from the published number alone; with a measurement, its hardware against the
+    publication's (for the row's kind of re-measurement) and its own check against its device's peak:
+    a measurement above it is labelled ABOVE_PEAK too (issue 34: 001's unsynchronised H100 rows)."""
+    text = v["roofline"]["arithmetic"]
+    if unit is None or meas is None:
+        return _finish(v, IMPLAUSIBLE, text)
+    mismatch = devices.class_mismatch(pub, meas)
+    v["hardware"]["same_class"] = mismatch is None
+    v["hardware"]["same_model"] = mismatch is None and devices.same_model(pub, meas)
+    fast = above_peak(cell, summ, unit, number["metric"], meas)
+    if not fast:
+        return _finish(v, IMPLAUSIBLE, text)
+    v["above_peak"] = fast
+    return _finish(v, IMPLAUSIBLE, f"{text}; the measurement here is faster than its own device can compute "
+                   f"too: {fast['arithmetic']}", [ABOVE_PEAK])
+
+
 def verdict(
     number: dict,
     cell: dict | None,
@@ -551,8 +570,8 @@ def verdict(
         v["hardware"]["measured"] = meas
         v["stack"] = stack_match(number, cell)
         v["standins"] = standins.of_cell(cell)
-    if v["tier"] == IMPLAUSIBLE:
-        return _finish(v, IMPLAUSIBLE, v["roofline"]["arithmetic"])
+    if v["tier"] == IMPLAUSIBLE:  # the measurement, shown as context, is still checked (issue 34)
+        return _implausible(v, number, cell, summ, pub, meas, None if why_not else unit)
     if why_not is not None:
         mismatch = devices.host_mismatch(pub, run)
         if mismatch:

@@ -379,3 +379,25 @@ def test_a_peak_known_only_as_a_lower_bound_concludes_only_lower():
     assert higher["verdict"] == "INCONCLUSIVE" and "known only as a lower bound" in higher["reason"]
     lower = verdicts.verdict(nums["003-L392"], cells[nums["003-L392"]["cell"]], fast)
     assert lower["verdict"] == "EFFICIENCY_LOWER"
+
+
+def test_an_impossible_published_number_still_has_its_measurement_checked_against_its_device():
+    """Issue 34 item 1: the stored H100 run (docs/gpu-run) measured 001's word LM at 1.6M and 6.2M
+    words/s with the source's unsynchronised timer, 6-8x the H100's own bound. IMPLAUSIBLE (from the
+    published number) used to return before that check: the rows now carry ABOVE_PEAK with the
+    arithmetic, and their hardware (a P100 publication, an H100 measurement: same class, another
+    model) instead of 'hardware unknown'."""
+    from reprokit.analysis import reproduction
+
+    gpu_run = Path(__file__).resolve().parents[2] / "docs" / "gpu-run"
+    rd = results.RunDir(gpu_run / "20261126T175757Z-legacy-2017")
+    run = rd.load_run()
+    cells = {c["cell_id"]: c for c in rd.load_cells()}
+    rows = [n for n in suites.load_published("001") if n["cell"] in cells]
+    assert rows
+    for n in rows:
+        v = verdicts.verdict(n, cells[n["cell"]], run)
+        assert v["verdict"] == "IMPLAUSIBLE" and "ABOVE_PEAK" in v["labels"], (n["id"], v["labels"])
+        assert "faster than its own device can compute too" in v["reason"] and v["above_peak"]["fraction"] > 1
+        assert v["hardware"]["same_class"] is True and v["hardware"]["same_model"] is False
+        assert reproduction.kind(v, True)["hardware"] == "same class"
