@@ -29,6 +29,24 @@ WORDS = {
 }
 
 
+def _not_comparable_cause(row: dict) -> str:
+    """Why a NOT_COMPARABLE number is context, in words: its labels and policy say which rule kept it."""
+    a = row.get("analysis") or {}
+    labels = a.get("labels") or []
+    policy = a.get("policy") or {}
+    if verdicts.ABOVE_PEAK in labels:
+        return "measured faster than their device can compute (ABOVE_PEAK)"
+    if verdicts.PRECISION_UNKNOWN in labels:
+        return "whose cell did not record its precision"
+    published = policy.get("published_precision")
+    if a.get("efficiency_is_context") and policy.get("precision") not in (None, published):
+        return f"measured in {policy['precision']}, published in {published}: context"
+    if a.get("efficiency_is_context") and policy.get("peak_ratio"):
+        return (f"kept as context: the two devices' peaks are more than {policy['max_peak_ratio']:g}x apart "
+                "(verdict_policy.yaml)")
+    return "with no FLOP model or device peak to compare by"
+
+
 def category(row: dict) -> str:
     """The summary category of a report row (every number is in exactly one)."""
     v = row["verdict"]
@@ -135,8 +153,9 @@ def source_line(sid: str, title: str | None, rows: list[dict], claim_results: li
                        if s["mechanism"]})
         untestable.append(f"{len(standin)} measured through a stand-in for their mechanism "
                           f"({'; '.join(mech) or 'unclassified'})")
-    if not_comp:
-        untestable.append(f"{len(not_comp)} with no FLOP model or device peak to compare by")
+    if not_comp:  # issue 34 item 2: say why each is context, not one reason for all
+        untestable.append(_listing([f"{n} {why}" for why, n in Counter(_not_comparable_cause(r)
+                                                                      for r in not_comp).most_common()]))
     if not_run:
         untestable.append(f"{len(not_run)} whose cell did not produce the metric (failed or skipped)")
     if impossible:

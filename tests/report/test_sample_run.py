@@ -76,3 +76,19 @@ def test_the_time_limited_readme_run_decides_what_the_three_hour_run_decided():
     claims = [{c["id"]: c["status"] for c in r["claims"]} for r in (old, new)]
     assert verdicts[0] == verdicts[1] and len(verdicts[0]) == 54
     assert claims[0] == claims[1] and len(claims[0]) == 15
+
+
+def test_the_h100_report_says_why_each_number_is_context(tmp_path):
+    """Issue 34 item 2: the stored H100 run's 003 report said "18 with no FLOP model or device peak";
+    12 of the 18 have both, and are context because the RTX 2080 Ti's and the H100's peaks are further
+    apart than the policy allows. Each reason is now counted under its own words."""
+    import json
+
+    src = DOCS / "gpu-run" / "20261126T180107Z-stacked-lstm-2019"
+    rows = json.loads((src / "report.json").read_text())["numbers"]
+    kept = [r for r in rows if r["verdict"] == "NOT_COMPARABLE"
+            and (r.get("analysis") or {}).get("efficiency_is_context")]
+    assert kept
+    text = (src / "report.md").read_text()
+    assert f"{len(kept)} kept as context: the two devices' peaks are more than 1.5x apart" in text
+    assert f"{len(kept) + 6} with no FLOP model" not in text
