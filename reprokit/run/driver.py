@@ -202,5 +202,6 @@ def drive(req: RunRequest, argv: list[str], say, judge=None,
     plan = slurm_setup.judged_on_environments(decide(plan, runner.name,
                                                      host or fingerprint.host_fingerprint()),
                                               runner, plan.options.device)
-    extra = {"sequential": sequential} if sequential is not None else {}
+    seq_cells = [c for c in ((plan.options.design or {}).get("cells") or {}).values() if c.get("sequential")]
+    extra = {"sequential": sequential} if sequential is not None and seq_cells else {}
     return rundir, execute(plan, runner, rundir, argv, resume=bool(req.resume), say=say, **extra)

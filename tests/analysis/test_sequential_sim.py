@@ -23,7 +23,7 @@ def _sim():
 def test_the_stopping_rule_keeps_its_false_decision_rate_near_the_band_edges():
     sim = _sim()
     trials = 400  # a binomial standard error of 1.1 % at 5 %: the bound below is 5 % + 3 standard errors
-    res = sim.simulate(trials, seed=7, ratios=(0.88, 0.95, 1.05, 1.12))
+    res = sim.simulate(trials, seed=7, ratios=(0.88, 1.12))  # just outside the band: the worst rows
     assert res["settings"]["confidence"] == 1 - 0.05 / 4
     rows = res["rows"]
     assert {r["model"] for r in rows} == set(sim.MODELS)
