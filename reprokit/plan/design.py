@@ -179,9 +179,12 @@ def auto_design(plan, runner: str, judgment: dict) -> dict:
     can decide here (reprokit/analysis/decidability.py judge). A cell no verdict or claim depends on
     (*context*) runs once, for `min_iterations` iterations (the fewest the steady-state detection
     classifies, data/steady_state.yaml) and no time budget: its interval covers that one process and
-    is labelled so; no verdict is decided on it. A cell that decides gets the fixed design's processes
-    (`run_design`, at least min_processes) and iterations. Each cell entry's `processes` is what it
-    runs (run.json design.kind "auto"); the run's K is the largest."""
+    is labelled so; no verdict is decided on it. A cell that decides gets the fixed design's iterations
+    (`run_design`, where costs are recorded) and runs sequentially: up to `design.sequential`'s
+    max_processes, looked at from first_look on at the corrected confidence (reprokit/run/serial.py
+    look); under Slurm, which starts every process at once, max(first_look, the fixed K) processes at
+    95 %. Each cell entry's `processes` is what it runs (run.json design.kind "auto"); the run's K is
+    the largest."""
     o = plan.options
     min_iter = int(files.load_data("steady_state")["min_iterations"])
     roles = judgment["cells"]
@@ -195,17 +198,15 @@ def auto_design(plan, runner: str, judgment: dict) -> dict:
     cells: dict[str, dict] = {}
     for c in plan.runnable:
         role = (roles.get(c.id) or {}).get("role", "context")
-        if role == "decides" and runner == "slurm":  # every process at once: no looks, one K at 95 %
-            d = dict(((fixed or {}).get("cells") or {}).get(c.id) or {})
-            d.update(role=role, processes=max(seq["first_look"], int((fixed or {}).get("processes") or 0)))
+        if role == "decides":
+            d = dict(((fixed or {}).get("cells") or {}).get(c.id) or {}, role=role)
             one = d.get("process_s") or walls.get(c.id)
-            looks = d["processes"]
-        elif role == "decides":  # processes: the cap; the run stops adding them once it is decided
-            d = dict(((fixed or {}).get("cells") or {}).get(c.id) or {})
-            d.update(role=role, processes=seq["max_processes"], sequential=True,
-                     first_look=seq["first_look"], confidence=seq["confidence"])
-            one = d.get("process_s") or walls.get(c.id)
-            looks = seq["first_look"]  # planned: the fewest processes that can decide
+            if runner == "slurm":  # every process at once: no looks, one K at 95 %
+                d["processes"] = looks = max(seq["first_look"], int((fixed or {}).get("processes") or 0))
+            else:  # processes: the cap; the run stops adding them once it is decided
+                d.update(processes=seq["max_processes"], sequential=True, first_look=seq["first_look"],
+                         confidence=seq["confidence"])
+                looks = seq["first_look"]  # planned: the fewest processes that can decide
         else:
             d = {"role": "context", "processes": 1, "iterations": min_iter}
             one = walls.get(c.id)  # a full-budget process: an upper estimate of a context one
