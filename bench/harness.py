@@ -259,17 +259,37 @@ def _add_gpu_runtime(fingerprint, cache_before):
         fingerprint["cuda_cache"] = {"error": "%s: %s" % (type(e).__name__, e)}
 
 
-def jit_cache_state(device, cache_before):
-    """The cell result's `jit_cache`: the CUDA JIT cache when the cell's timed work began (before
-    its workload imported anything), as the fingerprint's `cuda_cache.cold` reads it: "cold" (no
-    file in it, or caching disabled), "warm", "unknown" (not readable); "n/a" on a CPU."""
+def jit_cache_state(device, cache):
+    """The cell result's `jit_cache`: what the CUDA JIT cache record (`stack_fingerprint.cuda_cache`,
+    at the cell's start and end) shows of the cell: "compiled" (files added while it ran), "cold"
+    (empty at the start and its end unknown, or caching disabled or not writable), "unknown", "warm"
+    (files at the start, none added), "none" (empty at both ends); "n/a" on a CPU. The same rules as
+    the host's reprokit/jit_cache.py from_record (tests/run/test_jit_warmup.py holds them equal)."""
     if device != "gpu":
         return "n/a"
-    if not isinstance(cache_before, dict) or "error" in cache_before:
+    if not isinstance(cache, dict) or "error" in cache:
         return "unknown"
-    if os.environ.get("CUDA_CACHE_DISABLE") == "1" or not cache_before.get("files"):
+
+    def files(snapshot):
+        if not isinstance(snapshot, dict) or "error" in snapshot:
+            return None
+        n = snapshot.get("files")
+        return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+    start, end = files(cache.get("at_start")), files(cache.get("at_end"))
+    if start is None:
+        if "cold" not in cache:
+            return "unknown"
+        start = 0 if cache["cold"] else 1
+    disabled = bool(cache.get("disabled"))
+    blind = disabled or (cache.get("at_start") or {}).get("writable") is False
+    if end is not None and end > start and not disabled:
+        return "compiled"
+    if blind or (end is None and start == 0):
         return "cold"
-    return "warm"
+    if end is None or start > 0:
+        return "warm"
+    return "none"
 
 
 def _backend(module, cell, framework):
@@ -401,7 +421,8 @@ def run_cell(cell, job, process=None):
     if threads is not None:  # the cores the host counts in this cell's peak (issue 21)
         result["threads"] = threads
     _add_gpu_runtime(result["stack_fingerprint"], cache_before)
-    result["jit_cache"] = jit_cache_state(ctx.device, cache_before)
+    result["jit_cache"] = jit_cache_state(ctx.device, (result["stack_fingerprint"] or {}).get("cuda_cache")
+                                          if isinstance(result["stack_fingerprint"], dict) else None)
     if ctx.extra:
         result["extra"] = ctx.extra
     path = os.path.join(job["out_dir"], cell_filename(cell["id"], process))

@@ -6,13 +6,25 @@ they compute the right numbers?" before any benchmark is trusted on it (legacy_s
 * one float32 GEMM (a @ b, n x n) through the framework's matrix product (cuBLAS on a GPU);
 * one LSTM step (one time step, batch x input -> hidden) through the framework's own RNN path (cuDNN
   where the framework has a cuDNN LSTM; the framework's GEMM and elementwise kernels otherwise);
-* both checked against a float64 NumPy reference computed in the same process, then timed.
+* the same step's backward pass: the gradient of sum(h1) with respect to x, h0 and c0 and the sum of
+  every parameter's gradient, through the framework's autodiff (cuDNN's backward-data and
+  backward-weights kernels where it has them);
+* each checked against a float64 NumPy reference computed in the same process, then timed.
+
+The shapes are the job's parameters: `n` (or `m`, `k` and `n`: an m x k by k x n GEMM), `batch`,
+`input`, `hidden`. cuBLAS and cuDNN pick kernels by shape and phase, so the gpu-smoke suite gives each
+probe the largest shape the kit's suites run on its stack (reprokit/data/suites/gpu-smoke.yaml,
+checked against the suites by tests/plan/test_probes.py; issue 34 item 5): a probe of toy shapes,
+forward only, never touched the large GEMMs, the LSTM kernels or the backward kernels of the cells it
+gates.
 
 The LSTM step uses one constant for every weight and bias, so every gate of a unit sees the same
 pre-activation z = w * (sum(x) + sum(h0) + n_bias): the reference is exact whatever order a
 framework or cuDNN keeps its gates and weight matrices in (cuDNN's opaque parameter buffers
 included); only the bias count differs (two bias vectors in cuDNN, PyTorch and MXNet, one in Keras
-and in a hand-written cell). c0 differs per unit, so the outputs differ per unit.
+and in a hand-written cell). c0 differs per unit, so the outputs differ per unit. For the same
+reason the sum of all parameter gradients is layout-free: sum over rows of D * (sum(x) + sum(h0) +
+n_bias), D the row's gradient summed over its 4 x hidden pre-activations (lstm_grad_reference).
 
 `CUDA_FORCE_PTX_JIT=1` (job parameter `cuda_force_ptx_jit`, which the host sets when preflight finds
 that the stack reaches this GPU only through PTX): set in the environment before the framework is
@@ -34,8 +46,10 @@ import os
 import timing
 
 DEFAULTS = {"n": 256, "batch": 16, "input": 64, "hidden": 64, "seed": 1234}
+OPTIONAL = ("m", "k")  # an m x k by k x n GEMM; each defaults to n (a square one)
 GEMM_REL_TOL = 1e-2   # of max |reference|: loose enough for TF32 GEMMs (10-bit mantissa), far
 LSTM_ABS_TOL = 5e-3   # below what a wrong or missing kernel gives (zeros, NaN, garbage)
+GRAD_REL_TOL = 1e-2   # of max |reference| per gradient, as the GEMM's
 
 # Known failure signatures (legacy_stacks.md 4.4): text in an error -> what it means.
 SIGNATURES = (
@@ -58,8 +72,10 @@ class ProbeFailure(RuntimeError):
 
 def settings(ctx):
     p = dict(DEFAULTS)
-    p.update(dict((k, v) for k, v in ctx.params.items() if k in DEFAULTS))
-    for key in DEFAULTS:
+    p.update(dict((k, v) for k, v in ctx.params.items() if k in DEFAULTS or k in OPTIONAL))
+    for key in OPTIONAL:
+        p.setdefault(key, p["n"])
+    for key in tuple(DEFAULTS) + OPTIONAL:
         p[key] = int(p[key])
         if p[key] < 1:
             raise ValueError("probe parameter %s must be a positive integer, not %r" % (key, p[key]))
@@ -101,9 +117,10 @@ def stage(name, fn):
 
 # -- inputs and references (NumPy, float64) ------------------------------------------------------
 def gemm_inputs(np, p):
+    """a [m, k] and b [k, n] (float32)."""
     rng = np.random.RandomState(p["seed"])
-    a = rng.uniform(0.0, 1.0, (p["n"], p["n"])).astype(np.float32)
-    b = rng.uniform(0.0, 1.0, (p["n"], p["n"])).astype(np.float32)
+    a = rng.uniform(0.0, 1.0, (p.get("m", p["n"]), p.get("k", p["n"]))).astype(np.float32)
+    b = rng.uniform(0.0, 1.0, (p.get("k", p["n"]), p["n"])).astype(np.float32)
     return a, b
 
 
@@ -126,6 +143,53 @@ def lstm_reference(np, x, h0, c0, w, n_bias):
     c1 = gate[:, None] * c0 + (gate * cand)[:, None]
     h1 = gate[:, None] * np.tanh(c1)
     return h1, c1
+
+
+def lstm_grad_reference(np, x, h0, c0, w, n_bias):
+    """The gradient of L = sum(h1) of one LSTM step with every weight and bias equal to w (float64):
+    {"x": dL/dx, "h0": dL/dh0, "c0": dL/dc0, "params": the sum of dL/dparameter over every weight
+    and bias}. Each row's 4 x hidden pre-activations all equal z; with g = sigmoid(z),
+    cand = tanh(z), c1 = g c0 + g cand and h1 = g tanh(c1):
+    dL/dc1 = g (1 - tanh(c1)^2), dL/dc0 = g dL/dc1, and the gradients of the row's pre-activations
+    sum to D = sum over units of g (1 - g) (dL/dc1 (cand + c0) + tanh(c1)) + dL/dc1 g (1 - cand^2)
+    (input, forget and output gates, then the candidate). Every x and h0 entry feeds every
+    pre-activation with weight w: dL/dx = dL/dh0 = w D; a weight's gradient is its pre-activation's
+    times its input, a bias's the pre-activation's own."""
+    x, h0, c0 = (np.asarray(v, dtype=np.float64) for v in (x, h0, c0))
+    sx, sh = x.sum(axis=1), h0.sum(axis=1)
+    z = w * (sx + sh + n_bias)
+    g = 1.0 / (1.0 + np.exp(-z))
+    cand = np.tanh(z)
+    c1 = g[:, None] * c0 + (g * cand)[:, None]
+    tc1 = np.tanh(c1)
+    dc1 = g[:, None] * (1.0 - tc1 ** 2)
+    gp = (g * (1.0 - g))[:, None]
+    d = (gp * (dc1 * (cand[:, None] + c0) + tc1) + dc1 * (g * (1.0 - cand ** 2))[:, None]).sum(axis=1)
+    return {"x": np.repeat((w * d)[:, None], x.shape[1], axis=1),
+            "h0": np.repeat((w * d)[:, None], h0.shape[1], axis=1),
+            "c0": g[:, None] * dc1,
+            "params": float((d * (sx + sh + n_bias)).sum())}
+
+
+def check_lstm_grad(np, got, x, h0, c0, w, n_bias):
+    """Each gradient `got` has (x, h0, c0 arrays; params a number) against lstm_grad_reference."""
+    ref = lstm_grad_reference(np, x, h0, c0, w, n_bias)
+    out = {}
+    for name in ("x", "h0", "c0", "params"):
+        if name not in got:
+            continue
+        want = np.asarray(ref[name], dtype=np.float64)
+        have = np.asarray(got[name], dtype=np.float64).reshape(want.shape)
+        if not np.all(np.isfinite(have)):
+            raise ProbeFailure("LSTM backward returned non-finite d%s values (NaN or inf)" % name)
+        err = float(np.max(np.abs(have - want)) / max(float(np.max(np.abs(want))), 1e-30))
+        if err > GRAD_REL_TOL:
+            raise ProbeFailure("LSTM backward d%s differs from the CPU reference: max |error| / max "
+                               "|ref| = %.3g > %g" % (name, err, GRAD_REL_TOL))
+        out["max_rel_error_" + name] = err
+    out["tolerance"] = GRAD_REL_TOL
+    out["checked"] = sorted(k for k in ("x", "h0", "c0", "params") if k in got)
+    return out
 
 
 def check_gemm(np, got, a, b):
@@ -160,11 +224,13 @@ def check_lstm(np, h1, c1, x, h0, c0, w, n_bias):
 
 # -- the probe itself ----------------------------------------------------------------------------
 def run_probe(ctx, np, p, framework, version, gemm, lstm_step, gemm_api, lstm_api, ptx_note, device,
-              n_bias):
-    """Check, then time, `gemm()` -> a @ b and `lstm_step()` -> (h1, c1) as NumPy arrays (each call
-    copies its result to the host, which synchronises the device). Records the metrics
-    gemm_time, lstm_step_time (ms) and first_call_time (s: first GEMM and first LSTM step,
-    including library initialisation and any PTX JIT) and extra["probe"]."""
+              n_bias, lstm_grad=None):
+    """Check, then time, `gemm()` -> a @ b, `lstm_step()` -> (h1, c1) and `lstm_grad()` -> the
+    gradients of sum(h1) ({"x", "h0", "c0", "params"}, any subset; see lstm_grad_reference) as NumPy
+    arrays (each call copies its result to the host, which synchronises the device). Records the
+    metrics gemm_time, lstm_step_time, lstm_backward_time (ms; the backward with its forward) and
+    first_call_time (s: the first call of each, library initialisation and any PTX JIT included)
+    and extra["probe"]."""
     a, b = gemm_inputs(np, p)
     x, h0, c0, w = lstm_inputs(np, p)
     t0 = timing.clock()
@@ -175,17 +241,30 @@ def run_probe(ctx, np, p, framework, version, gemm, lstm_step, gemm_api, lstm_ap
     h1, c1 = stage("LSTM step", lstm_step)
     t_lstm = timing.clock() - t0
     lstm_check = check_lstm(np, h1, c1, x, h0, c0, w, n_bias)
-    ctx.record_single("first_call_time", t_gemm + t_lstm, "s",
-                      "first GEMM plus first LSTM step of the process, results copied to the host: "
-                      "library initialisation and any PTX JIT included")
+    t_grad, grad_check = 0.0, None
+    if lstm_grad is not None:
+        t0 = timing.clock()
+        grads = stage("LSTM backward", lstm_grad)
+        t_grad = timing.clock() - t0
+        grad_check = check_lstm_grad(np, grads, x, h0, c0, w, n_bias)
+    ctx.record_single("first_call_time", t_gemm + t_lstm + t_grad, "s",
+                      "first GEMM plus first LSTM step (and its first backward, where the probe has "
+                      "one) of the process, results copied to the host: library initialisation and "
+                      "any PTX JIT included")
     sync = "the result is copied to the host inside every timed call (this synchronises the device)"
     ctx.measure("gemm_time", lambda: stage("GEMM", gemm), unit="ms", kind="ms", items=1,
-                method="one %dx%d float32 GEMM through %s, result copied to the host"
-                       % (p["n"], p["n"], gemm_api), sync_desc=sync)
+                method="one %dx%d by %dx%d float32 GEMM through %s, result copied to the host"
+                       % (a.shape[0], a.shape[1], b.shape[0], b.shape[1], gemm_api), sync_desc=sync)
     ctx.measure("lstm_step_time", lambda: stage("LSTM step", lstm_step), unit="ms", kind="ms",
                 items=1, method="one LSTM step (batch %d, input %d, hidden %d) through %s, h and c "
                                 "copied to the host" % (p["batch"], p["input"], p["hidden"], lstm_api),
                 sync_desc=sync)
+    if lstm_grad is not None:
+        ctx.measure("lstm_backward_time", lambda: stage("LSTM backward", lstm_grad), unit="ms",
+                    kind="ms", items=1,
+                    method="one LSTM step and its backward (gradients of sum(h1): %s) through %s's "
+                           "autodiff, gradients copied to the host"
+                           % (", ".join(grad_check["checked"]), framework), sync_desc=sync)
     ctx.describe(framework=framework, framework_version=version,
                  api="probe: GEMM via %s; LSTM step via %s" % (gemm_api, lstm_api))
     ctx.note("Capability probe (bench/workloads/_probe.py): results checked against a float64 NumPy "
@@ -197,8 +276,11 @@ def run_probe(ctx, np, p, framework, version, gemm, lstm_step, gemm_api, lstm_ap
                  "development (an H100, torch 2.11 / JAX 0.11, docs/gpu-run), the others never have.")
     ctx.extra["probe"] = {
         "device": device, "cuda_force_ptx_jit": ptx_note, "gemm": gemm_check,
-        "lstm_step": lstm_check, "gemm_api": gemm_api, "lstm_api": lstm_api,
-        "first_gemm_s": t_gemm, "first_lstm_step_s": t_lstm,
+        "lstm_step": lstm_check, "lstm_backward": grad_check, "gemm_api": gemm_api,
+        "lstm_api": lstm_api, "first_gemm_s": t_gemm, "first_lstm_step_s": t_lstm,
+        "first_lstm_backward_s": t_grad if lstm_grad is not None else None,
+        "shapes": {"gemm": [a.shape[0], a.shape[1], b.shape[1]],
+                   "lstm": {"batch": p["batch"], "input": p["input"], "hidden": p["hidden"]}},
         "env": {"CUDA_FORCE_PTX_JIT": os.environ.get("CUDA_FORCE_PTX_JIT"),
                 "CUDA_CACHE_PATH": os.environ.get("CUDA_CACHE_PATH")},
     }

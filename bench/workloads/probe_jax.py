@@ -62,7 +62,17 @@ def run(ctx):
         h1, c1 = f_step(x, h0, c0, W, U, bias)
         return np.asarray(h1), np.asarray(c1)
 
+    def loss(x, h, c, W, U, bias):
+        return jnp.sum(step(x, h, c, W, U, bias)[0])
+
+    f_grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3, 4, 5)))
+
+    def lstm_grad():
+        dx, dh, dc, dW, dU, db = f_grad(x, h0, c0, W, U, bias)
+        total = sum(float(np.asarray(g, dtype=np.float64).sum()) for g in (dW, dU, db))
+        return {"x": np.asarray(dx), "h0": np.asarray(dh), "c0": np.asarray(dc), "params": total}
+
     common.run_probe(ctx, np, p, "jax", jax.__version__, gemm, lstm_step,
                      "jax.jit(jax.numpy.dot) on %s" % dev,
                      "a jax.numpy LSTM step under jax.jit on %s" % dev,
-                     ptx_note, ctx.device, n_bias=1)
+                     ptx_note, ctx.device, n_bias=1, lstm_grad=lstm_grad)

@@ -3,7 +3,8 @@
 The keras-mxnet image's LSTM runs on MXNet, whose libmxnet.so carries its own static cuDNN 7.1.2 and
 links cuBLAS 9.0, so the probe goes to MXNet directly (Keras adds no kernel of its own):
 GEMM mxnet.nd.dot (cuBLAS on a GPU); LSTM step mxnet.nd.RNN(mode="lstm") over one time step (the
-cuDNN RNN on a GPU), its flat parameter vector filled with the constant; two bias vectors.
+cuDNN RNN on a GPU), its flat parameter vector filled with the constant; two bias vectors; its
+backward through mxnet.autograd (record, attach_grad, backward).
 
 THE GPU PATH HAS NEVER RUN (the one GPU machine so far, docs/gpu-run, had no MXNet); the calls are
 checked against the MXNet 1.2.0 API list by tests/containers/test_api_paths.py.
@@ -52,7 +53,23 @@ def run(ctx):
         return (outs[1].asnumpy().reshape(batch, hidden),
                 outs[2].asnumpy().reshape(batch, hidden))
 
+    leaves = [v.copy() for v in (x, h0, c0, params)]
+    for leaf in leaves:
+        leaf.attach_grad()
+
+    def lstm_grad():
+        gx, gh0, gc0, gparams = leaves
+        with mx.autograd.record():
+            outs = mx.nd.RNN(gx, gparams, gh0, gc0, state_size=hidden, num_layers=1, mode="lstm",
+                             state_outputs=True)
+            loss = mx.nd.sum(outs[1])
+        loss.backward()
+        return {"x": gx.grad.asnumpy().reshape(batch, inp),
+                "h0": gh0.grad.asnumpy().reshape(batch, hidden),
+                "c0": gc0.grad.asnumpy().reshape(batch, hidden),
+                "params": float(gparams.grad.asnumpy().astype(np.float64).sum())}
+
     common.run_probe(ctx, np, p, "mxnet", mx.__version__, gemm, lstm_step,
                      "mxnet.nd.dot" + (" (cuBLAS)" if gpu else ""),
                      "mxnet.nd.RNN mode=lstm" + (" (cuDNN)" if gpu else " (MXNet's CPU RNN)"),
-                     ptx_note, ctx.device, n_bias=2)
+                     ptx_note, ctx.device, n_bias=2, lstm_grad=lstm_grad)

@@ -12,6 +12,8 @@ stack's path against that version's API list):
 * TensorFlow 2.x (eager): GEMM tf.matmul; LSTM step tf.keras.layers.LSTM (cuDNN on a GPU when its
   defaults hold, as here; a generic loop on the CPU), weights set to the constant after the layer
   is built; one bias vector.
+* The backward: tf.gradients of the step's sum(h1) in the graph (CudnnLSTM in training mode on a GPU),
+  tf.GradientTape in eager mode, with respect to x, h0, c0 and the trained parameters.
 
 THE GPU PATH HAS NEVER RUN (the one GPU machine so far, docs/gpu-run, had no TensorFlow), nor have
 TensorFlow 1.8.0 or 2.0.0. On the CPU the TF 2 path runs with the installed TensorFlow and the TF 1.x
@@ -76,27 +78,46 @@ def _run_eager(ctx, np, tf, p, ptx_note, gpu):
             _out, h1, c1 = layer(x, initial_state=[h0, c0])
         return np.asarray(h1), np.asarray(c1)
 
+    def lstm_grad():
+        with tf.device(device):
+            with tf.GradientTape() as tape:
+                tape.watch([x, h0, c0])
+                _out, h1, _c1 = layer(x, initial_state=[h0, c0], training=True)
+                loss = tf.reduce_sum(h1)
+            weights = list(layer.trainable_variables)
+            grads = tape.gradient(loss, [x, h0, c0] + weights)
+        total = sum(float(np.asarray(g, dtype=np.float64).sum()) for g in grads[3:])
+        return {"x": np.asarray(grads[0]).reshape(p["batch"], p["input"]),
+                "h0": np.asarray(grads[1]), "c0": np.asarray(grads[2]), "params": total}
+
     common.run_probe(ctx, np, p, "tensorflow", tf.__version__, gemm, lstm_step,
                      "tf.matmul" + (" (cuBLAS)" if gpu else ""),
                      "tf.keras.layers.LSTM" + (" (cuDNN when its defaults hold)" if gpu
                                                else " (generic CPU loop)"),
-                     ptx_note, ctx.device, n_bias=1)
+                     ptx_note, ctx.device, n_bias=1, lstm_grad=lstm_grad)
 
 
 def _cudnn_step(tf, x, h0, c0, w, p):
-    """One CudnnLSTM step (GPU only: the op has no CPU kernel). NEVER RUN (no TF on a GPU yet)."""
+    """One CudnnLSTM step (GPU only: the op has no CPU kernel), and the same step in training mode
+    with the parameters it trains (cuDNN's backward needs the training mode's reserve space):
+    (h1, c1, h1 of the training step, its parameters, api). NEVER RUN (no TF on a GPU yet)."""
     if not _versions.at_least(tf, 1, 4):  # TF <= 1.3 (the tf-1.2 image): opaque params
         model = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=p["hidden"],
                                                input_size=p["input"])
         params = tf.ones([model.params_size()]) * w
         _out, h1, c1 = model(input_data=x, input_h=h0, input_c=c0, params=params,
                              is_training=False)
-        return h1, c1, "tf.contrib.cudnn_rnn.CudnnLSTM (TF <= 1.3 opaque-parameter API; cuDNN)"
+        _out, h1_train, _c = model(input_data=x, input_h=h0, input_c=c0, params=params,
+                                   is_training=True)
+        return (h1, c1, h1_train, [params],
+                "tf.contrib.cudnn_rnn.CudnnLSTM (TF <= 1.3 opaque-parameter API; cuDNN)")
     layer = tf.contrib.cudnn_rnn.CudnnLSTM(num_layers=1, num_units=p["hidden"],  # TF 1.8
                                            kernel_initializer=tf.constant_initializer(w),
                                            bias_initializer=tf.constant_initializer(w))
     _out, state = layer(x, initial_state=(h0, c0), training=False)
-    return state[0], state[1], "tf.contrib.cudnn_rnn.CudnnLSTM (TF 1.4+ layer API; cuDNN)"
+    _out, train_state = layer(x, initial_state=(h0, c0), training=True)
+    return (state[0], state[1], train_state[0], list(layer.trainable_weights),
+            "tf.contrib.cudnn_rnn.CudnnLSTM (TF 1.4+ layer API; cuDNN)")
 
 
 def _plain_step(tf, np, x, h0, c0, w, p):
@@ -112,7 +133,8 @@ def _plain_step(tf, np, x, h0, c0, w, p):
     gate_o = tf.sigmoid(act[:, 2 * hidden:3 * hidden])
     cand = tf.tanh(act[:, 3 * hidden:4 * hidden])
     c1 = gate_f * c0 + gate_i * cand
-    return gate_o * tf.tanh(c1), c1, "tf.matmul, tf.sigmoid and tf.tanh in a graph (no cuDNN on the CPU)"
+    h1 = gate_o * tf.tanh(c1)
+    return h1, c1, h1, [W, U, bias], "tf.matmul, tf.sigmoid and tf.tanh in a graph (no cuDNN on the CPU)"
 
 
 def _run_graph(ctx, np, tf, p, ptx_note, gpu):
@@ -126,12 +148,15 @@ def _run_graph(ctx, np, tf, p, ptx_note, gpu):
     with graph.as_default(), tf.device("/gpu:0" if gpu else "/cpu:0"):
         product = tf.matmul(tf.constant(a_np), tf.constant(b_np))
         if gpu:  # time-major [1, batch, ...]: one time step
-            h1, c1, api = _cudnn_step(tf, tf.constant(x_np.reshape(1, batch, p["input"])),
-                                      tf.constant(h0_np.reshape(1, batch, hidden)),
-                                      tf.constant(c0_np.reshape(1, batch, hidden)), w, p)
+            x, h0, c0 = (tf.constant(x_np.reshape(1, batch, p["input"])),
+                         tf.constant(h0_np.reshape(1, batch, hidden)),
+                         tf.constant(c0_np.reshape(1, batch, hidden)))
+            h1, c1, h1_train, params, api = _cudnn_step(tf, x, h0, c0, w, p)
         else:
-            h1, c1, api = _plain_step(tf, np, tf.constant(x_np), tf.constant(h0_np),
-                                      tf.constant(c0_np), w, p)
+            x, h0, c0 = tf.constant(x_np), tf.constant(h0_np), tf.constant(c0_np)
+            h1, c1, h1_train, params, api = _plain_step(tf, np, x, h0, c0, w, p)
+        grads = tf.gradients(tf.reduce_sum(h1_train), [x, h0, c0] + params)
+        param_sum = tf.add_n([tf.reduce_sum(g) for g in grads[3:]])
         init = tf.global_variables_initializer()
     session = tf.Session(graph=graph)
     session.run(init)
@@ -143,9 +168,14 @@ def _run_graph(ctx, np, tf, p, ptx_note, gpu):
         h, c = session.run([h1, c1])
         return h.reshape(batch, hidden), c.reshape(batch, hidden)
 
+    def lstm_grad():
+        dx, dh, dc, total = session.run(grads[:3] + [param_sum])
+        return {"x": dx.reshape(batch, p["input"]), "h0": dh.reshape(batch, hidden),
+                "c0": dc.reshape(batch, hidden), "params": float(total)}
+
     try:
         common.run_probe(ctx, np, p, "tensorflow", tf.__version__, gemm, lstm_step,
                          "tf.matmul in a Session" + (" (cuBLAS)" if gpu else ""), api, ptx_note,
-                         ctx.device, n_bias=2 if gpu else 1)
+                         ctx.device, n_bias=2 if gpu else 1, lstm_grad=lstm_grad)
     finally:
         session.close()

@@ -53,6 +53,9 @@ def run(ctx):
     h1 = gate_o * T.tanh(c1)
     f_gemm = common.stage("compiling the GEMM", lambda: theano.function([], T.dot(a, b)))
     f_step = common.stage("compiling the LSTM step", lambda: theano.function([], [h1, c1]))
+    grads = T.grad(h1.sum(), [x, h0, c0, W, U, bias])
+    f_grad = common.stage("compiling the LSTM backward",
+                          lambda: theano.function([], grads[:3] + [g.sum() for g in grads[3:]]))
 
     def gemm():
         return np.asarray(f_gemm())
@@ -61,7 +64,12 @@ def run(ctx):
         h, c = f_step()
         return np.asarray(h), np.asarray(c)
 
+    def lstm_grad():
+        dx, dh, dc, sw, su, sb = f_grad()
+        return {"x": np.asarray(dx), "h0": np.asarray(dh), "c0": np.asarray(dc),
+                "params": float(sw) + float(su) + float(sb)}
+
     common.run_probe(ctx, np, p, "theano", theano.__version__, gemm, lstm_step,
                      "theano.tensor.dot (device %s)" % device,
                      "x.W + h.U + b with theano.tensor.dot and nnet.sigmoid/tanh (device %s)" % device,
-                     ptx_note, ctx.device, n_bias=1)
+                     ptx_note, ctx.device, n_bias=1, lstm_grad=lstm_grad)

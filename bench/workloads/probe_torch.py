@@ -1,7 +1,8 @@
 """GPU capability probe, PyTorch (stacks torch-0.1, torch-1.3, torch-modern; suite gpu-smoke).
 
 GEMM: torch.mm on float32 tensors (cuBLAS on a GPU). LSTM step: torch.nn.LSTM over one time step
-with an initial state (cuDNN on a GPU), every parameter filled with one constant. One code path for
+with an initial state (cuDNN on a GPU), every parameter filled with one constant; its backward through
+autograd (cuDNN's backward-data and backward-weights on a GPU). One code path for
 every PyTorch from 0.1.12 on: tensors moved with .cuda(), the LSTM fed autograd Variables (a no-op
 wrapper from 0.4 on), results read through .data.cpu().numpy(). See _probe.py for the checks.
 
@@ -56,7 +57,21 @@ def run(ctx):
         _out, state = lstm(x, (h0, c0))
         return state[0].data.cpu().numpy(), state[1].data.cpu().numpy()
 
+    # the backward: leaf Variables that ask for their gradients (Variable(..., requires_grad=True)
+    # exists from 0.1.12 on; a plain tensor wrapper from 0.4)
+    gx, gh0, gc0 = (Variable(v.data.clone(), requires_grad=True) for v in (x, h0, c0))
+
+    def lstm_grad():
+        for leaf in [gx, gh0, gc0] + list(lstm.parameters()):
+            if leaf.grad is not None:
+                leaf.grad.data.zero_()
+        _out, state = lstm(gx, (gh0, gc0))
+        state[0].sum().backward()
+        total = sum(float(q.grad.data.double().sum()) for q in lstm.parameters())
+        return {"x": gx.grad.data.cpu().numpy(), "h0": gh0.grad.data.cpu().numpy(),
+                "c0": gc0.grad.data.cpu().numpy(), "params": total}
+
     common.run_probe(ctx, np, p, "torch", torch.__version__, gemm, lstm_step,
                      "torch.mm" + (" (cuBLAS)" if gpu else ""),
                      "torch.nn.LSTM" + (" (cuDNN)" if gpu else " (PyTorch's CPU LSTM)"),
-                     ptx_note, ctx.device, n_bias=2)
+                     ptx_note, ctx.device, n_bias=2, lstm_grad=lstm_grad)

@@ -1,14 +1,14 @@
 """Test workload: what a GPU container gives a cell, checked on machines without a GPU.
 
-params: write_cuda_cache (bool: write one file under $CUDA_CACHE_PATH, standing in for the CUDA
-driver, which stores the machine code it JIT-compiles from PTX there), dlopen (library names to
+params: write_cuda_cache (true or a kernel's name: write one file of that name, "kernel" for true,
+under $CUDA_CACHE_PATH unless it is there, standing in for the CUDA driver, which stores the machine
+code it JIT-compiles from PTX there and serves it from there next time), dlopen (library names to
 load with ctypes.CDLL, as libgpuarray loads "libcuda.so"; `extra.dlopen` records the files each
 one mapped, or the error). Records `cache_files`: files under the cache directory after it ran.
 Not a benchmark. Python 3.5 syntax (2.7-compatible), standard library only.
 """
 from __future__ import print_function
 
-import binascii
 import ctypes
 import os
 
@@ -31,10 +31,13 @@ def run(ctx):
     if ctx.params.get("write_cuda_cache"):
         if not cache:
             raise RuntimeError("write_cuda_cache: CUDA_CACHE_PATH is not set")
-        entry = "reprokit-test-entry-" + binascii.hexlify(os.urandom(8)).decode("ascii")
-        with open(os.path.join(cache, entry), "w") as f:
-            f.write("stands in for a JIT-compiled kernel\n")
-        ctx.note("wrote one file into %s" % cache)
+        name = ctx.params["write_cuda_cache"]
+        entry = "reprokit-test-" + (name if isinstance(name, str) else "kernel")
+        path = os.path.join(cache, entry)
+        if not os.path.exists(path):  # as the driver: a kernel compiled once is served from the cache
+            with open(path, "w") as f:
+                f.write("stands in for a JIT-compiled kernel\n")
+            ctx.note("wrote %s into %s" % (entry, cache))
     loaded = {}
     for name in ctx.params.get("dlopen", []):
         before = _mapped()

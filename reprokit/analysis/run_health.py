@@ -10,7 +10,7 @@ processes (`gpu_health`) and the measured GEMM rate beside the datasheet peak (`
 
 from __future__ import annotations
 
-from reprokit import files
+from reprokit import files, jit_cache
 from reprokit.analysis import stats
 from reprokit.run import reconcile
 
@@ -282,7 +282,8 @@ def gpu_health(cells: list[dict]) -> dict:
                 # the cell wrote its result, but its driver was stopped before it added what it
                 # observed around the process (runner, GPUs, NVML state); the run adopted the result
                 per_cell.append({"cell_id": c["cell_id"], "gpus": [], "throttled": [], "shared": [],
-                                 "unattributed": [], "samples": None, "error": NOT_RECORDED})
+                                 "unattributed": [], "samples": None, "error": NOT_RECORDED,
+                                 "jit": jit_cache.describe(c)})
                 errors.append(c["cell_id"])
             continue
         seen = st.get("reasons_seen") or {}
@@ -310,7 +311,7 @@ def gpu_health(cells: list[dict]) -> dict:
         unknown = [f"pid {p.get('pid')} on {_short_uuid(p.get('gpu_uuid'))}"
                    for p in st.get("unattributed") or []]
         entry = {"cell_id": c["cell_id"], "gpus": gpus, "throttled": reasons, "shared": others,
-                 "unattributed": unknown,
+                 "unattributed": unknown, "jit": jit_cache.describe(c),
                  "error": st.get("error"), "samples": samples}
         per_cell.append(entry)
         if reasons:

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import re
 
-from reprokit import files
+from reprokit import files, jit_cache
 from reprokit.analysis import devices, flops, published_metric, roofline, standins, stats
 from reprokit.catalog import units
 
@@ -311,20 +311,19 @@ def no_steady_state(summ: dict) -> str | None:
 
 
 def cold_compile(metric: str, cell: dict) -> str | None:
-    """Why a GPU cell's compile time gets no verdict: the CUDA JIT cache its timed work started from
-    was not warm (`jit_cache`, reprokit/run/jit_warmup.py), so the time may hold the driver's PTX JIT.
-    None for other metrics, CPU cells ("n/a") and a warm cache."""
-    from reprokit.run import jit_warmup
-
+    """Why a GPU cell's compile time gets no verdict: its CUDA JIT cache shows the driver compiled PTX
+    while it ran, or cannot show it (reprokit/jit_cache.py), so the time may hold the PTX JIT. None
+    for other metrics, CPU cells and a cache that shows no JIT (warm, or empty at both ends)."""
     if metric not in load_policy()["claims"]["compile_metrics"]:
         return None
-    state = jit_warmup.cache_state(cell)
-    if state in ("warm", "n/a"):
+    state = jit_cache.state(cell)
+    if state in jit_cache.NO_JIT:
         return None
-    why = ("was empty when the cell began, so the time may include the driver's PTX JIT of its "
-           "kernels" if state == "cold" else "was not recorded")
+    why = {"compiled": "grew while the cell ran, so the time includes the driver's PTX JIT of its kernels",
+           "cold": "was empty when the cell began and its change was not recorded, so the time may "
+                   "include the driver's PTX JIT of its kernels"}.get(state, "was not recorded")
     return (f"{metric} of a GPU cell whose CUDA JIT cache {why} (jit_cache {state}); compile "
-            "times get a verdict only on a warm cache")
+            "times get a verdict only where the cache shows no JIT")
 
 
 def one_process(summ: dict) -> str | None:

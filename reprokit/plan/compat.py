@@ -74,12 +74,72 @@ def stack_from_compat(name: str, compat: Mapping[str, Any], *, needs_gpu: bool =
         raise CompatError(f"unknown stack {name!r}; compat.yaml knows: {known}") from None
     from reprokit.catalog.suites import load_stacks
 
+    image = load_stacks()[name]["image"]  # stacks.yaml alone says which image runs a stack
     return {
         "name": name,
-        "image": load_stacks()[name]["image"],  # stacks.yaml alone says which image runs a stack
+        "image": image,
+        "require_cuda": image_requirement(image) if entry["gpu"] else None,
+        "cuda_compat": entry.get("cuda_compat"),
         "needs_gpu": needs_gpu,
         "gpu": entry["gpu"],
         "cuda": entry["cuda"],
         "binaries": [dict(compat["binaries"][b], id=b) for b in entry["binaries"]],
         "blockers": [dict(b) for b in compat["blockers"] if name in b["stacks"]],
     }
+
+
+def image_requirement(image: str) -> str | None:
+    """The NVIDIA_REQUIRE_CUDA of an image's GPU flavour, from images/<image>/recipe.yaml (its build
+    args; the Dockerfile sets the variable from them); None without a GPU flavour or recipe."""
+    from reprokit import files
+
+    path = files.IMAGES / image / "recipe.yaml"
+    if not path.is_file():
+        return None
+    try:
+        doc = yaml.safe_load(files.read_text_bounded(path, "data"))
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        raise CompatError(f"{path} is not readable YAML ({e}); restore it from the repository") from e
+    gpu = ((doc or {}).get("flavours") or {}).get("gpu") or {}
+    value = (gpu.get("build_args") or {}).get("NVIDIA_REQUIRE_CUDA")
+    return str(value).strip() or None if value else None
+
+
+def _constraint_holds(key: str, op: str, want: str,
+                      facts: Mapping[str, tuple[int, ...] | None]) -> bool | None:
+    have = facts.get(key)
+    if have is None:
+        return None
+    wanted = tuple(int(x) for x in want.split("."))
+    n = max(len(have), len(wanted))
+    a, b = have + (0,) * (n - len(have)), wanted + (0,) * (n - len(wanted))
+    return {">=": a >= b, ">": a > b, "<=": a <= b, "<": a < b, "=": a == b, "==": a == b}[op]
+
+
+def requirement_holds(text: str, driver_cuda: tuple[int, int] | None,
+                      driver: tuple[int, ...] | None) -> bool | None:
+    """Whether a driver satisfies an NVIDIA_REQUIRE_CUDA expression (compat.yaml
+    `container_requirement`: space-separated alternatives ORed, comma-separated constraints ANDed):
+    True, False, or None when it depends on something not known here (a `brand` or `arch` constraint,
+    an unknown driver). Constraints on cuda (the driver's CUDA version) and driver are evaluated."""
+    import re
+
+    facts = {"cuda": driver_cuda, "driver": driver}
+    verdicts = []
+    for alternative in text.split():
+        results = []
+        for constraint in alternative.split(","):
+            m = re.fullmatch(r"(cuda|driver|arch|brand)(>=|<=|==|=|>|<)([0-9A-Za-z.]+)", constraint)
+            if not m or m.group(1) in ("arch", "brand") or not re.fullmatch(r"[0-9.]+", m.group(3)):
+                results.append(None)
+                continue
+            results.append(_constraint_holds(m.group(1), m.group(2), m.group(3), facts))
+        if False in results:
+            verdicts.append(False)
+        elif None in results:
+            verdicts.append(None)
+        else:
+            verdicts.append(True)
+    if True in verdicts:
+        return True
+    return None if None in verdicts else False

@@ -36,10 +36,11 @@ architecture list, by the same rules as an image's binaries. Its fallback chains
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from reprokit.plan.compat import load_compat, stack_from_compat
+from reprokit.plan.compat import load_compat, requirement_holds, stack_from_compat
 
 # How an image directory and flavour map to a local image tag (the build command's convention).
 IMAGE_TAG = "reprokit/{image}:{flavour}"
@@ -298,6 +299,8 @@ def _check_gpus(
     used = gpus[:needed]
     for gpu in used:
         _check_driver(v, stack, gpu, compat)
+        if runner in (compat.get("container_requirement") or {}).get("runners", ()):
+            _check_image_requirement(v, stack, gpu, compat)
     jit_on = {}
     for gpu in used:
         jit_on[id(gpu)] = _check_arch(v, stack, gpu, compat)
@@ -350,29 +353,83 @@ def _check_driver(
         )
     else:
         ok = _version_tuple(driver) >= _version_tuple(row["min_driver"])
+        fwd = None if ok else forward_compatibility(stack, gpu, compat)
         v.check(
             "driver",
-            ok,
+            ok or fwd["ok"],
             f"{label}: driver {driver} {'>=' if ok else '<'} {row['min_driver']} needed by CUDA {cuda}"
-            + ("" if ok else ": driver too old, upgrade it or use an older stack"),
+            + ("" if ok else " (forward compatibility)" if fwd["ok"]
+               else ": driver too old, upgrade it or use an older stack"),
+            reason=f"warning: {label}: driver {driver} runs CUDA {cuda} through forward compatibility"
+            if fwd and fwd["ok"] else None,
         )
     driver_cuda = parse_cuda_driver_version(gpu.get("cuda_driver_version"))
     wanted = _version_tuple(cuda)[:2]
     if driver_cuda is not None and driver_cuda < wanted:
+        have = f"{driver_cuda[0]}.{driver_cuda[1]}"
         same_major_mvc = driver_cuda[0] == wanted[0] and wanted[0] >= 11
-        v.check(
-            "driver_cuda",
-            same_major_mvc,
-            f"{label}: driver supports CUDA {driver_cuda[0]}.{driver_cuda[1]} < {wanted[0]}.{wanted[1]}"
-            + (
-                " (minor-version compatibility: limited feature set, no JIT of newer PTX)"
-                if same_major_mvc
-                else ": driver too old for this stack"
-            ),
-            reason=None
-            if not same_major_mvc
-            else f"warning: {label} runs CUDA {cuda} under minor-version compatibility",
-        )
+        if same_major_mvc:
+            v.check("driver_cuda", True,
+                    f"{label}: driver supports CUDA {have} < {wanted[0]}.{wanted[1]} (minor-version "
+                    "compatibility: limited feature set, no JIT of newer PTX)",
+                    reason=f"warning: {label} runs CUDA {cuda} under minor-version compatibility")
+            return
+        fwd = forward_compatibility(stack, gpu, compat)
+        v.check("driver_cuda", fwd["ok"],
+                f"{label}: driver supports CUDA {have} < {wanted[0]}.{wanted[1]}: {fwd['text']}",
+                reason=f"warning: {label} runs CUDA {cuda} through forward compatibility ({fwd['text']})"
+                if fwd["ok"] else None)
+
+
+def data_center_gpu(gpu: Mapping[str, Any], compat: Mapping[str, Any]) -> bool:
+    """Whether a GPU is a data-center part, by its NVML name (compat.yaml forward_compatibility)."""
+    names = (compat.get("forward_compatibility") or {}).get("gpu_names") or []
+    name = str(gpu.get("name") or "")
+    return any(re.search(rf"(^|[\s-]){re.escape(n)}($|[\s-])", name) for n in names)
+
+
+def forward_compatibility(stack: Mapping[str, Any], gpu: Mapping[str, Any],
+                          compat: Mapping[str, Any]) -> dict[str, Any]:
+    """Whether a stack newer than the driver's CUDA major runs through forward compatibility on this
+    GPU (compat.yaml `forward_compatibility`): {"ok", "text"}."""
+    major = _version_tuple(stack.get("cuda") or "0")[0]
+    package = stack.get("cuda_compat")
+    if not data_center_gpu(gpu, compat):
+        return {"ok": False, "text": "driver too old for this stack; CUDA forward compatibility (a "
+                "newer CUDA on an older driver) is for data-center GPUs only: upgrade the driver"}
+    if not package:
+        return {"ok": False, "text": f"driver too old for this stack; on this data-center GPU CUDA "
+                f"{major} could run through forward compatibility, but images/{stack.get('image')} does "
+                f"not install a cuda-compat-{major}-x package: upgrade the driver, or add the package "
+                "to the image (compat.yaml forward_compatibility)"}
+    return {"ok": True, "text": f"data-center GPU and images/{stack.get('image')} installs {package} "
+            "(whether this driver branch is one the package supports is not checked here)"}
+
+
+def _check_image_requirement(v: _Verdict, stack: Mapping[str, Any], gpu: Mapping[str, Any],
+                             compat: Mapping[str, Any]) -> None:
+    """The container toolkit's gate: the image's NVIDIA_REQUIRE_CUDA against this GPU's driver."""
+    text = stack.get("require_cuda")
+    if not text:
+        return
+    label = _gpu_label(gpu)
+    driver_cuda = parse_cuda_driver_version(gpu.get("cuda_driver_version"))
+    driver = _version_tuple(gpu["driver_version"]) if gpu.get("driver_version") else None
+    holds = requirement_holds(text, driver_cuda, driver)
+    var = (compat.get("container_requirement") or {}).get("variable", "NVIDIA_REQUIRE_CUDA")
+    where = f"images/{stack.get('image')}/recipe.yaml"
+    have = (f"driver {gpu.get('driver_version') or 'unknown'}, CUDA "
+            f"{'.'.join(map(str, driver_cuda)) if driver_cuda else 'unknown'}")
+    if holds is False:
+        v.check("image_requirement", False,
+                f"{label}: the image requires {var}={text} ({where}) and this {have} satisfies none of "
+                "it: the NVIDIA container toolkit refuses to start the container; upgrade the driver")
+    elif holds is None:
+        v.check("image_requirement", True,
+                f"{label}: the image's {var}={text} ({where}) could not be checked against {have}",
+                reason=f"warning: {label}: the image's {var}={text} could not be checked against {have}")
+    else:
+        v.check("image_requirement", True, f"{label}: {have} satisfies the image's {var}={text}")
 
 
 def _check_arch(

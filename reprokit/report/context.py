@@ -433,6 +433,37 @@ def _node_records(rundir: results.RunDir) -> dict[str, dict]:
     return out
 
 
+def node_sharing(slurm: dict) -> tuple[bool, str, str | None]:
+    """(every cell had its node, how the cells shared nodes, the report's note or None) of a Slurm
+    run, from the sbatch line of each job array (--exclusive or not; issue 34 item 7: GPU cells
+    hold their GPUs, not whole nodes, unless --slurm-exclusive)."""
+    opts = slurm.get("options") or {}
+    jobs = slurm.get("jobs") or []
+    arrays = [("--exclusive" in j["sbatch"], bool(j.get("gpus"))) for j in jobs if j.get("sbatch")]
+    if not arrays:  # runs before the sbatch line was kept: their option (exclusive by default then)
+        arrays = [(opts.get("exclusive", True) is not False, False)]
+    held = [h for h, _ in arrays]
+    exclusive = all(held)
+    if exclusive:
+        sharing, note = "exclusive nodes", None
+    elif not any(held) and opts.get("exclusive") is False:
+        sharing = "nodes shared (--slurm-no-exclusive)"
+        note = ("the cells did not have their nodes to themselves (--slurm-no-exclusive): other jobs "
+                "may have shared a node with a cell, and its timings then include their load")
+    else:
+        shared_gpu = all(gpu for h, gpu in arrays if not h)
+        if shared_gpu and any(held):
+            sharing = "CPU cells on exclusive nodes, GPU cells on shared nodes"
+        elif shared_gpu:
+            sharing = "GPU cells on shared nodes (each holds its GPUs)"
+        else:
+            sharing = "some cells on shared nodes"
+        note = ("the GPU cells held their GPUs, not their nodes (the default; --slurm-exclusive "
+                "holds whole nodes): other jobs may have used a node's CPUs beside a GPU cell, which "
+                "a launch-bound cell feels")
+    return exclusive, sharing, note
+
+
 def _cluster(run: dict, cell_list: list[dict], node_records: dict | None = None) -> dict | None:
     """A Slurm run (reprokit/runners/slurm.py): its launcher, job arrays, whether cells had their
     nodes to themselves, and its nodes with their cells; None for the other runners (whose reports
@@ -472,13 +503,11 @@ def _cluster(run: dict, cell_list: list[dict], node_records: dict | None = None)
     for n in nodes.values():  # a node only some processes ran on: its record of the run
         if n["cpu"] is None and node_records:
             fingerprint(n, (node_records.get(n["node"]) or {}).get("fingerprint") or {})
-    exclusive = opts.get("exclusive", True) is not False
-    return {"launcher": opts.get("launcher"), "exclusive": exclusive,
-            "job_arrays": [j.get("job_id") for j in slurm.get("jobs") or []],
-            "nodes": sorted(nodes.values(), key=lambda n: n["node"]),
-            "note": None if exclusive else (
-                "the cells did not have their nodes to themselves (--slurm-no-exclusive): other "
-                "jobs may have shared a node with a cell, and its timings then include their load")}
+    jobs = slurm.get("jobs") or []
+    exclusive, sharing, note = node_sharing(slurm)
+    return {"launcher": opts.get("launcher"), "exclusive": exclusive, "sharing": sharing,
+            "job_arrays": [j.get("job_id") for j in jobs],
+            "nodes": sorted(nodes.values(), key=lambda n: n["node"]), "note": note}
 
 
 def build_context(rundir: results.RunDir) -> dict:

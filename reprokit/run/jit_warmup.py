@@ -38,7 +38,7 @@ import re
 import time
 from pathlib import Path
 
-from reprokit import files
+from reprokit import files, jit_cache
 from reprokit.errors import UserError
 from reprokit.plan import probe_cache
 from reprokit.run import lifecycle
@@ -50,7 +50,7 @@ MODES = ("auto", "off", "force")
 WARMUP_DIR = "warmup"
 # one timed sample, no warm-up iterations, no time budget: the warm-up is one step of the cell
 BUDGET = {"min_samples": 1, "max_samples": 1, "time_budget_s": 0, "warmup": 0}
-CACHE_STATES = ("cold", "warm", "n/a", "unknown")
+CACHE_STATES = jit_cache.STATES
 
 
 def mode(environ: dict | None = None) -> str:
@@ -94,17 +94,9 @@ def _slug(text: str) -> str:
 
 
 def cache_state(result: dict) -> str:
-    """The CUDA JIT cache state a cell's timed work started from: its `jit_cache`, else read from
-    its stack fingerprint (`cuda_cache.cold`, bench/gpu_runtime.py) the way bench/harness.py does;
-    "n/a" for a CPU cell, "unknown" for a GPU cell that recorded neither."""
-    if result.get("jit_cache") in CACHE_STATES:
-        return result["jit_cache"]
-    if result.get("device") != "gpu":
-        return "n/a"
-    cache = (result.get("stack_fingerprint") or {}).get("cuda_cache")
-    if not isinstance(cache, dict) or "cold" not in cache:
-        return "unknown"
-    return "cold" if cache["cold"] or cache.get("disabled") else "warm"
+    """The CUDA JIT cache state of a cell result (reprokit/jit_cache.py: compiled, cold, unknown, warm,
+    none, n/a): what its cache record shows happened while it ran."""
+    return jit_cache.state(result)
 
 
 def warmup_cell(job_cell: dict) -> dict:
@@ -172,13 +164,15 @@ def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dic
         "key": k, "stack": stack, "device": device, "cell_id": job_cell["id"],
         "gpu": gpu, "driver": driver,
         "started": started, "wall_s": round(float(wall), 3), "status": status, "reason": reason,
-        "cache_at_start": cache_state(result) if result else "unknown",
+        "cache_at_start": jit_cache.at_start(result) if result else "unknown",
+        "cache": cache_state(result) if result else "unknown",
         "dir": str(out_dir.relative_to(rundir.path)),
     }
     done[k] = record
     rundir.write_run(run)  # a resumed run finds it and does not repeat it
     say(f"jit warm-up: {k}: {status} in {record['wall_s']:.1f} s (CUDA JIT cache "
-        f"{record['cache_at_start']} at its start); not part of any measurement")
+        f"{record['cache_at_start']} at its start, {record['cache']} by its end); not part of any "
+        "measurement")
     return record
 
 

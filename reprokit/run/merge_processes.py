@@ -18,7 +18,7 @@ interrupted run always has an up-to-date merged result:
 
 from __future__ import annotations
 
-from reprokit import results
+from reprokit import jit_cache, results
 from reprokit.probes import gpu_state
 
 # per-process details of the runner that do not describe the merged cell (they stay in each
@@ -113,9 +113,11 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
     if any(loads):  # the worst process, so the report's load warning sees it
         merged["load_avg"] = {"before": _max_load(loads, "before"),
                               "after": _max_load(loads, "after")}
-    caches = [r.get("jit_cache") for r in ok]  # the worst cache any measuring process began on
-    worst = next((c for c in ("cold", "unknown", "warm", "n/a") if c in caches), None)
-    if worst is not None:  # (a later cold process, e.g. on another Slurm node, is not hidden)
+    # the worst CUDA JIT cache state of any measuring process (a later process that compiled, e.g. on
+    # another Slurm node, is not hidden); results without a cache record keep their stored label
+    worst = jit_cache.worst([jit_cache.state(r) for r in ok
+                             if r.get("jit_cache") is not None or r.get("device") == "gpu"])
+    if worst is not None:
         merged["jit_cache"] = worst
     gpu = gpu_state.merge([processes[i].get("gpu_state") for i in order])
     if gpu is not None:  # every process's throttling and other processes, so the report sees them

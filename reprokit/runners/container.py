@@ -51,6 +51,7 @@ checked against the real docker CLI (`docker create`, which records the request 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -92,6 +93,26 @@ def jit_cache_env() -> dict[str, str]:
 
 def jit_cache_path() -> str:
     return jit_cache_env()["CUDA_CACHE_PATH"]
+
+
+def jit_cache_root() -> Path:
+    """The host directory under which the local stacks and the image-file launchers (Apptainer,
+    pyxis) keep their CUDA JIT caches: $REPROKIT_CUDA_CACHE_DIR, default ~/.cache/reprokit/cuda-jit
+    (on a cluster it must be on a file system the nodes share, like the kit and the results)."""
+    return Path(os.environ.get("REPROKIT_CUDA_CACHE_DIR")
+                or Path.home() / ".cache" / "reprokit" / "cuda-jit")
+
+
+def jit_cache_dir(image_file: str) -> Path:
+    """The JIT cache directory of an image file (a SIF or a squashfs): one per file name, size and
+    modification time (another build of the image gets its own), created private (0700). Mounted
+    read-write at CUDA_CACHE_PATH, it does for Apptainer and pyxis what the cache volume does for
+    Docker: only a stack's first start on a GPU pays the PTX JIT (issue 34 item 7)."""
+    st = os.stat(image_file)
+    key = hashlib.sha256(f"{os.path.abspath(image_file)}|{st.st_size}|{st.st_mtime_ns}".encode())
+    path = jit_cache_root() / f"image-{_slug(Path(image_file).name)}-{key.hexdigest()[:12]}"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
 
 
 def cell_gpu_count(params: dict, device: str) -> int:
@@ -153,10 +174,11 @@ def jit_volume_name(image_dir: str, flavour: str, image_id: str, host_key: str) 
 def ensure_jit_volume(client, image_id: str, image_dir: str, flavour: str, host_key: str,
                       user: str) -> dict:
     """The image's CUDA JIT cache volume on the engine: created (labelled) when missing, then
-    handed to `user` by a one-shot container, root with CAP_CHOWN only, no network and a
-    read-only root filesystem, running `chown -R` on the volume (a new volume's root is root's,
-    or the image directory's owner's, and another user may have filled it before). Returns what
-    the cell's runner info records (`jit_cache`)."""
+    handed to `user` by a one-shot container, root with CAP_CHOWN and CAP_DAC_READ_SEARCH only, no
+    network and a read-only root filesystem, running `chown -R` on the volume (a new volume's root
+    is root's, or the image directory's owner's, and another user may have filled it before: the
+    driver makes its cache directories 0700, which root without CAP_DAC_READ_SEARCH cannot enter,
+    issue 34 item 7). Returns what the cell's runner info records (`jit_cache`)."""
     import docker
 
     name = jit_volume_name(image_dir, flavour, image_id, host_key)
@@ -176,7 +198,7 @@ def ensure_jit_volume(client, image_id: str, image_dir: str, flavour: str, host_
     try:
         client.containers.run(
             image_id, ["chown", "-R", user, path], user="0:0", network_mode="none",
-            cap_drop=["ALL"], cap_add=["CHOWN"], security_opt=["no-new-privileges"],
+            cap_drop=["ALL"], cap_add=["CHOWN", "DAC_READ_SEARCH"], security_opt=["no-new-privileges"],
             read_only=True, remove=True, mounts=[docker_mount(Mount(path, name, type="volume",
                                                                     read_only=False))])
     except docker.errors.ContainerError as e:  # the cell then records the cache unwritable
@@ -224,8 +246,9 @@ class Mount:
 
 
 def mounts(bench: str, run_dir: str, cells_dir: str, data_root: str | None = None,
-           jit_volume: str | None = None) -> list[Mount]:
-    """Everything read-only but the cells directory and the JIT cache volume."""
+           jit_volume: str | None = None, jit_dir: str | None = None) -> list[Mount]:
+    """Everything read-only but the cells directory and the JIT cache (a Docker volume, or a host
+    directory for the launchers that have no volumes)."""
     out = [Mount(BENCH_IN_CONTAINER, bench),
            Mount(RESULTS_IN_CONTAINER, run_dir),
            Mount(CELLS_IN_CONTAINER, cells_dir, read_only=False)]
@@ -233,6 +256,8 @@ def mounts(bench: str, run_dir: str, cells_dir: str, data_root: str | None = Non
         out.append(Mount(DATA_IN_CONTAINER, data_root))
     if jit_volume:
         out.append(Mount(jit_cache_path(), jit_volume, type="volume", read_only=False))
+    elif jit_dir:
+        out.append(Mount(jit_cache_path(), jit_dir, read_only=False))
     return out
 
 
@@ -325,19 +350,19 @@ def cell_spec(*, image: str, python: str, stack: str, env: dict[str, str], user:
               bench_dir: str, run_dir: str, cells_dir: str, job_name: str,
               cell_id: str | None = None, process: int | None = None,
               data_root: str | None = None, gpu_ids: list[str] | None = None,
-              jit_volume: str | None = None, mem_limit: str | None = None,
-              pids_limit: int | None = None, labels: dict[str, str] | None = None,
-              name: str | None = None) -> ContainerSpec:
+              jit_volume: str | None = None, jit_dir: str | None = None,
+              mem_limit: str | None = None, pids_limit: int | None = None,
+              labels: dict[str, str] | None = None, name: str | None = None) -> ContainerSpec:
     """A cell's container (without `cell_id`: a stack's whole job, as compose runs it): bench/
     read-only at /opt/reprokit/bench, the run directory read-only at /results and only its cells/
-    writable, the data directory (run --data) read-only at /data, the JIT cache volume read-write
-    at CUDA_CACHE_PATH when one is named, exactly the GPUs `gpu_ids`, the container's copy of the
-    job (out_dir /results/cells) as the harness's input. `env` is environment()'s (with whatever
-    the launcher adds); NVIDIA_VISIBLE_DEVICES and, with a cache volume, its path are set here so
-    they cannot disagree with the request and the mount."""
+    writable, the data directory (run --data) read-only at /data, the JIT cache (a volume, or the
+    host directory `jit_dir`) read-write at CUDA_CACHE_PATH when one is named, exactly the GPUs
+    `gpu_ids`, the container's copy of the job (out_dir /results/cells) as the harness's input.
+    `env` is environment()'s (with whatever the launcher adds); NVIDIA_VISIBLE_DEVICES and, with a
+    cache, its path are set here so they cannot disagree with the request and the mount."""
     ids = list(gpu_ids or [])
     full_env = {**HARNESS_ENV, **env, "NVIDIA_VISIBLE_DEVICES": visible_devices(ids),
-                **(jit_cache_env() if jit_volume else {})}
+                **(jit_cache_env() if jit_volume or jit_dir else {})}
     tags = {"reprokit.stack": stack}
     if cell_id is not None:
         tags["reprokit.cell"] = cell_id
@@ -346,7 +371,7 @@ def cell_spec(*, image: str, python: str, stack: str, env: dict[str, str], user:
     mem, pids = limits(mem_limit, pids_limit)
     return ContainerSpec(
         image=image, command=harness_command(python, job_name, cell_id, process), env=full_env,
-        mounts=mounts(bench_dir, run_dir, cells_dir, data_root, jit_volume), user=user,
+        mounts=mounts(bench_dir, run_dir, cells_dir, data_root, jit_volume, jit_dir), user=user,
         name=name, labels={**tags, **(labels or {})}, gpu_ids=ids, mem_limit=mem,
         pids_limit=pids)
 
@@ -446,9 +471,9 @@ def apptainer_argv(spec: ContainerSpec, sif: str, apptainer: str = "apptainer") 
     read-only by nature; --containall gives it a private /tmp, PID and IPC namespace and no host
     home; --cleanenv keeps the host's environment out (the spec's variables go in with --env);
     `--net --network none` leaves only a loopback interface. Memory and process limits are the
-    Slurm job's (--mem, the cluster's cgroups): Apptainer needs root to apply its own. A Docker
-    volume (the JIT cache) has no equivalent here and is left out: CUDA_CACHE_PATH is then the
-    image's read-only directory, every cell JIT-compiles afresh and records its cache unwritable."""
+    Slurm job's (--mem, the cluster's cgroups): Apptainer needs root to apply its own. The JIT
+    cache is a host directory bound read-write at CUDA_CACHE_PATH (jit_cache_dir; a Docker volume
+    has no equivalent here), so only a stack's first start on a GPU pays the PTX JIT."""
     argv = [apptainer, "exec", "--containall", "--cleanenv", "--no-home", "--net",
             "--network", spec.network, "--pwd", spec.workdir]
     if spec.gpu_ids:  # never run: no GPU with Apptainer has been available

@@ -95,7 +95,8 @@ class _ContainerLauncher:
             image=prepared["image_ref"], python=prepared["python"], stack=prepared["stack"],
             env=prepared["env"], user=prepared["user"], bench_dir=str(BENCH), run_dir=str(run_dir),
             cells_dir=str(run_dir / "cells"), job_name=cjob.name, cell_id=cell_id, process=process,
-            data_root=data_root, jit_volume=prepared.get("jit_volume") if gpus else None, name=name,
+            data_root=data_root, jit_volume=prepared.get("jit_volume") if gpus else None,
+            jit_dir=prepared.get("jit_dir") if gpus else None, name=name,
             labels={"reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
                     "reprokit.launcher": self.name})
         self.ready(spec, run_dir)
@@ -164,7 +165,8 @@ def _image_file(folder: str | None, stack_spec: dict, flavour: str, suffix: str,
 
 class _ImageFileLauncher(_ContainerLauncher):
     """A launcher that runs an image file made from the kit's image (never run here): the spec's
-    image is that file, its interpreter the recipe's, its user the driver's."""
+    image is that file, its interpreter the recipe's, its user the driver's. On a GPU its CUDA JIT
+    cache is a host directory per image file (container.jit_cache_dir), bound read-write."""
 
     suffix = ""
     info_key = ""
@@ -183,10 +185,15 @@ class _ImageFileLauncher(_ContainerLauncher):
             python = recipes.interpreter(stack_spec["image"])
         except Exception as e:  # an unreadable recipe.yaml: the stack cannot start
             raise StackUnavailable(str(e)) from None
+        info = {self.info_key: path, "never_run": True}
+        jit_dir = None
+        if self.device == "gpu":  # the JIT cache the Docker launcher keeps in a volume, as a directory
+            jit_dir = str(container.jit_cache_dir(path))
+            info["jit_cache"] = {"dir": jit_dir, "path": container.jit_cache_path(),
+                                 "maxsize": container.jit_cache_env()["CUDA_CACHE_MAXSIZE"]}
         return {"stack": stack, "image_ref": path, "python": python,
                 "env": container.environment(stack_spec, self.flavour),
-                "user": f"{os.getuid()}:{os.getgid()}",
-                "info": {self.info_key: path, "never_run": True}}
+                "user": f"{os.getuid()}:{os.getgid()}", "jit_dir": jit_dir, "info": info}
 
 
 class ApptainerLauncher(_ImageFileLauncher):

@@ -48,11 +48,9 @@ def jit_cache_vars(stack: str) -> dict[str, str]:
     ~/.cache/reprokit/cuda-jit) and CUDA_CACHE_MAXSIZE (compat.yaml jit.cache_env) for a local
     stack: the driver's default cache is shared by every program of the user, so a cell's
     `jit_cache` (cold or warm when it began) would say nothing about this stack's kernels."""
-    from reprokit.runners.container import jit_cache_env
+    from reprokit.runners.container import jit_cache_env, jit_cache_root
 
-    root = os.environ.get("REPROKIT_CUDA_CACHE_DIR") or str(Path.home() / ".cache" / "reprokit"
-                                                             / "cuda-jit")
-    return {"CUDA_CACHE_PATH": str(Path(root) / stack),
+    return {"CUDA_CACHE_PATH": str(jit_cache_root() / stack),
             "CUDA_CACHE_MAXSIZE": jit_cache_env()["CUDA_CACHE_MAXSIZE"]}
 
 

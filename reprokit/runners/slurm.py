@@ -2,18 +2,19 @@
 
     reproduce.py run --suite S --runner slurm [--slurm-launcher local|docker|apptainer|pyxis]
         [--slurm-partition P] [--slurm-account A] [--slurm-qos Q] [--slurm-constraint C]
-        [--slurm-mem 16G] [--slurm-time MIN] [--slurm-no-exclusive] [--detach]
+        [--slurm-mem 16G] [--slurm-time MIN] [--slurm-exclusive | --slurm-no-exclusive] [--detach]
 
 Each group of cells sharing a stack, time limit and GPU count becomes one job array
 (`sbatch --parsable --array=0-N`), one task per cell (or per process with `run --repeat K`), with:
 the cell's time limit (its timeout_s plus a minute, in whole minutes, or --slurm-time), memory
 (--slurm-mem, default the Docker runner's limit), `--gres=gpu:N` for a cell that needs N GPUs
-(never run: no GPU with Slurm has been available), `--exclusive` unless --slurm-no-exclusive (the
-report says so: a benchmark that shares its node measures its neighbours too), `--no-requeue` (a cell
-is never run twice behind the driver's back: a failed node's cell ends NODE_FAIL and `--resume`
-re-runs it), and the partition/account/QOS/constraint options. Each task runs reprokit/runners/slurm_task.py,
-which records the node (fingerprint, CPU peak) and starts the cell through its launcher
-(reprokit/runners/launchers.py).
+(never run: no GPU with Slurm has been available), `--exclusive` for CPU cells (a benchmark that
+shares its node measures its neighbours too) and not for GPU cells, which hold their GPUs
+(--slurm-exclusive asks it for every cell, --slurm-no-exclusive for none; the report says which),
+`--no-requeue` (a cell is never run twice behind the driver's back: a failed node's cell ends
+NODE_FAIL and `--resume` re-runs it), and the partition/account/QOS/constraint options. Each task
+runs reprokit/runners/slurm_task.py, which records the node (fingerprint, CPU peak) and starts the
+cell through its launcher (reprokit/runners/launchers.py).
 
 The driver follows the jobs with `squeue --states=all` (completed jobs stay there for the
 cluster's MinJobAge) and `sacct` for jobs squeue no longer knows, and maps every terminal state
@@ -72,11 +73,20 @@ class SlurmOptions:
     constraint: str | None = None
     mem: str | None = None  # e.g. "16G"; default: the Docker runner's memory limit
     time_min: int | None = None  # overrides every cell's time limit (minutes)
-    exclusive: bool = True
+    exclusive: bool | None = None  # None: CPU cells exclusive, GPU cells not (exclusive_for)
     image_dir: str | None = None  # apptainer / pyxis: where <image>-<flavour>.sif/.sqsh live
     detach: bool = False
     hold: bool = False  # sbatch --hold (scripts/bench_slurm.py times submissions, then cancels)
     gpu_features: dict[str, str] = field(default_factory=dict)  # GPU model -> node feature
+
+    def exclusive_for(self, gpus: int) -> bool:
+        """Whether a job array of cells needing `gpus` GPUs asks for whole nodes: --slurm-exclusive
+        (True) or --slurm-no-exclusive (False) for every array; by default a CPU cell's array only
+        (a CPU benchmark measures the whole node's cores, a GPU cell holds its GPUs, and a whole
+        8-GPU node held per 1-GPU cell would idle the other seven: issue 34 item 7)."""
+        if self.exclusive is not None:
+            return bool(self.exclusive)
+        return not gpus
 
     def record(self) -> dict:
         return {"launcher": self.launcher, "partition": self.partition, "account": self.account,
@@ -348,7 +358,7 @@ class SlurmRunner:
                     f"--mem={self.options.mem or mem_default()}", "--ntasks=1", "--no-requeue",
                     f"--chdir={rundir.path.resolve()}",
                     f"--output={folder.resolve()}/slurm-%A_%a.out", *self.common_args(constraint)]
-            if self.options.exclusive:
+            if self.options.exclusive_for(gpus):
                 argv.append("--exclusive")
             if gpus:  # never run: no GPU with Slurm has been available
                 argv.append(f"--gres=gpu:{gpus}")
@@ -476,7 +486,8 @@ class SlurmRunner:
                 "node": node, "partition": rec.get("partition") or st.get("partition"),
                 "state": state, "slurm_reason": st.get("slurm_reason"),
                 "time_limit": st.get("time_limit"), "time_used": st.get("time_used"),
-                "exit_code": rec.get("exit_code"), "exclusive": self.options.exclusive,
+                "exit_code": rec.get("exit_code"),
+                "exclusive": self.options.exclusive_for(getattr(t, "gpus", 0) or 0),
                 "node_fingerprint": rec.get("node_fingerprint"),
                 "node_cpu_peak": rec.get("node_cpu_peak"), **t.info}
         if rec.get("gpus"):  # the GPUs Slurm gave a container cell (slurm_task.py; never run)

@@ -36,9 +36,13 @@ def slurm_arguments(p) -> None:
                    type=checks.option("--slurm-time", integer=True, low=1, high=525_600,
                                       example="30"),
                    help="time limit of every cell in minutes (default: its timeout_s + 1 min)")
-    g.add_argument("--slurm-no-exclusive", action="store_true",
-                   help="let cells share nodes (the report says so: timings then include the "
-                        "neighbours' load)")
+    how = g.add_mutually_exclusive_group()
+    how.add_argument("--slurm-exclusive", action="store_true",
+                     help="every cell's job holds whole nodes (default: CPU cells do, GPU cells hold "
+                          "only their GPUs)")
+    how.add_argument("--slurm-no-exclusive", action="store_true",
+                     help="let every cell share nodes (the report says so: timings then include "
+                          "the neighbours' load)")
     g.add_argument("--slurm-image-dir", metavar="DIR",
                    help="apptainer/pyxis launchers: the directory of <image>-<flavour>.sif/.sqsh")
     g.add_argument("--detach", action="store_true",
@@ -58,6 +62,7 @@ class SlurmRequest:
     gpu_feature: tuple[tuple[str, str], ...] | None = None
     mem: str | None = None
     time: int | None = None
+    exclusive: bool = False
     no_exclusive: bool = False
     image_dir: str | None = None
     detach: bool = False
@@ -84,14 +89,17 @@ def slurm_options(req: SlurmRequest, stored: dict | None = None):
 
     given = {"launcher": req.launcher, "partition": req.partition, "account": req.account,
              "qos": req.qos, "constraint": req.constraint, "mem": req.mem, "time_min": req.time,
-             "image_dir": req.image_dir, "exclusive": False if req.no_exclusive else None,
+             "image_dir": req.image_dir,
+             "exclusive": True if req.exclusive else False if req.no_exclusive else None,
              "gpu_features": dict(req.gpu_feature) if req.gpu_feature else None}
     if stored is not None:
         for key, value in given.items():
             if value is not None and stored.get(key) != value:
-                flag = "--slurm-no-exclusive" if key == "exclusive" else \
-                    "--slurm-" + {"time_min": "time", "image_dir": "image-dir",
-                                  "gpu_features": "gpu-feature"}.get(key, key)
+                if key == "exclusive":
+                    flag = "--slurm-exclusive" if value else "--slurm-no-exclusive"
+                else:
+                    flag = "--slurm-" + {"time_min": "time", "image_dir": "image-dir",
+                                         "gpu_features": "gpu-feature"}.get(key, key)
                 raise UserError(f"cannot resume: the run was submitted with {key} "
                                 f"{stored.get(key)!r}, this command gives {flag} {value!r}; drop "
                                 f"{flag} to keep the run's")

@@ -247,7 +247,32 @@ def test_gpu_smoke_has_one_probe_per_gpu_stack_and_image():
     assert {suites.load_stacks()[c.stack]["image"] for c in suite.cells} == images  # every GPU image
     for c in suite.cells:
         assert probe_cache.is_probe(c.workload) and c.needs_gpus == 1 and c.implemented
-        assert c.metrics == ("first_call_time", "gemm_time", "lstm_step_time")
+        assert c.metrics == ("first_call_time", "gemm_time", "lstm_step_time", "lstm_backward_time")
+
+
+SHAPE_SUITES = ("legacy-2017", "stacked-lstm-2019", "cudnn-lstm-2018", "keras-mxnet-2018", "modern")
+
+
+def test_each_probe_runs_the_largest_shape_its_stack_runs():
+    """Issue 34 item 5: the probe that gates "runnable" ran a 256 GEMM and one forward LSTM step at
+    batch 16, hidden 64. Each probe's shape is now the largest its stack's cells run (the rule in
+    gpu-smoke.yaml), derived here from the suites again."""
+    want: dict[str, dict] = {}
+    for name in SHAPE_SUITES:
+        for c in suites.load_suite(name).cells:
+            p = c.params
+            a = want.setdefault(c.stack, {"batch": 0, "input": 0, "hidden": 0, "m": 0})
+            a["batch"] = max(a["batch"], p["batch"])
+            a["hidden"] = max(a["hidden"], p["hidden"])
+            a["input"] = max(a["input"], p.get("emb", p["hidden"]), p["hidden"])
+            a["m"] = max(a["m"], p["batch"] * p["seq_len"])
+    probes = {c.stack: c.params for c in suites.load_suite("gpu-smoke").cells}
+    assert set(probes) == set(want)
+    for stack, a in want.items():
+        expected = dict(a, k=a["input"], n=4 * a["hidden"])
+        assert {k: probes[stack][k] for k in expected} == expected, (
+            f"gpu-smoke/{stack}: params {probes[stack]} are not the largest shape its suites run "
+            f"({expected}); update reprokit/data/suites/gpu-smoke.yaml")
 
 
 def _cli(*args, env=None, hide_gpus=False):
@@ -295,9 +320,13 @@ def test_gpu_smoke_plans_here_and_every_cell_needs_a_gpu(tmp_path):
 QUICK = {"min_samples": 6, "max_samples": 6, "time_budget_s": 0, "warmup": 1}
 
 
+SMALL = {"n": 256, "m": 256, "k": 256, "batch": 16, "input": 64, "hidden": 64}  # the CPU's shapes
+
+
 def _probe_suite(stacks):
     gpu_smoke = suites.load_suite("gpu-smoke")
-    cells = [dataclasses.replace(c, needs_gpus=0) for c in gpu_smoke.cells if c.stack in stacks]
+    cells = [dataclasses.replace(c, needs_gpus=0, params=dict(c.params, **SMALL))
+             for c in gpu_smoke.cells if c.stack in stacks]
     return Suite("probe-cpu", "the gpu-smoke probes on the CPU", [],
                  {"budget": QUICK, "quick_budget": QUICK, "timeout_s": 600}, cells)
 
@@ -324,12 +353,17 @@ def _run_probes(tmp_path, monkeypatch, stacks, force_jit_for=()):
 def _check_probe_result(res, framework, n_bias):
     assert res["status"] == "ok", res.get("reason")
     assert validate.errors("cell_result", res) == []
-    assert set(res["metrics"]) == {"first_call_time", "gemm_time", "lstm_step_time"}
+    assert set(res["metrics"]) == {"first_call_time", "gemm_time", "lstm_step_time",
+                                   "lstm_backward_time"}
     assert len(res["metrics"]["gemm_time"]["samples"]) == 6
     probe = res["extra"]["probe"]
     assert probe["device"] == "cpu"
     assert probe["gemm"]["max_rel_error"] < 1e-4 and probe["gemm"]["shape"] == [256, 256]
     assert probe["lstm_step"]["max_abs_error_h"] < 1e-5 and probe["lstm_step"]["bias_vectors"] == n_bias
+    grad = probe["lstm_backward"]  # the backward, against the analytic gradient
+    assert grad["checked"] == ["c0", "h0", "params", "x"], grad
+    assert max(v for k, v in grad.items() if k.startswith("max_rel_error")) < 1e-4, grad
+    assert probe["shapes"]["lstm"] == {"batch": 16, "input": 64, "hidden": 64}
     assert res["implementation"]["framework"] == framework
 
 
@@ -395,6 +429,30 @@ def test_the_probe_checks_catch_wrong_numbers():
     for bad_h in (np.zeros_like(h1), h1 + 0.01, np.full_like(h1, np.inf)):
         with pytest.raises(_probe.ProbeFailure):
             _probe.check_lstm(np, bad_h, c1, x, h0, c0, w, 2)
+    # the backward's reference is the gradient: central differences of the forward reference agree
+    x64, h64, c64 = (v.astype(np.float64) for v in (x, h0, c0))
+    ref = _probe.lstm_grad_reference(np, x64, h64, c64, w, 2)
+
+    def loss(xv=x64, hv=h64, cv=c64, wv=w):
+        return _probe.lstm_reference(np, xv, hv, cv, wv, 2)[0].sum()
+
+    eps = 1e-6
+    for name, arr in (("x", x64), ("h0", h64), ("c0", c64)):
+        num = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            up, down = arr.copy(), arr.copy()
+            up[idx] += eps
+            down[idx] -= eps
+            key = {"x": "xv", "h0": "hv", "c0": "cv"}[name]
+            num[idx] = (loss(**{key: up}) - loss(**{key: down})) / (2 * eps)
+        assert np.max(np.abs(num - ref[name])) < 1e-8, name
+    # every parameter equals w: d loss / d w is the sum of all parameter gradients
+    assert abs((loss(wv=w + eps) - loss(wv=w - eps)) / (2 * eps) - ref["params"]) < 1e-6
+    assert _probe.check_lstm_grad(np, ref, x, h0, c0, w, 2)["max_rel_error_x"] == 0
+    for bad in ({"x": ref["x"] * 1.05}, {"c0": np.zeros_like(ref["c0"])}, {"params": ref["params"] / 2},
+                {"h0": np.full_like(ref["h0"], np.nan)}):
+        with pytest.raises(_probe.ProbeFailure):
+            _probe.check_lstm_grad(np, bad, x, h0, c0, w, 2)
     with pytest.raises(_probe.ProbeFailure, match=r"GEMM failed \(no kernel image for this GPU"):
         _probe.stage("GEMM", lambda: (_ for _ in ()).throw(
             RuntimeError("CUDA error: no kernel image is available for execution on the device")))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import files, results, validate
+from reprokit import files, jit_cache, results, validate
 from reprokit.analysis import verdicts
 from reprokit.catalog import suites
 from reprokit.catalog.suites import Cell, Suite
@@ -104,7 +104,8 @@ def test_gpu_run_warms_up_once_before_the_first_timed_cell(tmp_path, cuda_cache)
     wdir = rundir.path / rec["dir"]
     warm_result = json.loads((wdir / "test__jit__first.json").read_text())
     assert warm_result["metrics"]["cache_files"]["samples"] == [1]
-    assert warm_result["jit_cache"] == "cold"
+    assert warm_result["jit_cache"] == "compiled"  # the stand-in kernel went into the empty cache
+    assert rec["cache"] == "compiled"
     assert (wdir / "warmup.log").exists()
     assert sorted(p.name for p in rundir.cells_dir.iterdir()) == ["test__jit__first.json",
                                                                    "test__jit__second.json"]
@@ -114,9 +115,10 @@ def test_gpu_run_warms_up_once_before_the_first_timed_cell(tmp_path, cuda_cache)
         assert res["status"] == "ok", res["reason"]
         assert not validate.errors("cell_result", res)
         assert res["jit_warmup_s"] == rec["wall_s"]
-    # the timed cells started on the cache the warm-up filled: without it the first one was cold
+    # the timed cells started on the cache the warm-up filled and compiled nothing: without the
+    # warm-up the first one compiled its kernel inside its own process
     assert first["jit_cache"] == "warm" and first["stack_fingerprint"]["cuda_cache"]["at_start"]["files"] == 1
-    assert first["metrics"]["cache_files"]["samples"] == [2]
+    assert first["metrics"]["cache_files"]["samples"] == [1]
     assert second["jit_cache"] == "warm"
 
 
@@ -158,12 +160,13 @@ def test_the_switch_forces_it_on_a_cpu_cell_and_turns_it_off(tmp_path, cuda_cach
     assert len(res["metrics"]["matmul_time"]["samples"]) == 5
     assert res["metrics"]["matmul_time"]["raw_seconds"] != warm["metrics"]["matmul_time"]["raw_seconds"]
 
-    monkeypatch.setenv(jit_warmup.ENV, "off")  # a GPU run without it: the cells start cold
+    monkeypatch.setenv(jit_warmup.ENV, "off")  # a GPU run without it: the cell compiles its kernel
     off = RecordingRunner()
     rundir, run = run_plan(tmp_path / "off", plan_for([cache_cell("x")], "gpu", host=H100), off)
     assert off.calls == [("smoke-python.json", "test/jit/x")]
     res = rundir.load_cell("test/jit/x")
-    assert res["jit_warmup_s"] is None and res["jit_cache"] == "cold"
+    assert res["jit_warmup_s"] is None and res["jit_cache"] == "compiled"
+    assert res["stack_fingerprint"]["cuda_cache"]["at_start"]["files"] == 0
 
 
 def test_a_probe_cell_is_its_own_first_start(tmp_path, monkeypatch):
@@ -248,6 +251,7 @@ def _m40():
 
 
 @pytest.mark.parametrize("state, words", [("cold", "was empty when the cell began"),
+                                          ("compiled", "grew while the cell ran"),
                                           ("unknown", "was not recorded")])
 def test_a_gpu_compile_time_off_a_warm_cache_gets_no_verdict(state, words):
     run, cells, numbers = _m40()
@@ -259,7 +263,7 @@ def test_a_gpu_compile_time_off_a_warm_cache_gets_no_verdict(state, words):
     got = verdicts.verdict(n, odd, run)
     assert got["verdict"] == "INCONCLUSIVE"
     assert words in got["reason"] and f"jit_cache {state}" in got["reason"]
-    assert "compile times get a verdict only on a warm cache" in got["reason"]
+    assert "compile times get a verdict only where the cache shows no JIT" in got["reason"]
 
 
 def test_older_gpu_results_are_read_from_their_fingerprint():
@@ -285,19 +289,54 @@ def test_other_metrics_and_cpu_cells_are_unchanged():
 
 
 # -- bench side ---------------------------------------------------------------------------------------
-def test_the_harness_reads_the_cache_state_it_recorded(monkeypatch):
+CACHE_RECORDS = [  # (cuda_cache record, state): the stored H100 cells' four cases and the edges
+    ({"at_start": {"files": 0, "writable": True}, "at_end": {"files": 2}, "cold": True}, "compiled"),
+    ({"at_start": {"files": 2, "writable": True}, "at_end": {"files": 18}, "cold": False}, "compiled"),
+    ({"at_start": {"files": 2, "writable": True}, "at_end": {"files": 2}, "cold": False}, "warm"),
+    ({"at_start": {"files": 0, "writable": True}, "at_end": {"files": 0}, "cold": True}, "none"),
+    ({"at_start": {"files": 0, "writable": True}, "cold": True}, "cold"),  # before issue 34
+    ({"at_start": {"files": 3, "writable": True}, "cold": False}, "warm"),
+    ({"cold": True, "disabled": False}, "cold"),
+    ({"cold": False, "disabled": False}, "warm"),
+    ({"at_start": {"files": 0}, "at_end": {"files": 0}, "cold": True, "disabled": True}, "cold"),
+    ({"at_start": {"files": 0}, "at_end": {"files": 4}, "cold": True, "disabled": True}, "cold"),
+    ({"at_start": {"files": 0, "writable": False}, "at_end": {"files": 0}, "cold": True}, "cold"),
+    ({"at_start": {"error": "OSError: x"}, "at_end": {"files": 1}}, "unknown"),
+    ({"error": "OSError: x"}, "unknown"),
+    (None, "unknown"),
+]
+
+
+@pytest.mark.parametrize("record, state", CACHE_RECORDS)
+def test_the_harness_and_the_host_read_a_cache_record_alike(record, state):
     sys.path.insert(0, str(REPO / "bench"))
     try:
         import harness
     finally:
         sys.path.remove(str(REPO / "bench"))
-    monkeypatch.delenv("CUDA_CACHE_DISABLE", raising=False)
-    assert harness.jit_cache_state("cpu", {"files": 0}) == "n/a"
-    assert harness.jit_cache_state("gpu", {"exists": True, "files": 0}) == "cold"
-    assert harness.jit_cache_state("gpu", {"exists": True, "files": 3}) == "warm"
-    assert harness.jit_cache_state("gpu", {"error": "OSError: x"}) == "unknown"
-    monkeypatch.setenv("CUDA_CACHE_DISABLE", "1")  # every process JITs again
-    assert harness.jit_cache_state("gpu", {"exists": True, "files": 3}) == "cold"
+    assert jit_cache.from_record(record) == state
+    assert harness.jit_cache_state("gpu", record) == state
+    assert harness.jit_cache_state("cpu", record) == "n/a"
+    result = {"device": "gpu", "stack_fingerprint": {"cuda_cache": record}, "jit_cache": "cold"}
+    if record and "at_end" in record:  # a process result: its own record decides
+        assert jit_cache.state(result) == state
+    else:  # older results: what the harness stored
+        assert jit_cache.state(result) == "cold"
+
+
+def test_the_stored_h100_cells_are_labelled_by_what_their_cache_did():
+    """Issue 34 item 3: 5 of the 6 stacked-lstm cells said "cold"; 4 of them added no file."""
+    run = REPO / "docs" / "gpu-run" / "20261126T180107Z-stacked-lstm-2019" / "cells"
+    got = {p.stem.split("__", 2)[2]: jit_cache.state(json.loads(p.read_text()))
+           for p in run.glob("*.json")}
+    assert got == {"eager_cudnn__forward": "compiled", "eager_cudnn__train": "warm",
+                   "eager_fine_grained__forward": "none", "eager_fine_grained__train": "none",
+                   "jit_static__forward": "none", "jit_static__train": "none"}
+    modern = REPO / "docs" / "gpu-run" / "20261126T175907Z-modern" / "cells"
+    cell = json.loads((modern / "modern__003__pytorch__jit_fine_grained_fixed__train.json").read_text())
+    assert cell["jit_cache"] == "warm"  # as stored: the start's reading
+    assert jit_cache.state(cell) == "compiled"
+    assert "grew by 16 file(s), 188,429 bytes" in jit_cache.describe(cell)
 
 
 SYNC_ORDER = r"""

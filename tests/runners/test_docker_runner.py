@@ -243,7 +243,7 @@ def test_the_jit_cache_volume_persists_between_cells_and_each_cell_records_cold(
     name = spec.jit_volume_name("smoke-python", "cpu", smoke_image["image_id"], runner._host_key)
     path = spec.jit_cache_path()
     cells = [Cell(id=f"test/docker/jit-{i}", source="smoke", stack="smoke-python", framework="python",
-                  workload="test_gpu_runtime", variant=None, params={"write_cuda_cache": True},
+                  workload="test_gpu_runtime", variant=None, params={"write_cuda_cache": f"kernel-{i}"},
                   metrics=("cache_files",), timeout_s=60) for i in (1, 2)]
     try:
         rundir, run = run_cells(tmp_path, cells, runner)
@@ -279,3 +279,38 @@ def docker_types_mount(name, path):
     import docker
 
     return docker.types.Mount(path, name, type="volume", read_only=True)
+
+
+@pytest.mark.docker
+def test_the_jit_volume_is_handed_over_even_through_another_users_private_directories(client,
+                                                                                    smoke_image):
+    """Issue 34 item 7: the CUDA driver keeps its cache in 0700 directories; the one-shot chown
+    container (root with CAP_CHOWN only) could not enter another user's, so the cell got a cache it
+    could not write. With CAP_DAC_READ_SEARCH it walks them: every file is the new user's."""
+    import uuid
+
+    from reprokit.runners import container as spec
+
+    host_key = f"test-{uuid.uuid4().hex[:8]}"
+    name = spec.jit_volume_name("smoke-python", "cpu", smoke_image["image_id"], host_key)
+    path = spec.jit_cache_path()
+    mount = [spec.docker_mount(spec.Mount(path, name, type="volume", read_only=False))]
+    try:
+        client.volumes.create(name=name)
+        client.containers.run(  # another user's private cache, as the driver leaves it
+            smoke_image["image_id"],
+            ["sh", "-c", f"mkdir -p {path}/a/b && echo k > {path}/a/b/kernel && "
+                         f"chown -R 2345:2345 {path}/a && chmod 700 {path}/a {path}/a/b"],
+            user="0:0", network_mode="none", remove=True, mounts=mount)
+        out = spec.ensure_jit_volume(client, smoke_image["image_id"], "smoke-python", "cpu",
+                                     host_key, "1000:1000")
+        assert out["owner"] == "1000:1000" and "owner_error" not in out, out
+        owners = client.containers.run(smoke_image["image_id"],
+                                       ["sh", "-c", f"find {path} -exec stat -c %u {{}} +"],
+                                       user="0:0", network_mode="none", remove=True, mounts=mount)
+        assert set(owners.decode().split()) == {"1000"}
+    finally:
+        try:
+            client.volumes.get(name).remove(force=True)
+        except Exception:
+            pass

@@ -145,6 +145,49 @@ def test_image_launchers_need_their_image_file_and_say_how_to_make_it(tmp_path, 
     assert (run / "jobs" / "smoke-python.docker.json").exists()  # the container's copy of the job
 
 
+@pytest.mark.parametrize("name,suffix", [("apptainer", ".sif"), ("pyxis", ".sqsh")])
+def test_image_launchers_keep_a_jit_cache_per_image_file_on_a_gpu(tmp_path, monkeypatch, name, suffix):
+    """Issue 34 item 7: Apptainer and pyxis dropped the JIT cache (a Docker volume has no equivalent),
+    so every legacy cell re-JITted for tens of minutes. Their GPU cells now bind a host directory per
+    image file read-write at CUDA_CACHE_PATH (never run: no GPU with Slurm has been available)."""
+    from reprokit.runners import container
+
+    monkeypatch.setenv("REPROKIT_CUDA_CACHE_DIR", str(tmp_path / "jit"))
+    stack = suites.load_stacks()["theano-0.9"]
+    image = tmp_path / f"legacy-2017-theano-gpu{suffix}"
+    image.write_bytes(b"x")
+    launcher = launchers.make(name, device="gpu", image_dir=str(tmp_path))
+    prepared = launcher.prepare("theano-0.9", stack, say=lambda *_: None)
+    cache_dir = Path(prepared["jit_dir"])
+    assert cache_dir.parent == tmp_path / "jit" and cache_dir.is_dir()
+    assert cache_dir.stat().st_mode & 0o777 == 0o700
+    assert prepared["info"]["jit_cache"]["dir"] == str(cache_dir)
+    again = launchers.make(name, device="gpu", image_dir=str(tmp_path)).prepare(
+        "theano-0.9", stack, say=lambda *_: None)
+    assert again["jit_dir"] == str(cache_dir)  # the same image file: the same cache
+    run = tmp_path / "run"
+    (run / "jobs").mkdir(parents=True)
+    job = run / "jobs" / "theano-0.9.json"
+    job.write_text('{"schema_version": 1, "run_id": "r", "stack": "theano-0.9", "kit": {"version": "0", '
+                   '"git_commit": null}, "out_dir": "x", "device": "gpu", "cells": []}')
+    task = launcher.task(prepared, job, CELL, None, run, gpus=1)
+    argv, ids = launchers.task_argv(task, {"SLURM_JOB_GPUS": "2"})
+    cache = container.jit_cache_path()
+    line = " ".join(argv)
+    if name == "apptainer":
+        assert f"{cache_dir}:{cache}:rw" in pairs(argv, "--bind") and "--nv" in argv
+        assert f"CUDA_CACHE_PATH={cache}" in pairs(argv, "--env")
+    else:
+        mounts = next(a for a in argv if a.startswith("--container-mounts=")).split("=", 1)[1]
+        assert f"{cache_dir}:{cache}" in mounts.split(",")  # no ":ro": writable
+        assert f"CUDA_CACHE_PATH={cache}" in argv[argv.index("env"):]
+    assert ids == ["2"] and str(image.resolve()) in line
+    # a CPU cell of the same launcher mounts no cache
+    cpu = launchers.make(name, device="cpu", image_dir=str(tmp_path))
+    (tmp_path / f"legacy-2017-theano-cpu{suffix}").write_bytes(b"y")
+    assert cpu.prepare("theano-0.9", stack, say=lambda *_: None)["jit_dir"] is None
+
+
 def gpu_docker_task(tmp_path, gpus=2):
     """A GPU cell's task as the Docker launcher makes it on the driver (prepared as the Docker
     runner prepares a theano-0.9 GPU image, without an engine)."""
@@ -336,3 +379,29 @@ def test_compare_names_the_machines_cells_ran_on_when_a_run_spans_slurm_nodes():
     assert fields["cpu.logical_cores"] == (2, 64)
     # two runs on their drivers' hosts: no per-cell machines to name
     assert compare_runs(local, cells_a, local, cells_a)["node_diff"] == {}
+
+
+def test_gpu_cells_hold_their_gpus_not_whole_nodes_unless_asked():
+    """Issue 34 item 7: `--exclusive` by default held a whole node per 1-GPU cell. Now the default
+    asks it for CPU cells' arrays only; --slurm-exclusive / --slurm-no-exclusive set every array."""
+    auto = SlurmOptions()
+    assert auto.exclusive_for(0) is True and auto.exclusive_for(1) is False
+    assert SlurmOptions(exclusive=True).exclusive_for(1) is True
+    assert SlurmOptions(exclusive=False).exclusive_for(0) is False
+    assert SlurmOptions.from_record({"exclusive": True}).exclusive_for(8) is True  # older runs
+
+
+@pytest.mark.parametrize("jobs, options, sharing, note", [
+    ([{"sbatch": ["sbatch", "--exclusive"], "gpus": 0}], {}, "exclusive nodes", None),
+    ([{"sbatch": ["sbatch", "--exclusive"], "gpus": 0}, {"sbatch": ["sbatch"], "gpus": 1}], {},
+     "CPU cells on exclusive nodes, GPU cells on shared nodes", "held their GPUs, not their nodes"),
+    ([{"sbatch": ["sbatch"], "gpus": 0}], {"exclusive": False}, "nodes shared (--slurm-no-exclusive)",
+     "did not have their nodes to themselves"),
+    ([{"job_id": "1"}], {"exclusive": True}, "exclusive nodes", None),  # before sbatch was kept
+])
+def test_the_report_says_how_the_cells_shared_their_nodes(jobs, options, sharing, note):
+    from reprokit.report import context
+
+    exclusive, got, said = context.node_sharing({"jobs": jobs, "options": options})
+    assert got == sharing and exclusive is (sharing == "exclusive nodes")
+    assert (said is None) if note is None else (note in said)
