@@ -20,7 +20,7 @@ KNOWN: list[set[str]] = []
 
 STAGES = [
     {"reprokit", "errors", "files", "validate", "console", "printable", "checks", "results", "schemas",
-     "data"},
+     "data", "jit_cache"},
     {"catalog"},
     {"probes"},
     {"plan"},
