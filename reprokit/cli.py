@@ -16,12 +16,13 @@ import argparse
 import errno
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Iterable
 
 from reprokit import __version__
 from reprokit.errors import UserError
-from reprokit.printable import visible
+from reprokit.printable import terminal_text, visible
 
 COMMANDS = {
     "run": "run a suite and write its report (the default command)",
@@ -94,7 +95,9 @@ def _command_of(argv: list[str]) -> str | None:
 class _ReaderGone:
     """A standard stream that outlives its reader: once a write or flush meets a closed pipe
     (`run ... 2>&1 | head -1`), the stream's descriptor is pointed at /dev/null and the work goes
-    on; only the printing ends (issue 23: a closed pipe used to abort the run mid-way)."""
+    on; only the printing ends (issue 23: a closed pipe used to abort the run mid-way). It also
+    passes every write through printable.terminal_text: no control sequence from a path, an id or a
+    results file reaches the terminal (issue 35)."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
@@ -108,7 +111,8 @@ class _ReaderGone:
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            self._stream.write(terminal_text(text))  # nothing written raw reaches the terminal
+            return len(text)
         except BrokenPipeError:
             self._gone()
             return len(text)
@@ -143,6 +147,50 @@ def _leading_options(argv: list[str]) -> int:
     return n
 
 
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP outside a run (whose driver has its own handlers: reprokit/run/lifecycle.py),
+    raised where the command is so its `with` blocks remove their temporary files as on Ctrl-C
+    (issue 35: SIGTERM during verify left 3.9 GB in $TMPDIR, during export a copy of the run)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum, _frame):
+    raise _Stopped(signum)
+
+
+def _catch_termination() -> dict:
+    """Our handler for SIGTERM and SIGHUP where they are at their default; the handlers replaced."""
+    replaced = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                replaced[sig] = signal.signal(sig, _stop)
+        except (ValueError, OSError):  # not the main thread (tests call main() from threads)
+            pass
+    return replaced
+
+
+def _restore(replaced: dict) -> None:
+    for sig, old in replaced.items():
+        try:
+            signal.signal(sig, old)
+        except (ValueError, OSError, TypeError):
+            pass
+
+
+def _interrupted(command: str | None, e: KeyboardInterrupt) -> int:
+    signum = getattr(e, "signum", signal.SIGINT)
+    what = {"run": "finished cells are kept (resume with --resume RUN)",
+            "export": "no crate was written; its temporary copy of the run was removed",
+            "verify": "nothing was verified; the extracted crate was removed",
+            "report": "the report was not written"}.get(command or "", "nothing was left half-written")
+    print(f"reproduce.py: interrupted by {signal.Signals(signum).name}; {what}", file=sys.stderr)
+    return 128 + signum
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _survive_closed_pipes()
@@ -154,6 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         argv = ["--help"]
     command = _command_of(argv)
+    replaced = _catch_termination()
+    try:
+        return _main(argv, command)
+    finally:  # main() called in a process that goes on (the tests) leaves its handlers as they were
+        _restore(replaced)
+
+
+def _main(argv: list[str], command: str | None) -> int:
     parser = build_parser([command] if command else [])
     args = None
     try:
@@ -162,10 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"reproduce.py: error: {visible(' '.join(str(e).split()))}", file=sys.stderr)  # one line
         return e.exit_code
-    except KeyboardInterrupt:
-        print("reproduce.py: interrupted; finished cells are kept (resume with --resume RUN)",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return _interrupted(command, e)
     except OSError as e:
         if getattr(args, "debug", False):
             raise

@@ -20,3 +20,23 @@ def _escape(m: re.Match) -> str:
 def visible(text: str) -> str:
     """`text` with every control character but tab and newline written as \\xNN."""
     return _CONTROL.sub(_escape, text)
+
+
+# a colour or weight change (SGR: ESC [ digits and semicolons m), the only sequence the kit itself
+# writes (rich, for `compare` on a terminal); it cannot move the cursor, retitle or clear anything
+_SGR = re.compile("\x1b\\[[0-9;]*m")
+
+
+def terminal_text(text: str) -> str:
+    """What the kit's standard streams pass on (reprokit/cli.py): `text` with every control character
+    but tab and newline written as \\xNN, SGR colour sequences kept. A path or id holding an OSC or
+    CSI sequence (`report $'d\\e]0;pw\\a/RUN'` retitled the terminal: issue 35) prints visibly."""
+    if not _CONTROL.search(text):
+        return text
+    out, at = [], 0
+    for m in _SGR.finditer(text):
+        out.append(visible(text[at:m.start()]))
+        out.append(m.group())
+        at = m.end()
+    out.append(visible(text[at:]))
+    return "".join(out)

@@ -17,13 +17,17 @@ In order, each stopping at the first failure with one line (`CrateInvalid`, exit
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
+import stat
 import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+from urllib.parse import unquote
 
 from reprokit import files, validate
 from reprokit.crate import (
@@ -37,6 +41,7 @@ from reprokit.crate import (
     profile,
 )
 from reprokit.errors import UserError
+from reprokit.printable import visible
 
 _RUN_SCHEMAS = {"run.json": "run", "report.json": "report"}
 _FOLDER_SCHEMAS = {"cells": "cell_result", "jobs": "job"}
@@ -54,11 +59,100 @@ class Crate:
         return str(self.by_id["./"].get("identifier", "")).split(":", 1)[-1]
 
     def described_files(self) -> dict[str, dict]:
-        return {i: e for i, e in self.by_id.items() if "File" in profile._types(e)}
+        """{path in the crate: entity} of every File entity: its @id with the percent-encoding the
+        metadata uses undone (a name with a space, a non-ASCII letter or a newline is encoded in
+        the @id, not in the zip: issue 35)."""
+        return {unquote(i): e for i, e in self.by_id.items() if "File" in profile._types(e)}
 
 
 def _one_line(first: str, more: int) -> str:
     return first + (f" (and {more} more)" if more else "")
+
+
+# What a crate member may be before anything is extracted (issue 35: a 5.4 MB zip made verify write
+# 4.9 GB into $TMPDIR). A member above RATIO_FLOOR bytes may inflate at most MAX_RATIO times (JSON
+# results deflate about 5-20x, an image archive 2-4x; a zip bomb about 1000x); the whole crate at
+# most MAX_TOTAL bytes, and never more than the extraction's disk has free.
+MAX_RATIO = 200
+RATIO_FLOOR = 16 * 2**20
+MAX_TOTAL = 256 * 2**30
+_DIR, _FILE = stat.S_IFDIR, stat.S_IFREG
+
+
+def check_members(file: Path, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse, before extracting anything, a crate whose members could not have come from `export`:
+    a name twice (which copy an unzip tool keeps is its choice), a path outside the crate, a
+    symbolic link, device or other special member, or sizes that inflate past the bounds above."""
+    seen: set[str] = set()
+    total = 0
+    for i in infos:
+        n = i.filename
+        if n in seen:
+            raise CrateInvalid(f"{file}: member {visible(n)} is there twice (an unzip tool keeps one "
+                               "copy or the other); the crate was altered")
+        seen.add(n)
+        p = PurePosixPath(n)
+        if p.is_absolute() or ".." in p.parts or "\\" in n or "\0" in n:
+            raise CrateInvalid(f"{file}: member {visible(n)} points outside the crate; the crate was "
+                               "altered")
+        kind = stat.S_IFMT(i.external_attr >> 16) if i.create_system == 3 else 0  # 3: Unix
+        if kind not in (0, _DIR, _FILE):
+            what = "a symbolic link" if kind == stat.S_IFLNK else "a special file (device, FIFO or socket)"
+            raise CrateInvalid(f"{file}: member {visible(n)} is {what}, which export never writes; the "
+                               "crate was altered")
+        size, ratio = i.file_size, i.file_size / max(i.compress_size, 1)
+        if size > RATIO_FLOOR and ratio > MAX_RATIO:
+            raise CrateInvalid(f"{file}: member {visible(n)} would inflate {ratio:,.0f} times to {size:,} "
+                               f"bytes (at most {MAX_RATIO}x above {RATIO_FLOOR // 2**20} MiB): not a "
+                               "crate export wrote; nothing was extracted")
+        total += size
+    packed = sum(i.compress_size for i in infos)
+    if total > RATIO_FLOOR and total > MAX_RATIO * max(packed, 1):  # many small bombs
+        raise CrateInvalid(f"{file} would inflate {total / max(packed, 1):,.0f} times to {total:,} bytes "
+                           f"(at most {MAX_RATIO}x): not a crate export wrote; nothing was extracted")
+    if total > MAX_TOTAL:
+        raise CrateInvalid(f"{file} would extract to {total:,} bytes, more than a crate may hold "
+                           f"({MAX_TOTAL:,}); nothing was extracted")
+
+
+def extract(file: Path, zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], root: Path) -> None:
+    """Every member under `root`, each written no further than its recorded size and checked against
+    its CRC as it is read; a damaged member is CrateInvalid, a full disk a UserError naming it."""
+    need = sum(i.file_size for i in infos)
+    free = shutil.disk_usage(root).free
+    if need > free:
+        raise UserError(f"the crate needs {need:,} bytes to be checked and {root.parent} has {free:,} "
+                        "free; free space there or set TMPDIR to a larger disk")
+    for i in infos:
+        dest = root.joinpath(*PurePosixPath(i.filename).parts)
+        try:
+            if i.is_dir():
+                dest.mkdir(parents=True, exist_ok=True)
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with zf.open(i) as src, os.fdopen(fd, "wb") as out:
+                left = i.file_size
+                while chunk := src.read(min(1 << 20, left + 1)):
+                    left -= len(chunk)
+                    if left < 0:
+                        raise CrateInvalid(f"{file}: member {visible(i.filename)} holds more than its "
+                                           "recorded size; the crate was altered")
+                    out.write(chunk)
+        except CrateInvalid:
+            raise
+        except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError,
+                ValueError) as e:  # zlib.error: found by tests/fuzz (crate_zip); it was exit 3
+            raise CrateInvalid(f"{i.filename} in {file} is truncated or damaged ({type(e).__name__}: "
+                               f"{' '.join(str(e).split())}); copy or export it again") from e
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise UserError(f"no space left in {root.parent} to check the crate ({need:,} bytes "
+                                "needed); free space there or set TMPDIR to a larger disk") from e
+            # members that clash (a file and a directory of one name) cannot both be extracted:
+            # found by tests/fuzz (crate_zip), was an internal error
+            raise CrateInvalid(f"{file}: its member {visible(i.filename)} cannot be written back as a "
+                               f"file ({e.strerror}); the crate was altered") from e
 
 
 @contextmanager
@@ -79,30 +173,17 @@ def opened(file: Path) -> Iterator[Crate]:
         raise CrateInvalid(f"{file} is truncated or damaged: its zip directory cannot be read ({e}); "
                            "copy or export it again") from e
     with zf, tempfile.TemporaryDirectory(prefix="reprokit-crate-") as tmp:
-        names = zf.namelist()
-        if METADATA not in names:
+        infos = zf.infolist()
+        if METADATA not in {i.filename for i in infos}:
             raise UserError(f"{file} is not an RO-Crate: it holds no {METADATA}; give a crate "
                             "`reproduce.py export` wrote")
-        for n in names:
-            p = PurePosixPath(n)
-            if p.is_absolute() or ".." in p.parts:
-                raise CrateInvalid(f"{file}: member {n} points outside the crate; the crate was altered")
-        try:
-            bad = zf.testzip()
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError,
-                RuntimeError) as e:  # zlib.error: found by tests/fuzz (crate_zip); it was exit 3
-            raise CrateInvalid(f"{file} is truncated or damaged ({type(e).__name__}: "
-                               f"{' '.join(str(e).split())}); copy or export it again") from e
-        if bad is not None:
-            raise CrateInvalid(f"{bad} in {file} is damaged (its CRC does not match); copy or export it "
-                               "again")
+        check_members(file, infos)
         root = Path(tmp)
-        try:  # members that clash (a file and a directory of one name) cannot both be extracted
-            zf.extractall(tmp)
+        extract(file, zf, infos, root)
+        try:
             text = files.read_text_bounded(root / METADATA, "crate")
-        except OSError as e:  # found by tests/fuzz (crate_zip): was an internal error, exit 3
-            where = str(e.filename or METADATA).removeprefix(f"{root}/")
-            raise CrateInvalid(f"{file}: its member {where} cannot be read back as a file "
+        except OSError as e:
+            raise CrateInvalid(f"{file}: its member {METADATA} cannot be read back as a file "
                                f"({e.strerror}); the crate was altered") from e
         except UnicodeDecodeError as e:
             raise CrateInvalid(f"{METADATA} in {file} is not valid JSON ({e}); the crate was altered") from e
@@ -326,7 +407,7 @@ def render_report(file: Path, out: Path) -> list[Path]:
     alone, written to `out` (which must not exist); its files are checked against their checksums
     first. The report files written."""
     out = Path(out)
-    if out.exists():
+    if out.exists() or out.is_symlink():  # a dangling link too: copytree would follow it (exit 3)
         raise UserError(f"{out} exists; give another directory with --out (the run is written there)")
     with opened(file) as crate:
         check_files(crate)

@@ -10,9 +10,12 @@ first), so the crate always holds a report its own files re-render.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import mimetypes
+import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -43,10 +46,52 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _copy_run(src: Path, dst: Path) -> None:
+def _copy_file(src: Path, dst: Path, shown: str) -> None:
+    """One regular file, read through a descriptor opened without following a link and without
+    blocking (a FIFO swapped in after the walk cannot hang it), bounded like every crate member."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(src, flags)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UserError(f"{shown} became a symbolic link while the run was exported; export never "
+                            "follows links out of a run: replace it with the file, then export") from e
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{shown} is not a regular file; remove it from the run, then export")
+        limit = files.READ_LIMITS["crate"]
+        if st.st_size > limit:
+            raise UserError(f"{shown} has {st.st_size:,} bytes, more than a crate member may hold "
+                            f"({limit:,}); remove it from the run, then export")
+        with open(dst, "wb") as out:
+            shutil.copyfileobj(f, out, 1 << 20)
+
+
+def _copy_run(src: Path, dst: Path, shown: str | None = None) -> None:
     """Every file of the run directory except hidden ones (the run's .lock, cells/.invalid/ results
-    set aside, .tmp-* of a write cut short)."""
-    shutil.copytree(src, dst, ignore=lambda _d, names: [n for n in names if n.startswith(".")])
+    set aside, .tmp-* of a write cut short). A symbolic link or a special file (FIFO, socket, device)
+    in the run is refused with one line naming it: its target would be exported as the run's content
+    (issue 35: a link to /etc/passwd in logs/ was packed, and verified)."""
+    shown = shown or str(src)
+    dst.mkdir()
+    with os.scandir(src) as entries:
+        for e in sorted(entries, key=lambda e: e.name):
+            if e.name.startswith("."):
+                continue
+            where = f"{shown}/{e.name}"
+            if e.is_symlink():
+                raise UserError(f"{where} is a symbolic link (to {os.readlink(e.path)}); export never "
+                                "follows links out of a run: replace it with the file it stands for, "
+                                "or remove it, then export")
+            if e.is_dir(follow_symlinks=False):
+                _copy_run(Path(e.path), dst / e.name, where)
+            elif e.is_file(follow_symlinks=False):
+                _copy_file(Path(e.path), dst / e.name, where)
+            else:
+                raise UserError(f"{where} is not a regular file or directory (a FIFO, socket or "
+                                "device); remove it from the run, then export")
 
 
 def report_outputs(run_path: Path) -> dict[str, bytes]:
@@ -154,11 +199,16 @@ def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path
             _archive_images(run_dir, stage / IMAGE_ARCHIVE)
         crate = ROCrate(version="1.1")
         _describe(crate, ContextEntity, stage, run, reads)
-        out.parent.mkdir(parents=True, exist_ok=True)
         part = out.with_name(f".{out.name}.part")
         try:
+            out.parent.mkdir(parents=True, exist_ok=True)
             crate.write_zip(str(part))
             part.replace(out)
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+                raise  # the disk or the permissions: one line, exit 2 (reprokit/cli.py)
+            raise UserError(f"cannot write the crate to {out} ({e.strerror}); give -o a file in a "
+                            "directory you can write") from e
         finally:
             part.unlink(missing_ok=True)
     return out
