@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import stat
+import sys
 import time
 
 DEFAULT_SIZES = (256, 512, 1024)
@@ -57,22 +59,45 @@ def _clock_binary(asm: str, adds: int) -> tuple[str | None, str | None]:
     key = hashlib.sha256(src.encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reprokit" / "clock_probe"
     exe = cache / f"clock-{key}"
-    if exe.is_file():
+    if _usable(exe):
         return str(exe), None
+    exe.unlink(missing_ok=True)  # a cut-short copy (a full disk) is rebuilt, never run (issue 35)
+    part = None
     try:
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as d:
             c = Path(d) / "clock.c"
             c.write_text(src)
-            out = Path(d) / "clock"
-            p = subprocess.run([cc, "-O1", "-o", str(out), str(c)], capture_output=True, text=True,
+            # built beside its final name (one file system), renamed only once complete
+            fd, part = tempfile.mkstemp(prefix=".tmp-clock-", dir=cache)
+            os.close(fd)
+            p = subprocess.run([cc, "-O1", "-o", part, str(c)], capture_output=True, text=True,
                                timeout=120)
             if p.returncode != 0:
                 return None, f"{cc} failed: {(p.stderr.strip().splitlines() or ['?'])[-1][:200]}"
-            shutil.move(str(out), str(exe))
+            if not _usable(Path(part)):
+                return None, f"{cc} wrote no usable program (a full disk?)"
+            os.replace(part, exe)
+            part = None
     except (OSError, subprocess.SubprocessError) as e:
         return None, f"the clock probe could not be built: {type(e).__name__}: {e}"
+    finally:
+        if part:
+            Path(part).unlink(missing_ok=True)
     return str(exe), None
+
+
+def _usable(exe) -> bool:
+    """A cached probe program is run only when it is a whole executable: a regular file that starts
+    like an ELF program, with its execute bit (a 0-byte file left by a full disk is not)."""
+    try:
+        st = exe.lstat()
+        with open(exe, "rb") as f:
+            magic = f.read(4)
+    except OSError:
+        return False
+    elf = magic == b"\x7fELF" or not sys.platform.startswith("linux")
+    return stat.S_ISREG(st.st_mode) and st.st_size > 64 and elf and bool(st.st_mode & 0o100)
 
 
 def clock_spread(a_ghz: float, b_ghz: float) -> float:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from reprokit import files
 from reprokit.files import BENCH
+from reprokit.runners import bounded
 
 PROBE_SCRIPT = BENCH / "env_probe.py"
 PREFIX = "REPROKIT_ENV_PROBE "
@@ -75,11 +76,16 @@ def _last_error_line(text: str) -> str:
 
 
 def _run(python: str, arg: str, env_vars: dict[str, str] | None, timeout: float) -> dict:
+    """The probe's answer from `python` (a user's interpreter, possibly): its output bounded and its
+    whole process group ended whatever happens (reprokit/runners/bounded.py)."""
     try:
-        proc = subprocess.run([python, str(PROBE_SCRIPT), arg], capture_output=True, text=True,
-                              timeout=timeout, env=_env(env_vars), cwd="/")
+        proc = bounded.run([python, str(PROBE_SCRIPT), arg], timeout=timeout, env=_env(env_vars), cwd="/")
     except subprocess.TimeoutExpired:
-        raise ProbeError(f"{python} did not answer the environment probe within {timeout:.0f} s") from None
+        raise ProbeError(f"{python} did not answer the environment probe within {timeout:.0f} s "
+                         "(it and everything it started were stopped)") from None
+    except bounded.TooMuchOutput:
+        raise ProbeError(f"{python} printed more than {bounded.LIMIT:,} bytes to the environment probe "
+                         "(it was stopped): is it a Python interpreter?") from None
     except OSError as e:
         raise ProbeError(f"{python} cannot be run ({e.strerror or e})") from None
     for line in reversed(proc.stdout.splitlines()):
@@ -260,11 +266,8 @@ def probe(python: str, framework: str, env_vars: dict[str, str] | None = None, *
         rec["python"] = python  # the path the kit runs, not the interpreter's resolved one
         rec["probe"] = (f"{python} bench/env_probe.py {module} (the framework asked in its own "
                         f"process) on {files.utcnow()[:10]}")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(rec, indent=1) + "\n")
-            tmp.replace(path)
+        try:  # a temp file beside it, removed if the write fails (a full disk left 0-byte .tmp files)
+            files.write_text_atomic(path, json.dumps(rec, indent=1) + "\n")
         except OSError:
             pass  # an unwritable cache costs a probe next time, nothing else
     _MEMO[memo] = rec

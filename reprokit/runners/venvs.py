@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprokit import files
+from reprokit.runners import bounded
 from reprokit.runners.base import StackUnavailable
 
 INSTALL_TIMEOUT_S = 1800
@@ -96,10 +97,10 @@ def _step_error(cmd: list[str], timeout: float, failed: str) -> str | None:
 
 def interpreter_version(path: str) -> str | None:
     """X.Y.Z of the interpreter at `path`, or None when it does not run."""
-    try:
-        out = subprocess.run([path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
-                             capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
+    try:  # bounded: the path may be anything (reprokit/runners/bounded.py)
+        out = bounded.run([path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                          timeout=60)
+    except (OSError, subprocess.SubprocessError, bounded.TooMuchOutput):
         return None
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
 
@@ -149,9 +150,8 @@ def _run_check(py: str, check: str, env_vars: dict[str, str]) -> tuple[bool, str
     env.update(env_vars)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     try:
-        proc = subprocess.run([py, "-c", check], capture_output=True, text=True,
-                              timeout=CHECK_TIMEOUT_S, env=env, cwd="/")
-    except (OSError, subprocess.SubprocessError) as e:
+        proc = bounded.run([py, "-c", check], timeout=CHECK_TIMEOUT_S, env=env, cwd="/")
+    except (OSError, subprocess.SubprocessError, bounded.TooMuchOutput) as e:
         return False, f"{type(e).__name__}: {e}"
     if proc.returncode != 0:
         return False, _last_line(proc.stderr or proc.stdout, f"check exited {proc.returncode}")

@@ -243,3 +243,22 @@ def test_the_run_driver_says_why_a_clock_was_not_kept(monkeypatch):
     assert peak["gflops"] > 0 and peak["clock"] is bad
     line = next(s for s in said if s.startswith("cpu peak probe:"))
     assert f"clock not measured: {bad['reason']}" in line and "17.3 GHz" in line and "3.8 GHz" in line
+
+
+def test_a_cut_short_cached_probe_program_is_rebuilt_not_trusted(tmp_path, monkeypatch):
+    """Issue 35: a full HOME left a 0-byte clock-probe program under its final name (a move across file
+    systems copies), and every later run said "clock not measured" until it was deleted by hand. Now the
+    program is built beside its final name and renamed whole, and a cached one is checked before use."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    entry = next(e for e in files.load_data("clock_probe")["instructions"] if e.get("role", "clock") == "clock"
+                 and e["isa"] == cpu_peak.measure_clock(repeats=1)["isa"])
+    exe, why = cpu_peak._clock_binary(entry["asm"], 64)
+    assert exe, why
+    built = Path(exe)
+    assert cpu_peak._usable(built)
+    good = built.read_bytes()
+    built.write_bytes(b"")  # what the full disk left
+    again, why = cpu_peak._clock_binary(entry["asm"], 64)
+    assert again == exe, why
+    assert built.read_bytes() == good  # rebuilt, whole
+    assert not [p for p in built.parent.iterdir() if p.name.startswith(".tmp-")]
