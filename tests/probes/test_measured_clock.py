@@ -250,8 +250,9 @@ def test_a_cut_short_cached_probe_program_is_rebuilt_not_trusted(tmp_path, monke
     systems copies), and every later run said "clock not measured" until it was deleted by hand. Now the
     program is built beside its final name and renamed whole, and a cached one is checked before use."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    entry = next(e for e in files.load_data("clock_probe")["instructions"] if e.get("role", "clock") == "clock"
-                 and e["isa"] == cpu_peak.measure_clock(repeats=1)["isa"])
+    isa = cpu_peak.measure_clock(repeats=1)["isa"]
+    entry = next(e for e in files.load_data("clock_probe")["instructions"]
+                 if e.get("role", "clock") == "clock" and e["isa"] == isa)
     exe, why = cpu_peak._clock_binary(entry["asm"], 64)
     assert exe, why
     built = Path(exe)
