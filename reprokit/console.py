@@ -23,9 +23,17 @@ if TYPE_CHECKING:
 PIPE_WIDTH = 200
 
 
+def _one_line(value: str) -> str:
+    """A table cell on one line: control characters, tab and newline too, shown as escapes."""
+    from reprokit.printable import visible
+
+    return visible(str(value)).replace("\t", "\\t").replace("\n", "\\n")
+
+
 def text_table(title: str, columns: list[str], rows: list[list[str]]) -> str:
     """A title line, a header, a rule and one line per row, columns padded to their widest value
     (two spaces apart, nothing wrapped or cut); ends with a newline."""
+    rows = [[_one_line(v) for v in r] for r in rows]  # a newline in an id would break the columns
     widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
 
     def line(values: list[str]) -> str:

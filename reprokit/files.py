@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import hmac
 import importlib.util
 import json
 import marshal
@@ -274,20 +275,24 @@ def load_data_file(relpath: str, schema: str | None = None) -> Any:
     if not schema:
         return _parse_data(relpath, raw)
     key = _validated_key(relpath, raw, schema)
-    doc = _cached_validated(key)
+    doc = _cached_validated(key, raw)
     if doc is None:
         from reprokit import validate
         doc = _parse_data(relpath, raw)
         validate.check(schema, doc, f"reprokit/data/{relpath}")
-        _store_validated(key, doc)
+        _store_validated(key, doc, raw)
     return doc
 
 
 # -- validated documents kept between processes ---------------------------------------------------
 DATA_CACHE_ENV = "REPROKIT_DATA_CACHE"
-# Change it when the cached form changes. Form 2: the header, the key the blob was stored under
-# (64 hex digits), the sha256 of the payload (64 hex digits), then the marshalled document.
-_DATA_CACHE_FORMAT = b"reprokit-data-cache 2\0"
+# Change it when the cached form changes. Form 3: the header, the key the blob was stored under
+# (64 hex digits), an HMAC-SHA256 of the payload keyed with the data file's own bytes (64 hex
+# digits), then the marshalled document. A plain sha256 of the payload could be recomputed by anyone
+# who edits a blob (issue 35: a forged blob was used silently, a forged garbage one was exit 3); the
+# HMAC cannot be made without the data file the blob claims to come from, and a blob that does not
+# carry it is ignored and rebuilt.
+_DATA_CACHE_FORMAT = b"reprokit-data-cache 3\0"
 
 
 def data_cache_dir() -> Path | None:
@@ -310,8 +315,13 @@ def _validated_key(relpath: str, raw: bytes, schema: str) -> str | None:
     return h.hexdigest()
 
 
-def _cached_validated(key: str | None) -> Any:
-    """The document stored under `key`, or None (no cache, no entry, or an entry unreadable)."""
+def _mac(raw: bytes, payload: bytes) -> bytes:
+    return hmac.new(raw, payload, hashlib.sha256).hexdigest().encode()
+
+
+def _cached_validated(key: str | None, raw: bytes) -> Any:
+    """The document stored under `key` for the data file whose bytes are `raw`, or None (no cache,
+    no entry, or an entry unreadable, forged or from other bytes)."""
     where = data_cache_dir()
     if key is None or where is None:
         return None
@@ -324,7 +334,7 @@ def _cached_validated(key: str | None) -> Any:
     # a blob from another key (copied or planted under this name) or edited since it was written is
     # ignored, and the file is parsed and validated again: it is checked before marshal reads it
     if (not blob.startswith(_DATA_CACHE_FORMAT) or stored_key != key.encode()
-            or digest != hashlib.sha256(payload).hexdigest().encode()):
+            or not hmac.compare_digest(digest, _mac(raw, payload))):
         return None
     try:
         doc = marshal.loads(payload)
@@ -333,7 +343,7 @@ def _cached_validated(key: str | None) -> Any:
     return doc if isinstance(doc, (dict, list)) else None
 
 
-def _store_validated(key: str | None, doc: Any) -> None:
+def _store_validated(key: str | None, doc: Any, raw: bytes) -> None:
     """Keep a validated document (marshal: data types only) for the next process; any failure to
     write (read-only home, full disk, a type marshal cannot hold) only costs that process a parse."""
     where = data_cache_dir()
@@ -341,8 +351,7 @@ def _store_validated(key: str | None, doc: Any) -> None:
         return
     try:
         payload = marshal.dumps(doc)
-        blob = (_DATA_CACHE_FORMAT + key.encode() + hashlib.sha256(payload).hexdigest().encode()
-                + payload)
+        blob = _DATA_CACHE_FORMAT + key.encode() + _mac(raw, payload) + payload
         _write_atomic(where / f"{key}.marshal", lambda f: f.write(blob), sync=False, mode="wb")
     except (OSError, ValueError):
         pass

@@ -163,3 +163,26 @@ def test_a_planted_or_foreign_cache_entry_is_ignored_and_rebuilt(scratch, tmp_pa
     files.clear_data_cache()
     assert files.load_data_file(scratch.name, "verdict_policy") == good
     assert entry.read_bytes() == blob  # rebuilt
+
+
+def test_a_forged_cache_entry_with_its_key_and_digest_recomputed_is_ignored(scratch, tmp_path, monkeypatch):
+    """Issue 35: a forger who recomputes the key and a sha256 over an edited payload made the kit use
+    the edited document silently (and a forged garbage one gave exit 3 KeyError). The blob's MAC is
+    keyed with the data file's own bytes, which the blob does not hold: the forgery is rebuilt."""
+    import hashlib
+    import marshal
+
+    monkeypatch.setenv("REPROKIT_DATA_CACHE", str(tmp_path))
+    scratch.write_text((files.DATA / "verdict_policy.yaml").read_text())
+    good = files.load_data_file(scratch.name, "verdict_policy")
+    (entry,) = tmp_path.glob("*.marshal")
+    blob = entry.read_bytes()
+    head = len(files._DATA_CACHE_FORMAT)
+    key = blob[head:head + 64]
+    for forged in ({**good, "efficiency": {**good["efficiency"], "tolerance": 9.0}}, {"garbage": 1}):
+        payload = marshal.dumps(forged)
+        entry.write_bytes(files._DATA_CACHE_FORMAT + key + hashlib.sha256(payload).hexdigest().encode()
+                          + payload)
+        files.clear_data_cache()
+        assert files.load_data_file(scratch.name, "verdict_policy") == good
+        assert entry.read_bytes() == blob  # rebuilt from the file
