@@ -61,6 +61,8 @@ ACTIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUE
           "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",
           "RESV_DEL_HOLD")
 POLL_S = 2.0  # REPROKIT_SLURM_POLL_S overrides
+# states in which the node, not the job, ended: the cell's process may still be running there
+NODE_LOST = ("NODE_FAIL",)
 PROBE_TIMEOUT_S = 300.0  # REPROKIT_SLURM_PROBE_TIMEOUT_S overrides
 
 
@@ -115,6 +117,7 @@ class Task:
     record: str | None = None  # the task record slurm_task.py writes (relative to the run dir)
     cancelled_by_driver: str | None = None
     info: dict = field(default_factory=dict)
+    lost_since: float | None = None  # when Slurm first said its node was lost (NODE_FAIL)
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -458,14 +461,39 @@ class SlurmRunner:
             if st is not None and st.get("state") in ACTIVE:
                 continue
             rec = self._record(rundir, t)
+            if st is not None and st.get("state") in NODE_LOST:
+                st = self._node_lost(t, st, rec)
+                if st is None:
+                    continue  # its process may still be running: followed through its task record
             if st is None:  # neither squeue nor sacct knows it: the task record decides
                 if rec is None or rec.get("ended") is None:
                     st = {"state": "UNKNOWN"}
                 else:
                     st = {"state": "COMPLETED" if rec.get("exit_code") == 0 else "FAILED"}
+            if not st.get("node") and not (rec or {}).get("node"):  # sacct keeps a lost node's name
+                node = (self._sacct([jid]).get(jid) or {}).get("node")
+                st = dict(st, node=None if not node or node.startswith("None") else node)
             done.append((t, self.outcome(t, st, rec)))
             del self.tasks[jid]
         return done
+
+    def _node_lost(self, t: Task, st: dict, rec: dict | None) -> dict | None:
+        """Slurm says the task's node was lost (its slurmd stopped or killed), but the cell's process
+        may run on under slurmstepd and finish (issue 35: such a process was reported "interrupted
+        ... --resume re-runs it" and then merged with no node). The task's own record decides: ended
+        -> its exit status; still open -> followed (None) until the task's time limit has passed
+        since the node was lost; then interrupted, as Slurm said."""
+        if rec is not None and rec.get("ended") is not None:
+            state = "COMPLETED" if rec.get("exit_code") == 0 else "FAILED"
+            return dict(st, state=state, slurm_reason=f"{st.get('state')}, but the task record shows "
+                        "the cell's process finished")
+        now = time.monotonic()
+        if t.lost_since is None:
+            t.lost_since = now
+        limit_s = 60.0 * time_limit_min(t.job_cell.get("timeout_s"), self.options.time_min) + 60.0
+        if rec is None or now - t.lost_since > limit_s:
+            return st
+        return None
 
     def _record(self, rundir: results.RunDir, t: Task) -> dict | None:
         if not t.record:

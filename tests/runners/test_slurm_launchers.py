@@ -4,8 +4,10 @@ Slurm state to a cell status, squeue's output, time limits, and the bad inputs o
 options. Apptainer and pyxis are not installed here: their command lines are checked here and have
 never run. The Docker command line runs for real in tests/runners/test_slurm.py (the Docker launcher)."""
 
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -405,3 +407,44 @@ def test_the_report_says_how_the_cells_shared_their_nodes(jobs, options, sharing
     exclusive, got, said = context.node_sharing({"jobs": jobs, "options": options})
     assert got == sharing and exclusive is (sharing == "exclusive nodes")
     assert (said is None) if note is None else (note in said)
+
+
+def test_a_cell_whose_node_was_lost_but_finished_is_followed_to_its_end(tmp_path, monkeypatch):
+    """Issue 35 cause 7 (the poll rule; the cluster test is in test_slurm_multinode.py): Slurm says
+    NODE_FAIL when a node's slurmd stops or dies, but the cell's process runs on under slurmstepd. The
+    driver used to say "interrupted ... --resume re-runs it" at once and the process, finishing later,
+    was merged with no node. Now its task record decides: an open record is followed, an ended one
+    gives the process's own exit status, with the node it recorded."""
+    from reprokit import results
+
+    rundir = results.RunDir(tmp_path / "run")
+    (rundir.path / "slurm" / "tasks").mkdir(parents=True)
+    runner = SlurmRunner(SlurmOptions(), say=lambda *_: None)
+    cell = suites.load_suite("smoke").cell(CELL)
+    t = Task(cell, None, {"timeout_s": 60}, Path("/x/jobs/j.json"), tmp_path / "c.log", job_id="7_3",
+             record="slurm/tasks/7_3.json")
+    runner.tasks = {"7_3": t}
+    monkeypatch.setattr(runner, "states", lambda ids: {"7_3": {"state": "NODE_FAIL", "node": None}})
+    monkeypatch.setattr(runner, "_sacct", lambda ids: {"7_3": {"state": "NODE_FAIL", "node": "n2"}})
+    record = rundir.path / t.record
+    record.write_text(json.dumps({"cell_id": CELL, "node": "n2", "started": "2026-11-27T10:00:00Z"}))
+    assert runner.poll(rundir) == [] and "7_3" in runner.tasks  # still running, as far as we know
+    record.write_text(json.dumps({"cell_id": CELL, "node": "n2", "ended": "2026-11-27T10:01:00Z",
+                                  "exit_code": 0, "wall_s": 60.0}))
+    ((task, got),) = runner.poll(rundir)
+    assert got.status == "ok" and got.runner_info["node"] == "n2"
+    said = got.runner_info["slurm_reason"]
+    assert "NODE_FAIL, but the task record shows the cell's process finished" in said
+    # no record at all: nothing to follow, interrupted at once with the node sacct kept
+    t2 = Task(cell, None, {"timeout_s": 60}, Path("/x/jobs/j.json"), tmp_path / "d.log", job_id="7_3",
+              record="slurm/tasks/none.json")
+    runner.tasks = {"7_3": t2}
+    ((_, lost),) = runner.poll(rundir)
+    assert lost.status == "interrupted" and "NODE_FAIL" in lost.reason and lost.runner_info["node"] == "n2"
+    # an open record past the task's time limit since the loss: interrupted as Slurm said
+    record.write_text(json.dumps({"cell_id": CELL, "node": "n2"}))
+    t3 = Task(cell, None, {"timeout_s": 60}, Path("/x/jobs/j.json"), tmp_path / "e.log", job_id="7_3",
+              record="slurm/tasks/7_3.json", lost_since=time.monotonic() - 3600)
+    runner.tasks = {"7_3": t3}
+    ((_, late),) = runner.poll(rundir)
+    assert late.status == "interrupted" and late.runner_info["node"] == "n2"
