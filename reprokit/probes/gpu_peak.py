@@ -84,6 +84,52 @@ def _time_sizes(torch, device, sizes, repeats: int) -> dict[int, list[float]]:
     return times
 
 
+def sm_clock_during(torch, device, uuid: str | None, n: int = 4096, products: int = 20,
+                    nvml=None) -> dict:
+    """The SM clock while GEMMs run (issue 34: the peak probe's rate says nothing of the clock it ran
+    at): `products` n x n float32 products are queued without a synchronisation, NVML's SM clock of
+    the device (matched by UUID) is read while they run, then the queue is drained. {"sm_clock_mhz":
+    the median reading, "max_sm_clock_mhz", "readings"}, or {"error": why}. Never run on a GPU."""
+    try:
+        if nvml is None:
+            import pynvml as nvml
+        nvml.nvmlInit()
+    except Exception as e:  # no nvidia-ml-py, no driver
+        return {"error": f"NVML not available: {type(e).__name__}: {e}"[:300]}
+    try:
+        handle = None
+        for i in range(nvml.nvmlDeviceGetCount()):
+            h = nvml.nvmlDeviceGetHandleByIndex(i)
+            got = nvml.nvmlDeviceGetUUID(h)
+            got = got.decode() if isinstance(got, bytes) else str(got)
+            if uuid and got == uuid:
+                handle = h
+        if handle is None:
+            return {"error": f"no NVML device has the UUID {uuid} torch gave"}
+        a = torch.randn(n, n, device=device, dtype=torch.float32)
+        b = torch.randn(n, n, device=device, dtype=torch.float32)
+        c = torch.empty(n, n, device=device, dtype=torch.float32)
+        torch.cuda.synchronize(device)
+        for _ in range(products):
+            torch.mm(a, b, out=c)
+        readings = []
+        for _ in range(5):  # the queue keeps the GPU busy meanwhile
+            readings.append(int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)))
+        torch.cuda.synchronize(device)
+        peak = int(nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM))
+        del a, b, c
+        return {"sm_clock_mhz": sorted(readings)[len(readings) // 2], "max_sm_clock_mhz": peak,
+                "readings": readings,
+                "method": f"NVML SM clock read 5 times while {products} queued {n}x{n} float32 products ran"}
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"[:300]}
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
 def _uuid(props) -> str | None:
     u = getattr(props, "uuid", None)
     if u is None:
@@ -117,6 +163,7 @@ def measure(sizes: tuple[int, ...] = DEFAULT_SIZES, repeats: int = DEFAULT_REPEA
                 fp32_times = _time_sizes(torch, device, sizes, repeats)
                 n, per = best_rate(fp32_times)
                 entry.update({"fp32_tflops": per[n], "size": n, "per_size": {"fp32": per}})
+                entry["sm_clock_during_fp32"] = sm_clock_during(torch, device, entry["uuid"])
                 if cc >= TF32_MIN_CC:
                     entry["precision_tf32"] = _set_tf32(torch, True)
                     n32, per32 = best_rate(_time_sizes(torch, device, sizes, repeats))

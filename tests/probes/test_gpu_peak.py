@@ -159,3 +159,65 @@ def test_the_probe_measures_every_visible_gpu():
             assert g["precision_tf32"]["torch.backends.cuda.matmul.allow_tf32"] is True
         else:
             assert g["tf32_tflops"] is None
+
+
+def test_the_sm_clock_is_read_while_the_gemms_run():
+    """Issue 34: the peak probe recorded a rate without the clock it ran at. The clock is read from
+    NVML (the device matched by UUID) while queued products run. Pure logic with stand-ins for torch
+    and NVML (no GPU here); the NVML names are checked against nvidia-ml-py by test_nvml_api.py."""
+    events = []
+
+    class Cuda:
+        @staticmethod
+        def synchronize(_device):
+            events.append("sync")
+
+    class Torch:
+        float32 = "float32"
+        cuda = Cuda
+
+        @staticmethod
+        def randn(*_a, **_k):
+            return "t"
+
+        @staticmethod
+        def empty(*_a, **_k):
+            return "t"
+
+        @staticmethod
+        def mm(*_a, **_k):
+            events.append("mm")
+
+    class Nvml:
+        NVML_CLOCK_SM = 1
+        readings = iter([1755, 1980, 1980, 1965, 1980])
+
+        def nvmlInit(self):
+            pass
+
+        def nvmlShutdown(self):
+            pass
+
+        def nvmlDeviceGetCount(self):
+            return 2
+
+        def nvmlDeviceGetHandleByIndex(self, i):
+            return i
+
+        def nvmlDeviceGetUUID(self, h):
+            return [b"GPU-aaa", b"GPU-bbb"][h]
+
+        def nvmlDeviceGetClockInfo(self, h, kind):
+            assert h == 1 and kind == 1
+            events.append("read")
+            return next(self.readings)
+
+        def nvmlDeviceGetMaxClockInfo(self, h, kind):
+            return 1980
+
+    got = gpu_peak.sm_clock_during(Torch, "cuda:1", "GPU-bbb", products=3, nvml=Nvml())
+    assert got["sm_clock_mhz"] == 1980 and got["max_sm_clock_mhz"] == 1980
+    assert got["readings"] == [1755, 1980, 1980, 1965, 1980]
+    # read after the products were queued and before the queue was drained
+    assert events == ["sync", "mm", "mm", "mm", "read", "read", "read", "read", "read", "sync"]
+    assert "error" in gpu_peak.sm_clock_during(Torch, "cuda:0", "GPU-zzz", nvml=Nvml())
