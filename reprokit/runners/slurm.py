@@ -228,6 +228,7 @@ class SlurmRunner:
         self.poll_s = float(os.environ.get("REPROKIT_SLURM_POLL_S") or POLL_S)
         self.stats = {"submit_s": 0.0, "polls": 0, "sbatch_calls": 0}
         self.probe_result: dict | None = None
+        self.rundir_path: Path | None = None  # the run being followed (poll)
 
     # -- before anything is submitted --------------------------------------------------------------
     def common_args(self, constraint: str | None = None) -> list[str]:
@@ -461,6 +462,7 @@ class SlurmRunner:
             if st is not None and st.get("state") in ACTIVE:
                 continue
             rec = self._record(rundir, t)
+            self.rundir_path = rundir.path
             if st is not None and st.get("state") in NODE_LOST:
                 st = self._node_lost(t, st, rec)
                 if st is None:
@@ -491,9 +493,20 @@ class SlurmRunner:
         if t.lost_since is None:
             t.lost_since = now
         limit_s = 60.0 * time_limit_min(t.job_cell.get("timeout_s"), self.options.time_min) + 60.0
-        if rec is None or now - t.lost_since > limit_s:
+        if rec is None or now - t.lost_since > limit_s or not self._beating(t):
             return st
         return None
+
+    def _beating(self, t: Task) -> bool:
+        """Whether the task touched its `.alive` file lately (reprokit/runners/slurm_task.py): its
+        cell runs on, whatever Slurm says of the node."""
+        from reprokit.runners.slurm_task import HEARTBEAT_S, alive_path
+
+        try:
+            age = time.time() - alive_path(self.rundir_path / t.record).stat().st_mtime
+        except (OSError, TypeError, AttributeError):
+            return False
+        return age <= 6 * HEARTBEAT_S
 
     def _record(self, rundir: results.RunDir, t: Task) -> dict | None:
         if not t.record:

@@ -29,6 +29,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -85,6 +86,24 @@ def _node_info(run_dir: Path, node: str, gpu_task: bool = False) -> dict:
     return {"node_fingerprint": fp, "node_cpu_peak": peak, "node_gpu_peak": gpeak}
 
 
+HEARTBEAT_S = 5.0  # how often a running task touches its `.alive` file
+
+
+def alive_path(record_path: Path) -> Path:
+    """The file a running task touches every HEARTBEAT_S beside its record: the driver tells a cell
+    that runs on after its node's slurmd was lost (NODE_FAIL) from one that died with it."""
+    return Path(record_path).with_suffix(".alive")
+
+
+def _heartbeat(path: Path, done: threading.Event) -> None:
+    while not done.is_set():
+        try:
+            path.touch()
+        except OSError:
+            pass
+        done.wait(HEARTBEAT_S)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -130,9 +149,12 @@ def main(argv: list[str] | None = None) -> int:
 
     monitor = gpu_state.Monitor()  # NVML on the node around the cell (a CPU cell's is dropped)
     start = time.monotonic()
+    alive = threading.Event()
+    beat = threading.Thread(target=_heartbeat, args=(alive_path(record_path), alive), daemon=True)
     with open(log, "w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 cwd=task.get("cwd") or None, start_new_session=True)
+        beat.start()
 
         def stop(signum, _frame):
             stopping["signal"] = signal.Signals(signum).name
@@ -148,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
             signal.signal(s, stop)
         code = proc.wait()
+        alive.set()
     record["gpu_state"] = monitor.stop()
     record.update({"ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "wall_s": time.monotonic() - start, "exit_code": code,

@@ -5,6 +5,7 @@ options. Apptainer and pyxis are not installed here: their command lines are che
 never run. The Docker command line runs for real in tests/runners/test_slurm.py (the Docker launcher)."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -428,6 +429,8 @@ def test_a_cell_whose_node_was_lost_but_finished_is_followed_to_its_end(tmp_path
     monkeypatch.setattr(runner, "_sacct", lambda ids: {"7_3": {"state": "NODE_FAIL", "node": "n2"}})
     record = rundir.path / t.record
     record.write_text(json.dumps({"cell_id": CELL, "node": "n2", "started": "2026-11-27T10:00:00Z"}))
+    alive = record.with_suffix(".alive")  # what a running slurm_task.py touches every 5 s
+    alive.touch()
     assert runner.poll(rundir) == [] and "7_3" in runner.tasks  # still running, as far as we know
     record.write_text(json.dumps({"cell_id": CELL, "node": "n2", "ended": "2026-11-27T10:01:00Z",
                                   "exit_code": 0, "wall_s": 60.0}))
@@ -441,8 +444,16 @@ def test_a_cell_whose_node_was_lost_but_finished_is_followed_to_its_end(tmp_path
     runner.tasks = {"7_3": t2}
     ((_, lost),) = runner.poll(rundir)
     assert lost.status == "interrupted" and "NODE_FAIL" in lost.reason and lost.runner_info["node"] == "n2"
-    # an open record past the task's time limit since the loss: interrupted as Slurm said
+    # an open record whose task stopped beating (it died with the node): interrupted at once
     record.write_text(json.dumps({"cell_id": CELL, "node": "n2"}))
+    os.utime(alive, (time.time() - 120, time.time() - 120))
+    t4 = Task(cell, None, {"timeout_s": 60}, Path("/x/jobs/j.json"), tmp_path / "f.log", job_id="7_3",
+              record="slurm/tasks/7_3.json")
+    runner.tasks = {"7_3": t4}
+    ((_, dead),) = runner.poll(rundir)
+    assert dead.status == "interrupted" and "NODE_FAIL" in dead.reason
+    # beating, but past the task's time limit since the loss: interrupted as Slurm said
+    alive.touch()
     t3 = Task(cell, None, {"timeout_s": 60}, Path("/x/jobs/j.json"), tmp_path / "e.log", job_id="7_3",
               record="slurm/tasks/7_3.json", lost_since=time.monotonic() - 3600)
     runner.tasks = {"7_3": t3}

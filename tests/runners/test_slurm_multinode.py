@@ -261,6 +261,52 @@ def test_a_node_killed_mid_run_is_node_fail_others_finish_resume_reruns_it_elsew
     assert f"starting slurmd {victim}" in said and f"{victim} idle" in said, said
 
 
+def slurmd_pid(node: str) -> int:
+    pids = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True,
+                          timeout=30).stdout.split()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "slurmd":
+                return int(pid)
+        except OSError:
+            continue
+    raise AssertionError(f"no slurmd runs on {node}")
+
+
+def test_a_cell_that_outlives_its_nodes_slurmd_is_kept_with_its_node(cluster, tmp_path):
+    """Issue 35 cause 7: the node's slurmd stopped (SIGSTOP) mid-cell, slurmctld sets the node DOWN and
+    the job NODE_FAIL, but the cell's process runs on under slurmstepd and finishes. The driver used to
+    say "interrupted ... --resume re-runs it" and the result came back with no node; it now follows the
+    task's record and heartbeat to the end: the process is ok, on its node."""
+    import signal
+
+    d = Driver(tmp_path / "results", "--runner", "slurm", "--cells", LSTM, "--min-samples", "9000",
+               env=ENV)
+    victim = None
+    stopped = None
+    try:
+        rundir = d.rundir()
+        on = wait_until(lambda: running_on(rundir, LSTM) or None, 240,
+                        f"the LSTM process to start ({d.stderr()[-800:]})", poll=0.2)
+        victim = next(iter(on))
+        stopped = slurmd_pid(victim)
+        os.kill(stopped, signal.SIGSTOP)
+        wait_until(lambda: "down" in subprocess.run(
+            ["sinfo", "-h", "-N", "-n", victim, "-o", "%T"], capture_output=True, text=True, timeout=30,
+            env=ENV).stdout or None, 120, f"slurmctld to set {victim} DOWN", poll=1.0)
+        assert d.wait(600) == 0, d.stderr()
+    finally:
+        if stopped:
+            os.kill(stopped, signal.SIGCONT)
+        d.kill()
+    res = rundir.load_cell(LSTM)
+    assert res["status"] == "ok", (res["status"], res.get("reason"))
+    assert res["runner"]["node"] == victim and res["runner"]["state"] in ("COMPLETED", "NODE_FAIL")
+    assert "interrupted" not in d.stderr()
+    said = setup_cluster()  # the node back in service
+    assert f"{victim} idle" in said, said
+
+
 # -- the driver lost while cells run on several nodes -----------------------------------------------
 def test_a_driver_killed_while_cells_run_on_several_nodes_is_reattached(cluster, tmp_path):
     d = Driver(tmp_path / "results", "--runner", "slurm", "--cells", LSTM, "--repeat", "3", *SLOW,
