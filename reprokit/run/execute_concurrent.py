@@ -28,7 +28,7 @@ from typing import Any
 
 from reprokit import files, results
 from reprokit.plan import design, fallback
-from reprokit.run import lifecycle, merge_processes, reconcile, record
+from reprokit.run import jit_warmup, lifecycle, merge_processes, reconcile, record
 from reprokit.run.record import Execution, RunRecord
 from reprokit.runners.base import CellOutcome
 
@@ -45,17 +45,38 @@ class _Collector:
     progress: Any = None
     verdicts: dict | None = None
 
-    def __call__(self, task, outcome: CellOutcome) -> dict:
+    def __call__(self, task, outcome: CellOutcome) -> dict | None:
+        if getattr(task, "warmup", None) is not None:  # a JIT warm-up: run.json, never a cell
+            return _collect_warmup(self, task, outcome)
         v = (self.verdicts or {}).get(task.cell.id)  # a fallback link runs the cell in its image
         return _collect(self, task, outcome, self.stacks[fallback.stack_to_run(task.cell.stack, v)],
                         fallback.substitution(v))
+
+
+def _collect_warmup(c: _Collector, task, outcome: CellOutcome) -> None:
+    """A JIT warm-up task ended: its run.json `jit_warmups` entry (an interrupted one is not kept: a
+    resumed run warms up again)."""
+    if outcome.status == "interrupted":
+        return None
+    w = task.warmup
+    rec = jit_warmup.record(c.rec.run, w, outcome, (outcome.runner_info or {}).get("started")
+                            or files.utcnow(), c.rec.rundir)
+    c.runner.say(f"jit warm-up: {w.key}: {rec['status']} in {rec['wall_s']:.1f} s (job {task.job_id}); "
+                 "the stack's cells were held until it ended; not part of any measurement")
+    return None
+
+
+def _warmup_of(run: dict, stack: str) -> dict | None:
+    """The run's JIT warm-up record of a stack (jit_warmups), for its cells' `jit_warmup_s`."""
+    return next((w for w in (run.get("jit_warmups") or {}).values() if w.get("stack") == stack), None)
 
 
 def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
              substitution: dict | None = None) -> dict:
     rundir = c.rec.rundir
     res = record.finish_result(rundir, c.run_id, task.cell, outcome, stack_spec, c.runner.name,
-                               c.device, task.process, substitution=substitution)
+                               c.device, task.process, substitution=substitution,
+                               jit=_warmup_of(c.rec.run, task.cell.stack))
     info = outcome.runner_info
     if info.get("launcher") == "local":  # the local environment ran: say what it is
         subs = res.setdefault("implementation", {}).setdefault("substitutes", [])
@@ -113,12 +134,14 @@ def run_concurrent(h: Execution) -> bool:
         say(f"slurm: re-attached to {t.cell.id}" + (f" (process {t.process})" if t.process else "")
             + f": job {t.job_id}")
     fresh = [t for t in tasks.values() if t not in adopted]
-    records = runner.submit(rundir, prepared, fresh) if fresh else []
+    warm = _warmups(run, rundir, fresh, prepared, runner, say) if fresh else []
+    records = warm + (runner.submit(rundir, prepared, fresh) if fresh else [])
     slurm["jobs"].extend(records)
-    for r in records:
+    for r in records[len(warm):]:
         say(f"slurm: submitted {len(r['tasks'])} cell(s) of {r['stack']} as job array {r['job_id']} "
             f"({r['launcher']} launcher, {r['time_limit_min']} min each"
-            + ("" if runner.options.exclusive else ", NOT exclusive") + ")")
+            + ("" if "--exclusive" in r.get("sbatch", []) else ", nodes shared")
+            + (f", after JIT warm-up job {r['after']}" if r.get("after") else "") + ")")
     for t in tasks.values():
         if t.process in (None, 1) or repeat == 1:
             h.rec.record(t.cell, "pending", f"submitted to Slurm as job {t.job_id}; not finished yet",
@@ -187,6 +210,8 @@ def stop(runner, rundir: results.RunDir, collect, why: str, run_id: str, device:
             collect(task, outcome)
         time.sleep(0.5)
     for t in runner.running():  # Slurm did not confirm in time: the cell is recorded anyway
+        if getattr(t, "warmup", None) is not None:  # nothing to record: a resume warms up again
+            continue
         doc = record.placeholder_result(run_id, t.cell, "interrupted",
                                  f"{why}: the driver cancelled job {t.job_id} (scancel); "
                                  "--resume re-runs it", device)
@@ -195,6 +220,37 @@ def stop(runner, rundir: results.RunDir, collect, why: str, run_id: str, device:
         collect(t, CellOutcome("interrupted", doc["reason"], 0.0, None,
                                {"launcher": runner.launcher.name, "job_id": t.job_id}))
     runner.tasks.clear()
+
+
+def _warmups(run: dict, rundir: results.RunDir, fresh: list, prepared: dict, runner, say) -> list[dict]:
+    """Issue 34 item 7: on a GPU, each stack's JIT warm-up (reprokit/run/jit_warmup.py) submitted as a
+    job of its own, and the stack's cells made to wait for it (`--dependency=afterany`), so they start
+    on the cache it filled instead of each paying the PTX JIT at once. The warm-ups' job records."""
+    from reprokit.runners.slurm import Task
+
+    todo = []
+    for stack in prepared:
+        first = next((t for t in fresh if t.cell.stack == stack), None)
+        if first is None:
+            continue
+        w = jit_warmup.plan(run, first.job_path, first.job_cell, rundir, stack)
+        if w is None:
+            continue
+        todo.append(Task(first.cell, None, w.cell, w.job_path, w.log_path, gpus=first.gpus,
+                         gpu_models=first.gpu_models, warmup=w))
+    if not todo:
+        return []
+    records = runner.submit(rundir, prepared, todo)
+    for t in todo:
+        array = t.job_id.split("_")[0]
+        for c in fresh:
+            if c.cell.stack == t.cell.stack:
+                c.after = array
+        say(f"jit warm-up: {t.warmup.key}: {t.cell.id} once, untimed, as Slurm job {array}; the "
+            "stack's cells wait for it (--dependency=afterany)")
+    for r in records:
+        r["warmup"] = True
+    return records
 
 
 # -- re-attach: `status RUN`, `report RUN` ---------------------------------------------------------
@@ -225,7 +281,7 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
         for job in slurm["jobs"]:
             for rt in job.get("tasks", []):
                 cid, proc = rt["cell_id"], rt.get("process")
-                if cid not in cells or entries.get(cid, {}).get("status") != "pending":
+                if rt.get("warmup") or cid not in cells or entries.get(cid, {}).get("status") != "pending":
                     continue
                 if proc is not None and _collected(rundir, cid, proc):
                     continue  # the driver collected it; a file the harness alone wrote is not:

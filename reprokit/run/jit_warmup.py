@@ -21,8 +21,9 @@ start: its `first_call_time` includes any PTX JIT by definition), and always onc
 only on an empty cache: a cache the local runner shares between stacks, or one filled by another
 stack of the same image, can hold files without holding this stack's kernels).
 REPROKIT_JIT_WARMUP=off turns it off (`jit_warmup_s` then null), =force runs it for CPU cells too
-(how the tests check the mechanism on a machine with no GPU). The concurrent (Slurm) runner does
-not run it yet: its cells carry `jit_cache` and `jit_warmup_s` null.
+(how the tests check the mechanism on a machine with no GPU). The concurrent (Slurm) runner submits
+each key's warm-up as a job of its own and the key's cells with `--dependency=afterany` on it
+(reprokit/run/execute_concurrent.py; issue 34 item 7), so they start on the cache it filled.
 
 `raise_timeout` (reprokit/plan/plan.py) adds compat.yaml's `jit.timeout_allowance_s` to the time limit of a
 cell whose preflight verdict is `jit` (its stack reaches this GPU only through PTX JIT).
@@ -36,6 +37,7 @@ import hashlib
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import files, jit_cache
@@ -107,13 +109,24 @@ def warmup_cell(job_cell: dict) -> dict:
     return out
 
 
-def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dict,
-                rundir, stack: str, say=print) -> dict | None:
-    """The warm-up record of the cell's key (run.json `jit_warmups`), running the warm-up first
-    when this run has none for the key; None when the cell needs none (a CPU cell, a gpu-smoke
-    probe, or REPROKIT_JIT_WARMUP=off). A warm-up that fails is recorded with its status and the cells run
-    anyway (they then say from their own `jit_cache` what they started from)."""
-    how = mode()
+@dataclass
+class Warmup:
+    """One warm-up to run: its key, the cell, its own job file and where its result goes."""
+    key: str
+    stack: str
+    device: str
+    cell: dict
+    job_path: Path
+    out_dir: Path
+    log_path: Path
+
+
+def plan(run: dict, job_path: Path, job_cell: dict, rundir, stack: str, how: str | None = None
+         ) -> Warmup | None:
+    """The warm-up a cell needs before it, its job file written (jobs/<stack>.jit-warmup.json, out_dir
+    warmup/<slug>/); None when the cell needs none (a CPU cell, a gpu-smoke probe, mode off) or its
+    key was warmed up already in this run (run.json `jit_warmups`)."""
+    how = how or mode()
     if how == "off" or probe_cache.is_probe(job_cell["workload"]):
         return None  # a gpu-smoke probe is itself the first start: its first_call_time holds the JIT
     job = files.read_json(Path(job_path), "job")
@@ -121,11 +134,9 @@ def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dic
     if device != "gpu" and how != "force":
         return None
     k = key(stack, device, run.get("host_fingerprint"))
-    done = run.setdefault("jit_warmups", {})
-    if k in done:
-        return done[k]
-    slug = _slug(k)
-    out_dir = Path(rundir.path) / WARMUP_DIR / slug
+    if k in (run.get("jit_warmups") or {}):
+        return None
+    out_dir = Path(rundir.path) / WARMUP_DIR / _slug(k)
     out_dir.mkdir(parents=True, exist_ok=True)
     # the Docker runner mounts out_dir over cells/ inside the read-only run directory: the mount
     # point must exist there before the first cell made it
@@ -134,21 +145,13 @@ def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dic
     wjob = dict(job, out_dir=str(out_dir.resolve()), cells=[wcell])
     wjob_path = Path(job_path).with_name(f"{Path(job_path).stem}.jit-warmup.json")
     files.write_json_atomic(wjob_path, wjob, "job")
-    log_path = out_dir / "warmup.log"
-    say(f"jit warm-up: {k}: {job_cell['id']} once, untimed, before the stack's first timed cell")
-    started = files.utcnow()
-    t0 = time.monotonic()
-    try:
-        outcome = runner.run_cell(prepared, wjob_path, wcell, out_dir, log_path)
-    except (lifecycle.Interrupted, cell_process.EngineLost):
-        raise  # nothing recorded: a resumed run warms up again
-    except Exception as e:  # a runner bug costs the warm-up, never the run
-        if lifecycle.is_storage_error(e):
-            raise
-        outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}",
-                              time.monotonic() - t0)
-    wall = outcome.process_wall_s if outcome.process_wall_s else time.monotonic() - t0
-    result_path = out_dir / f"{job_cell['id'].replace('/', '__')}.json"
+    return Warmup(k, stack, device, wcell, wjob_path, out_dir, out_dir / "warmup.log")
+
+
+def record(run: dict, w: Warmup, outcome: CellOutcome, started: str, rundir) -> dict:
+    """run.json's `jit_warmups` entry of a warm-up that ended (its result read from its own
+    directory), stored in `run` and written."""
+    result_path = w.out_dir / f"{w.cell['id'].replace('/', '__')}.json"
     result = None
     if result_path.exists():
         try:
@@ -159,21 +162,58 @@ def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dic
     reason = outcome.reason if outcome.status != "ok" else (result or {}).get("reason")
     if result is None and outcome.status == "ok":
         reason = "the warm-up process wrote no result"
-    gpu, driver = gpu_key(run.get("host_fingerprint")) if device == "gpu" else (None, None)
-    record = {
-        "key": k, "stack": stack, "device": device, "cell_id": job_cell["id"],
+    gpu, driver = gpu_key(run.get("host_fingerprint")) if w.device == "gpu" else (None, None)
+    rec = {
+        "key": w.key, "stack": w.stack, "device": w.device, "cell_id": w.cell["id"],
         "gpu": gpu, "driver": driver,
-        "started": started, "wall_s": round(float(wall), 3), "status": status, "reason": reason,
+        "started": started, "wall_s": round(float(outcome.process_wall_s or 0.0), 3),
+        "status": status, "reason": reason,
         "cache_at_start": jit_cache.at_start(result) if result else "unknown",
         "cache": cache_state(result) if result else "unknown",
-        "dir": str(out_dir.relative_to(rundir.path)),
+        "dir": str(w.out_dir.relative_to(rundir.path)),
     }
-    done[k] = record
+    run.setdefault("jit_warmups", {})[w.key] = rec
     rundir.write_run(run)  # a resumed run finds it and does not repeat it
-    say(f"jit warm-up: {k}: {status} in {record['wall_s']:.1f} s (CUDA JIT cache "
-        f"{record['cache_at_start']} at its start, {record['cache']} by its end); not part of any "
+    return rec
+
+
+def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dict,
+                rundir, stack: str, say=print) -> dict | None:
+    """The warm-up record of the cell's key (run.json `jit_warmups`), running the warm-up first
+    when this run has none for the key; None when the cell needs none (a CPU cell, a gpu-smoke
+    probe, or REPROKIT_JIT_WARMUP=off). A warm-up that fails is recorded with its status and the cells run
+    anyway (they then say from their own `jit_cache` what they started from)."""
+    how = mode()
+    if how == "off" or probe_cache.is_probe(job_cell["workload"]):
+        return None
+    w = plan(run, job_path, job_cell, rundir, stack, how)
+    if w is None:  # a CPU cell, or its key warmed up already
+        done = run.get("jit_warmups") or {}
+        job = files.read_json(Path(job_path), "job")
+        device = cell_device(job, job_cell)
+        if device != "gpu" and how != "force":
+            return None
+        return done.get(key(stack, device, run.get("host_fingerprint")))
+    say(f"jit warm-up: {w.key}: {job_cell['id']} once, untimed, before the stack's first timed cell")
+    started = files.utcnow()
+    t0 = time.monotonic()
+    try:
+        outcome = runner.run_cell(prepared, w.job_path, w.cell, w.out_dir, w.log_path)
+    except (lifecycle.Interrupted, cell_process.EngineLost):
+        raise  # nothing recorded: a resumed run warms up again
+    except Exception as e:  # a runner bug costs the warm-up, never the run
+        if lifecycle.is_storage_error(e):
+            raise
+        outcome = CellOutcome("crashed", f"runner error: {type(e).__name__}: {e}",
+                              time.monotonic() - t0)
+    if not outcome.process_wall_s:
+        outcome = CellOutcome(outcome.status, outcome.reason, time.monotonic() - t0, outcome.log_file,
+                              outcome.runner_info)
+    rec = record(run, w, outcome, started, rundir)
+    say(f"jit warm-up: {w.key}: {rec['status']} in {rec['wall_s']:.1f} s (CUDA JIT cache "
+        f"{rec['cache_at_start']} at its start, {rec['cache']} by its end); not part of any "
         "measurement")
-    return record
+    return rec
 
 
 def annotate(result: dict, record: dict | None) -> None:

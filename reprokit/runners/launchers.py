@@ -20,6 +20,7 @@ SLURM_JOB_GPUS): slurm_task.py renders its command line there with `task_argv`.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
@@ -89,12 +90,14 @@ class _ContainerLauncher:
              run_dir: Path, gpus: int = 0) -> dict:
         gpus = gpus if self.device == "gpu" else 0
         run_dir = Path(run_dir).resolve()
+        # the job's own out_dir is the writable mount: cells/, or a JIT warm-up's warmup/<key>/
+        out_dir = json.loads(Path(job_path).read_text()).get("out_dir") or str(run_dir / "cells")
         cjob, data_root = container.container_job(Path(job_path))
         name = self.container_name(prepared)
         spec = container.cell_spec(
             image=prepared["image_ref"], python=prepared["python"], stack=prepared["stack"],
             env=prepared["env"], user=prepared["user"], bench_dir=str(BENCH), run_dir=str(run_dir),
-            cells_dir=str(run_dir / "cells"), job_name=cjob.name, cell_id=cell_id, process=process,
+            cells_dir=str(Path(out_dir).resolve()), job_name=cjob.name, cell_id=cell_id, process=process,
             data_root=data_root, jit_volume=prepared.get("jit_volume") if gpus else None,
             jit_dir=prepared.get("jit_dir") if gpus else None, name=name,
             labels={"reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
@@ -128,7 +131,10 @@ class DockerLauncher(_ContainerLauncher):
         return f"reprokit-slurm-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
 
     def ready(self, spec: ContainerSpec, run_dir: Path) -> None:
-        cells = run_dir / "cells"
+        from reprokit.runners.container import CELLS_IN_CONTAINER
+
+        cells = Path(next((m.source for m in spec.mounts if m.target == CELLS_IN_CONTAINER),
+                          run_dir / "cells"))
         cells.mkdir(parents=True, exist_ok=True)
         if os.getuid() == 0 and spec.user != "0:0":  # the container's only writable mount
             uid, gid = (int(x) for x in spec.user.split(":"))

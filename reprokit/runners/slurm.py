@@ -118,6 +118,8 @@ class Task:
     cancelled_by_driver: str | None = None
     info: dict = field(default_factory=dict)
     lost_since: float | None = None  # when Slurm first said its node was lost (NODE_FAIL)
+    after: str | None = None  # a job it waits for (sbatch --dependency=afterany): its JIT warm-up
+    warmup: object | None = None  # a JIT warm-up task (reprokit/run/jit_warmup.py Warmup), not a cell
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -328,9 +330,9 @@ class SlurmRunner:
         for t in tasks:
             minutes = time_limit_min(t.job_cell.get("timeout_s"), self.options.time_min)
             constraint = constraint_for(t.gpu_models, t.gpus, self.options)
-            groups.setdefault((t.cell.stack, minutes, t.gpus, constraint), []).append(t)
+            groups.setdefault((t.cell.stack, minutes, t.gpus, constraint, t.after), []).append(t)
         records = []
-        for (stack, minutes, gpus, constraint), group in groups.items():
+        for (stack, minutes, gpus, constraint, after), group in groups.items():
             sub = f"{stack}-{uuid.uuid4().hex[:8]}"
             folder = rundir.path / "slurm" / sub
             folder.mkdir(parents=True, exist_ok=True)
@@ -366,6 +368,8 @@ class SlurmRunner:
                 argv.append("--exclusive")
             if gpus:  # never run: no GPU with Slurm has been available
                 argv.append(f"--gres=gpu:{gpus}")
+            if after:  # the key's JIT warm-up first, whatever its outcome
+                argv.append(f"--dependency=afterany:{after}")
             if self.options.hold:
                 argv.append("--hold")
             argv.append(str(script))
@@ -384,10 +388,12 @@ class SlurmRunner:
                 self.tasks[t.job_id] = t
                 rec_tasks.append({"index": i, "cell_id": t.cell.id, "process": t.process,
                                   "record": t.record})
+                if t.warmup is not None:  # not the cell's own task: adopt never takes it for one
+                    rec_tasks[-1]["warmup"] = t.warmup.key
             records.append({"job_id": array, "stack": stack, "submitted": files.utcnow(),
                             "time_limit_min": minutes, "gpus": gpus, "launcher": self.launcher.name,
                             "folder": str(Path("slurm") / sub), "tasks": rec_tasks,
-                            "sbatch": argv})
+                            "sbatch": argv, **({"after": after} if after else {})})
         return records
 
     def adopt(self, rundir: results.RunDir, jobs: list[dict], tasks: dict[tuple, Task],
@@ -399,6 +405,8 @@ class SlurmRunner:
         newest: dict[tuple, tuple[str, dict]] = {}
         for job in jobs:
             for rt in job.get("tasks", []):
+                if rt.get("warmup"):  # a JIT warm-up's task: a resumed run warms up again if it must
+                    continue
                 newest[(rt["cell_id"], rt.get("process"))] = (f"{job['job_id']}_{rt['index']}", rt)
         wanted = {jid: (key, rt) for key, (jid, rt) in newest.items() if key in tasks}
         if not wanted:

@@ -397,3 +397,27 @@ def test_squeues_time_left_is_read_in_every_form_slurm_prints():
     assert allocation.parse_time_left("1-00:00:10") == 86410
     assert allocation.parse_time_left("UNLIMITED") is None and allocation.parse_time_left("INVALID") is None
     assert allocation.time_left({})[0] is None  # outside an allocation: no limit
+
+
+def test_each_stacks_jit_warmup_runs_first_as_its_own_job_and_its_cells_wait_for_it(cluster, tmp_path):
+    """Issue 34 item 7: the Slurm path had no JIT warm-up, so on a GPU every cell of a legacy stack
+    paid the PTX JIT at once. Each stack's warm-up is now a job of its own and the stack's cells wait
+    for it (--dependency=afterany). No GPU here: REPROKIT_JIT_WARMUP=force runs the mechanism for CPU
+    cells, as the local runner's tests do (tests/run/test_jit_warmup.py)."""
+    p = cli("run", "--suite", "smoke", "--runner", "slurm", "--quick", "--cells", MATMUL,
+            "--results", str(tmp_path), timeout=600, env={**os.environ, "REPROKIT_JIT_WARMUP": "force"})
+    assert p.returncode == 0, p.stderr
+    assert "jit warm-up: smoke-python | cpu" in p.stderr and "after JIT warm-up job" in p.stderr, p.stderr
+    rundir = only_run(tmp_path)
+    run = rundir.load_run()
+    (rec,) = run["jit_warmups"].values()
+    assert rec["status"] == "ok" and rec["cell_id"] == MATMUL and rec["wall_s"] > 0
+    warm, cells = run["slurm"]["jobs"]
+    assert warm.get("warmup") is True and warm["tasks"][0]["warmup"] == rec["key"]
+    assert cells["after"] == warm["job_id"]
+    assert f"--dependency=afterany:{warm['job_id']}" in cells["sbatch"]
+    assert (rundir.path / rec["dir"] / f"{MATMUL.replace('/', '__')}.json").is_file()
+    res = rundir.load_cell(MATMUL)
+    assert res["status"] == "ok" and res["jit_warmup_s"] == rec["wall_s"]
+    assert [c.name for c in rundir.cells_dir.glob("*.json")] == [f"{MATMUL.replace('/', '__')}.json"]
+    assert {e["cell_id"] for e in run["cells"]} == {MATMUL}
