@@ -273,11 +273,12 @@ def slurmd_pid(node: str) -> int:
     raise AssertionError(f"no slurmd runs on {node}")
 
 
-def test_a_cell_that_outlives_its_nodes_slurmd_is_kept_with_its_node(cluster, tmp_path):
-    """Issue 35 cause 7: the node's slurmd stopped (SIGSTOP) mid-cell, slurmctld sets the node DOWN and
-    the job NODE_FAIL, but the cell's process runs on under slurmstepd and finishes. The driver used to
-    say "interrupted ... --resume re-runs it" and the result came back with no node; it now follows the
-    task's record and heartbeat to the end: the process is ok, on its node."""
+@pytest.mark.parametrize("how", ["SIGSTOP", "SIGKILL"])
+def test_a_cell_that_outlives_its_nodes_slurmd_is_kept_with_its_node(cluster, tmp_path, how):
+    """Issue 35 cause 7: the node's slurmd stopped (SIGSTOP) or killed mid-cell, slurmctld sets the
+    node DOWN and the job NODE_FAIL, but the cell's process runs on under slurmstepd and finishes. The
+    driver used to say "interrupted ... --resume re-runs it" and the result came back with no node; it
+    now follows the task's record and heartbeat to the end: the process is ok, on its node."""
     import signal
 
     d = Driver(tmp_path / "results", "--runner", "slurm", "--cells", LSTM, "--min-samples", "9000",
@@ -290,7 +291,9 @@ def test_a_cell_that_outlives_its_nodes_slurmd_is_kept_with_its_node(cluster, tm
                         f"the LSTM process to start ({d.stderr()[-800:]})", poll=0.2)
         victim = next(iter(on))
         stopped = slurmd_pid(victim)
-        os.kill(stopped, signal.SIGSTOP)
+        os.kill(stopped, getattr(signal, how))
+        if how == "SIGKILL":
+            stopped = None  # nothing to continue: setup_cluster() starts it again
         wait_until(lambda: "down" in subprocess.run(
             ["sinfo", "-h", "-N", "-n", victim, "-o", "%T"], capture_output=True, text=True, timeout=30,
             env=ENV).stdout or None, 120, f"slurmctld to set {victim} DOWN", poll=1.0)
