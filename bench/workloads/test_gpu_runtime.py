@@ -32,7 +32,7 @@ def run(ctx):
         if not cache:
             raise RuntimeError("write_cuda_cache: CUDA_CACHE_PATH is not set")
         name = ctx.params["write_cuda_cache"]
-        entry = "reprokit-test-" + (name if isinstance(name, str) else "kernel")
+        entry = "reprokit-test-" + ("kernel" if name is True else str(name))
         path = os.path.join(cache, entry)
         if not os.path.exists(path):  # as the driver: a kernel compiled once is served from the cache
             with open(path, "w") as f:
