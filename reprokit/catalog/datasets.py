@@ -227,11 +227,31 @@ def _all_text(root: Path, cat: dict, chosen: list[str]) -> None:
                                  f"the {n} files to use the stand-in (see `reproduce.py data`)")
 
 
-def _set_problems(s: dict, strict: bool) -> list[str]:
+def implausible(s: dict) -> list[str]:
+    """One line per count of a checked data set too far from its documented value for the files to
+    be the data set (datasets.yaml `plausibility`; documented counts of status verified, recomputed
+    or third-party only)."""
+    tol = (files.load_data("datasets").get("plausibility") or {}).get("relative_tolerance")
+    out = []
+    for c in s["counts"] if tol is not None else []:
+        doc = c["documented"]
+        if c["strict"] and isinstance(doc, (int, float)) and doc > 0 and abs(c["measured"] - doc) > tol * doc:
+            out.append(f"{s['name']}: {c['quantity']} of {c['split']} is {c['measured']:,}, documented "
+                       f"{doc:,} ({c['status']}): more than {tol:.0%} off, not this data set (a "
+                       "deliberate subset: --subset)")
+    return out
+
+
+def _set_problems(s: dict, strict: bool, subset: bool = False) -> list[str]:
     """One line per problem of a checked data set."""
     found = []
     if s["status"] in ("incomplete", "mismatch"):
         found.append(f"{s['name']}: {s['status']}")
+    off = implausible(s)
+    if subset:
+        s["subset"] = off  # said, not failed: the user says the files are a subset
+    else:
+        found += off
     if (s["archive"] or {}).get("verdict") == "mismatch":
         found.append(f"{s['name']}: archive md5 mismatch")
     if strict:
@@ -241,8 +261,11 @@ def _set_problems(s: dict, strict: bool) -> list[str]:
 
 
 def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
-              update_lock: bool = False, parse: bool = True, strict: bool = False) -> dict:
-    """Check DIR for every data set (or `names`); record unknown digests in the lock file."""
+              update_lock: bool = False, parse: bool = True, strict: bool = False,
+              subset: bool = False) -> dict:
+    """Check DIR for every data set (or `names`); record unknown digests in the lock file. With
+    `subset` the files are a deliberate subset: counts far from the documented ones are said, not
+    failed, and their digests are recorded marked as a subset."""
     root = _data_root(root)
     lock = load_lock(lock_path)
     now = files.utcnow()
@@ -252,9 +275,11 @@ def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
     sets = [check_dataset(n, cat[n], root, lock, now, update_lock, parse) for n in chosen]
     problems, lock_changed = [], False
     for s in sets:
-        found = _set_problems(s, strict)
+        found = _set_problems(s, strict, subset)
         pending = s.pop("pending_lock", {})
         if pending and not found:  # a digest is recorded only for a data set that checked out
+            if subset:
+                pending = {k: dict(v, subset=True) for k, v in pending.items()}
             lock["files"].update(pending)
             lock_changed = True
         elif pending:  # never a "first use" digest of a file whose set failed: it would later
@@ -269,18 +294,19 @@ def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
     if not any(s["status"] != "absent" for s in sets):
         problems.append("no data set files found")
     return {"schema_version": files.version("data_check"), "kind": "data_check", "dir": str(root),
-            "lock": str(lock_path), "strict": strict, "checked": now, "datasets": sets, "problems": problems,
-            "ok": not problems}
+            "lock": str(lock_path), "strict": strict, "subset": subset, "checked": now, "datasets": sets,
+            "problems": problems, "ok": not problems}
 
 
 # -- a run with real data -----------------------------------------------------------------------
-def prepare_run(cells, root: str | Path, lock_path: Path | None = None, say=print) -> dict:
+def prepare_run(cells, root: str | Path, lock_path: Path | None = None, say=print,
+                subset: bool = False) -> dict:
     """For `run --data DIR`: verify (or record) the digests of every data set the cells read and
     return the run's data record: {"root", "lock", "datasets": {name: {"data_dir", "sha256"}},
     "stand_ins": [names absent from DIR]}. Data sets absent from DIR keep their stand-ins."""
     lock_path = Path(lock_path) if lock_path else default_lock_path()
     needed = sorted({u[0] for c in cells if (u := dataset_for(c.workload, c.params))})
-    report = check_dir(Path(root), lock_path, names=needed, parse=False)
+    report = check_dir(Path(root), lock_path, names=needed, parse=False, subset=subset)
     if not needed:
         say("data: no selected cell reads a data set; --data changes nothing in this run")
     data = {"root": report["dir"], "lock": str(lock_path), "datasets": {}, "stand_ins": []}
@@ -289,6 +315,10 @@ def prepare_run(cells, root: str | Path, lock_path: Path | None = None, say=prin
             data["stand_ins"].append(s["name"])
             say(f"data: no {s['name']} files in {report['dir']}; its cells use the stand-in")
             continue
+        off = implausible(s) if not subset else []
+        if off:
+            raise UserError(f"--data: {off[0].split(' (a deliberate')[0]}; give the data set's files, "
+                            "or pass --data-subset if they are a deliberate subset (the run then says so)")
         bad = [f for f in s["files"] if f["verdict"] in ("missing", "mismatch")]
         if bad:
             f = bad[0]
@@ -303,6 +333,8 @@ def prepare_run(cells, root: str | Path, lock_path: Path | None = None, say=prin
                 say(f"data: recorded sha256 of {f['path']} in {lock_path} (first use)")
         data["datasets"][s["name"]] = {"data_dir": s["dir"],
                                        "sha256": {f["name"]: f["sha256"] for f in s["files"]}}
+        if subset:
+            data["datasets"][s["name"]]["subset"] = True
     return data
 
 

@@ -68,6 +68,9 @@ def add_arguments(p) -> None:
     p.add_argument("--data", metavar="DIR",
                    help="real data files (see `reproduce.py data`): cells that read PTB, "
                         "WikiText-2 or Nietzsche use them instead of the stand-ins")
+    p.add_argument("--data-subset", action="store_true",
+                   help="with --data: the files are a deliberate subset (a trimmed copy), accepted "
+                        "though their counts are far from the data set's; the run records it")
     slurm_setup.slurm_arguments(p)
     from reprokit.runners import byo
 

@@ -175,7 +175,8 @@ def drive(req: RunRequest, argv: list[str], say, judge=None,
             del early[later]
         reconcile.check_resume(resumed.load_run(), early)
     if req.data:
-        options = replace(options, data=datasets.prepare_run(cells, req.data, req.data_lock, say=say))
+        options = replace(options, data=datasets.prepare_run(cells, req.data, req.data_lock, say=say,
+                                                             subset=req.data_subset))
     plan, runner, chosen = _plan(req, suite, options, cells, byo_local, resumed, say, judge,
                                  started)
     inputs.check_space(req, plan, resumed)

@@ -22,6 +22,8 @@ def check_options(req: RunRequest, resumed: results.RunDir | None) -> None:
     created), a GPU when one is asked for, the data directory and its lock file."""
     if req.data_lock and not req.data:
         raise UserError("--data-lock applies with --data DIR only; add --data DIR or drop --data-lock")
+    if req.data_subset and not req.data:
+        raise UserError("--data-subset applies with --data DIR only; add --data DIR or drop --data-subset")
     slurm_setup.check_inputs(req.slurm, req.runner)
     if req.gpus and req.runner == "local":
         raise UserError("--gpus applies to the docker runner only; drop --gpus or pass --runner docker")

@@ -33,6 +33,7 @@ class RunRequest:
     allow_changed_data: bool = False
     data: str | None = None  # a directory of real data files
     data_lock: str | None = None
+    data_subset: bool = False  # --data-subset: the --data files are a deliberate subset
     python: tuple[tuple[str, str], ...] = ()  # (stack, interpreter path)
     python_config: str | None = None
     slurm: SlurmRequest = field(default_factory=SlurmRequest)

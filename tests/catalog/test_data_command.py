@@ -14,6 +14,7 @@ from reprokit import results
 from reprokit.catalog import datasets, suites
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.commands import data as data_cmd
+from reprokit.errors import UserError
 from reprokit.plan.plan import Options, job_cell, make_plan
 from reprokit.run.execute import execute
 from reprokit.runners.local import LocalRunner
@@ -118,13 +119,13 @@ def test_describe_lists_origin_files_cells_and_stand_ins(repo, lock):
 def test_data_lock_is_one_option_name_for_run_and_data(repo, data_dir, lock, tmp_path):
     """`data --data-lock` names the same file as `run --data-lock`; the old `data --lock` still
     works, unlisted, and its errors name the spelling used."""
-    p = cli(repo, "data", "--check", str(data_dir), "--data-lock", str(lock), "--json")
+    p = cli(repo, "data", "--check", str(data_dir), "--subset", "--data-lock", str(lock), "--json")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["lock"] == str(lock) and lock.is_file()
     help_text = cli(repo, "data", "--help").stdout
     assert "--data-lock PATH" in help_text and "--lock" not in help_text.replace("--data-lock", "")
     for opt in ("--data-lock", "--lock"):
-        bad = cli(repo, "data", "--check", str(data_dir), opt, str(tmp_path))
+        bad = cli(repo, "data", "--check", str(data_dir), "--subset", opt, str(tmp_path))
         assert bad.returncode == 2
         assert bad.stderr.strip() == (f"reproduce.py: error: {opt} {tmp_path} is a directory; pass {opt} "
                                       "PATH naming a file")
@@ -132,7 +133,7 @@ def test_data_lock_is_one_option_name_for_run_and_data(repo, data_dir, lock, tmp
 
 # -- checking a directory -----------------------------------------------------------------------
 def test_check_records_digests_on_first_use_then_a_changed_file_fails(repo, data_dir, lock):
-    p = cli(repo, "data", "--check", str(data_dir), "--lock", str(lock), "--json")
+    p = cli(repo, "data", "--check", str(data_dir), "--subset", "--lock", str(lock), "--json")
     assert p.returncode == 0, p.stdout + p.stderr
     rep = json.loads(p.stdout)
     assert rep["ok"] and {s["name"]: s["status"] for s in rep["datasets"]} == {
@@ -144,18 +145,18 @@ def test_check_records_digests_on_first_use_then_a_changed_file_fails(repo, data
     assert recorded["ptb/ptb.train.txt"]["sha256"] == sha(data_dir / "ptb" / "ptb.train.txt")
     assert recorded["nietzsche/nietzsche.txt"]["sha256"] == sha(data_dir / "nietzsche.txt")
 
-    again = cli(repo, "data", "--check", str(data_dir), "--lock", str(lock))
+    again = cli(repo, "data", "--check", str(data_dir), "--subset", "--lock", str(lock))
     assert again.returncode == 0 and "result: ok" in again.stdout
     assert again.stdout.count(": match") >= 8 and "recorded" not in again.stdout.split("result")[0]
 
     victim = data_dir / "ptb" / "ptb.valid.txt"
     victim.write_text(" a different file \n", encoding="utf-8")
-    bad = cli(repo, "data", "--check", str(data_dir), "--lock", str(lock))
+    bad = cli(repo, "data", "--check", str(data_dir), "--subset", "--lock", str(lock))
     assert bad.returncode == 1
     assert "ptb.valid.txt" in bad.stdout and "mismatch" in bad.stdout and "FAILED" in bad.stdout
     assert json.loads(lock.read_text())["files"] == recorded  # a mismatch never rewrites the lock
 
-    accept = cli(repo, "data", "--check", str(data_dir), "--lock", str(lock), "--update-lock")
+    accept = cli(repo, "data", "--check", str(data_dir), "--subset", "--lock", str(lock), "--update-lock")
     assert accept.returncode == 0 and "re-recorded" in accept.stdout
     entry = json.loads(lock.read_text())["files"]["ptb/ptb.valid.txt"]
     assert entry["sha256"] == sha(victim)
@@ -163,7 +164,7 @@ def test_check_records_digests_on_first_use_then_a_changed_file_fails(repo, data
 
 
 def test_check_compares_counts_from_the_bench_loaders(data_dir, lock):
-    rep = datasets.check_dir(data_dir, lock)
+    rep = datasets.check_dir(data_dir, lock, subset=True)
     ptb = next(s for s in rep["datasets"] if s["name"] == "ptb")
     loaded = datasets.bench_corpora().load_ptb(str(data_dir / "ptb"))
     counts = {(c["quantity"], c["split"]): c for c in ptb["counts"]}
@@ -176,7 +177,7 @@ def test_check_compares_counts_from_the_bench_loaders(data_dir, lock):
     raw = next(s for s in rep["datasets"] if s["name"] == "wikitext-2-raw")
     assert [c["reading"] for c in raw["counts"]] == ["wikitext-2-char-keras-mxnet"] * 2
     assert rep["ok"]  # counts are informative by default ...
-    strict = datasets.check_dir(data_dir, lock, strict=True)
+    strict = datasets.check_dir(data_dir, lock, strict=True, subset=True)
     assert not strict["ok"]  # ... and fail with --strict (verified / recomputed / third-party)
     assert any("ptb: tokens ptb train differs" in p for p in strict["problems"])
     assert not any("nietzsche" in p for p in strict["problems"])  # unverified counts never fail
@@ -190,7 +191,7 @@ def test_layout_archive_subdirectory_and_incomplete_set(repo, tmp_path, lock):
         name = f"ptb.{split}.txt"
         (root / "simple-examples" / "data" / name).write_bytes((src / "ptb" / name).read_bytes())
     (root / "simple-examples.tgz").write_bytes(b"not the archive")
-    p = cli(repo, "data", "--check", str(root), "--lock", str(lock), "--json")
+    p = cli(repo, "data", "--check", str(root), "--subset", "--lock", str(lock), "--json")
     assert p.returncode == 1
     rep = json.loads(p.stdout)
     ptb = next(s for s in rep["datasets"] if s["name"] == "ptb")
@@ -206,12 +207,12 @@ def test_layout_archive_subdirectory_and_incomplete_set(repo, tmp_path, lock):
 def test_a_file_that_fails_the_check_is_not_recorded_as_first_use(data_dir, lock):
     """--strict with a count that differs: the set fails, and its digests stay unrecorded, so the
     right file later checks out instead of 'mismatching' the wrong one (issue 23)."""
-    bad = datasets.check_dir(data_dir, lock, names=["ptb"], strict=True)
+    bad = datasets.check_dir(data_dir, lock, names=["ptb"], strict=True, subset=True)
     assert not bad["ok"]
     ptb = bad["datasets"][0]
     assert {f["verdict"] for f in ptb["files"]} == {"unrecorded"}
     assert not lock.exists() or not json.loads(lock.read_text())["files"]
-    good = datasets.check_dir(data_dir, lock, names=["ptb"])  # counts informative: it checks out
+    good = datasets.check_dir(data_dir, lock, names=["ptb"], subset=True)  # counts informative: it checks out
     assert good["ok"] and {f["verdict"] for f in good["datasets"][0]["files"]} == {"recorded"}
 
 
@@ -243,7 +244,7 @@ def test_run_data_missing_dir_is_exit_2(repo, tmp_path):
 
 def test_command_function_returns_the_exit_status(data_dir, lock, capsys):
     args = SimpleNamespace(check=str(data_dir), data_lock=str(lock), lock_option="--data-lock",
-                           update_lock=False, strict=False, json=True)
+                           update_lock=False, strict=False, subset=True, json=True)
     assert data_cmd.run(args) == 0
     assert json.loads(capsys.readouterr().out)["kind"] == "data_check"
     (data_dir / "nietzsche.txt").write_text("changed\n")
@@ -269,7 +270,7 @@ def tiny_plan(cells, data=None):
 def test_without_data_nothing_changes(data_dir, lock):
     plan = tiny_plan([ptb_cell()])
     assert job_cell(plan.runnable[0], plan.suite, plan.options)["params"] == PTB_CELL_PARAMS
-    data = datasets.prepare_run(plan.runnable, data_dir, lock, say=QUIET)
+    data = datasets.prepare_run(plan.runnable, data_dir, lock, say=QUIET, subset=True)
     plan.options.data = data
     params = job_cell(plan.runnable[0], plan.suite, plan.options)["params"]
     assert params["data_dir"] == str((data_dir / "ptb").resolve())
@@ -284,14 +285,14 @@ def test_absent_data_set_keeps_its_stand_in_and_a_changed_file_stops_the_run(tmp
     root.mkdir()
     (root / "nietzsche.txt").write_text("abc\n")
     msgs = []
-    data = datasets.prepare_run([ptb_cell()], root, lock, say=msgs.append)
+    data = datasets.prepare_run([ptb_cell()], root, lock, say=msgs.append, subset=True)
     assert data["datasets"] == {} and data["stand_ins"] == ["ptb"]
     assert "stand-in" in msgs[0]
     full = write_data(tmp_path / "full")
-    datasets.prepare_run([ptb_cell()], full, lock, say=QUIET)  # records ptb
+    datasets.prepare_run([ptb_cell()], full, lock, say=QUIET, subset=True)  # records ptb
     (full / "ptb" / "ptb.train.txt").write_text(" changed \n")
     with pytest.raises(datasets.UserError, match="ptb.train.txt has sha256"):
-        datasets.prepare_run([ptb_cell()], full, lock, say=QUIET)
+        datasets.prepare_run([ptb_cell()], full, lock, say=QUIET, subset=True)
 
 
 def _check_real_result(rundir, data_dir, data_dir_in_cell):
@@ -316,7 +317,7 @@ def no_peak_probe(monkeypatch):
 
 def test_tiny_run_with_data_records_the_real_files_sha256(tmp_path, data_dir, lock, no_peak_probe):
     plan = tiny_plan([ptb_cell()])
-    plan.options.data = datasets.prepare_run(plan.runnable, data_dir, lock, say=QUIET)
+    plan.options.data = datasets.prepare_run(plan.runnable, data_dir, lock, say=QUIET, subset=True)
     rundir = results.RunDir(tmp_path / "run-data")
     execute(plan, LocalRunner(say=QUIET), rundir, ["test"], say=QUIET)
     _check_real_result(rundir, data_dir, str((data_dir / "ptb").resolve()))
@@ -342,7 +343,7 @@ def test_docker_runner_mounts_the_data_read_only(tmp_path, data_dir, lock, no_pe
     runner = DockerRunner(say=QUIET)
     runner.prepare("torch-0.1", suites.load_stacks()["torch-0.1"])
     plan = tiny_plan([ptb_cell(stack="torch-0.1")])
-    plan.options.data = datasets.prepare_run(plan.runnable, data_dir, lock, say=QUIET)
+    plan.options.data = datasets.prepare_run(plan.runnable, data_dir, lock, say=QUIET, subset=True)
     rundir = results.RunDir(tmp_path / "run-docker")
     execute(plan, runner, rundir, ["test"], say=QUIET)
     res = _check_real_result(rundir, data_dir, "/data/ptb")
@@ -388,3 +389,25 @@ def test_provenance_of_stand_in_real_and_synthetic_results():
     synthetic = {"name": "synthetic", "stand_in": False, "n_samples": 10}
     assert datasets.provenance({"extra": {"dataset": synthetic}}) is None
     assert datasets.provenance({"extra": {}}) is None and datasets.provenance(None) is None
+
+
+def test_junk_files_are_not_a_data_set_and_nothing_is_recorded(repo, tmp_path, lock):
+    """Issue 35: three tiny identical junk files passed as "ptb: ok" and their digests were recorded as
+    first use. Counts far from the documented ones (datasets.yaml `plausibility`) now fail the check
+    whatever --strict, and nothing is recorded; --subset accepts a deliberate subset, recorded as one."""
+    root = tmp_path / "junk"
+    (root / "ptb").mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        (root / "ptb" / f"ptb.{split}.txt").write_text("junk junk junk\n", encoding="utf-8")
+    p = cli(repo, "data", "--check", str(root), "--lock", str(lock))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "ptb: lines of train is 1, documented 42,068" in p.stdout and "not this data set" in p.stdout
+    assert not lock.exists() or not json.loads(lock.read_text())["files"]
+    with pytest.raises(UserError, match="--data-subset"):
+        datasets.prepare_run([ptb_cell()], root, lock, say=QUIET)
+    ok = cli(repo, "data", "--check", str(root), "--lock", str(lock), "--subset")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    recorded = json.loads(lock.read_text())["files"]
+    assert recorded["ptb/ptb.train.txt"]["subset"] is True
+    data = datasets.prepare_run([ptb_cell()], root, lock, say=QUIET, subset=True)
+    assert data["datasets"]["ptb"]["subset"] is True
