@@ -88,7 +88,18 @@ def _fingerprint_gpu(g: dict) -> dict:
     mig = None
     if (g.get("mig_mode") or {}).get("current"):
         mig = {"uuid": None, "parent_uuid": g.get("uuid"), "profile": None, "sm_fraction": None}
-    return {"index": g.get("index"), "uuid": g.get("uuid"), "name": g.get("name"), "mig": mig}
+    return {"index": g.get("index"), "uuid": g.get("uuid"), "name": g.get("name"), "mig": mig,
+            "power_limit_w": g.get("enforced_power_limit_w") or g.get("power_limit_w")}
+
+
+def _power_limit(g: dict, cell: dict) -> float | None:
+    """A cell GPU's power limit: its own record, else the NVML state the cell recorded around it."""
+    if isinstance(g.get("power_limit_w"), (int, float)):
+        return float(g["power_limit_w"])
+    for snap in (cell.get("gpu_state") or {}).get("before") or []:
+        if snap.get("uuid") == g.get("uuid") and isinstance(snap.get("power_limit_w"), (int, float)):
+            return float(snap["power_limit_w"])
+    return None
 
 
 def cell_gpus(cell: dict, run: dict | None) -> tuple[list[dict], str]:
@@ -123,7 +134,7 @@ def _measured_gpu(cell: dict, run: dict | None) -> dict:
     if not gpus:
         return {**base, "label": "GPU (name not recorded)", "entry": None, "reason": source}
     names = [str(g.get("name") or "?") for g in gpus]
-    hits = [flops.find_gpu(n) for n in names]
+    hits = [flops.find_gpu(n, power_limit_w=_power_limit(g, cell)) for n, g in zip(names, gpus)]
     migs = [g.get("mig") for g in gpus]
     profile = next((m.get("profile") for m in migs if isinstance(m, dict) and m.get("profile")), None)
     label = " + ".join(dict.fromkeys(names)) + (f" (MIG {profile or 'slice'})" if any(migs) else "")

@@ -255,7 +255,7 @@ def fmt_flops(x: float) -> str:
 # -- device peaks ----------------------------------------------------------------------------------
 
 
-def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
+def find_gpu(name: str | None, peaks: dict | None = None, power_limit_w: float | None = None) -> dict | None:
     """The peaks.yaml entry a GPU name maps to, with the count from an 'Nx ' prefix.
 
     Returns {"entry", "name", "count", "fp32_tflops" (per GPU, CUDA cores), "peak_tflops" (count x
@@ -268,8 +268,15 @@ def find_gpu(name: str | None, peaks: dict | None = None) -> dict | None:
     doc = peaks or load_peaks()
     m = GPU_COUNT.match(name)
     count = int(m.group(1)) if m else 1
-    for eid, e in doc["gpus"].items():
-        if any(re.search(p, name, re.I) for p in e["match"]) and not any(
+
+    def by_power(e: dict) -> bool:  # a variant the name does not tell apart: its power limit does
+        rule = e.get("by_power_limit")
+        return bool(rule and isinstance(power_limit_w, (int, float)) and power_limit_w <= rule["max_w"]
+                    and any(re.search(p, name, re.I) for p in rule["also_match"]))
+
+    ordered = sorted(doc["gpus"].items(), key=lambda kv: not by_power(kv[1]))
+    for eid, e in ordered:
+        if by_power(e) or any(re.search(p, name, re.I) for p in e["match"]) and not any(
             re.search(p, name, re.I) for p in e.get("exclude", [])
         ):
             return {
