@@ -69,7 +69,12 @@ def run(ctx):
                 "c0": gc0.grad.asnumpy().reshape(batch, hidden),
                 "params": float(gparams.grad.asnumpy().astype(np.float64).sum())}
 
+    backward = lstm_grad
+    if not gpu:  # MXNet 1.2's CPU RNN has no training mode ("only inference mode is available for
+        # cpu"): the backward is the GPU's (cuDNN) only; on the CPU the probe checks the forward
+        backward = None
+        ctx.note("LSTM backward not probed: MXNet's CPU RNN runs in inference mode only (MXNet 1.2)")
     common.run_probe(ctx, np, p, "mxnet", mx.__version__, gemm, lstm_step,
                      "mxnet.nd.dot" + (" (cuBLAS)" if gpu else ""),
                      "mxnet.nd.RNN mode=lstm" + (" (cuDNN)" if gpu else " (MXNet's CPU RNN)"),
-                     ptx_note, ctx.device, n_bias=2, lstm_grad=lstm_grad)
+                     ptx_note, ctx.device, n_bias=2, lstm_grad=backward)

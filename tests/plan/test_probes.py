@@ -325,7 +325,10 @@ SMALL = {"n": 256, "m": 256, "k": 256, "batch": 16, "input": 64, "hidden": 64}  
 
 def _probe_suite(stacks):
     gpu_smoke = suites.load_suite("gpu-smoke")
-    cells = [dataclasses.replace(c, needs_gpus=0, params=dict(c.params, **SMALL))
+    cells = [dataclasses.replace(c, needs_gpus=0, params=dict(c.params, **SMALL),
+                                 # MXNet 1.2's CPU RNN has no training mode: no backward on the CPU
+                                 metrics=tuple(m for m in c.metrics if c.framework != "mxnet"
+                                               or m != "lstm_backward_time"))
              for c in gpu_smoke.cells if c.stack in stacks]
     return Suite("probe-cpu", "the gpu-smoke probes on the CPU", [],
                  {"budget": QUICK, "quick_budget": QUICK, "timeout_s": 600}, cells)
@@ -353,16 +356,20 @@ def _run_probes(tmp_path, monkeypatch, stacks, force_jit_for=()):
 def _check_probe_result(res, framework, n_bias):
     assert res["status"] == "ok", res.get("reason")
     assert validate.errors("cell_result", res) == []
-    assert set(res["metrics"]) == {"first_call_time", "gemm_time", "lstm_step_time",
-                                   "lstm_backward_time"}
+    backward = framework != "mxnet"  # MXNet 1.2's CPU RNN has no training mode (probe_mxnet.py)
+    assert set(res["metrics"]) == {"first_call_time", "gemm_time", "lstm_step_time"} | (
+        {"lstm_backward_time"} if backward else set())
     assert len(res["metrics"]["gemm_time"]["samples"]) == 6
     probe = res["extra"]["probe"]
     assert probe["device"] == "cpu"
     assert probe["gemm"]["max_rel_error"] < 1e-4 and probe["gemm"]["shape"] == [256, 256]
     assert probe["lstm_step"]["max_abs_error_h"] < 1e-5 and probe["lstm_step"]["bias_vectors"] == n_bias
     grad = probe["lstm_backward"]  # the backward, against the analytic gradient
-    assert grad["checked"] == ["c0", "h0", "params", "x"], grad
-    assert max(v for k, v in grad.items() if k.startswith("max_rel_error")) < 1e-4, grad
+    if backward:
+        assert grad["checked"] == ["c0", "h0", "params", "x"], grad
+        assert max(v for k, v in grad.items() if k.startswith("max_rel_error")) < 1e-4, grad
+    else:
+        assert grad is None
     assert probe["shapes"]["lstm"] == {"batch": 16, "input": 64, "hidden": 64}
     assert res["implementation"]["framework"] == framework
 

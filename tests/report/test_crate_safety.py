@@ -249,7 +249,11 @@ def _stop_when(proc: subprocess.Popen, tmp: Path, prefix: str) -> Path:
 @pytest.mark.parametrize("command", ["verify", "export"])
 def test_sigterm_removes_the_temporary_files(smoke, tmp_path, command):
     run = run_copy(smoke, tmp_path)
-    (run / "logs" / "big.log").write_bytes(bytes(300 * 2**20))  # slow enough to be caught working
+    # slow enough to be caught working; random, so it neither deflates like a bomb nor passes the
+    # 256 MiB a member may hold
+    with open(run / "logs" / "big.log", "wb") as f:
+        for _ in range(200):
+            f.write(os.urandom(2**20))
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     crate = tmp_path / "big.zip"
