@@ -92,6 +92,8 @@ def check_members(file: Path, infos: list[zipfile.ZipInfo]) -> None:
                                "copy or the other); the crate was altered")
         seen.add(n)
         p = PurePosixPath(n)
+        if not n or not p.parts:  # found by tests/fuzz (crate_zip): an empty name was exit 3
+            raise CrateInvalid(f"{file}: a member has no name; the crate was altered")
         if p.is_absolute() or ".." in p.parts or "\\" in n or "\0" in n:
             raise CrateInvalid(f"{file}: member {visible(n)} points outside the crate; the crate was "
                                "altered")
