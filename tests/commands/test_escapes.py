@@ -47,3 +47,28 @@ def test_an_escape_in_a_reason_and_in_run_json_is_not_rendered_raw(tmp_path):
         text = (d / name).read_text()
         assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text, name
         assert "\\x1b]0;pwned\\x07boom" in text, name
+
+
+def test_an_escape_in_a_results_path_is_shown_by_report(tmp_path):
+    """Issue 35: `report $'d\\e]0;pw\\a/RUN'` printed the path raw and retitled the terminal. Every line
+    the kit prints now passes through printable.terminal_text (reprokit/cli.py), in a real process."""
+    import subprocess
+    import sys
+
+    d = tmp_path / f"d{OSC}" / "run"
+    shutil.copytree(RUNS / "cpu-a", d)
+    p = subprocess.run([sys.executable, "-m", "reprokit.cli", "report", str(d)], capture_output=True,
+                       cwd=Path(__file__).resolve().parents[2])
+    out = p.stdout + p.stderr
+    assert b"\x1b" not in out and b"\x07" not in out, out[-500:]
+    assert b"\\x1b]0;pwned\\x07" in out
+
+
+def test_the_kit_s_own_colours_pass_and_a_cell_id_prints_on_one_line():
+    from reprokit.console import text_table
+    from reprokit.printable import terminal_text
+
+    assert terminal_text("\x1b[1mbold\x1b[0m") == "\x1b[1mbold\x1b[0m"  # SGR: the kit's own (rich)
+    assert terminal_text(f"a{OSC}b\rc") == "a\\x1b]0;pwned\\x07b\\x0dc"
+    table = text_table("t", ["cell"], [["x\ny"], ["ok"]])
+    assert table.splitlines()[3] == "x\\ny"  # the id on its row, the newline shown
