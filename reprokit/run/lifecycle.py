@@ -83,6 +83,30 @@ def describe_holder(h: dict | None) -> str:
             + (f" (started {h['started']})" if h.get("started") else ""))
 
 
+def _live_holder(run_dir: Path, wait_s: float = 1.0) -> dict | None:
+    """The lock file's record of the process that holds the lock now. A record of a process that is
+    not running on this host (a run directory copied with its .lock, while the new holder has not
+    written its own yet: issue 35) is waited for briefly, then not named."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        h = RunLock.holder(run_dir)
+        live = bool(h) and h.get("host") != host_name()  # another host: cannot check, named as is
+        if h and not live and isinstance(h.get("pid"), int):
+            try:
+                os.kill(h["pid"], 0)
+                exists = True
+            except PermissionError:  # someone else's process: it exists
+                exists = True
+            except ProcessLookupError:
+                exists = False
+            live = exists and h.get("start_ticks") in (None, process_start_ticks(h["pid"]))
+        if live or time.monotonic() >= deadline:
+            return h if live else None
+        time.sleep(0.05)
+
+
 def holds(run_dir: Path) -> bool:
     """Whether this process holds the run's lock."""
     return Path(run_dir).resolve() in _held
@@ -103,7 +127,7 @@ def acquire(run_dir: Path, argv: list[str] | None = None) -> RunLock:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
-        raise UserError(f"run {run_dir} is being written by {describe_holder(RunLock.holder(run_dir))} "
+        raise UserError(f"run {run_dir} is being written by {describe_holder(_live_holder(run_dir))} "
                         "(another reproduce.py); wait for it to finish or stop it, then "
                         "--resume the run") from None
     info = {"pid": os.getpid(), "host": host_name(), "started": utcnow(),
