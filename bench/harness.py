@@ -264,7 +264,7 @@ def jit_cache_state(device, cache):
     at the cell's start and end) shows of the cell: "compiled" (files added while it ran), "cold"
     (empty at the start and its end unknown, or caching disabled or not writable), "unknown", "warm"
     (files at the start, none added), "none" (empty at both ends); "n/a" on a CPU. The same rules as
-    the host's reprokit/jit_cache.py from_record (tests/run/test_jit_warmup.py holds them equal)."""
+    the host's reprokit/probes/jit_cache.py from_record (tests/run/test_jit_warmup.py holds them equal)."""
     if device != "gpu":
         return "n/a"
     if not isinstance(cache, dict) or "error" in cache:

@@ -10,8 +10,9 @@ processes (`gpu_health`) and the measured GEMM rate beside the datasheet peak (`
 
 from __future__ import annotations
 
-from reprokit import files, jit_cache
+from reprokit import files
 from reprokit.analysis import stats
+from reprokit.probes import jit_cache
 from reprokit.run import reconcile
 
 

@@ -55,9 +55,10 @@ from __future__ import annotations
 
 import re
 
-from reprokit import files, jit_cache
+from reprokit import files
 from reprokit.analysis import devices, flops, published_metric, roofline, standins, stats
 from reprokit.catalog import units
+from reprokit.probes import jit_cache
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -312,7 +313,7 @@ def no_steady_state(summ: dict) -> str | None:
 
 def cold_compile(metric: str, cell: dict) -> str | None:
     """Why a GPU cell's compile time gets no verdict: its CUDA JIT cache shows the driver compiled PTX
-    while it ran, or cannot show it (reprokit/jit_cache.py), so the time may hold the PTX JIT. None
+    while it ran, or cannot show it (reprokit/probes/jit_cache.py), so the time may hold the PTX JIT. None
     for other metrics, CPU cells and a cache that shows no JIT (warm, or empty at both ends)."""
     if metric not in load_policy()["claims"]["compile_metrics"]:
         return None

@@ -228,6 +228,10 @@ def _warmups(run: dict, rundir: results.RunDir, fresh: list, prepared: dict, run
     on the cache it filled instead of each paying the PTX JIT at once. The warm-ups' job records."""
     from reprokit.runners.slurm import Task
 
+    how = jit_warmup.mode()
+    device = (run.get("options") or {}).get("device", "cpu")
+    if how == "off" or (device != "gpu" and how != "force"):
+        return []
     todo = []
     for stack in prepared:
         first = next((t for t in fresh if t.cell.stack == stack), None)

@@ -40,9 +40,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprokit import files, jit_cache
+from reprokit import files
 from reprokit.errors import UserError
 from reprokit.plan import probe_cache
+from reprokit.probes import jit_cache
 from reprokit.run import lifecycle
 from reprokit.runners import cell_process
 from reprokit.runners.base import CellOutcome
@@ -96,7 +97,7 @@ def _slug(text: str) -> str:
 
 
 def cache_state(result: dict) -> str:
-    """The CUDA JIT cache state of a cell result (reprokit/jit_cache.py: compiled, cold, unknown, warm,
+    """The CUDA JIT cache state of a cell result (reprokit/probes/jit_cache.py: compiled, cold, unknown, warm,
     none, n/a): what its cache record shows happened while it ran."""
     return jit_cache.state(result)
 

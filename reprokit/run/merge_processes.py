@@ -18,8 +18,8 @@ interrupted run always has an up-to-date merged result:
 
 from __future__ import annotations
 
-from reprokit import jit_cache, results
-from reprokit.probes import gpu_state
+from reprokit import results
+from reprokit.probes import gpu_state, jit_cache
 
 # per-process details of the runner that do not describe the merged cell (they stay in each
 # process file)

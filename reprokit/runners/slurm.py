@@ -494,9 +494,10 @@ class SlurmRunner:
         -> its exit status; still open -> followed (None) until the task's time limit has passed
         since the node was lost; then interrupted, as Slurm said."""
         if rec is not None and rec.get("ended") is not None:
-            state = "COMPLETED" if rec.get("exit_code") == 0 else "FAILED"
-            return dict(st, state=state, slurm_reason=f"{st.get('state')}, but the task record shows "
-                        "the cell's process finished")
+            if rec.get("exit_code") != 0:  # stopped with its node (slurmd's SIGTERM): as Slurm said
+                return st
+            return dict(st, state="COMPLETED", slurm_reason=f"{st.get('state')}, but the task record "
+                        "shows the cell's process finished")
         now = time.monotonic()
         if t.lost_since is None:
             t.lost_since = now

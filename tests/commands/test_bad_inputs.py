@@ -440,8 +440,8 @@ CASES = [
     Case("empty-dir", "reproduce.py data --check empty --lock empty",
          "reproduce.py: error: --lock empty is a directory; pass --lock PATH naming a file"),
     Case("", "reproduce.py data --update-lock",
-         "reproduce.py: error: --update-lock and --strict apply to --check DIR only; add --check DIR or "
-         "drop them"),
+         "reproduce.py: error: --update-lock, --strict and --subset apply to --check DIR only; add "
+         "--check DIR or drop them"),
     Case("", "reproduce.py run --suite smoke --data nothere",
          "reproduce.py: error: --data nothere does not exist; pass the directory holding the data files "
          "(see `reproduce.py data` for the layout)"),

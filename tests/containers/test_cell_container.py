@@ -133,7 +133,7 @@ def test_a_gpu_cell_gets_its_gpu_theano_flags_the_jit_cache_and_read_only_mounts
     # the volume is handed to the cell's user by a root container that can only chown
     (helper,) = client.helpers
     assert helper["command"] == ["chown", "-R", made["user"], env["CUDA_CACHE_PATH"]]
-    assert helper["cap_drop"] == ["ALL"] and helper["cap_add"] == ["CHOWN"]
+    assert helper["cap_drop"] == ["ALL"] and helper["cap_add"] == ["CHOWN", "DAC_READ_SEARCH"]
     assert helper["network_mode"] == "none" and helper["read_only"] is True
     assert [m["Source"] for m in helper["mounts"]] == [jit["Source"]]
 

@@ -48,9 +48,11 @@ def test_runners_and_the_venv_code_import_each_other_in_no_cycle():
     mods = modules()
     runners = {m for m in mods if m.startswith("reprokit.runners.")}
     assert "reprokit.runners.venvs" in runners and "reprokit.envs" not in mods
-    # the venv code needs only the runner interface's exception; the interface needs nothing back
-    assert mods["reprokit.runners.venvs"] & runners == {"reprokit.runners.base"}
+    # the venv code needs only the runner interface's exception and the bounded process runner (it
+    # runs interpreters it does not control); neither needs anything back
+    assert mods["reprokit.runners.venvs"] & runners == {"reprokit.runners.base", "reprokit.runners.bounded"}
     assert not mods["reprokit.runners.base"] & runners
+    assert not mods["reprokit.runners.bounded"] & runners
 
 
 def test_the_containers_package_starts_no_container_of_a_runner():

@@ -20,7 +20,7 @@ KNOWN: list[set[str]] = []
 
 STAGES = [
     {"reprokit", "errors", "files", "validate", "console", "printable", "checks", "results", "schemas",
-     "data", "jit_cache"},
+     "data"},
     {"catalog"},
     {"probes"},
     {"plan"},

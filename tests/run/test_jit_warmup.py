@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import files, jit_cache, results, validate
+from reprokit import files, results, validate
 from reprokit.analysis import verdicts
 from reprokit.catalog import suites
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.errors import UserError
 from reprokit.plan.plan import Options, make_job, make_plan, raise_timeout
+from reprokit.probes import jit_cache
 from reprokit.run import jit_warmup
 from reprokit.run.execute import execute
 from reprokit.runners import host_preflight
