@@ -24,22 +24,12 @@ from pathlib import Path
 import pytest
 from conftest import smoke_run
 
+from report.test_crate import cli, one_line  # noqa: E402 (the tests' own helpers)
 from reprokit.crate import METADATA, checks
 from reprokit.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWD = Path("/etc/passwd")
-
-
-def cli(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reprokit.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
-
-
-def one_line(p: subprocess.CompletedProcess) -> str:
-    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, p.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +94,7 @@ def test_export_never_packs_what_a_link_in_the_run_points_to(smoke, tmp_path):
 def test_export_refuses_a_fifo_in_the_run_without_hanging(smoke, tmp_path):
     run = run_copy(smoke, tmp_path)
     os.mkfifo(run / "logs" / "pipe.log")
-    p = cli("export", str(run), "-o", str(tmp_path / "x.zip"), timeout=120)
+    p = cli("export", str(run), "-o", str(tmp_path / "x.zip"))
     assert p.returncode == 2, p.stderr
     assert "logs/pipe.log is not a regular file or directory" in one_line(p)
 
