@@ -73,8 +73,8 @@ def one_line(p: subprocess.CompletedProcess) -> str:
 
 
 # -- a smoke run, exported ------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
+@pytest.fixture(scope="module", name="smoke")
+def smoke_crate(tmp_path_factory):  # also used by test_crate_safety.py
     root = tmp_path_factory.mktemp("crate-smoke")
     run = smoke_run(root / "results")
     crate = root / "smoke.crate.zip"

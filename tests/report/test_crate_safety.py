@@ -22,24 +22,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import smoke_run
 
-from report.test_crate import cli, one_line  # noqa: E402 (the tests' own helpers)
+from report.test_crate import cli, one_line, smoke_crate  # noqa: F401 (helpers; the `smoke` fixture)
 from reprokit.crate import METADATA, checks
 from reprokit.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWD = Path("/etc/passwd")
-
-
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    root = tmp_path_factory.mktemp("crate-safety")
-    run = smoke_run(root / "results")
-    crate = root / "smoke.crate.zip"
-    p = cli("export", str(run), "-o", str(crate))
-    assert p.returncode == 0, p.stderr
-    return run, crate
 
 
 def run_copy(smoke, tmp_path) -> Path:
