@@ -167,3 +167,35 @@ def cuda_cache_record(before, after=None, environ=None):
     if after is not None:
         record["at_end"] = after
     return record
+
+
+def _cached_files(snapshot):
+    if not isinstance(snapshot, dict) or "error" in snapshot:
+        return None
+    n = snapshot.get("files")
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def jit_cache_state(cache):
+    """What a GPU cell's CUDA JIT cache record (`stack_fingerprint.cuda_cache`, cuda_cache_record: at
+    the cell's start and end) shows of the cell: "compiled" (files added while it ran), "cold" (empty
+    at the start and its end unknown, or caching disabled or not writable), "unknown", "warm" (files at
+    the start, none added), "none" (empty at both ends). The one copy of these rules: bench/harness.py
+    writes the cell's `jit_cache` with it and the host reads results with it
+    (reprokit/probes/jit_cache.py, through files.bench_module)."""
+    if not isinstance(cache, dict) or "error" in cache:
+        return "unknown"
+    start, end = _cached_files(cache.get("at_start")), _cached_files(cache.get("at_end"))
+    if start is None:
+        if "cold" not in cache:
+            return "unknown"
+        start = 0 if cache["cold"] else 1
+    disabled = bool(cache.get("disabled"))
+    blind = disabled or (cache.get("at_start") or {}).get("writable") is False
+    if end is not None and end > start and not disabled:
+        return "compiled"
+    if blind or (end is None and start == 0):
+        return "cold"
+    if end is None or start > 0:
+        return "warm"
+    return "none"

@@ -30,6 +30,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import float_mode  # noqa: E402
+import gpu_runtime  # noqa: E402
 import ran_on  # noqa: E402
 import timing  # noqa: E402
 
@@ -260,36 +261,11 @@ def _add_gpu_runtime(fingerprint, cache_before):
 
 
 def jit_cache_state(device, cache):
-    """The cell result's `jit_cache`: what the CUDA JIT cache record (`stack_fingerprint.cuda_cache`,
-    at the cell's start and end) shows of the cell: "compiled" (files added while it ran), "cold"
-    (empty at the start and its end unknown, or caching disabled or not writable), "unknown", "warm"
-    (files at the start, none added), "none" (empty at both ends); "n/a" on a CPU. The same rules as
-    the host's reprokit/probes/jit_cache.py from_record (tests/run/test_jit_warmup.py holds them equal)."""
+    """The cell result's `jit_cache` from its CUDA JIT cache record (bench/gpu_runtime.py
+    jit_cache_state, the rules the host reads too); "n/a" on a CPU."""
     if device != "gpu":
         return "n/a"
-    if not isinstance(cache, dict) or "error" in cache:
-        return "unknown"
-
-    def files(snapshot):
-        if not isinstance(snapshot, dict) or "error" in snapshot:
-            return None
-        n = snapshot.get("files")
-        return n if isinstance(n, int) and not isinstance(n, bool) else None
-
-    start, end = files(cache.get("at_start")), files(cache.get("at_end"))
-    if start is None:
-        if "cold" not in cache:
-            return "unknown"
-        start = 0 if cache["cold"] else 1
-    disabled = bool(cache.get("disabled"))
-    blind = disabled or (cache.get("at_start") or {}).get("writable") is False
-    if end is not None and end > start and not disabled:
-        return "compiled"
-    if blind or (end is None and start == 0):
-        return "cold"
-    if end is None or start > 0:
-        return "warm"
-    return "none"
+    return gpu_runtime.jit_cache_state(cache)
 
 
 def _backend(module, cell, framework):

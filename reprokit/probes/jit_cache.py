@@ -16,15 +16,23 @@ from the two, worst first (a merged cell keeps the worst of its processes):
 - `n/a`: a CPU cell.
 
 Issue 34 item 3: the label used to read the start only, so 5 of the 6 stacked-lstm cells of the
-stored H100 run said "cold" although 4 of them added no file. A flat module (formats stage): the
-executor, the merge, the verdicts and the report read it. bench/harness.py applies the same rules
-inside the stack (it cannot import the host package; a test holds the two equal).
+stored H100 run said "cold" although 4 of them added no file. In the probes stage (with gpu_state): the
+executor, the merge, the verdicts and the report read it. The rules themselves are
+bench/gpu_runtime.py's `jit_cache_state`, which bench/harness.py applies inside the stack.
 """
 
 from __future__ import annotations
 
+from reprokit import files
+
 STATES = ("compiled", "cold", "unknown", "warm", "none", "n/a")  # worst first
 NO_JIT = ("warm", "none", "n/a")  # a compile time measured on these holds no PTX JIT
+
+
+def from_record(cache: object) -> str:
+    """The state a GPU cell's `stack_fingerprint.cuda_cache` gives: bench/gpu_runtime.py's rules,
+    the ones bench/harness.py applies inside the stack."""
+    return files.bench_module("gpu_runtime").jit_cache_state(cache)
 
 
 def _files(snapshot: object) -> int | None:
@@ -32,27 +40,6 @@ def _files(snapshot: object) -> int | None:
         return None
     n = snapshot.get("files")
     return n if isinstance(n, int) and not isinstance(n, bool) else None
-
-
-def from_record(cache: object) -> str:
-    """The state a GPU cell's `stack_fingerprint.cuda_cache` gives (see the module's docstring)."""
-    if not isinstance(cache, dict) or "error" in cache:
-        return "unknown"
-    start = _files(cache.get("at_start"))
-    end = _files(cache.get("at_end"))
-    if start is None:
-        if "cold" not in cache:
-            return "unknown"
-        start = 0 if cache["cold"] else 1
-    disabled = bool(cache.get("disabled"))
-    blind = disabled or (cache.get("at_start") or {}).get("writable") is False
-    if end is not None and end > start and not disabled:
-        return "compiled"
-    if blind or (end is None and start == 0):
-        return "cold"
-    if end is None or start > 0:
-        return "warm"
-    return "none"
 
 
 def state(result: dict) -> str:
