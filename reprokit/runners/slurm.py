@@ -463,6 +463,7 @@ class SlurmRunner:
         if not self.tasks:
             return []
         self.stats["polls"] += 1
+        self.rundir_path = rundir.path  # where the tasks' .alive files lie (_beating)
         states = self.states(list(self.tasks))
         done = []
         for jid, t in list(self.tasks.items()):
@@ -470,7 +471,6 @@ class SlurmRunner:
             if st is not None and st.get("state") in ACTIVE:
                 continue
             rec = self._record(rundir, t)
-            self.rundir_path = rundir.path
             if st is not None and st.get("state") in NODE_LOST:
                 st = self._node_lost(t, st, rec)
                 if st is None:
