@@ -10,7 +10,6 @@ minor-version compatibility, would not have started there."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -126,4 +125,4 @@ def test_the_compat_data_cites_its_sources():
         assert entry["evidence"] in ("S", "V", "U") and entry["source"]
     fwd = COMPAT["forward_compatibility"]
     assert fwd["gpu_names_evidence"] == "U"  # the name list is the kit's, not NVIDIA's
-    assert copy.deepcopy(fwd)["gpu_names"]
+    assert fwd["gpu_names"]
