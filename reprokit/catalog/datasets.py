@@ -228,18 +228,28 @@ def _all_text(root: Path, cat: dict, chosen: list[str]) -> None:
 
 
 def implausible(s: dict) -> list[str]:
-    """One line per count of a checked data set too far from its documented value for the files to
-    be the data set (datasets.yaml `plausibility`; documented counts of status verified, recomputed
-    or third-party only)."""
-    tol = (files.load_data("datasets").get("plausibility") or {}).get("relative_tolerance")
+    """Each count of a checked data set too far from its documented value for the files to be the
+    data set (datasets.yaml `plausibility`; documented counts of status verified, recomputed or
+    third-party only), as "lines of train is 1, documented 42,068 (third-party)"."""
     out = []
-    for c in s["counts"] if tol is not None else []:
+    for c in s["counts"] if _plausibility() is not None else []:
         doc = c["documented"]
-        if c["strict"] and isinstance(doc, (int, float)) and doc > 0 and abs(c["measured"] - doc) > tol * doc:
-            out.append(f"{s['name']}: {c['quantity']} of {c['split']} is {c['measured']:,}, documented "
-                       f"{doc:,} ({c['status']}): more than {tol:.0%} off, not this data set (a "
-                       "deliberate subset: --subset)")
+        if (c["strict"] and isinstance(doc, (int, float)) and doc > 0
+                and abs(c["measured"] - doc) > _plausibility() * doc):
+            out.append(f"{c['quantity']} of {c['split']} is {c['measured']:,}, documented {doc:,} "
+                       f"({c['status']})")
     return out
+
+
+def _plausibility() -> float | None:
+    return (files.load_data("datasets").get("plausibility") or {}).get("relative_tolerance")
+
+
+def not_this_data_set(name: str, off: list[str]) -> str:
+    """The one problem line of a data set whose counts are implausible: how many, and the first."""
+    more = f" and {len(off) - 1} more" if len(off) > 1 else ""
+    return (f"{name}: not this data set: {off[0]}{more}, more than {_plausibility():.0%} off the "
+            "documented counts")
 
 
 def _set_problems(s: dict, strict: bool, subset: bool = False) -> list[str]:
@@ -249,9 +259,9 @@ def _set_problems(s: dict, strict: bool, subset: bool = False) -> list[str]:
         found.append(f"{s['name']}: {s['status']}")
     off = implausible(s)
     if subset:
-        s["subset"] = off  # said, not failed: the user says the files are a subset
-    else:
-        found += off
+        s["subset"] = [f"{s['name']}: {o}" for o in off]  # said, not failed: the user says so
+    elif off:
+        found.append(not_this_data_set(s["name"], off) + " (if they are a deliberate subset: --subset)")
     if (s["archive"] or {}).get("verdict") == "mismatch":
         found.append(f"{s['name']}: archive md5 mismatch")
     if strict:
@@ -286,8 +296,7 @@ def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
             for f in s["files"]:  # make the good file look like a mismatch
                 if f["verdict"] in ("recorded", "re-recorded"):
                     f["verdict"] = "unrecorded"
-                    f["why"] = (f"not recorded in the lock: {'; '.join(found)}; it is recorded once "
-                                f"{s['name']} checks out")
+                    f["why"] = f"not in the lock until {s['name']} checks out: see the result line"
         problems += found
     if lock_changed:
         save_lock(lock_path, lock)
@@ -317,7 +326,7 @@ def prepare_run(cells, root: str | Path, lock_path: Path | None = None, say=prin
             continue
         off = implausible(s) if not subset else []
         if off:
-            raise UserError(f"--data: {off[0].split(' (a deliberate')[0]}; give the data set's files, "
+            raise UserError(f"--data: {not_this_data_set(s['name'], off)}; give the data set's files, "
                             "or pass --data-subset if they are a deliberate subset (the run then says so)")
         bad = [f for f in s["files"] if f["verdict"] in ("missing", "mismatch")]
         if bad:

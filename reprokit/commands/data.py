@@ -129,7 +129,11 @@ def print_check(rep: dict) -> None:
         if s["status"] == "absent":
             print(f"{s['name']}: absent (its cells keep the stand-in)")
         else:
-            print(f"{s['name']}: {s['status']} (in {s['dir']})")
+            state = s["status"]
+            wrong = f"{s['name']}: not this data set"
+            if state == "ok" and any(q.startswith(wrong) for q in rep["problems"]):
+                state = "files present, NOT this data set (its counts: below)"
+            print(f"{s['name']}: {state} (in {s['dir']})")
         if s["archive"]:
             a = s["archive"]
             print(f"  archive {a['name']}: {a['verdict']}" + (f" (md5 {a['md5']})" if a["md5"] else "")
@@ -152,7 +156,7 @@ def print_check(rep: dict) -> None:
             print(f"  {what}: {_n(c['measured'])} vs documented {_n(c['documented'])} "
                   f"({c['status']}): {mark}")
         for line in s.get("subset") or []:  # --subset: said, not failed
-            print(f"  subset (--subset): {line.split(' (a deliberate')[0]}")
+            print(f"  subset (--subset): {line}")
     differ = sum(c["verdict"] == "differs" for s in rep["datasets"] for c in s["counts"])
     if rep["ok"]:
         print("result: ok" + (f" (digests; {differ} counts differ from the documented ones, "

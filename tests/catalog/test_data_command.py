@@ -198,7 +198,7 @@ def test_layout_archive_subdirectory_and_incomplete_set(repo, tmp_path, lock):
     assert ptb["status"] == "incomplete" and ptb["dir"] == str(root / "simple-examples" / "data")
     # an incomplete set records no digest (issue 23: they were recorded as "first use")
     assert [f["verdict"] for f in ptb["files"]] == ["unrecorded", "unrecorded", "missing"]
-    assert "ptb: incomplete" in ptb["files"][0]["why"]
+    assert "until ptb checks out" in ptb["files"][0]["why"]
     assert ptb["archive"]["verdict"] == "mismatch"  # md5 from seed_workloads.md 4.4
     assert "ptb: incomplete" in rep["problems"]
     assert not lock.exists() or not any(k.startswith("ptb/") for k in json.loads(lock.read_text())["files"])
@@ -401,7 +401,9 @@ def test_junk_files_are_not_a_data_set_and_nothing_is_recorded(repo, tmp_path, l
         (root / "ptb" / f"ptb.{split}.txt").write_text("junk junk junk\n", encoding="utf-8")
     p = cli(repo, "data", "--check", str(root), "--lock", str(lock))
     assert p.returncode == 1, p.stdout + p.stderr
-    assert "ptb: lines of train is 1, documented 42,068" in p.stdout and "not this data set" in p.stdout
+    assert ("ptb: not this data set: lines of train is 1, documented 42,068 (third-party) and 6 more"
+            in p.stdout)
+    assert "ptb: files present, NOT this data set" in p.stdout
     assert not lock.exists() or not json.loads(lock.read_text())["files"]
     with pytest.raises(UserError, match="--data-subset"):
         datasets.prepare_run([ptb_cell()], root, lock, say=QUIET)

@@ -148,6 +148,22 @@ def _link_first_cell(rundir: Path, target: str) -> None:
     f.symlink_to(target)
 
 
+def _sample(tmp: Path) -> None:
+    (run,) = (REPO / "docs" / "sample-run").iterdir()
+    shutil.copytree(run, tmp / "s")
+    (tmp / "s" / "logs").mkdir(exist_ok=True)
+
+
+def _crate(tmp: Path) -> None:
+    subprocess.run([sys.executable, str(REPO / "reproduce.py"), "export", "s", "-o", "s.zip"], cwd=tmp,
+                   check=True, capture_output=True, timeout=300)
+
+
+def _executable(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
 # Bytes a command line can hold but a table must not (`cat` of the table would send them): written
 # <ESC> and <BEL> in CASES and the table, passed to the command as the bytes themselves.
 CONTROLS = {"<ESC>": "\x1b", "<BEL>": "\x07"}
@@ -217,6 +233,16 @@ SITUATIONS = {
     "a-cells-loop": ("`a/cells` is a symbolic link to itself (a loop)", lambda t, m: _cells_loop(t / "a")),
     "b-dev-zero": ("`b/`'s first cell file is a symbolic link to /dev/zero",
                    lambda t, m: _link_first_cell(t / "b", "/dev/zero")),
+    # issue 35
+    "sample": ("`s/` is a stored run with its report (docs/sample-run)", lambda t, m: _sample(t)),
+    "s-passwd": ("`s/logs/p.log` is a symbolic link to /etc/passwd",
+                 lambda t, m: (t / "s" / "logs" / "p.log").symlink_to("/etc/passwd")),
+    "s-fifo": ("`s/logs/p.log` is a FIFO", lambda t, m: os.mkfifo(t / "s" / "logs" / "p.log")),
+    "s-crate": ("`s.zip` is the crate `reproduce.py export s -o s.zip` wrote", lambda t, m: _crate(t)),
+    "out-dangling": ("`out.html` is a symbolic link to nothing",
+                     lambda t, m: (t / "out.html").symlink_to("nowhere")),
+    "flood": ("`flood` is an executable that prints without end (`exec yes`)",
+              lambda t, m: _executable(t / "flood", "#!/bin/sh\nexec yes\n")),
     "bare-venv": ("`bare/` is a venv without the kit's packages (`python3 -m venv --without-pip bare`)",
                   lambda t, m: subprocess.run([sys.executable, "-m", "venv", "--without-pip",
                                                str(t / "bare")], check=True, timeout=300)),
@@ -594,6 +620,26 @@ CASES += [
 ]
 
 
+CASES += [
+    # issue 35: crates and the probes of a user's interpreter (the other cases: FAULTS below)
+    Case("sample s-passwd", "reproduce.py export s -o x.zip",
+         "reproduce.py: error: s/logs/p.log is a symbolic link (to /etc/passwd); export never follows "
+         "links out of a run: replace it with the file it stands for, or remove it, then export"),
+    Case("sample s-fifo", "reproduce.py export s -o x.zip",
+         "reproduce.py: error: s/logs/p.log is not a regular file or directory (a FIFO, socket or "
+         "device); remove it from the run, then export", proc=True),
+    Case("sample", "reproduce.py export s -o /proc/nope/x.zip",
+         "reproduce.py: error: cannot write the crate to /proc/nope/x.zip (No such file or directory); "
+         "give -o a file in a directory you can write"),
+    Case("sample s-crate out-dangling", "reproduce.py report s.zip --out out.html",
+         "reproduce.py: error: out.html exists; give another directory with --out (the run is written "
+         "there)"),
+    Case("flood", "reproduce.py run --suite smoke --python torch-0.1=flood",
+         "reproduce.py: error: --python torch-0.1=$TMP/flood: $TMP/flood printed more than 1,048,576 "
+         "bytes to the environment probe (it was stopped): is it a Python interpreter?; give the path of "
+         "a working Python interpreter", proc=True),
+]
+
 @dataclass
 class Fault:
     """A case of issue 23's battery that is not one command refused in one line with nothing written
@@ -679,7 +725,8 @@ FAULTS = [
           "tests/run/test_faults.py::test_a_stopped_driver_stops_its_local_cell_and_resume_measures_it"),
     Fault("found by fuzzing the readers (tests/core/test_fuzz.py) or probing its targets: a data file "
           "that is not UTF-8; a crate with a damaged deflate stream, an unknown zip "
-          "version, members that clash, a metadata directory or an @id that is not a string; a job "
+          "version, members that clash, an empty member name, a metadata directory or an @id that is not a "
+          "string; a job "
           "file that is a list; an image archive's lock whose entry is not an object",
           "reproduce.py list, verify CRATE, export RUN or restore ARCHIVE (the inputs: tests/fuzz/findings)",
           "the kit's one-line error (each was an internal error, exit 3)", "2 (a crate: 1)",
@@ -710,6 +757,72 @@ FAULTS = [
           "test_a_node_lost_while_no_driver_follows_is_rerun_and_the_others_keep_their_nodes, "
           "tests/runners/test_slurm_multinode.py::"
           "test_a_driver_killed_while_cells_run_on_several_nodes_is_reattached"),
+    # issue 35
+    Fault("a crate whose member is a symbolic link, a device or a FIFO (described in its metadata), or "
+          "whose metadata or a log is there twice (an evil first copy)",
+          "reproduce.py verify CRATE",
+          "refused in one line naming the member before anything is extracted (verified; unzip made the "
+          "link or extracted the evil copy)", "1",
+          "tests/report/test_crate_safety.py::"
+          "test_verify_refuses_link_and_special_members_even_when_described, "
+          "tests/report/test_crate_safety.py::test_verify_refuses_a_member_that_is_there_twice"),
+    Fault("a crate with a member that inflates to 1 GiB of zeros (a zip bomb); a 5.4 MB one inflating to "
+          "5 GiB in docs/measurements.md",
+          "reproduce.py verify bomb.zip",
+          "refused in one line before any byte is inflated: nothing written to TMPDIR, 0.13 s for the "
+          "5 GiB one (4.9 GB written over 43 s)", "1",
+          "tests/report/test_crate_safety.py::test_a_zip_bomb_is_refused_before_anything_is_written"),
+    Fault("SIGTERM while verify or export works", "reproduce.py verify CRATE, reproduce.py export RUN",
+          "one line 'interrupted by SIGTERM', every temporary directory and the half-written crate "
+          "removed (3.9 GB left behind; a copy of the run left)", "143",
+          "tests/report/test_crate_safety.py::test_sigterm_removes_the_temporary_files"),
+    Fault("TMPDIR without space for a good crate's files (free space and ENOSPC stood in)",
+          "reproduce.py verify CRATE",
+          "one line naming the disk and the fix (free space there or set TMPDIR) (exit 1, 'the crate "
+          "was altered')", "2",
+          "tests/report/test_crate_safety.py::test_a_full_disk_while_checking_is_exit_2_naming_the_disk"),
+    Fault("a run holding a file whose name has a space, a non-ASCII letter, a newline or a %",
+          "reproduce.py export RUN -o x.zip, then reproduce.py verify x.zip",
+          "verified (exit 1, '... is missing': percent-encoded in the metadata, not in the zip)", "0",
+          "tests/report/test_crate_safety.py::test_any_file_name_the_run_can_hold_round_trips"),
+    Fault("an 'interpreter' given with --python that hangs (`sleep 1000`) or leaves a child running",
+          "reproduce.py run --suite smoke --python torch-0.1=HANG",
+          "one line after the probe's timeout, and its whole process group ended (the sleep was left "
+          "running under PID 1); an interpreter that answers but leaves a child is not waited for",
+          "2",
+          "tests/runners/test_bounded.py::test_a_timeout_ends_the_whole_process_group, "
+          "tests/runners/test_bounded.py::test_what_it_left_running_after_answering_is_ended_too"),
+    Fault("a results path holding an OSC escape (it sets the terminal's title)",
+          "reproduce.py report $'d\\e]0;pw\\a/RUN'",
+          "the path is printed as \\x1b]0;pw\\x07 (printed raw)", "1",
+          "tests/commands/test_escapes.py::test_an_escape_in_a_results_path_is_shown_by_report"),
+    Fault("a data-cache blob forged with its key and sha256 recomputed over an edited payload, or over "
+          "garbage", "reproduce.py list",
+          "ignored and rebuilt: the blob's HMAC is keyed with the data file's own bytes (used silently; "
+          "the garbage gave exit 3 KeyError)", "0",
+          "tests/core/test_files.py::test_a_forged_cache_entry_with_its_key_and_digest_recomputed_is_ignored"),
+    Fault("a full HOME left a 0-byte or cut-short clock-probe program cached under its final name",
+          "reproduce.py run --suite smoke --quick",
+          "the cached program is checked (a whole, executable ELF) and rebuilt beside its final name, then "
+          "renamed (every later run said 'clock not measured')", "0",
+          "tests/probes/test_measured_clock.py::test_a_cut_short_cached_probe_program_is_rebuilt_not_trusted"),
+    Fault("a multi-node Slurm run whose cell's node loses its slurmd (SIGSTOP or SIGKILL) mid-cell; the "
+          "cell's process runs on under slurmstepd",
+          "reproduce.py run ... --runner slurm",
+          "the task's heartbeat (`.alive`) shows it still runs: followed to its end, kept with its own "
+          "exit status and node (said 'interrupted ... NODE_FAIL', merged with node: null)", "0",
+          "tests/runners/test_slurm_launchers.py::"
+          "test_a_cell_whose_node_was_lost_but_finished_is_followed_to_its_end, "
+          "tests/runners/test_slurm_multinode.py::test_a_cell_that_outlives_its_nodes_slurmd_is_kept_with_its_node"),
+    Fault("`data/ptb/` holds three tiny identical junk files", "reproduce.py data --check data",
+          "FAILED: 'ptb: not this data set' with the first of its counts more than 10 % off the documented "
+          "ones; nothing recorded; --subset accepts a deliberate subset, recorded as one ('ptb: ok', their "
+          "digests recorded as first use)", "1",
+          "tests/catalog/test_data_command.py::test_junk_files_are_not_a_data_set_and_nothing_is_recorded"),
+    Fault("two racing resumes of a run copied with a stale lock record",
+          "reproduce.py run ... --resume RUN (twice)",
+          "the refused one names the live holder only (it named the stale holder copied with the run)", "2",
+          "tests/run/test_lock_holder.py::test_a_stale_record_copied_with_the_run_is_not_named"),
 ]
 
 

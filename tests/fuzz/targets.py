@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import tarfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -362,6 +363,25 @@ def _zip(path: Path, members: dict[str, bytes], how: int = zipfile.ZIP_STORED) -
             z.writestr(n, b)
 
 
+def _zip_bytes(members: dict[str, bytes], special: dict[str, int] | None = None,
+               twice: str | None = None) -> bytes:
+    """A deflated zip of `members`, some with a Unix file mode (`special`), one written twice."""
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Duplicate name"
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            for n, b in members.items():
+                info = zipfile.ZipInfo(n, (2020, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                if n in (special or {}):
+                    info.external_attr = special[n] << 16
+                    b = b"/etc/passwd" if special[n] >> 12 == 0o12 else b""
+                if n == twice:
+                    z.writestr(info, b"{}")  # an evil first copy
+                z.writestr(info, b)
+    return buf.getvalue()
+
+
 class CrateMetadata(Target):
     """A crate's ro-crate-metadata.json, in a zip with the files of a real export (small_crate)."""
 
@@ -386,10 +406,18 @@ class CrateZip(Target):
     name = "crate_zip"
 
     def seeds(self) -> list[bytes]:
+        """The small crate stored and deflated, and the hostile shapes of issue 35 to mutate from: a
+        symbolic-link member, a FIFO member, a member there twice, a member of zeros (ratio ~1000x)."""
+        members = small_crate(self.shared)
+        log = _CRATE_KEEP[1]  # a cell result
         out = []
         for how in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            _zip(self.work / "seed.zip", small_crate(self.shared), how)
+            _zip(self.work / "seed.zip", members, how)
             out.append((self.work / "seed.zip").read_bytes())
+        for mode in (0o120777, 0o010644):  # a symbolic link, a FIFO (Unix mode in external_attr)
+            out.append(_zip_bytes(members, special={log: mode}))
+        out.append(_zip_bytes(members, twice=log))
+        out.append(_zip_bytes({**members, log: bytes(1 << 20)}))
         return out
 
     def one_input(self, data: bytes) -> None:
