@@ -49,6 +49,21 @@ RUNNERS = ("local", "docker", "slurm")
 _RANK = {"ok": 0, "jit": 1, "probe": 2, "blocked": 3}
 IMAGE_RUNNERS = ("docker",)  # the probe cache is written by Docker runs only
 PROBE_COMMAND = "reproduce.py run --suite gpu-smoke --runner docker"
+CONTAINER_LAUNCHERS = ("docker", "apptainer", "pyxis")  # Slurm launchers that run the stack's image
+
+
+def runs_images(runner: str, host: Mapping[str, Any]) -> bool:
+    """Whether `runner` runs the stacks' images here, so the GPU probe cache gates them: the Docker
+    runner, or the Slurm runner with a container launcher (host["launcher"], host_from_fingerprint)."""
+    return runner in IMAGE_RUNNERS or (runner == "slurm" and host.get("launcher") in CONTAINER_LAUNCHERS)
+
+
+def probe_command(runner: str, host: Mapping[str, Any]) -> str:
+    """The command that records a probe for what this runner runs."""
+    if runner == "slurm":
+        return (f"reproduce.py run --suite gpu-smoke --runner slurm --slurm-launcher {host.get('launcher')} "
+                "--device gpu")
+    return PROBE_COMMAND
 
 
 # ---------------------------------------------------------------------------------------- host
@@ -84,6 +99,7 @@ def host_from_fingerprint(
     *,
     engine_present: bool | None = None,
     images: Mapping[str, Any] | None = None,
+    launcher: str | None = None,
 ) -> dict[str, Any]:
     """Turn a host fingerprint into the host description `check_cell` takes.
 
@@ -91,7 +107,8 @@ def host_from_fingerprint(
     driver_version, cuda_driver_version). Engine and image state are not part of the fingerprint:
     the caller passes what it probed. `images` maps an image tag (IMAGE_TAG) or directory name to
     "present" | "buildable" | "missing" or {"present": bool, "buildable": bool, "image_id": str}
-    (the image ID is what the probe cache is keyed by).
+    (the image ID is what the probe cache is keyed by). `launcher`: the Slurm launcher that runs the
+    cells (a container launcher's images are gated by the probe cache as the Docker runner's are).
     """
     nvidia = fp.get("nvidia") or {}
     available = bool(nvidia.get("available"))
@@ -112,6 +129,7 @@ def host_from_fingerprint(
         "host_id": fp.get("host_id"),
         "engine_present": engine_present,
         "images": dict(images or {}),
+        "launcher": launcher,
         "nvidia_available": available,
         "gpus": gpus,
     }
@@ -306,9 +324,10 @@ def _check_gpus(
         jit_on[id(gpu)] = _check_arch(v, stack, gpu, compat)
     for gpu in used:
         _check_blockers(v, stack, gpu)
-    if runner in IMAGE_RUNNERS:
+    if runs_images(runner, host):
         for gpu in used:
-            _check_probe(v, stack, host, gpu, bool(jit_on[id(gpu)]), probes or [], probe_cell)
+            _check_probe(v, stack, host, gpu, bool(jit_on[id(gpu)]), probes or [], probe_cell,
+                         probe_command(runner, host))
 
 
 def _check_gpu_count(v: _Verdict, host: Mapping[str, Any], needed: int) -> list:
@@ -515,7 +534,7 @@ def _check_arch(
 
 def _check_probe(
     v: _Verdict, stack: Mapping[str, Any], host: Mapping[str, Any], gpu: Mapping[str, Any], jit: bool,
-    probes: list[dict], probe_cell: bool,
+    probes: list[dict], probe_cell: bool, command: str = PROBE_COMMAND,
 ) -> None:
     """The probe gate: what the GPU probe cache says about this stack's image on this host GPU."""
     from reprokit.plan import probe_cache
@@ -536,7 +555,7 @@ def _check_probe(
     if entry is not None and entry["status"] == "failed":
         v.check("probe", False, f"{label}: the capability probe of {tag} failed on {entry['probed'][:10]}: "
                 f"{entry['error']}; not runnable on this GPU (a new driver or image needs a new probe: "
-                f"`{PROBE_COMMAND}`)")
+                f"`{command}`)")
     elif entry is not None:
         forced = " under CUDA_FORCE_PTX_JIT=1" if entry.get("cuda_force_ptx_jit") else ""
         v.check("probe", True, f"{label}: probed {entry['probed'][:10]}: GEMM and LSTM step of {tag} "
@@ -547,7 +566,7 @@ def _check_probe(
         v.check("probe", True, f"{label}: needs a probe: its kernels reach this GPU only through PTX "
                 f"JIT and no probe of {tag} is recorded for this host GPU{why}", status="probe",
                 reason=f"needs a probe: {stack['name']} reaches {label} only through PTX JIT and no "
-                f"capability probe of {tag} is recorded for it{why}; run `{PROBE_COMMAND}`")
+                f"capability probe of {tag} is recorded for it{why}; run `{command}`")
 
 
 def _blocker_applies(when: Mapping[str, Any], gpu: Mapping[str, Any]) -> bool | None:

@@ -11,9 +11,12 @@ schema reprokit/schemas/probe_cache.schema.json), one entry per
 * image: the stack and the image ID (with its digest when it has one) the probe container ran.
 
 A newer probe of the same host and image replaces the older one. Entries are written only by a run
-on a GPU through the Docker runner (`record_result`): that path has never run (no GPU with Docker has
-been available; the one GPU session, docs/gpu-run, ran gpu-smoke through the local runner, whose
-probes decide no entry); tests write entries through the same function from a synthetic result.
+on a GPU through an image (`record_result`): the Docker runner on this host, or a Slurm container
+launcher (docker, apptainer, pyxis; keyed by the node its task fingerprinted and the image's ID, for
+an image file its sha256: reprokit/containers/image_files.py). That path has never run (no GPU with
+Docker or Slurm has been available; the one GPU session, docs/gpu-run, ran gpu-smoke through the
+local runner, whose probes decide no entry); tests write entries through the same function from a
+synthetic result.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ PROBE_PREFIX = "probe_"
 # cell statuses a probe's outcome is decided by; timeout, oom, interrupted or skipped decide nothing
 DECIDED = {"ok": "ok", "failed": "failed", "crashed": "failed"}
 HOST_FIELDS = ("host_id", "gpu_name", "compute_capability", "driver_version")
+CONTAINER_LAUNCHERS = ("docker", "apptainer", "pyxis")  # Slurm launchers that run an image
 
 
 def default_path() -> Path:
@@ -91,11 +95,12 @@ def lookup(entries: list[dict], host_id: str | None, gpu: Mapping[str, Any], sta
     return max(found, key=lambda e: e["probed"]) if found else None
 
 
-def _gpu_used(fingerprint: Mapping[str, Any], gpus: Any) -> dict | None:
-    """The host GPU a one-GPU probe container ran on: the first of the GPU ids the Docker runner
-    records (`runner.gpus`, a list of indices or UUIDs; reprokit/runners/container.py gpu_ids),
-    GPU 0 without any. None when the id is not one of the fingerprint's GPUs: no entry rather than
-    a wrong one."""
+def _gpu_used(fingerprint: Mapping[str, Any], gpus: Any, slurm: bool = False) -> dict | None:
+    """The host GPU a one-GPU probe container ran on: the first of the GPU ids the runner records
+    (`runner.gpus`: the Docker runner's indices or UUIDs, reprokit/runners/container.py gpu_ids; a
+    Slurm container cell's SLURM_JOB_GPUS, reprokit/runners/slurm_task.py), GPU 0 without any. On a
+    Slurm node whose NVML opens one GPU only (the job's, devices constrained) that one. None when
+    the id is not one of the fingerprint's GPUs: no entry rather than a wrong one."""
     fp_gpus = list(fingerprint.get("gpus") or [])
     if not fp_gpus:
         return None
@@ -104,30 +109,50 @@ def _gpu_used(fingerprint: Mapping[str, Any], gpus: Any) -> dict | None:
     for g in fp_gpus:
         if str(g.get("index")) == first or g.get("uuid") == first:
             return dict(g)
+    opened = [g for g in fp_gpus if g.get("uuid")]
+    return dict(opened[0]) if slurm and len(opened) == 1 else None
+
+
+def _probed_where(result: Mapping[str, Any], fingerprint: Mapping[str, Any],
+                  runner_name: str) -> tuple[str, Mapping[str, Any]] | None:
+    """(runner label, the fingerprint of the machine whose GPU ran the probe), or None when the
+    runner ran no image: the Docker runner on this host; a Slurm container launcher on its node
+    (the node fingerprint its task took; never the driver host's)."""
+    runner = result.get("runner") or {}
+    if runner_name == "docker":
+        return "docker", fingerprint
+    if runner_name == "slurm" and runner.get("launcher") in CONTAINER_LAUNCHERS:
+        node = runner.get("node_fingerprint")
+        return (f"slurm/{runner['launcher']}", node) if isinstance(node, Mapping) else None
     return None
 
 
 def entry_from_result(result: Mapping[str, Any], fingerprint: Mapping[str, Any],
                       runner_name: str, device: str) -> dict | None:
     """The cache entry a finished probe cell makes, or None when it decides nothing: not a probe, not
-    on a GPU through the Docker runner (a CPU run says nothing about a GPU; the local runner runs no
-    image), no image ID, or an outcome that is not a verdict (timeout, oom, interrupted, skipped)."""
+    on a GPU through an image (the Docker runner, or Slurm's docker, apptainer or pyxis launcher; a
+    CPU run says nothing about a GPU, the local runner and launcher run no image), no image ID, or
+    an outcome that is not a verdict (timeout, oom, interrupted, skipped)."""
     status = DECIDED.get(str(result.get("status")))
     runner = result.get("runner") or {}
-    if (status is None or device != "gpu" or runner_name != "docker"
+    where = _probed_where(result, fingerprint, runner_name)
+    if (status is None or device != "gpu" or where is None
             or not is_probe(str(result.get("workload", ""))) or not runner.get("image_id")):
         return None
-    gpu = _gpu_used(fingerprint, runner.get("gpus"))
+    label, fingerprint = where
+    gpu = _gpu_used(fingerprint, runner.get("gpus"), slurm=label != "docker")
     if gpu is None:
         return None
     nvidia = fingerprint.get("nvidia") or {}
     gpu.setdefault("driver_version", nvidia.get("driver_version"))
     host = host_key(fingerprint.get("host_id"), gpu)
+    if not host["host_id"]:
+        return None
     host["cuda_driver_version"] = gpu.get("cuda_driver_version") or nvidia.get("cuda_driver_version")
     probe = (result.get("extra") or {}).get("probe") or {}
     return {
         "host": host, "stack": result["stack"], "image_id": runner["image_id"],
-        "image_digest": runner.get("image_digest"), "status": status,
+        "image_digest": runner.get("image_digest"), "runner": label, "status": status,
         "error": None if status == "ok" else (result.get("reason") or "no reason recorded"),
         "probed": result.get("finished") or result.get("started"),
         "cuda_force_ptx_jit": bool((result.get("params") or {}).get("cuda_force_ptx_jit")),
@@ -154,9 +179,26 @@ def record(entry: Mapping[str, Any], path: Path | None = None) -> Path:
 def record_result(result: Mapping[str, Any], fingerprint: Mapping[str, Any], runner_name: str,
                   device: str, path: Path | None = None) -> tuple[dict | None, Path | None]:
     """`entry_from_result` then `record`; (entry, path), or (None, None) when the cell decides
-    nothing. NEVER RUN ON A GPU WITH DOCKER (none available): the executor calls it after every probe
-    cell of a GPU run."""
+    nothing. NEVER RUN ON A GPU WITH AN IMAGE (none available: the one GPU session ran the local
+    runner): the executors call it after every probe cell of a GPU run (`record_cell`)."""
     entry = entry_from_result(result, fingerprint, runner_name, device)
     if entry is None:
         return None, None
     return entry, record(entry, path)
+
+
+def record_cell(result: dict, host_fingerprint: Mapping[str, Any], runner_name: str, device: str,
+                say) -> None:
+    """A gpu-smoke probe cell's outcome into the cache, said in one line; a cache that cannot be
+    written costs a warning, never the run. Called by both executors (reprokit/run/serial.py, the
+    Slurm runner's reprokit/run/execute_concurrent.py)."""
+    from reprokit.errors import UserError
+
+    try:
+        entry, path = record_result(result, host_fingerprint, runner_name, device)
+    except (OSError, ValueError, UserError) as e:
+        say(f"warning: the probe result of {result.get('cell_id')} was not cached: {e}")
+        return
+    if entry is not None:
+        say(f"probe cache: {entry['stack']} on {entry['host']['gpu_name']} "
+            f"(driver {entry['host']['driver_version']}, {entry['runner']}): {entry['status']} -> {path}")

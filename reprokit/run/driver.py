@@ -200,9 +200,10 @@ def drive(req: RunRequest, argv: list[str], say, judge=None,
     host = rundir.load_run().get("host_fingerprint") if resumed is not None else None
     if host is None:  # a Slurm GPU run is planned on the probe job's node
         host = slurm_setup.planning_host(runner, plan.options.device)
-    plan = slurm_setup.judged_on_environments(decide(plan, runner.name,
-                                                     host or fingerprint.host_fingerprint()),
-                                              runner, plan.options.device)
+    plan = slurm_setup.judged_on_environments(
+        decide(plan, runner.name, host or fingerprint.host_fingerprint(),
+               **slurm_setup.launcher_images(runner, plan.runnable, plan.options.device)),
+        runner, plan.options.device)
     seq_cells = [c for c in ((plan.options.design or {}).get("cells") or {}).values() if c.get("sequential")]
     extra = {"sequential": sequential} if sequential is not None and seq_cells else {}
     return rundir, execute(plan, runner, rundir, argv, resume=bool(req.resume), say=say, **extra)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from reprokit import files, results
-from reprokit.plan import design, fallback
+from reprokit.plan import design, fallback, probe_cache
 from reprokit.run import jit_warmup, lifecycle, merge_processes, reconcile, record
 from reprokit.run.record import Execution, RunRecord
 from reprokit.runners.base import CellOutcome
@@ -89,6 +89,9 @@ def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
             res["environment"] = info["environment"]
         if missing or info.get("environment"):
             (rundir.write_cell if task.process is None else rundir.write_process)(res)
+    if probe_cache.is_probe(task.cell.workload):  # keyed by the node the task fingerprinted
+        probe_cache.record_cell(res, c.rec.run.get("host_fingerprint") or {}, c.runner.name, c.device,
+                                c.runner.say)
     if task.process is None:
         c.rec.record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
     else:

@@ -13,7 +13,6 @@ import time
 import traceback
 from dataclasses import replace
 
-from reprokit.errors import UserError
 from reprokit.plan import design, fallback, probe_cache
 from reprokit.probes import gpu_state
 from reprokit.run import jit_warmup, lifecycle, merge_processes, record
@@ -73,7 +72,8 @@ def run_serial(ex: Execution) -> None:
                                            fallback.substitution(verdicts[c.id]),
                                            host=run["host_fingerprint"], jit=jit)
                 if probe_cache.is_probe(c.workload):
-                    _record_probe(res, run, runner.name, plan.options.device, say)
+                    probe_cache.record_cell(res, run["host_fingerprint"], runner.name,
+                                            plan.options.device, say)
                 if rnd is None:
                     rec.record(c, res["status"], res["reason"], outcome.process_wall_s)
                 else:
@@ -197,18 +197,3 @@ def _gpu_cell(job_cell: dict, device: str, host: dict) -> bool:
     """Whether a cell may run on a GPU, so its GPUs' state is watched (a CPU cell's is not)."""
     dev = job_cell.get("device") or device
     return dev == "gpu" or (dev == "auto" and bool((host or {}).get("gpus")))
-
-
-def _record_probe(result: dict, run: dict, runner_name: str, device: str, say) -> None:
-    """A gpu-smoke probe's outcome into the GPU probe cache (reprokit/plan/probe_cache.py), for preflight
-    to read on this host. Only a GPU run through the Docker runner records one, so this has NEVER
-    RUN (the one GPU session had no Docker). A cache that cannot be written costs a warning, never
-    the run."""
-    try:
-        entry, path = probe_cache.record_result(result, run["host_fingerprint"], runner_name, device)
-    except (OSError, ValueError, UserError) as e:
-        say(f"warning: the probe result of {result.get('cell_id')} was not cached: {e}")
-        return
-    if entry is not None:
-        say(f"probe cache: {entry['stack']} on {entry['host']['gpu_name']} "
-            f"(driver {entry['host']['driver_version']}): {entry['status']} -> {path}")

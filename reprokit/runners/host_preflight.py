@@ -18,21 +18,25 @@ from reprokit.containers import engine as docker_engine
 from reprokit.containers import images as image_store
 from reprokit.plan.compat import load_compat
 from reprokit.plan.plan import Plan
-from reprokit.plan.preflight import IMAGE_RUNNERS, cell_verdicts, host_from_fingerprint
+from reprokit.plan.preflight import cell_verdicts, host_from_fingerprint, runs_images
 from reprokit.runners import env_preflight
 
 
-def decide(plan: Plan, runner: str, host: dict) -> Plan:
+def decide(plan: Plan, runner: str, host: dict, launcher: str | None = None,
+           images: Mapping[str, Any] | None = None) -> Plan:
     """The plan completed for `runner` on the host `host` (a host fingerprint): every runnable
-    cell's preflight verdict, probing what the fingerprint cannot say (engine, images)."""
-    verdicts = suite_verdicts(plan.runnable, host, runner, plan.options.device)
+    cell's preflight verdict, probing what the fingerprint cannot say (engine, images). A Slurm
+    container launcher's `images` (reprokit/runners/slurm_setup.py launcher_images) are given."""
+    given = {"launcher": launcher, "images": images} if launcher else {}
+    verdicts = suite_verdicts(plan.runnable, host, runner, plan.options.device, **given)
     return replace(plan, runner=runner, host=host, verdicts=verdicts)
 
 
 def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner: str,
                    device: str = "cpu", *, other_host: bool = False,
                    environments: Callable[[str], Mapping[str, Any] | None] | None = None,
-                   build_envs: bool = False) -> dict[str, dict[str, Any]]:
+                   build_envs: bool = False, launcher: str | None = None,
+                   images: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Preflight verdict per cell id of a suite on this host, for `runner` ("local" or "docker").
 
     Probes what a fingerprint cannot tell: whether a Docker engine answers and which stack images
@@ -48,8 +52,10 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
 
     compat = load_compat()
     stacks = load_stacks()
-    engine, images = None, {}
-    if other_host:
+    engine, given, images = None, images, {}
+    if given is not None:  # a Slurm container launcher's images, as its nodes will run them
+        images = dict(given)
+    elif other_host:
         engine = True
         images = {spec["image"]: "buildable" for spec in stacks.values()}
     elif runner == "docker":
@@ -57,7 +63,7 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
         if engine:
             images = image_store.image_states(sorted({spec["image"] for spec in stacks.values()}),
                                               "gpu" if device == "gpu" else "cpu")
-    host = host_from_fingerprint(fingerprint, engine_present=engine, images=images)
+    host = host_from_fingerprint(fingerprint, engine_present=engine, images=images, launcher=launcher)
     probes, cache_warning = host_probes(host, runner)
     if environments is None and runner == "local":
         environments = env_preflight.environments_for(fingerprint, stacks, other_host=other_host,
@@ -67,12 +73,12 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
 
 
 def host_probes(host: Mapping[str, Any], runner: str) -> tuple[list[dict], str | None]:
-    """The GPU probe cache's entries when they matter (a GPU host, the Docker runner), and a warning
+    """The GPU probe cache's entries when they matter (a GPU host, a runner of images), and a warning
     when the cache cannot be read: then nothing is known and every PTX-JIT stack needs a probe."""
     from reprokit.errors import UserError
     from reprokit.plan import probe_cache
 
-    if not host.get("gpus") or runner not in IMAGE_RUNNERS:
+    if not host.get("gpus") or not runs_images(runner, host):
         return [], None
     try:
         return probe_cache.load()["entries"], None

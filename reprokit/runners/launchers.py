@@ -191,7 +191,13 @@ class _ImageFileLauncher(_ContainerLauncher):
             python = recipes.interpreter(stack_spec["image"])
         except Exception as e:  # an unreadable recipe.yaml: the stack cannot start
             raise StackUnavailable(str(e)) from None
-        info = {self.info_key: path, "never_run": True}
+        from reprokit.containers.image_files import file_id
+
+        try:  # what the probe cache keys this image by, and what the record says ran
+            image_id = file_id(path)
+        except OSError as e:
+            raise StackUnavailable(f"{path} cannot be read ({e.strerror or e})") from None
+        info = {self.info_key: path, "image_id": image_id, "never_run": True}
         jit_dir = None
         if self.device == "gpu":  # the JIT cache the Docker launcher keeps in a volume, as a directory
             jit_dir = str(container.jit_cache_dir(path))

@@ -187,6 +187,40 @@ def planning_host(runner, device: str) -> dict | None:
     return None
 
 
+def launcher_images(runner, cells, device: str) -> dict:
+    """What preflight needs to gate a Slurm GPU run's container cells by the GPU probe cache
+    (reprokit/plan/probe_cache.py): {"launcher", "images"}, the images keyed by alias tag as the
+    Docker runner's are, with the ID the probe cache keys them by (an image file's sha256,
+    reprokit/containers/image_files.py; for the docker launcher the driver host's image ID, the
+    image the nodes are expected to hold). {} for a CPU run, another runner, or the local launcher
+    (whose environments are judged instead: judged_on_environments). Only the cells' stacks and
+    their fallback links are looked at: hashing every image file of the registry would cost minutes."""
+    name = getattr(getattr(runner, "launcher", None), "name", None)
+    if runner.name != "slurm" or device != "gpu" or name not in ("docker", "apptainer", "pyxis"):
+        return {}
+    from reprokit.catalog.suites import load_stacks
+    from reprokit.containers import images as image_store
+    from reprokit.containers.image_files import file_id
+    from reprokit.plan.compat import load_compat
+    from reprokit.plan.fallback import chain_of
+
+    stacks, compat = load_stacks(), load_compat()
+    wanted = {c.stack for c in cells}
+    wanted |= {link["stack"] for s in list(wanted) for link in chain_of(s, compat) if link.get("stack")}
+    dirs = sorted({stacks[s]["image"] for s in wanted if s in stacks})
+    if name == "docker":
+        return {"launcher": name, "images": image_store.image_states(dirs, "gpu")}
+    launcher = runner.launcher
+    out: dict = {}
+    for d in dirs:
+        path = Path(launcher.image_dir or ".") / f"{d}-gpu{launcher.suffix}"
+        try:
+            out[image_store.alias_tag(d, "gpu")] = {"present": True, "image_id": file_id(path)}
+        except OSError:
+            out[image_store.alias_tag(d, "gpu")] = "missing"  # the launcher says why when it prepares
+    return {"launcher": name, "images": out}
+
+
 def judged_on_environments(plan, runner, device: str):
     """The Slurm local launcher's GPU run: every cell's verdict judged on the environments that run
     it (runners/select.py gpu_environments), not on images."""

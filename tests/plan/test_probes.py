@@ -463,3 +463,134 @@ def test_the_probe_checks_catch_wrong_numbers():
     with pytest.raises(_probe.ProbeFailure, match=r"GEMM failed \(no kernel image for this GPU"):
         _probe.stage("GEMM", lambda: (_ for _ in ()).throw(
             RuntimeError("CUDA error: no kernel image is available for execution on the device")))
+
+
+# -- the Slurm GPU path (issue 34 item 7): probes cached under the node, gating the container launchers --
+def slurm_probe(stack, node, launcher="apptainer", image=None, **runner):
+    """A gpu-smoke cell's result after a Slurm container launcher ran it on `node` (the fields
+    execute_concurrent and slurm.outcome write: launcher, node, node_fingerprint, SLURM_JOB_GPUS)."""
+    res = probe_result(stack, node, **runner)
+    res["runner"].update(name="slurm", launcher=launcher, node="gpu-node-1", node_fingerprint=node,
+                         image_id=image or image_id(stack))
+    return res
+
+
+def login_host():
+    """The driver's host: a login node without a GPU."""
+    return dict(stored("h100"), host_id="10910910910910a", gpus=[],
+                nvidia={"available": False, "reason": "no NVIDIA driver"})
+
+
+def slurm_host(node, launcher, image=None):
+    """The host a Slurm GPU run is planned on: its probe job's node, with its launcher's images."""
+    images = {}
+    for stack in GPU_STACKS:
+        tag = preflight.IMAGE_TAG.format(image=suites.load_stacks()[stack]["image"], flavour="gpu")
+        images[tag] = {"present": True, "image_id": image or image_id(stack)}
+    return preflight.host_from_fingerprint(node, images=images, launcher=launcher)
+
+
+def test_a_slurm_container_probe_is_cached_under_its_node_not_the_driver_host(tmp_path):
+    cache = tmp_path / "gpu-probes.json"
+    node = stored("h100")
+    sif = "sha256:" + "5" * 64
+    entry, _ = probe_cache.record_result(slurm_probe("tf-1.2", node, image=sif, gpus=["0"]), login_host(),
+                                         "slurm", "gpu", cache)
+    assert entry["host"]["host_id"] == node["host_id"] != login_host()["host_id"]
+    assert entry["runner"] == "slurm/apptainer" and entry["image_id"] == sif
+    assert validate.errors("probe_cache", probe_cache.load(cache)) == []
+    for launcher in ("docker", "pyxis"):
+        got = probe_cache.entry_from_result(slurm_probe("tf-1.2", node, launcher), login_host(), "slurm",
+                                            "gpu")
+        assert got["runner"] == f"slurm/{launcher}"
+    # what decides nothing: the local launcher (no image), no node fingerprint, a CPU run
+    assert probe_cache.entry_from_result(slurm_probe("tf-1.2", node, "local"), login_host(), "slurm",
+                                         "gpu") is None
+    no_node = slurm_probe("tf-1.2", node)
+    no_node["runner"]["node_fingerprint"] = None
+    assert probe_cache.entry_from_result(no_node, login_host(), "slurm", "gpu") is None
+    assert probe_cache.entry_from_result(slurm_probe("tf-1.2", node), login_host(), "slurm", "cpu") is None
+
+
+def test_a_slurm_jobs_global_gpu_id_finds_the_one_gpu_its_node_could_open():
+    """SLURM_JOB_GPUS holds global ids; with devices constrained, NVML in the job opens only the job's
+    GPU (the others have no UUID in the fingerprint): that one is the probe's GPU. Two opened GPUs
+    and an id that is neither: no entry rather than a wrong one."""
+    h100 = stored("h100")
+    g = h100["gpus"][0]
+    node = dict(h100, gpus=[dict(g, index=0, uuid=None), dict(g, index=1, uuid=None),
+                            dict(g, index=2, name="NVIDIA H200", uuid="GPU-abc")])
+    got = probe_cache.entry_from_result(slurm_probe("tf-1.2", node, gpus=["5"]), login_host(), "slurm", "gpu")
+    assert got["host"]["gpu_name"] == "NVIDIA H200"
+    two = dict(h100, gpus=[dict(g, index=0, uuid="GPU-a"), dict(g, index=1, uuid="GPU-b")])
+    assert probe_cache.entry_from_result(slurm_probe("tf-1.2", two, gpus=["5"]), login_host(), "slurm",
+                                         "gpu") is None
+    docker_two = probe_result("tf-1.2", two, gpus=["5"])  # the Docker runner knows its ids: no guess
+    assert probe_cache.entry_from_result(docker_two, two, "docker", "gpu") is None
+
+
+@pytest.mark.parametrize("launcher", ["docker", "apptainer", "pyxis"])
+def test_the_probe_gate_applies_to_slurm_container_launchers_on_the_probe_node(tmp_path, monkeypatch,
+                                                                              launcher):
+    cache = tmp_path / "gpu-probes.json"
+    node = stored("h100")
+    sif = "sha256:" + "7" * 64
+    host = slurm_host(node, launcher, image=sif)
+    v = verdict("tf-1.2", host, probes=[], runner="slurm")
+    assert v["status"] == "probe"
+    assert any(f"--runner slurm --slurm-launcher {launcher} --device gpu" in r for r in v["reasons"]), v
+    probe_cache.record_result(slurm_probe("tf-1.2", node, launcher, image=sif), login_host(), "slurm", "gpu",
+                              cache)
+    entries = probe_cache.load(cache)["entries"]
+    assert verdict("tf-1.2", host, probes=entries, runner="slurm")["status"] == "jit"
+    # another build of the image file (another sha256): a new probe
+    other = slurm_host(node, launcher, image="sha256:" + "8" * 64)
+    assert verdict("tf-1.2", other, probes=entries, runner="slurm")["status"] == "probe"
+    failed = dict(entries[0], status="failed", error="ProbeFailure: LSTM step failed")
+    assert verdict("tf-1.2", host, probes=[failed], runner="slurm")["status"] == "blocked"
+    # the cache is read for a Slurm container launcher, not for the local launcher
+    monkeypatch.setenv(probe_cache.CACHE_ENV, str(cache))
+    assert host_preflight.host_probes(host, "slurm") == (entries, None)
+    assert host_preflight.host_probes(slurm_host(node, "local"), "slurm") == ([], None)
+
+
+def test_the_slurm_local_launcher_runs_no_image_and_is_not_gated():
+    v = verdict("tf-1.2", slurm_host(stored("h100"), "local"), probes=[], runner="slurm")
+    assert v["status"] == "jit" and v["runnable"]
+    assert not any(c["name"] == "probe" for c in v["checks"])
+
+
+def test_the_collector_of_a_slurm_run_records_a_probe_under_its_node(tmp_path, monkeypatch):
+    """execute_concurrent's collector (the Slurm runner's) records a finished probe cell in the cache,
+    as the serial executor does for the Docker runner."""
+    from types import SimpleNamespace
+
+    from reprokit import files
+    from reprokit.run import record
+    from reprokit.run.execute_concurrent import _Collector
+    from reprokit.runners.base import CellOutcome
+
+    cache = tmp_path / "gpu-probes.json"
+    monkeypatch.setenv(probe_cache.CACHE_ENV, str(cache))
+    c = suites.load_suite("gpu-smoke").cell("gpu-smoke/tf-1.2")
+    rundir = results.RunDir(tmp_path / "20261125T100000Z-gpu-smoke")
+    rundir.cells_dir.mkdir(parents=True)
+    run = {"schema_version": files.version("run"), "kind": "run", "run_id": rundir.path.name,
+           "suite": "gpu-smoke", "runner": "slurm", "protocol": "budget", "started": "2026-11-25T09:00:00Z",
+           "finished": None, "wall_s": None, "host_fingerprint": login_host(), "kit": files.kit_info(),
+           "cells": [], "current": None, "stacks": {},
+           "driver": {"pid": 1, "host": "elsewhere", "start_ticks": None}}
+    record.set_entry(run, c, "pending", "not run yet", None)
+    rundir.write_run(run)
+    node = stored("h100")
+    said = []
+    runner = SimpleNamespace(name="slurm", say=said.append)
+    collect = _Collector(record.RunRecord(rundir, rundir.load_run()), rundir.path.name, runner, "gpu", 1,
+                         suites.load_stacks(), None, {})
+    info = {"launcher": "pyxis", "node": "gpu-node-1", "node_fingerprint": node, "gpus": ["0"],
+            "image_id": "sha256:" + "9" * 64, "squashfs": "/images/legacy-2017-tensorflow-gpu.sqsh"}
+    collect(SimpleNamespace(cell=c, process=None), CellOutcome("ok", None, 30.0, None, info))
+    (entry,) = probe_cache.load(cache)["entries"]
+    assert entry["host"]["host_id"] == node["host_id"] and entry["runner"] == "slurm/pyxis"
+    assert entry["image_id"] == "sha256:" + "9" * 64 and entry["stack"] == "tf-1.2"
+    assert any(s.startswith("probe cache: tf-1.2 on ") and "slurm/pyxis" in s for s in said), said

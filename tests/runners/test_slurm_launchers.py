@@ -4,6 +4,7 @@ Slurm state to a cell status, squeue's output, time limits, and the bad inputs o
 options. Apptainer and pyxis are not installed here: their command lines are checked here and have
 never run. The Docker command line runs for real in tests/runners/test_slurm.py (the Docker launcher)."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -126,7 +127,8 @@ def test_pyxis_command_line():
 
 
 @pytest.mark.parametrize("name,suffix", [("apptainer", ".sif"), ("pyxis", ".sqsh")])
-def test_image_launchers_need_their_image_file_and_say_how_to_make_it(tmp_path, name, suffix):
+def test_image_launchers_need_their_image_file_and_say_how_to_make_it(tmp_path, monkeypatch, name, suffix):
+    monkeypatch.setenv("REPROKIT_IMAGE_FILE_IDS", str(tmp_path / "ids.json"))
     stack = suites.load_stacks()["smoke-python"]
     with pytest.raises(StackUnavailable, match="--slurm-image-dir"):
         launchers.make(name).prepare("smoke-python", stack, say=lambda *_: None)
@@ -145,6 +147,8 @@ def test_image_launchers_need_their_image_file_and_say_how_to_make_it(tmp_path, 
     assert str((tmp_path / f"smoke-python-cpu{suffix}").resolve()) in " ".join(argv)
     assert f"{BENCH}:{BENCH_IN_CONTAINER}:ro" in " ".join(argv)
     assert task["info"]["never_run"] is True
+    # the file's sha256, what the GPU probe cache keys it by (here: of 0 bytes)
+    assert task["info"]["image_id"] == "sha256:" + hashlib.sha256(b"").hexdigest()
     assert (run / "jobs" / "smoke-python.docker.json").exists()  # the container's copy of the job
 
 
