@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from reprokit import files, results
+from reprokit.errors import UserError
 from reprokit.plan import design, fallback, probe_cache
 from reprokit.run import jit_warmup, lifecycle, merge_processes, reconcile, record
 from reprokit.run.record import Execution, RunRecord
@@ -266,7 +267,7 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
     finish the run when nothing is left. Returns the run record, or None when the run is not a
     Slurm run with jobs or a live driver holds it (it follows its own jobs)."""
     from reprokit.catalog import suites
-    from reprokit.runners.slurm import SlurmOptions, SlurmRunner, Task
+    from reprokit.runners.slurm import SlurmOptions, SlurmRunner
 
     run = rundir.load_run()
     slurm = run.get("slurm") or {}
@@ -281,22 +282,11 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
         repeat = int(run.get("repeat") or 1)
         device = (run.get("options") or {}).get("device", "cpu")
         cells = {c.id: c for c in suite.cells}
-        entries = {e["cell_id"]: e for e in run["cells"]}
         runner = SlurmRunner(SlurmOptions.from_record({**slurm.get("options", {}), "detach": True}),
                              device=device, say=say or (lambda *_: None))
-        tasks = {}
-        for job in slurm["jobs"]:
-            for rt in job.get("tasks", []):
-                cid, proc = rt["cell_id"], rt.get("process")
-                if rt.get("warmup") or cid not in cells or entries.get(cid, {}).get("status") != "pending":
-                    continue
-                if proc is not None and _collected(rundir, cid, proc):
-                    continue  # the driver collected it; a file the harness alone wrote is not:
-                    # its task record (node, fingerprint, job) is added now
-                tasks[(cid, proc)] = Task(cells[cid], proc, {}, rundir.jobs_dir / f"{cells[cid].stack}.json",
-                                          rundir.log_path(cid, proc))
+        tasks = _uncollected(run, rundir, cells)
         for t in runner.adopt(rundir, slurm["jobs"], tasks, ended=True):
-            if say:
+            if say and t.warmup is None:
                 say(f"slurm: re-attached to {t.cell.id}"
                     + (f" (process {t.process})" if t.process else "") + f": job {t.job_id}")
 
@@ -322,6 +312,50 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
     finally:
         if lock is not None:
             lock.release()
+
+
+def _uncollected(run: dict, rundir: results.RunDir, cells: dict) -> dict:
+    """The tasks of a Slurm run's jobs whose outcome is not in its record yet: pending cells (processes),
+    and JIT warm-ups without their run.json entry (so the stack's cells get jit_warmup_s)."""
+    from reprokit.runners.slurm import Task
+
+    entries = {e["cell_id"]: e for e in run["cells"]}
+    tasks = {}
+    for job in run["slurm"]["jobs"]:
+        for rt in job.get("tasks", []):
+            cid, proc = rt["cell_id"], rt.get("process")
+            if rt.get("warmup"):
+                t = _warmup_task(run, rundir, rt, cells.get(cid))
+                if t is not None:
+                    tasks[("warmup", rt["warmup"])] = t
+                continue
+            if cid not in cells or entries.get(cid, {}).get("status") != "pending":
+                continue
+            if proc is not None and _collected(rundir, cid, proc):
+                continue  # the driver collected it; a file the harness alone wrote is not:
+                # its task record (node, fingerprint, job) is added now
+            tasks[(cid, proc)] = Task(cells[cid], proc, {}, rundir.jobs_dir / f"{cells[cid].stack}.json",
+                                      rundir.log_path(cid, proc))
+    return tasks
+
+
+def _warmup_task(run: dict, rundir: results.RunDir, rt: dict, cell):
+    """The Task of a JIT warm-up a detached run submitted and has not recorded yet, rebuilt from its
+    job file (jobs/<stack>.jit-warmup.json); None when it is recorded, or its cell or job file is gone."""
+    from reprokit.runners.slurm import Task
+
+    if cell is None or rt["warmup"] in (run.get("jit_warmups") or {}):
+        return None
+    job_path = rundir.jobs_dir / f"{cell.stack}.jit-warmup.json"
+    try:
+        job = files.read_json(job_path, "job")
+    except (OSError, ValueError, UserError):
+        return None
+    wcell = job["cells"][0]
+    out_dir = Path(job["out_dir"])
+    w = jit_warmup.Warmup(rt["warmup"], cell.stack, jit_warmup.cell_device(job, wcell), wcell, job_path,
+                          out_dir, out_dir / "warmup.log")
+    return Task(cell, None, wcell, job_path, w.log_path, warmup=w)
 
 
 def _collected(rundir: results.RunDir, cell_id: str, process: int) -> bool:

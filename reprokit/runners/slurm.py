@@ -405,9 +405,10 @@ class SlurmRunner:
         newest: dict[tuple, tuple[str, dict]] = {}
         for job in jobs:
             for rt in job.get("tasks", []):
-                if rt.get("warmup"):  # a JIT warm-up's task: a resumed run warms up again if it must
-                    continue
-                newest[(rt["cell_id"], rt.get("process"))] = (f"{job['job_id']}_{rt['index']}", rt)
+                # a JIT warm-up's task is keyed by its warm-up (only `attach` asks for it: a resumed
+                # driver warms up again if it must)
+                key = ("warmup", rt["warmup"]) if rt.get("warmup") else (rt["cell_id"], rt.get("process"))
+                newest[key] = (f"{job['job_id']}_{rt['index']}", rt)
         wanted = {jid: (key, rt) for key, (jid, rt) in newest.items() if key in tasks}
         if not wanted:
             return []

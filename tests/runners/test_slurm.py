@@ -421,3 +421,22 @@ def test_each_stacks_jit_warmup_runs_first_as_its_own_job_and_its_cells_wait_for
     assert res["status"] == "ok" and res["jit_warmup_s"] == rec["wall_s"]
     assert [c.name for c in rundir.cells_dir.glob("*.json")] == [f"{MATMUL.replace('/', '__')}.json"]
     assert {e["cell_id"] for e in run["cells"]} == {MATMUL}
+
+
+def test_a_detached_runs_jit_warmup_is_recorded_when_status_collects_it(cluster, tmp_path):
+    """A detached run's warm-up job ended with nobody following it: `status` re-attached to its cells
+    only, so run.json had no `jit_warmups` entry and the cells no jit_warmup_s. It is rebuilt from the
+    warm-up's job file and collected too (REPROKIT_JIT_WARMUP=force: no GPU here)."""
+    env = {**os.environ, "REPROKIT_JIT_WARMUP": "force"}
+    p = cli("run", "--suite", "smoke", "--runner", "slurm", "--quick", "--cells", MATMUL, "--detach",
+            "--results", str(tmp_path), timeout=600, env=env)
+    assert p.returncode == 0, p.stderr
+    rundir = only_run(tmp_path)
+    assert not rundir.load_run().get("jit_warmups")
+    s = cli("status", str(rundir.path), "--wait", timeout=600, env=env)
+    assert s.returncode == 0, s.stdout + s.stderr
+    run = rundir.load_run()
+    (rec,) = run["jit_warmups"].values()
+    assert rec["status"] == "ok" and rec["cell_id"] == MATMUL and rec["wall_s"] > 0
+    assert rundir.load_cell(MATMUL)["jit_warmup_s"] == rec["wall_s"]
+    assert run["finished"] and {e["cell_id"] for e in run["cells"]} == {MATMUL}
