@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reprokit import files
-from reprokit.analysis import devices, flops, standins, stats, verdicts
+from reprokit.analysis import devices, flops, roofline, standins, stats, verdicts
 from reprokit.catalog import suites
 
 HOLDS, REVERSED, DIFFERS, INCONCLUSIVE, NOT_RUN = "HOLDS", "REVERSED", "DIFFERS", "INCONCLUSIVE", "NOT_RUN"
@@ -75,6 +75,7 @@ def load_claims() -> dict:
 def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[dict]:
     """One observation per metric of every finished ('ok') cell result of a run."""
     out = []
+    rule = verdicts.load_policy().get("roofline_class")  # absent from runs recorded before issue 36
     for c in cells:
         if c.get("status") != "ok":
             continue
@@ -84,6 +85,7 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
         for name, m in (c.get("metrics") or {}).items():
             if not m.get("samples"):
                 continue
+            summ = verdicts.measured_summary(m, conf)[0]
             out.append(
                 {
                     "cell_id": c["cell_id"],
@@ -97,8 +99,11 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
                     "exact": False,
                     # the figure of the source's own definition where the cell records one (issue 13
                     # item 2: a claim compares what the source compared), else the median
-                    "summary": verdicts.measured_summary(m, conf)[0],
+                    "summary": summ,
                     "confidence": conf,
+                    # what bounds the cell on its device (issue 36: which ratios may carry across)
+                    "roofline": (roofline.cell_class(c, name, m["unit"], summ["median"], dev, rule)
+                                 if summ.get("median") else None),
                     "groups": _groups(m),
                     "states": m.get("states") or ([m["state"]] if m.get("state") else []),
                     "origin": "measured",
@@ -327,6 +332,7 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
     pw, dev_w = _publication_side(worse, claim, ctx)
     gap = _published_gap(claim, pb, pw)
     res["published_speedup"] = gap
+    res["published_on"] = sorted({d.get("label") or "hardware not stated" for d in (dev_b, dev_w)})
     if claimed is None and gap is not None and abs(gap - 1) <= ctx.tolerance + 1e-9:  # 1.562 / 1.42 is 10 %
         res.update(status=NO_CLAIM, reason=f"the source's own numbers differ by {abs(gap - 1):.1%} "
                    f"(speed-up {gap:.3g}), within its ± {ctx.tolerance:.0%} tolerance: no difference claimed")
@@ -346,6 +352,7 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
         res.update(status=INCONCLUSIVE, reason=f"the two sides cannot be compared: {e}")
         return res
     res.update(better_value=_describe(ob, b_lo, b_hi, unit), worse_value=_describe(ow, w_lo, w_hi, unit))
+    _roofline_classes(res, ob, ow, ctx.policy.get("roofline_class"))
     pol = ctx.policy["claims"]
     short = _compile_samples_short(ob, ow, pol)
     if short:
@@ -377,6 +384,16 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
         return res
     res["status"], res["reason"] = _decide(txt, s_lo, s_hi, s_med, claimed, pol)
     return res
+
+
+def _roofline_classes(res: dict, ob: dict, ow: dict, rule: dict | None) -> None:
+    """Each measured side's roofline class, and whether the pair's ratio is expected to carry to
+    another device (reprokit/analysis/roofline.py); a published side has none."""
+    if ob["exact"] or ow["exact"]:
+        return
+    cb, cw = (o.get("roofline") or {"class": roofline.UNKNOWN, "why": "not computed"} for o in (ob, ow))
+    res["better_class"], res["worse_class"] = cb, cw
+    res["carries"], res["carries_why"] = roofline.ratio_carries(cb["class"], cw["class"], rule)
 
 
 def pair_untestable(claim: dict, observations: list[dict], published: list[dict], run: dict | None,
@@ -547,3 +564,31 @@ def check_claims(
         src_tol = (all_sources.get(c["source"]) or {}).get("tolerance", tol)
         out.append(check_claim(c, observations, tol, margin, pub, run, src_tol))
     return out
+
+
+def ratio_rows(results: list[dict]) -> list[dict]:
+    """One row per claim pair with a measured speed-up (issue 36 item 1): the ratio here with its
+    interval, the published ratio and the device it was published on, the claimed range, the pair's
+    status, each side's roofline class and whether the ratio is expected to carry to another device."""
+    rows = []
+    for c in results:
+        rng = c.get("claimed_range")
+        for p in c["pairs"]:
+            if "speedup" not in p:
+                continue
+            lo, hi = p["speedup"]
+            classes = [p.get(k) or {} for k in ("better_class", "worse_class")]
+            rows.append({
+                "claim": c["id"], "source": c["source"], "status": p["status"], "claim_status": c["status"],
+                "better": p["better"], "worse": p["worse"],
+                "here": f"{p['speedup_median']:.3g}x [{lo:.3g}, {hi:.3g}]",
+                "interval": p["speedup_interval"]["label"],
+                "published": (f"{p['published_speedup']:.3g}x" if p.get("published_speedup") is not None
+                              else "not published as two numbers"),
+                "published_on": ", ".join(p.get("published_on") or []) or "hardware not stated",
+                "claimed": f"[{rng[0]:.3g}, {rng[1]:.3g}]" if rng else "direction only",
+                "classes": [f"{k.get('class', 'unknown')} ({k.get('why', 'not computed')})" for k in classes],
+                "carries": p.get("carries") or "no expectation",
+                "carries_why": p.get("carries_why") or "",
+            })
+    return rows

@@ -93,7 +93,22 @@ def _claims_text(results: list[dict]) -> str | None:
     if pairs and set(pairs) != set(counts):
         text += (f"; of their {sum(pairs.values())} pairs that claim something: "
                  + ", ".join(f"{pairs[s]} {claim_words(s)}" for s in claims.PRECEDENCE if pairs.get(s)))
+    decided = [_decided_text(c) for c in results if c["status"] in claims.DECIDED]
+    if decided:
+        text += "; decided here: " + "; ".join(decided)
     return text
+
+
+def _decided_text(c: dict) -> str:
+    """'c003-x HOLDS (1.14x [1.07, 1.24] here, published 1.58x)': a decided claim with the ratio of its
+    first pair of that status (issue 36: the first screen names the claims decided here)."""
+    p = next((p for p in c["pairs"] if p["status"] == c["status"] and "speedup" in p), None)
+    if p is None:
+        return f"{c['id']} {c['status']}"
+    lo, hi = p["speedup"]
+    pub = (f", published {p['published_speedup']:.3g}x" if p.get("published_speedup") is not None else "")
+    more = f", the first of {len(c['pairs'])} pairs" if len(c["pairs"]) > 1 else ""
+    return f"{c['id']} {c['status']} ({p['speedup_median']:.3g}x [{lo:.3g}, {hi:.3g}] here{pub}{more})"
 
 
 def _inconclusive_cause(r: dict) -> str:

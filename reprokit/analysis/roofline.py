@@ -253,3 +253,62 @@ def _arithmetic(number: dict, device: dict, w: dict, scale: float, bound_value: 
                   f"{_sig(memory_ips)} {items}/s")
     parts = (compute, memory) if binding == "compute" else (memory, compute)
     return f"{published}; {claim} ({binding}-bound: {parts[0]}; {parts[1]}): {_pct(fraction)} of the bound"
+
+
+# -- what bounds a measured cell (issue 36 item 1) ---------------------------------------------------
+NO_RULE = "no roofline_class rule in the run's data (recorded before issue 36)"
+COMPUTE, MEMORY, LAUNCH, OVERHEAD, MIXED, UNKNOWN = ("compute-bound", "memory-bound", "launch-bound",
+                                                     "overhead-bound", "mixed", "unknown")
+
+
+def cell_class(cell: dict, metric: str, unit: str, value: float, device: dict, rule: dict | None) -> dict:
+    """The roofline class of a measured cell: {"class", "compute_fraction", "memory_fraction", "why"}.
+
+    The fractions are the measured rate's share of the device's compute bound (the peak of the precision
+    that ran) and memory bound (its bandwidth), for the roofline's lower bound of the work, so both are
+    lower bounds. `rule` is verdict_policy.yaml `roofline_class`: at least `bound_fraction` of a bound
+    makes the cell bound by it (the larger share); under `launch_fraction` of both, host-side work
+    bounds it (launch-bound on a GPU, overhead-bound on a CPU); otherwise mixed. Unknown where the
+    FLOP model, the peak or (for a cell under half its compute bound) the bandwidth is missing."""
+    from reprokit.analysis import devices
+
+    if not rule:
+        return {"class": UNKNOWN, "compute_fraction": None, "memory_fraction": None, "why": NO_RULE}
+    precision, _ = devices.cell_precision(cell)
+    peak, why_no_peak = devices.peak_for(device, precision)
+    out = {"class": UNKNOWN, "compute_fraction": None, "memory_fraction": None}
+    if not peak:
+        return {**out, "why": f"no compute bound: {why_no_peak}"}
+    try:
+        w = work_per_item(cell["cell_id"], metric, cell.get("params") or {})
+        ips = flops.items_per_second(value, unit, metric, w["_est"])
+    except flops.NotApplicable as e:
+        return {**out, "why": f"no roofline for this metric: {e}"}
+    cf = w["flops_per_item"] * ips / (peak * 1e12)
+    bw = device.get("bandwidth_gbs")
+    mf = w["bytes_per_item"] * ips / (bw * 1e9) if bw else None
+    out.update(compute_fraction=cf, memory_fraction=mf)
+    shares = f"{_pct(cf)} of the compute bound" + (f", {_pct(mf)} of the memory bound" if mf is not None
+                                                   else " (memory bandwidth unknown)")
+    bound, low = float(rule["bound_fraction"]), float(rule["launch_fraction"])
+    if max(cf, mf or 0.0) >= bound:
+        cls = COMPUTE if cf >= (mf or 0.0) else MEMORY
+    elif mf is None:
+        cls = UNKNOWN
+    elif max(cf, mf) < low:
+        cls = LAUNCH if device.get("kind") == "gpu" else OVERHEAD
+    else:
+        cls = MIXED
+    return {**out, "class": cls, "why": shares}
+
+
+def ratio_carries(a: str, b: str, rule: dict | None) -> tuple[str, str]:
+    """Whether a ratio of two cells of these classes is expected to carry to another device:
+    ("expected" | "not expected" | "no expectation", why), from verdict_policy.yaml `roofline_class`."""
+    if not rule:
+        return "no expectation", NO_RULE
+    if LAUNCH in (a, b) or OVERHEAD in (a, b):
+        return "not expected", rule["carries"]["launch"]
+    if a == b and a in (COMPUTE, MEMORY):
+        return "expected", rule["carries"]["same_bound"]
+    return "no expectation", rule["carries"]["other"]

@@ -568,6 +568,7 @@ def build_context(rundir: results.RunDir) -> dict:
         "sources": sections,
         "claims": sorted(claim_results, key=lambda c: CLAIM_ORDER.index(c["status"])),
         "claims_without_claim": [c["id"] for c in claim_results if c["status"] == claims.NO_CLAIM],
+        "claim_ratios": claims.ratio_rows(claim_results),
         "overhead": run_health.driver_overhead(run, cells),
         "unmatched": report_rows.unmatched(published, cell_list),
         "variants": _variants(labelled, cells),
