@@ -195,9 +195,14 @@ def policy_note(verdict: dict) -> str | None:
     precision, or flagged for a measurement above its device's peak."""
     labels = verdict.get("labels") or []
     pol, fast = verdict.get("policy") or {}, verdict.get("above_peak")
+    told = [f"{e['label']} by {e['defect']} ({e['inflation_there']:.3g}x inflation there against "
+            f"{e['inflation_needed']:.3g}x needed)" for e in verdict.get("explanations") or []
+            if e.get("inflation_there") is not None]
     if verdicts.ABOVE_PEAK in labels and fast:
         return (f"ABOVE_PEAK: measured {_pct(fast['fraction'])} of the device's {fast['peak_kind']}, "
-                "so the timing cannot be right; no verdict")
+                "so the timing cannot be right; no verdict" + "".join(f"; {x}" for x in told))
+    if told:
+        return "; ".join(told)
     if verdicts.EFFICIENCY_CONTEXT in labels and pol:
         if pol["precision"] != pol["published_precision"]:
             why = f"ran in {pol['precision']}, published in {pol['published_precision']}"

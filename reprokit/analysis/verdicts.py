@@ -56,7 +56,7 @@ from __future__ import annotations
 import re
 
 from reprokit import files
-from reprokit.analysis import devices, flops, published_metric, roofline, standins, stats
+from reprokit.analysis import defects, devices, flops, published_metric, roofline, standins, stats
 from reprokit.catalog import units
 from reprokit.probes import jit_cache
 
@@ -81,6 +81,7 @@ SUSPICIOUS = "SUSPICIOUS"
 EFFICIENCY_CONTEXT = "EFFICIENCY_CONTEXT"
 PRECISION_UNKNOWN = "PRECISION_UNKNOWN"
 ABOVE_PEAK = "ABOVE_PEAK"
+EXPLAINED, UNEXPLAINED = "EXPLAINED", "UNEXPLAINED"
 LABEL_MEANINGS = {
     EFFICIENCY_CONTEXT: "efficiency shown as context, not a verdict: the precision that ran is not the "
     "publication's, or the two devices' peaks are further apart than the policy's max_peak_ratio "
@@ -88,6 +89,11 @@ LABEL_MEANINGS = {
     PRECISION_UNKNOWN: "the cell did not record the precision it ran in (TF32 or fp32): no efficiency",
     ABOVE_PEAK: "the measurement's achieved FLOP/s exceeds its device's peak: the timing cannot be right "
     "(unsynchronised?); never a verdict",
+    EXPLAINED: "an IMPLAUSIBLE published number that a defect of its source, reproduced here, can account "
+    "for: its inflation here, scaled by the two devices' bounds, reaches what the number needs "
+    "(reprokit/analysis/defects.py, with the arithmetic)",
+    UNEXPLAINED: "an IMPLAUSIBLE published number that its source's reproducible defect cannot account for "
+    "alone: another cause must add the rest",
 }
 VERDICTS = (
     REPRODUCED,
@@ -527,17 +533,22 @@ def _implausible(v: dict, number: dict, cell: dict | None, summ: dict | None, pu
     publication's (for the row's kind of re-measurement) and its own check against its device's peak:
     a measurement above it is labelled ABOVE_PEAK too (issue 34: 001's unsynchronised H100 rows)."""
     text = v["roofline"]["arithmetic"]
+    v["explanations"] = defects.explain(number, v["roofline"], cell if unit is not None else None, meas)
+    said = [f"{e['label']} by {e['defect']}: {e['arithmetic']}" for e in v["explanations"]]
+    found = [e["label"] for e in v["explanations"] if e["label"] != defects.NOT_DECIDED]
+    if said:
+        text += "; " + "; ".join(said)
     if unit is None or meas is None:
-        return _finish(v, IMPLAUSIBLE, text)
+        return _finish(v, IMPLAUSIBLE, text, found[:1])
     mismatch = devices.class_mismatch(pub, meas)
     v["hardware"]["same_class"] = mismatch is None
     v["hardware"]["same_model"] = mismatch is None and devices.same_model(pub, meas)
     fast = above_peak(cell, summ, unit, number["metric"], meas)
     if not fast:
-        return _finish(v, IMPLAUSIBLE, text)
+        return _finish(v, IMPLAUSIBLE, text, found[:1])
     v["above_peak"] = fast
     return _finish(v, IMPLAUSIBLE, f"{text}; the measurement here is faster than its own device can compute "
-                   f"too: {fast['arithmetic']}", [ABOVE_PEAK])
+                   f"too: {fast['arithmetic']}", [ABOVE_PEAK] + found[:1])
 
 
 def verdict(

@@ -1,0 +1,97 @@
+"""Impossible numbers explained by their defect (issue 36 item 2): EXPLAINED, UNEXPLAINED or not decided.
+
+A published number above its device's roofline bound (IMPLAUSIBLE, reprokit/analysis/roofline.py) needs
+its timing inflated by at least `published / bound`. A defect of its source whose `explains` block
+(sources.yaml; schema sources.schema.json) says how to reproduce it names the as-published metric (the
+defect reproduced) and the metric of the same loop timed correctly; the cell measures both in one
+process. Their ratio here is the inflation the defect gives on this device.
+
+Mechanism `hides_device_time` (a timer without device synchronisation): the timer sees the host-side
+launches, not the device's execution, so the inflation grows as the device's execution slows. On the
+publication's device it is about the inflation here x (this device's bound / the publication device's
+bound) for the same model, assuming the host-side time per batch was the same (the data's
+`assumption`). EXPLAINED when that reaches the inflation the published number needs, UNEXPLAINED when it
+does not (another cause must add the rest), not decided where the variant was not measured or cannot
+reproduce here (a CPU has no asynchronous execution to hide). Every label carries its arithmetic.
+"""
+
+from __future__ import annotations
+
+from reprokit.analysis import devices
+from reprokit.catalog import suites
+
+EXPLAINED, UNEXPLAINED, NOT_DECIDED = "EXPLAINED", "UNEXPLAINED", "NOT_DECIDED"
+
+
+def _median(metric: dict) -> float | None:
+    xs = sorted(x for x in metric.get("samples") or [] if isinstance(x, int | float))
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def _max_rate(bound: dict, device: dict, precision: str) -> tuple[float | None, str]:
+    """The most items per second `device` can do on the bound's model (its compute and memory bounds
+    for the lower bound of the work), and what limits it or why there is none."""
+    peak, why = devices.peak_for(device, precision)
+    if not peak:
+        return None, why
+    rates = [peak * 1e12 / bound["flops_per_item"]]
+    bw = device.get("bandwidth_gbs")
+    if bw and bound.get("bytes_per_item"):
+        rates.append(bw * 1e9 / bound["bytes_per_item"])
+    return min(rates), why
+
+
+def explain(number: dict, bound: dict, cell: dict | None, meas: dict | None) -> list[dict]:
+    """One label per defect of the number's source that could explain it: {"defect", "label",
+    "arithmetic", "inflation_needed", "inflation_here", "inflation_there", "assumption", "source"}."""
+    src = suites.load_sources().get(number["provenance"]["source"]) or {}
+    out = []
+    for d in src.get("defects") or []:
+        ex = d.get("explains")
+        if not ex or number["metric"] not in ex["variant"]:
+            continue
+        need = float(bound["fraction_of_bound"])
+        row = {"defect": d["id"], "inflation_needed": need, "inflation_here": None, "inflation_there": None,
+               "assumption": ex.get("assumption"), "source": ex["source"]}
+        out.append(row)
+        head = f"it needs its timing inflated at least {need:.3g}x (published / the {bound['device']} bound)"
+        correct = ex["variant"][number["metric"]]
+        metrics = (cell or {}).get("metrics") or {}
+        if (cell or {}).get("status") != "ok" or number["metric"] not in metrics or correct not in metrics:
+            row.update(label=NOT_DECIDED,
+                       arithmetic=f"{head}; {number['metric']} and {correct} were not both measured "
+                                  "in this run")
+            continue
+        if (meas or {}).get("kind") not in ex["devices"]:
+            row.update(label=NOT_DECIDED, arithmetic=f"{head}; {d['id']} reproduces on "
+                       f"{' or '.join(ex['devices']).upper()} only, and this cell ran on "
+                       f"{(meas or {}).get('label', 'another device')}, where both timings are the same")
+            continue
+        a, b = _median(metrics[number["metric"]]), _median(metrics[correct])
+        precision, _ = devices.cell_precision(cell)
+        here, why = _max_rate(bound, meas, precision)
+        there = bound.get("max_items_per_s")
+        if not a or not b or not here or not there:
+            row.update(label=NOT_DECIDED,
+                       arithmetic=f"{head}; no bound for {meas.get('label')} ({why}) or no median of "
+                                  "the two timings")
+            continue
+        unit = metrics[number["metric"]]["unit"]
+        f_here = a / b if unit.endswith("/s") else b / a
+        scale = here / there
+        f_there = f_here * scale
+        row.update(inflation_here=f_here, inflation_there=f_there,
+                   label=EXPLAINED if f_there >= need else UNEXPLAINED)
+        verdict = ("enough to explain it" if f_there >= need
+                   else f"short of it by {need / f_there:.3g}x: another cause must add the rest")
+        row["arithmetic"] = (
+            f"{head}; {d['id']} inflates it {f_here:.3g}x here ({number['metric']} {a:,.4g} / {correct} "
+            f"{b:,.4g} {unit}, per-batch medians on {meas['label']}); it hides the device's execution, "
+            f"which takes about {scale:.3g}x longer on {bound['device']} for this model (the ratio of the "
+            f"two bounds, {here:,.4g} / {there:,.4g} {bound.get('item', 'item')}s/s at most, at the same "
+            f"share of each), so there about {f_there:.3g}x: {verdict}"
+            + (f" (assumes {ex['assumption']})" if ex.get("assumption") else ""))
+    return out

@@ -1,0 +1,95 @@
+"""Issue 36 item 2: an IMPLAUSIBLE published number says whether its source's defect, reproduced here,
+explains it (EXPLAINED / UNEXPLAINED, with the arithmetic), or why that is not decided here.
+
+The GPU cell is the stored H100 cell of source 001 (docs/gpu-run), which timed the published loop without
+synchronisation (train_wps, eval_wps) and the same loop synchronised (..._synced) in one process; the CPU
+cell is the sample run's (docs/sample-run), where the two timings are the same."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from reprokit import files, results
+from reprokit.analysis import defects, verdicts
+from reprokit.catalog import suites
+from reprokit.report.report import render
+
+REPO = Path(__file__).resolve().parents[2]
+H100 = REPO / "docs" / "gpu-run" / "20261126T175757Z-legacy-2017"
+(SAMPLE,) = (REPO / "docs" / "sample-run").iterdir()
+CELL = "001/pytorch/word_lm/b128-s128-h1024"
+
+
+def _implausible(rundir: Path, cells: dict | None = None) -> list[dict]:
+    rd = results.RunDir(rundir)
+    cells = cells or {c["cell_id"]: c for c in rd.load_cells()}
+    return [v for v in verdicts.verdicts_for_run(suites.load_published("001"), cells, rd.load_run())
+            if v["verdict"] == verdicts.IMPLAUSIBLE]
+
+
+def test_the_six_h100_rows_are_explained_by_the_missing_synchronisation():
+    rows = _implausible(H100)
+    assert len(rows) == 6
+    for v in rows:
+        (e,) = v["explanations"]
+        assert e["defect"] == "d001-no-sync" and e["label"] == defects.EXPLAINED
+        assert verdicts.EXPLAINED in v["labels"] and verdicts.ABOVE_PEAK in v["labels"]
+        assert e["inflation_there"] >= e["inflation_needed"] > 1
+        assert "inflates it 12.9x here" in e["arithmetic"] or "inflates it 12.8x here" in e["arithmetic"]
+        assert "enough to explain it" in e["arithmetic"] and "assumes the host-side time" in e["arithmetic"]
+        assert "EXPLAINED by d001-no-sync" in v["reason"]
+
+
+def test_a_defect_that_inflates_too_little_leaves_the_number_unexplained():
+    rd = results.RunDir(H100)
+    cells = {c["cell_id"]: c for c in rd.load_cells()}
+    cell = copy.deepcopy(cells[CELL])
+    for m in ("train_wps", "eval_wps"):  # the unsynchronised loop only 1.1x its synchronised rate
+        synced = sorted(cell["metrics"][f"{m}_synced"]["samples"])
+        cell["metrics"][m]["samples"] = [1.1 * x for x in synced]
+    cells[CELL] = cell
+    for v in _implausible(H100, cells):
+        (e,) = v["explanations"]
+        assert e["label"] == defects.UNEXPLAINED and "another cause must add the rest" in e["arithmetic"]
+        assert verdicts.UNEXPLAINED in v["labels"]
+
+
+def test_on_a_cpu_the_defect_cannot_reproduce_and_nothing_is_decided():
+    for v in _implausible(SAMPLE):
+        (e,) = v["explanations"]
+        assert e["label"] == defects.NOT_DECIDED and "reproduces on GPU only" in e["arithmetic"]
+        assert not {verdicts.EXPLAINED, verdicts.UNEXPLAINED} & set(v["labels"])
+
+
+def test_the_report_of_a_run_with_todays_catalogue_says_explained(tmp_path):
+    """The committed docs/gpu-run report is rendered from its own data snapshot, which predates the
+    catalogue's `explains` blocks; a copy given today's sources.yaml says EXPLAINED in every 001 row."""
+    dst = tmp_path / H100.name
+    shutil.copytree(H100, dst)
+    new = (files.PACKAGE / "data" / "sources.yaml").read_bytes()
+    (dst / "kit-data" / "sources.yaml").write_bytes(new)
+    rd = results.RunDir(dst)
+    run = rd.load_run()
+    run["data_snapshot"]["files"]["sources.yaml"] = hashlib.sha256(new).hexdigest()
+    rd.write_run(run)
+    render(rd)
+    md = (dst / "report.md").read_text()
+    rows = [ln for ln in md.splitlines() if ln.startswith("| PyTorch") and "| 001-L05" in ln]
+    assert len(rows) == 6 and all("IMPLAUSIBLE ABOVE_PEAK EXPLAINED" in r for r in rows)
+    assert all("EXPLAINED by d001-no-sync: it needs its timing inflated at least" in r for r in rows)
+    doc = json.loads((dst / "report.json").read_text())
+    assert sum(1 for n in doc["numbers"] if "EXPLAINED" in n.get("labels", [])) == 6
+
+
+def test_the_committed_explanations_of_the_h100_run_are_what_the_script_says_today():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, str(REPO / "scripts" / "explain_defects.py"), str(H100)],
+                       capture_output=True, text=True, timeout=120, check=True)
+    assert p.stdout == (REPO / "docs" / "gpu-run" / "001-explained.md").read_text()
+    assert p.stdout.count("**EXPLAINED** by d001-no-sync") == 6
