@@ -158,6 +158,8 @@ class CellContext(object):
             "method": method,
             "sync": sync_desc or self.default_sync(),
         }
+        if t.get("window"):  # the timed span on the epoch clock, for the host's energy counter
+            self.metrics[name]["window"] = t["window"]
         return self.metrics[name]
 
     def record_single(self, name, seconds, unit, method, sync_desc=None, state=None):

@@ -47,20 +47,28 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
 
     `should_stop(raw_seconds)` lets a caller stop early once enough samples are taken (for
     example when a confidence interval is narrow enough); it is only asked after min_samples.
-    Returns {"raw_seconds", "warmup_seconds", "stop_reason", "wall_seconds"}: `wall_seconds` is
-    the wall time from before the first warm-up iteration to after the last timed one, everything
+    Returns {"raw_seconds", "warmup_seconds", "stop_reason", "wall_seconds", "window"}: `wall_seconds`
+    is the wall time from before the first warm-up iteration to after the last timed one, everything
     in between included (the `after` calls, the gaps between iterations), as a source that timed a
-    whole loop or epoch with one clock saw it.
+    whole loop or epoch with one clock saw it. `window` is the timed iterations' span on the epoch
+    clock (`start_unix`, `end_unix`, `steps`, `synced`: whether `sync` ended each step), which the host
+    matches with the GPU's energy counter (reprokit/analysis/energy.py).
     """
     begin = clock()
     warm = [_once(step, sync, after) for _ in range(budget.warmup)]
     raw = []
     start = clock()
+    start_unix = time.time()
+
+    def window():
+        return {"start_unix": start_unix, "end_unix": time.time(), "steps": len(raw),
+                "synced": sync is not None}
+
     if budget.published_count is not None:
         for _ in range(int(budget.published_count)):
             raw.append(_once(step, sync, after))
         return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": "published_count",
-                "wall_seconds": clock() - begin}
+                "wall_seconds": clock() - begin, "window": window()}
     while True:
         raw.append(_once(step, sync, after))
         n = len(raw)
@@ -75,7 +83,7 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
                 reason = "time_budget"
                 break
     return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": reason,
-            "wall_seconds": clock() - begin}
+            "wall_seconds": clock() - begin, "window": window()}
 
 
 def derive(raw_seconds, kind, items):

@@ -135,6 +135,21 @@ def device_snapshot(nv: Any, handle: Any, bits: dict[int, str]) -> dict[str, Any
     return snap
 
 
+def energy_reading(nv: Any, handle: Any) -> list:
+    """[unix time, the GPU's total energy counter in mJ (None without one: before Volta, or not
+    supported), its power draw in W (None when unreadable)]. NEVER RUN ON A GPU: a fake binding only."""
+    t = time.time()
+    try:
+        mj = float(nv.nvmlDeviceGetTotalEnergyConsumption(handle))
+    except Exception:
+        mj = None
+    try:
+        w = float(nv.nvmlDeviceGetPowerUsage(handle)) / 1000.0
+    except Exception:
+        w = None
+    return [t, mj, w]
+
+
 def compute_processes(nv: Any, handle: Any, uuid: str | None) -> tuple[list[dict], str | None]:
     """([{"pid", "used_memory_mib", "gpu_uuid"}], error) of the compute processes on one GPU."""
     try:
@@ -203,6 +218,7 @@ class Monitor:
         self.reasons_seen: dict[str, dict[str, int]] = {}  # uuid -> {reason: samples}
         self.processes: dict[tuple, dict] = {}  # (pid, uuid) -> process
         self.samples = 0
+        self.energy: dict[str, list] = {}  # uuid -> [[unix time, total energy mJ or None, power W or None]]
         self.started = time.time()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -264,7 +280,9 @@ class Monitor:
                 except Exception:
                     names = None
             procs, _ = compute_processes(nv, h, uuid)
+            reading = energy_reading(nv, h)
             with self._lock:
+                self.energy.setdefault(str(uuid), []).append(reading)
                 seen = self.reasons_seen.setdefault(str(uuid), {})
                 for n in names or []:
                     seen[n] = seen.get(n, 0) + 1
@@ -314,6 +332,7 @@ class Monitor:
                 pass
             self._nv = None
         return {"before": self.before, "after": self.after, "reasons_seen": self.reasons_seen,
+                "energy": self.energy,
                 "processes": list(self.processes.values()), "samples": self.samples,
                 "interval_s": self.interval_s, "wall_s": round(time.time() - self.started, 3),
                 "error": self.error}
@@ -365,7 +384,8 @@ def for_cell(raw: dict, gpus: list[dict] | None = None, container_id: str | None
     shared.sort(key=lambda p: (str(p["gpu_uuid"]), p["pid"]))
     unattributed.sort(key=lambda p: (str(p["gpu_uuid"]), p["pid"]))
     unknown = sorted(n for n in seen if n not in policy)
-    return {"before": before, "after": after,
+    energy = {u: s for u, s in (raw.get("energy") or {}).items() if mine(u)}
+    return {"before": before, "after": after, "energy_samples": energy,
             "throttled": sorted(n for n in seen if counts_as_throttle(n, policy)),
             "shared": shared, "unattributed": unattributed, "error": raw.get("error"),
             "reasons_seen": dict(sorted(seen.items())), "unknown_reasons": unknown,
@@ -387,7 +407,22 @@ def attach(result: dict, runner_info: dict) -> dict:
         except Exception as e:  # never costs the cell's result
             result["gpu_state"] = {"before": [], "after": [], "throttled": [], "shared": [],
                                    "error": "gpu_state could not be summarised: " + _err(e)}
+        from reprokit.probes import energy
+
+        try:  # joules per step over each timed window (issue 36); never costs the cell's result
+            got = energy.of_cell(result, energy.rule())
+        except Exception as e:
+            got = None
+            state = result["gpu_state"]
+            state["error"] = state.get("error") or "energy could not be summarised: " + _err(e)
+        if got is not None:
+            result["energy"] = got
     return info
+
+
+def _merged_energy(states: list[dict]) -> dict[str, list]:
+    uuids = sorted({u for s in states for u in s.get("energy_samples") or {}})
+    return {u: sorted(x for s in states for x in (s.get("energy_samples") or {}).get(u, [])) for u in uuids}
 
 
 def merge(states: list[dict | None]) -> dict | None:
@@ -414,5 +449,6 @@ def merge(states: list[dict | None]) -> dict | None:
             "reasons_seen": dict(sorted(seen.items())),
             "unknown_reasons": sorted({n for s in states for n in s.get("unknown_reasons") or []}),
             "samples": sum(int(s.get("samples") or 0) for s in states),
+            "energy_samples": _merged_energy(states),
             "interval_s": states[0].get("interval_s"), "gpus_from": states[0].get("gpus_from"),
             "processes": len(states)}

@@ -464,6 +464,19 @@ def node_sharing(slurm: dict) -> tuple[bool, str, str | None]:
     return exclusive, sharing, note
 
 
+def _energy_rows(cell_list: list[dict]) -> list[dict]:
+    """One row per timed metric of each GPU cell with an `energy` record (reprokit/probes/energy.py)."""
+    rows = []
+    for c in cell_list:
+        for metric, e in sorted((c.get("energy") or {}).items()):
+            rows.append({"cell": c["cell_id"], "metric": metric, "status": e["status"],
+                         "joules_per_step": e.get("joules_per_step"),
+                         "joules_per_item": e.get("joules_per_item"), "window_s": e.get("window_s"),
+                         "disagreement": e.get("disagreement"), "flagged": bool(e.get("flagged")),
+                         "reason": e.get("reason") or ""})
+    return rows
+
+
 def _cluster(run: dict, cell_list: list[dict], node_records: dict | None = None) -> dict | None:
     """A Slurm run (reprokit/runners/slurm.py): its launcher, job arrays, whether cells had their
     nodes to themselves, and its nodes with their cells; None for the other runners (whose reports
@@ -569,6 +582,7 @@ def build_context(rundir: results.RunDir) -> dict:
         "claims": sorted(claim_results, key=lambda c: CLAIM_ORDER.index(c["status"])),
         "claims_without_claim": [c["id"] for c in claim_results if c["status"] == claims.NO_CLAIM],
         "claim_ratios": claims.ratio_rows(claim_results),
+        "energy": _energy_rows(cell_list),
         "overhead": run_health.driver_overhead(run, cells),
         "unmatched": report_rows.unmatched(published, cell_list),
         "variants": _variants(labelled, cells),

@@ -19,7 +19,7 @@ interrupted run always has an up-to-date merged result:
 from __future__ import annotations
 
 from reprokit import results
-from reprokit.probes import gpu_state, jit_cache
+from reprokit.probes import energy, gpu_state, jit_cache
 
 # per-process details of the runner that do not describe the merged cell (they stay in each
 # process file)
@@ -119,6 +119,9 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
                              if r.get("jit_cache") is not None or r.get("device") == "gpu"])
     if worst is not None:
         merged["jit_cache"] = worst
+    joules = energy.merge([processes[i].get("energy") for i in order])
+    if joules is not None:
+        merged["energy"] = joules
     gpu = gpu_state.merge([processes[i].get("gpu_state") for i in order])
     if gpu is not None:  # every process's throttling and other processes, so the report sees them
         merged["gpu_state"] = gpu
