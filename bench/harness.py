@@ -126,16 +126,29 @@ class CellContext(object):
         return precision.median_precision_stop(rel_half_width=float(target))
 
     def measure(self, name, step, unit, kind, items, method, sync=None, sync_desc=None,
-                should_stop=None):
+                should_stop=None, real_work=None):
         """Time step() under this cell's budget and record metric `name`.
 
         Sampling stops at max_samples, or once min_samples are taken and either the time budget
         is spent or the median's 95 % confidence interval is narrower than the budget's
-        `rel_ci_half_width` (adaptive sampling); the stop reason is recorded."""
+        `rel_ci_half_width` (adaptive sampling); the stop reason is recorded.
+
+        `real_work` (issue 36; bench/real_work.py) checks that the timed steps did the work: its
+        `state()` (a digest of the weights) must change over timed training steps, and its
+        `output(step_result)` of the last timed step must equal `reference()`, the same computation
+        done untimed afterwards, within `rel_tol`. The check is recorded with the metric; a failed
+        one fails the cell with its reason."""
         if should_stop is None:
             should_stop = self.precision_stop()
+        before = real_work.before() if real_work is not None else None
         t = timing.sample(step, self.budget(name), sync=sync, should_stop=should_stop)
-        return self.record_timed(name, t, unit, kind, items, method, sync_desc)
+        metric = self.record_timed(name, t, unit, kind, items, method, sync_desc)
+        if real_work is not None:
+            metric["real_work"] = real_work.check(before, t.get("last_result"))
+            if not metric["real_work"]["ok"]:
+                raise real_work.Failed("real-work check of %s failed: %s"
+                                       % (name, metric["real_work"]["reason"]))
+        return metric
 
     def record_timed(self, name, t, unit, kind, items, method, sync_desc=None):
         raw = checked_samples(name, "raw_seconds", t["raw_seconds"])

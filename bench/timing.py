@@ -52,10 +52,18 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
     in between included (the `after` calls, the gaps between iterations), as a source that timed a
     whole loop or epoch with one clock saw it. `window` is the timed iterations' span on the epoch
     clock (`start_unix`, `end_unix`, `steps`, `synced`: whether `sync` ended each step), which the host
-    matches with the GPU's energy counter (reprokit/analysis/energy.py).
+    matches with the GPU's energy counter (reprokit/probes/energy.py); `last_result` the last step's
+    return value, for the harness's real-work check.
     """
+    last = []  # the last step's return value (outside the timer), for the real-work check
+
+    def keep(out):
+        if after is not None:
+            after(out)
+        last[:] = [out]
+
     begin = clock()
-    warm = [_once(step, sync, after) for _ in range(budget.warmup)]
+    warm = [_once(step, sync, keep) for _ in range(budget.warmup)]
     raw = []
     start = clock()
     start_unix = time.time()
@@ -66,11 +74,11 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
 
     if budget.published_count is not None:
         for _ in range(int(budget.published_count)):
-            raw.append(_once(step, sync, after))
+            raw.append(_once(step, sync, keep))
         return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": "published_count",
-                "wall_seconds": clock() - begin, "window": window()}
+                "wall_seconds": clock() - begin, "window": window(), "last_result": last[0] if last else None}
     while True:
-        raw.append(_once(step, sync, after))
+        raw.append(_once(step, sync, keep))
         n = len(raw)
         if n >= budget.max_samples:
             reason = "max_samples"
@@ -83,7 +91,7 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
                 reason = "time_budget"
                 break
     return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": reason,
-            "wall_seconds": clock() - begin, "window": window()}
+            "wall_seconds": clock() - begin, "window": window(), "last_result": last[0] if last else None}
 
 
 def derive(raw_seconds, kind, items):

@@ -25,6 +25,7 @@ and the modern run's, fp32 and framework-defaults twins (precision.effective fp3
 
 Python 3.5 syntax; imports only torch and the standard library.
 """
+import real_work
 import timing
 
 try:  # imported as workloads.s000_pytorch by the harness, or directly in tests
@@ -128,13 +129,22 @@ def _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on):
                                    "how": "torch.set_flush_denormal"}
 
     sync_desc = "torch.cuda.synchronize() after each iteration" if gpu else None
+
+    def weights():
+        return sum(float(p.detach().double().sum()) for p in lstm.parameters())
+
+    def digest(out):
+        return float(out.detach().double().sum())
+
     ctx.measure("forward_time_per_example", forward_step, unit="ms", kind="ms_per_item",
                 items=batch, sync=sync, sync_desc=sync_desc,
                 method="one forward pass over the whole sequence (no_grad), last step kept; "
-                       "input already on the device")
+                       "input already on the device",
+                real_work=real_work.Check("forward", output=digest, reference=lambda: digest(forward_step())))
     ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
                 items=batch, sync=sync, sync_desc=sync_desc,
-                method="forward, sum-of-squares loss on the last step, backward, SGD update")
+                method="forward, sum-of-squares loss on the last step, backward, SGD update",
+                real_work=real_work.Check("train", state=weights))
     common.record_first_vs_later(ctx, t_end - t_built, batch)
     common.record_both_as_published(ctx, batch)
     with torch.no_grad():  # one untimed forward for the record

@@ -1,0 +1,71 @@
+"""A check that the timed steps did the work (issue 36; MLPerf's TEST01 idea), for bench/harness.py.
+
+A workload passes `real_work=Check(...)` to `ctx.measure`:
+
+* `state()`: a digest (one float) of the model's weights. Over timed training steps it must change:
+  a step that skips its backward pass, its update or the model altogether leaves it as it was.
+* `output(result)`: a digest of what the last timed step returned, and `reference()`: the same
+  computation done once more, untimed, after the timing. They must agree within `rel_tol` (+ `abs_tol`):
+  a step that returns a cached or stale result, skips work, or is timed on the wrong thing disagrees.
+
+Each check is recorded with the metric (`real_work`: phase, checks with their digests, ok, reason);
+a failed one fails the cell with the reason. A digest that is not finite fails too.
+
+Python 3.5 syntax (2.7 where the old stacks need it); standard library only.
+"""
+import math
+
+
+class RealWorkFailed(RuntimeError):
+    """The timed steps did not do the work their metric claims."""
+
+
+def _finite(x):
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return False
+    return not (math.isnan(float(x)) or math.isinf(float(x)))  # math.isfinite is not in 2.7
+
+
+def _json(x):
+    return float(x) if _finite(x) else None
+
+
+class Check(object):
+    Failed = RealWorkFailed
+
+    def __init__(self, phase, state=None, output=None, reference=None, rel_tol=1e-3, abs_tol=1e-6):
+        if phase not in ("train", "forward"):
+            raise ValueError("real-work phase must be train or forward, not %r" % (phase,))
+        if state is None and output is None:
+            raise ValueError("a real-work check needs state() or output() and reference()")
+        if (output is None) != (reference is None):
+            raise ValueError("output() and reference() go together")
+        self.phase, self.state, self.output, self.reference = phase, state, output, reference
+        self.rel_tol, self.abs_tol = rel_tol, abs_tol
+
+    def before(self):
+        return float(self.state()) if self.state is not None else None
+
+    def check(self, before, last_result):
+        checks, reasons = [], []
+        if self.state is not None:
+            after = float(self.state())
+            moved = _finite(before) and _finite(after) and after != before
+            checks.append({"what": "weights digest before and after the timed steps",
+                           "before": _json(before), "after": _json(after), "ok": moved})
+            if not moved:
+                reasons.append("the weights did not change over the timed %s steps (digest %r before, %r "
+                               "after): no update was applied" % (self.phase, before, after))
+        if self.output is not None:
+            got = float(self.output(last_result)) if last_result is not None else None
+            ref = float(self.reference())
+            ok = (_finite(got) and _finite(ref)
+                  and abs(got - ref) <= self.abs_tol + self.rel_tol * abs(ref))
+            checks.append({"what": "digest of the last timed step's output against the same step run "
+                                   "untimed after the timing", "timed": _json(got), "reference": _json(ref),
+                           "rel_tol": self.rel_tol, "ok": ok})
+            if not ok:
+                reasons.append("the last timed step's output digest %r differs from the untimed "
+                               "reference %r (tolerance %g relative)" % (got, ref, self.rel_tol))
+        return {"phase": self.phase, "checks": checks, "ok": not reasons,
+                "reason": "; ".join(reasons) if reasons else None}
