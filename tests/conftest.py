@@ -98,3 +98,23 @@ def smoke_run(results: Path, *args: str, env: dict | None = None) -> Path:
     assert p.returncode == 0, p.stderr
     (run,) = [d for d in Path(results).iterdir() if (d / "run.json").exists()]
     return run
+
+
+def run_with_todays_data(src: Path, dst: Path, *names: str):
+    """A copy of a stored run whose data snapshot holds today's reprokit/data files `names` (and whose
+    run.json says so): what a run recorded with today's data would render (issue 36's catalogue and
+    rules are newer than the committed runs' snapshots)."""
+    import hashlib
+    import shutil
+
+    from reprokit import files, results
+
+    shutil.copytree(src, dst)
+    rd = results.RunDir(dst)
+    run = rd.load_run()
+    for name in names:
+        new = (files.PACKAGE / "data" / name).read_bytes()
+        (dst / "kit-data" / name).write_bytes(new)
+        run["data_snapshot"]["files"][name] = hashlib.sha256(new).hexdigest()
+    rd.write_run(run)
+    return rd

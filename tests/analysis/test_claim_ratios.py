@@ -9,12 +9,12 @@ test checks what an old snapshot says."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+from conftest import run_with_todays_data
 
 from reprokit import files, results
 from reprokit.analysis import claims, roofline
@@ -27,15 +27,7 @@ RULE = files.load_data("verdict_policy")["roofline_class"]
 
 
 def _with_todays_rule(src: Path, dst: Path) -> results.RunDir:
-    """A copy of a stored run whose data snapshot holds today's verdict_policy.yaml (and says so)."""
-    shutil.copytree(src, dst)
-    new = (files.PACKAGE / "data" / "verdict_policy.yaml").read_bytes()
-    (dst / "kit-data" / "verdict_policy.yaml").write_bytes(new)
-    rd = results.RunDir(dst)
-    run = rd.load_run()
-    run["data_snapshot"]["files"]["verdict_policy.yaml"] = hashlib.sha256(new).hexdigest()
-    rd.write_run(run)
-    return rd
+    return run_with_todays_data(src, dst, "verdict_policy.yaml")
 
 
 def test_the_h100_cells_are_launch_bound_mixed_or_without_a_roofline():

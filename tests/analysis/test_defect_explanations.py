@@ -8,12 +8,12 @@ cell is the sample run's (docs/sample-run), where the two timings are the same."
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
-import shutil
 from pathlib import Path
 
-from reprokit import files, results
+from conftest import run_with_todays_data
+
+from reprokit import results
 from reprokit.analysis import defects, verdicts
 from reprokit.catalog import suites
 from reprokit.report.report import render
@@ -69,14 +69,7 @@ def test_the_report_of_a_run_with_todays_catalogue_says_explained(tmp_path):
     """The committed docs/gpu-run report is rendered from its own data snapshot, which predates the
     catalogue's `explains` blocks; a copy given today's sources.yaml says EXPLAINED in every 001 row."""
     dst = tmp_path / H100.name
-    shutil.copytree(H100, dst)
-    new = (files.PACKAGE / "data" / "sources.yaml").read_bytes()
-    (dst / "kit-data" / "sources.yaml").write_bytes(new)
-    rd = results.RunDir(dst)
-    run = rd.load_run()
-    run["data_snapshot"]["files"]["sources.yaml"] = hashlib.sha256(new).hexdigest()
-    rd.write_run(run)
-    render(rd)
+    render(run_with_todays_data(H100, dst, "sources.yaml"))
     md = (dst / "report.md").read_text()
     rows = [ln for ln in md.splitlines() if ln.startswith("| PyTorch") and "| 001-L05" in ln]
     assert len(rows) == 6 and all("IMPLAUSIBLE ABOVE_PEAK EXPLAINED" in r for r in rows)
