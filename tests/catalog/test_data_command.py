@@ -329,12 +329,9 @@ def test_tiny_run_with_data_records_the_real_files_sha256(tmp_path, data_dir, lo
 
 def test_docker_runner_mounts_the_data_read_only(tmp_path, data_dir, lock, no_peak_probe,
                                                  monkeypatch):
-    try:
-        import docker
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except Exception as e:
-        pytest.skip(f"no Docker engine answers ({type(e).__name__})")
+    from conftest import docker_client
+
+    client = docker_client()  # skipped only when no engine answers (CI starts one)
     from reprokit.containers.build import build_image
     from reprokit.runners.docker import DockerRunner
     # The CPU flavour CI builds anyway (tests/runners/test_docker_runner.py); cached after the first build.
