@@ -9,6 +9,7 @@ lists them and where their files go:
 - reprokit/data/published/<source>.yaml from the reference CSV (published_csv): the project's copy,
   tests/data/published_numbers.csv, or --reference-csv; a CSV given that is absent skips them and
   says so.
+- the table of docs/suites.md (its generated block) from the suite data (catalog.suite_docs)
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ GENERATORS = (
     Generator("compose files", files.COMPOSE, "reprokit.containers.compose"),
     Generator("published numbers", files.DATA / "published", "reprokit.catalog.published_csv",
               needs_csv=True),
+    Generator("suite docs", files.REPO / "docs", "reprokit.catalog.suite_docs"),
 )
 
 

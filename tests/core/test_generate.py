@@ -55,3 +55,18 @@ def test_without_the_reference_csv_the_published_data_is_skipped(repo, tmp_path)
     assert p.returncode == 2
     assert p.stderr.strip() == (f"reproduce.py: error: --reference-csv {tmp_path} is not a file; give the "
                                 "published_numbers.csv of the reference, or leave the option out")
+
+
+def test_the_suite_table_counts_what_the_suite_data_holds():
+    """docs/suites.md's generated table: every suite, its cells and sources as the data has them (issue
+    37: the hand-kept table said 21 cells for legacy-2017 where there were 37, and lacked gpu-smoke)."""
+    from reprokit.catalog import suite_docs, suites
+
+    text = suite_docs.DOC.read_text()
+    block = text.split(suite_docs.BEGIN, 1)[1].split(suite_docs.END, 1)[0]
+    for name in suites.suite_names():
+        s = suites.load_suite(name)
+        assert f"| `{name}` | {', '.join(s.sources) or 'none'} | {len(s.cells)} (" in block, name
+    legacy = suites.load_suite("legacy-2017")
+    edited = text.replace(block, block.replace(f"| 000, 001 | {len(legacy.cells)} (", "| 000, 001 | 21 ("))
+    assert edited != text and suite_docs.render(edited) == text  # generate undoes a hand edit in the block
