@@ -10,6 +10,8 @@ lists them and where their files go:
   tests/data/published_numbers.csv, or --reference-csv; a CSV given that is absent skips them and
   says so.
 - the table of docs/suites.md (its generated block) from the suite data (catalog.suite_docs)
+- the option tables of docs/commands.md (its generated block) from each command's arguments
+  (commands.options_doc)
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ GENERATORS = (
     Generator("published numbers", files.DATA / "published", "reprokit.catalog.published_csv",
               needs_csv=True),
     Generator("suite docs", files.REPO / "docs", "reprokit.catalog.suite_docs"),
+    Generator("command docs", files.REPO / "docs", "reprokit.commands.options_doc"),
 )
 
 

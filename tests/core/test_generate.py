@@ -70,3 +70,24 @@ def test_the_suite_table_counts_what_the_suite_data_holds():
     legacy = suites.load_suite("legacy-2017")
     edited = text.replace(block, block.replace(f"| 000, 001 | {len(legacy.cells)} (", "| 000, 001 | 21 ("))
     assert edited != text and suite_docs.render(edited) == text  # generate undoes a hand edit in the block
+
+
+def test_every_option_of_every_command_is_in_the_commands_page():
+    """docs/commands.md's generated block lists each command's options from its own add_arguments
+    (issue 37: the hand-kept page lacked six `run` options)."""
+    import argparse
+    import importlib
+
+    from reprokit.commands import COMMANDS, options_doc
+
+    block = options_doc.DOC.read_text().split(options_doc.BEGIN, 1)[1].split(options_doc.END, 1)[0]
+    seen = 0
+    for name in COMMANDS:
+        assert f"### `reproduce.py {name}`" in block, name
+        parser = argparse.ArgumentParser(add_help=False)
+        importlib.import_module(f"reprokit.commands.{name}").add_arguments(parser)
+        for action in parser._actions:
+            for flag in action.option_strings:
+                assert f"`{flag}`" in block, (name, flag)
+                seen += 1
+    assert seen >= 60 and "`--time-limit`" in block and "`--data-subset`" in block
