@@ -36,15 +36,20 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def with_block(current: str, begin: str, end: str, body: str, missing) -> str:
+    """`current` with the text between its `begin` and `end` markers replaced by `body`; a file without
+    them gets `missing(block)` (where the generated docs put a new block)."""
+    block = f"{begin}\n{body}\n{end}"
+    if begin in current and end in current:
+        head, rest = current.split(begin, 1)
+        return head + block + rest.split(end, 1)[1]
+    return missing(block)
+
+
 def render(current: str) -> str:
-    """`current` with its generated block made now (the block is added after the first paragraph
-    when the file has none)."""
-    block = f"{BEGIN}\n{table()}\n{END}"
-    if BEGIN in current and END in current:
-        head, rest = current.split(BEGIN, 1)
-        return head + block + rest.split(END, 1)[1]
+    """`current` with its generated block made now (added after the first paragraph when it has none)."""
     head, sep, tail = current.partition("\n\n")
-    return head + sep + block + "\n\n" + tail
+    return with_block(current, BEGIN, END, table(), lambda block: head + sep + block + "\n\n" + tail)
 
 
 def expected_files() -> dict[str, str]:

@@ -12,6 +12,7 @@ import argparse
 import importlib
 
 from reprokit import files
+from reprokit.catalog.suite_docs import with_block
 from reprokit.commands import COMMANDS
 
 DOC = files.REPO / "docs" / "commands.md"
@@ -53,11 +54,9 @@ def tables() -> str:
 
 
 def render(current: str) -> str:
-    block = f"{BEGIN}\n{tables()}\n{END}"
-    if BEGIN in current and END in current:
-        head, rest = current.split(BEGIN, 1)
-        return head + block + rest.split(END, 1)[1]
-    return current.rstrip("\n") + "\n\n## Every option\n\n" + block + "\n"
+    """`current` with its generated block made now (appended under "Every option" when it has none)."""
+    return with_block(current, BEGIN, END, tables(),
+                      lambda block: current.rstrip("\n") + "\n\n## Every option\n\n" + block + "\n")
 
 
 def expected_files() -> dict[str, str]:
