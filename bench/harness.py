@@ -134,17 +134,17 @@ class CellContext(object):
         `rel_ci_half_width` (adaptive sampling); the stop reason is recorded.
 
         `real_work` (issue 36; bench/real_work.py) checks that the timed steps did the work: its
-        `state()` (a digest of the weights) must change over timed training steps, and its
-        `output(step_result)` of the last timed step must equal `reference()`, the same computation
-        done untimed afterwards, within `rel_tol`. The check is recorded with the metric; a failed
+        `state()` (a digest of the weights, taken after the warm-up) must change over the timed
+        training steps, and its `output(step_result)` of the last timed step must equal
+        `reference()`, the same computation done untimed afterwards, within `rel_tol`. The check is recorded with the metric; a failed
         one fails the cell with its reason."""
         if should_stop is None:
             should_stop = self.precision_stop()
-        before = real_work.before() if real_work is not None else None
-        t = timing.sample(step, self.budget(name), sync=sync, should_stop=should_stop)
+        t = timing.sample(step, self.budget(name), sync=sync, should_stop=should_stop,
+                          before_timed=real_work.before if real_work is not None else None)
         metric = self.record_timed(name, t, unit, kind, items, method, sync_desc)
-        if real_work is not None:
-            metric["real_work"] = real_work.check(before, t.get("last_result"))
+        if real_work is not None:  # the weights' digest after the warm-up, so only timed steps count
+            metric["real_work"] = real_work.check(t.get("before_timed"), t.get("last_result"))
             if not metric["real_work"]["ok"]:
                 raise real_work.Failed("real-work check of %s failed: %s"
                                        % (name, metric["real_work"]["reason"]))

@@ -2,11 +2,13 @@
 
 A workload passes `real_work=Check(...)` to `ctx.measure`:
 
-* `state()`: a digest (one float) of the model's weights. Over timed training steps it must change:
-  a step that skips its backward pass, its update or the model altogether leaves it as it was.
+* `state()`: a digest (one float) of the model's weights, taken after the warm-up and after the
+  timed steps. Over timed training steps it must change: a step that skips its backward pass, its
+  update or the model altogether leaves it as it was.
 * `output(result)`: a digest of what the last timed step returned, and `reference()`: the same
   computation done once more, untimed, after the timing. They must agree within `rel_tol` (+ `abs_tol`):
-  a step that returns a cached or stale result, skips work, or is timed on the wrong thing disagrees.
+  a step whose result is wrong, not finite, or not the computation the metric names disagrees (a
+  result cached from the same input would agree: the training check is the one that sees skipped work).
 
 Each check is recorded with the metric (`real_work`: phase, checks with their digests, ok, reason);
 a failed one fails the cell with the reason. A digest that is not finite fails too.

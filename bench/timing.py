@@ -40,20 +40,22 @@ def _once(step, sync, after):
     return dt
 
 
-def sample(step, budget, sync=None, should_stop=None, after=None):
+def sample(step, budget, sync=None, should_stop=None, after=None, before_timed=None):
     """Time `step()` repeatedly. `sync` (optional) runs inside the timer after each step;
     `after(step_result)` (optional) runs after the timer stops, e.g. to read a loss to the host
     outside the timed region as an original benchmark did.
 
     `should_stop(raw_seconds)` lets a caller stop early once enough samples are taken (for
     example when a confidence interval is narrow enough); it is only asked after min_samples.
+    `before_timed()` (optional) runs once after the warm-up, before the first timed iteration; its
+    value is returned as `before_timed` (the real-work check's digest of the weights).
     Returns {"raw_seconds", "warmup_seconds", "stop_reason", "wall_seconds", "window"}: `wall_seconds`
     is the wall time from before the first warm-up iteration to after the last timed one, everything
     in between included (the `after` calls, the gaps between iterations), as a source that timed a
     whole loop or epoch with one clock saw it. `window` is the timed iterations' span on the epoch
     clock (`start_unix`, `end_unix`, `steps`, `synced`: whether `sync` ended each step), which the host
     matches with the GPU's energy counter (reprokit/probes/energy.py); `last_result` the last step's
-    return value, for the harness's real-work check.
+    return value and `before_timed` the callback's value, for the harness's real-work check.
     """
     last = []  # the last step's return value (outside the timer), for the real-work check
 
@@ -64,6 +66,7 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
 
     begin = clock()
     warm = [_once(step, sync, keep) for _ in range(budget.warmup)]
+    ahead = before_timed() if before_timed is not None else None
     raw = []
     start = clock()
     start_unix = time.time()
@@ -76,7 +79,8 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
         for _ in range(int(budget.published_count)):
             raw.append(_once(step, sync, keep))
         return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": "published_count",
-                "wall_seconds": clock() - begin, "window": window(), "last_result": last[0] if last else None}
+                "wall_seconds": clock() - begin, "window": window(),
+                "last_result": last[0] if last else None, "before_timed": ahead}
     while True:
         raw.append(_once(step, sync, keep))
         n = len(raw)
@@ -91,7 +95,8 @@ def sample(step, budget, sync=None, should_stop=None, after=None):
                 reason = "time_budget"
                 break
     return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": reason,
-            "wall_seconds": clock() - begin, "window": window(), "last_result": last[0] if last else None}
+            "wall_seconds": clock() - begin, "window": window(),
+            "last_result": last[0] if last else None, "before_timed": ahead}
 
 
 def derive(raw_seconds, kind, items):

@@ -140,7 +140,8 @@ def _run(ctx, torch, batch, seq, hidden, ftz_requested, ftz_on):
                 items=batch, sync=sync, sync_desc=sync_desc,
                 method="one forward pass over the whole sequence (no_grad), last step kept; "
                        "input already on the device",
-                real_work=real_work.Check("forward", output=digest, reference=lambda: digest(forward_step())))
+                real_work=real_work.Check("forward", output=digest,
+                                          reference=lambda: digest(forward_step())))
     ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
                 items=batch, sync=sync, sync_desc=sync_desc,
                 method="forward, sum-of-squares loss on the last step, backward, SGD update",
