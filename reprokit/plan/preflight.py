@@ -49,12 +49,13 @@ RUNNERS = ("local", "docker", "slurm")
 _RANK = {"ok": 0, "jit": 1, "probe": 2, "blocked": 3}
 IMAGE_RUNNERS = ("docker",)  # the probe cache is written by Docker runs only
 PROBE_COMMAND = "reproduce.py run --suite gpu-smoke --runner docker"
-CONTAINER_LAUNCHERS = ("docker", "apptainer", "pyxis")  # Slurm launchers that run the stack's image
 
 
 def runs_images(runner: str, host: Mapping[str, Any]) -> bool:
     """Whether `runner` runs the stacks' images here, so the GPU probe cache gates them: the Docker
     runner, or the Slurm runner with a container launcher (host["launcher"], host_from_fingerprint)."""
+    from reprokit.plan.probe_cache import CONTAINER_LAUNCHERS
+
     return runner in IMAGE_RUNNERS or (runner == "slurm" and host.get("launcher") in CONTAINER_LAUNCHERS)
 
 

@@ -27,8 +27,8 @@ def decide(plan: Plan, runner: str, host: dict, launcher: str | None = None,
     """The plan completed for `runner` on the host `host` (a host fingerprint): every runnable
     cell's preflight verdict, probing what the fingerprint cannot say (engine, images). A Slurm
     container launcher's `images` (reprokit/runners/slurm_setup.py launcher_images) are given."""
-    given = {"launcher": launcher, "images": images} if launcher else {}
-    verdicts = suite_verdicts(plan.runnable, host, runner, plan.options.device, **given)
+    verdicts = suite_verdicts(plan.runnable, host, runner, plan.options.device, launcher=launcher,
+                              images=images)
     return replace(plan, runner=runner, host=host, verdicts=verdicts)
 
 
@@ -52,17 +52,19 @@ def suite_verdicts(cells: Iterable[Any], fingerprint: Mapping[str, Any], runner:
 
     compat = load_compat()
     stacks = load_stacks()
-    engine, given, images = None, images, {}
-    if given is not None:  # a Slurm container launcher's images, as its nodes will run them
-        images = dict(given)
+    engine = None
+    if images is not None:  # a Slurm container launcher's images, as its nodes will run them
+        images = dict(images)
     elif other_host:
         engine = True
         images = {spec["image"]: "buildable" for spec in stacks.values()}
-    elif runner == "docker":
-        engine, _ = docker_engine.answers()
-        if engine:
-            images = image_store.image_states(sorted({spec["image"] for spec in stacks.values()}),
-                                              "gpu" if device == "gpu" else "cpu")
+    else:
+        images = {}
+        if runner == "docker":
+            engine, _ = docker_engine.answers()
+            if engine:
+                images = image_store.image_states(sorted({spec["image"] for spec in stacks.values()}),
+                                                  "gpu" if device == "gpu" else "cpu")
     host = host_from_fingerprint(fingerprint, engine_present=engine, images=images, launcher=launcher)
     probes, cache_warning = host_probes(host, runner)
     if environments is None and runner == "local":

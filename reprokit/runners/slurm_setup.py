@@ -195,8 +195,10 @@ def launcher_images(runner, cells, device: str) -> dict:
     image the nodes are expected to hold). {} for a CPU run, another runner, or the local launcher
     (whose environments are judged instead: judged_on_environments). Only the cells' stacks and
     their fallback links are looked at: hashing every image file of the registry would cost minutes."""
+    from reprokit.plan.probe_cache import CONTAINER_LAUNCHERS
+
     name = getattr(getattr(runner, "launcher", None), "name", None)
-    if runner.name != "slurm" or device != "gpu" or name not in ("docker", "apptainer", "pyxis"):
+    if runner.name != "slurm" or device != "gpu" or name not in CONTAINER_LAUNCHERS:
         return {}
     from reprokit.catalog.suites import load_stacks
     from reprokit.containers import images as image_store

@@ -339,8 +339,8 @@ def _run_probes(tmp_path, monkeypatch, stacks, force_jit_for=()):
     monkeypatch.setenv(probe_cache.CACHE_ENV, str(tmp_path / "cache.json"))
     real = host_preflight.suite_verdicts
 
-    def verdicts(cells, fp, runner, device="cpu"):  # as preflight gives a probe cell on a PTX-JIT GPU
-        out = real(cells, fp, runner, device)
+    def verdicts(cells, fp, runner, device="cpu", **kw):  # as preflight gives a probe cell on a PTX-JIT GPU
+        out = real(cells, fp, runner, device, **kw)
         for cid in out:
             if any(cid.endswith(s) for s in force_jit_for):
                 out[cid] = dict(out[cid], status="jit", env={"CUDA_FORCE_PTX_JIT": "1"})
