@@ -12,15 +12,14 @@ path with its size, modification time and inode: a file that changed in any of t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
 from reprokit import files
+from reprokit.containers.images import file_sha256
 
 CACHE_ENV = "REPROKIT_IMAGE_FILE_IDS"
-CHUNK = 1 << 20
 
 
 def cache_path() -> Path:
@@ -50,11 +49,7 @@ def file_id(path: str | Path) -> str:
     got = known.get(str(real))
     if isinstance(got, dict) and got.get("stamp") == _stamp(st) and isinstance(got.get("id"), str):
         return got["id"]
-    h = hashlib.sha256()
-    with open(real, "rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    ident = f"sha256:{h.hexdigest()}"
+    ident = f"sha256:{file_sha256(real)}"
     known[str(real)] = {"id": ident, "stamp": _stamp(st), "hashed": files.utcnow()}
     try:
         store.parent.mkdir(parents=True, exist_ok=True)
