@@ -566,6 +566,12 @@ def check_claims(
     return out
 
 
+def ratio_text(pair: dict) -> str:
+    """A measured pair's speed-up as '1.14x [1.07, 1.24]' (median and interval)."""
+    lo, hi = pair["speedup"]
+    return f"{pair['speedup_median']:.3g}x [{lo:.3g}, {hi:.3g}]"
+
+
 def ratio_rows(results: list[dict]) -> list[dict]:
     """One row per claim pair with a measured speed-up (issue 36 item 1): the ratio here with its
     interval, the published ratio and the device it was published on, the claimed range, the pair's
@@ -576,12 +582,11 @@ def ratio_rows(results: list[dict]) -> list[dict]:
         for p in c["pairs"]:
             if "speedup" not in p:
                 continue
-            lo, hi = p["speedup"]
             classes = [p.get(k) or {} for k in ("better_class", "worse_class")]
             rows.append({
                 "claim": c["id"], "source": c["source"], "status": p["status"], "claim_status": c["status"],
                 "better": p["better"], "worse": p["worse"],
-                "here": f"{p['speedup_median']:.3g}x [{lo:.3g}, {hi:.3g}]",
+                "here": ratio_text(p),
                 "interval": p["speedup_interval"]["label"],
                 "published": (f"{p['published_speedup']:.3g}x" if p.get("published_speedup") is not None
                               else "not published as two numbers"),

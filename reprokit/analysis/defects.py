@@ -17,6 +17,8 @@ reproduce here (a CPU has no asynchronous execution to hide). Every label carrie
 
 from __future__ import annotations
 
+import statistics
+
 from reprokit.analysis import devices
 from reprokit.catalog import suites
 
@@ -24,11 +26,8 @@ EXPLAINED, UNEXPLAINED, NOT_DECIDED = "EXPLAINED", "UNEXPLAINED", "NOT_DECIDED"
 
 
 def _median(metric: dict) -> float | None:
-    xs = sorted(x for x in metric.get("samples") or [] if isinstance(x, int | float))
-    if not xs:
-        return None
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    xs = [x for x in metric.get("samples") or [] if isinstance(x, int | float)]
+    return statistics.median(xs) if xs else None
 
 
 def _max_rate(bound: dict, device: dict, precision: str) -> tuple[float | None, str]:

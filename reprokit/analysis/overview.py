@@ -105,10 +105,9 @@ def _decided_text(c: dict) -> str:
     p = next((p for p in c["pairs"] if p["status"] == c["status"] and "speedup" in p), None)
     if p is None:
         return f"{c['id']} {c['status']}"
-    lo, hi = p["speedup"]
     pub = (f", published {p['published_speedup']:.3g}x" if p.get("published_speedup") is not None else "")
     more = f", the first of {len(c['pairs'])} pairs" if len(c["pairs"]) > 1 else ""
-    return f"{c['id']} {c['status']} ({p['speedup_median']:.3g}x [{lo:.3g}, {hi:.3g}] here{pub}{more})"
+    return f"{c['id']} {c['status']} ({claims.ratio_text(p)} here{pub}{more})"
 
 
 def _inconclusive_cause(r: dict) -> str:

@@ -81,7 +81,7 @@ SUSPICIOUS = "SUSPICIOUS"
 EFFICIENCY_CONTEXT = "EFFICIENCY_CONTEXT"
 PRECISION_UNKNOWN = "PRECISION_UNKNOWN"
 ABOVE_PEAK = "ABOVE_PEAK"
-EXPLAINED, UNEXPLAINED = "EXPLAINED", "UNEXPLAINED"
+EXPLAINED, UNEXPLAINED = defects.EXPLAINED, defects.UNEXPLAINED  # labels of reprokit/analysis/defects.py
 LABEL_MEANINGS = {
     EFFICIENCY_CONTEXT: "efficiency shown as context, not a verdict: the precision that ran is not the "
     "publication's, or the two devices' peaks are further apart than the policy's max_peak_ratio "
