@@ -79,17 +79,27 @@ def test_a_counter_that_disagrees_with_the_power_samples_is_flagged():
     assert got["status"] == "measured" and got["flagged"] and "20.0% apart" in got["reason"]
 
 
+def _samples_reach(mon, n, limit=60.0):
+    """Wait until the monitor holds n readings of GPU A (its sampler thread runs as fast as the
+    machine lets it)."""
+    end = time.monotonic() + limit
+    while len(mon.energy.get(UUID_A, [])) < n:
+        assert time.monotonic() < end, f"the monitor took fewer than {n} readings in {limit} s"
+        time.sleep(0.01)
+
+
 def test_the_monitor_reads_the_counter_and_the_result_gets_its_energy(monkeypatch):
     """The monitor with the fake binding, a timed window inside it, then gpu_state.attach as the
     executors call it (the window rule shortened so the test takes a second, not five)."""
     monkeypatch.setattr(energy, "rule", lambda: {"min_window_s": 0.3, "max_disagreement": 0.05})
     fake = EnergyNVML(watts=400.0)
     mon = gpu_state.Monitor(interval_s=0.05, nvml=fake)
-    time.sleep(0.1)
+    _samples_reach(mon, 3)  # readings before the window, inside it and after it, however slow the machine
     start = time.time()
-    time.sleep(0.5)
+    time.sleep(1.0)
+    _samples_reach(mon, len(mon.energy[UUID_A]) + 3)
     end = time.time()
-    time.sleep(0.1)
+    _samples_reach(mon, len(mon.energy[UUID_A]) + 2)
     raw = mon.stop()
     assert len(raw["energy"][UUID_A]) >= 8 and raw["energy"][UUID_A][0][1] is not None
     result = {"status": "ok", "device": "gpu", "gpus": [{"uuid": UUID_A}],
@@ -102,15 +112,17 @@ def test_the_monitor_reads_the_counter_and_the_result_gets_its_energy(monkeypatc
     assert set(result["gpu_state"]["energy_samples"]) == {UUID_A}
 
 
-def test_a_gpu_without_a_counter_and_a_cpu_cell():
+def test_a_gpu_without_a_counter_and_a_cpu_cell(monkeypatch):
+    monkeypatch.setattr(energy, "rule", lambda: {"min_window_s": 0.01, "max_disagreement": 0.05})
     fake = EnergyNVML(counter=False)
     mon = gpu_state.Monitor(interval_s=0.05, nvml=fake)
-    time.sleep(0.15)
+    _samples_reach(mon, 4)
     raw = mon.stop()
     result = {"status": "ok", "device": "gpu", "gpus": [{"uuid": UUID_A}],
               "metrics": {"t": _metric(start=raw["energy"][UUID_A][0][0], end=raw["energy"][UUID_A][-1][0])}}
     gpu_state.attach(result, {"gpu_state": raw})
     assert result["energy"]["t"]["status"] == "not_measured"
+    assert "no energy counter" in result["energy"]["t"]["reason"]
     cpu = {"status": "ok", "device": "cpu", "metrics": {"t": _metric()}}
     gpu_state.attach(cpu, {"gpu_state": raw})
     assert "energy" not in cpu
