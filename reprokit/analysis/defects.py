@@ -30,6 +30,13 @@ def _median(metric: dict) -> float | None:
     return statistics.median(xs) if xs else None
 
 
+def _processes(metric: dict) -> str:
+    """'1 process' / 'N processes': how many processes the medians come from (a merged --repeat
+    result lists them; one process says less than several about the next run)."""
+    n = len(set(metric.get("processes") or [])) or 1
+    return f"{n} process" + ("es" if n > 1 else "")
+
+
 def _max_rate(bound: dict, device: dict, precision: str) -> tuple[float | None, str]:
     """The most items per second `device` can do on the bound's model (its compute and memory bounds
     for the lower bound of the work), and what limits it or why there is none."""
@@ -88,7 +95,8 @@ def explain(number: dict, bound: dict, cell: dict | None, meas: dict | None) -> 
                    else f"short of it by {need / f_there:.3g}x: another cause must add the rest")
         row["arithmetic"] = (
             f"{head}; {d['id']} inflates it {f_here:.3g}x here ({number['metric']} {a:,.4g} / {correct} "
-            f"{b:,.4g} {unit}, per-batch medians on {meas['label']}); it hides the device's execution, "
+            f"{b:,.4g} {unit}, per-batch medians of {_processes(metrics[number['metric']])} on "
+            f"{meas['label']}); it hides the device's execution, "
             f"which takes about {scale:.3g}x longer on {bound['device']} for this model (the ratio of the "
             f"two bounds, {here:,.4g} / {there:,.4g} {bound.get('item', 'item')}s/s at most, at the same "
             f"share of each), so there about {f_there:.3g}x: {verdict}"
