@@ -320,7 +320,7 @@ def test_a_gpu_cell_gets_its_gpu_state_through_the_real_driver(tmp_path, monkeyp
     is taken as for the CPU (as tests/plan/test_probes.py does for PTX JIT)."""
     real = host_preflight.suite_verdicts
     monkeypatch.setattr(host_preflight, "suite_verdicts",
-                        lambda cells, fp, runner, device="cpu": real(cells, fp, runner, "cpu"))
+                        lambda cells, fp, runner, device="cpu", **kw: real(cells, fp, runner, "cpu", **kw))
     rundir, run, cell = _run(tmp_path, "gpu")
     assert cell["status"] == "ok" and cell["device"] == "gpu"
     st = cell["gpu_state"]
