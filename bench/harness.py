@@ -143,12 +143,21 @@ class CellContext(object):
         t = timing.sample(step, self.budget(name), sync=sync, should_stop=should_stop,
                           before_timed=real_work.before if real_work is not None else None)
         metric = self.record_timed(name, t, unit, kind, items, method, sync_desc)
-        if real_work is not None:  # the weights' digest after the warm-up, so only timed steps count
-            metric["real_work"] = real_work.check(t.get("before_timed"), t.get("last_result"))
-            if not metric["real_work"]["ok"]:
-                raise real_work.Failed("real-work check of %s failed: %s"
-                                       % (name, metric["real_work"]["reason"]))
+        if real_work is not None:
+            self.check_real_work([name], real_work, t)
         return metric
+
+    def check_real_work(self, names, real_work, t):
+        """Run `real_work` (bench/real_work.py Check) on the samples `t` (timing.sample's dict: its
+        `before_timed` digest, taken after the warm-up so only timed steps count, and `last_result`)
+        and record it with each metric in `names` (the metrics those samples gave). A failed check
+        raises real_work.Failed, failing the cell with the reason; the metrics stay recorded."""
+        got = real_work.check(t.get("before_timed"), t.get("last_result"))
+        for name in names:
+            self.metrics[name]["real_work"] = got
+        if not got["ok"]:
+            raise real_work.Failed("real-work check of %s failed: %s" % (" and ".join(names), got["reason"]))
+        return got
 
     def record_timed(self, name, t, unit, kind, items, method, sync_desc=None):
         raw = checked_samples(name, "raw_seconds", t["raw_seconds"])

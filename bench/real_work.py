@@ -4,7 +4,12 @@ A workload passes `real_work=Check(...)` to `ctx.measure`:
 
 * `state()`: a digest (one float) of the model's weights, taken after the warm-up and after the
   timed steps. Over timed training steps it must change: a step that skips its backward pass, its
-  update or the model altogether leaves it as it was.
+  update or the model altogether leaves it as it was. `state()` may instead return a dict of
+  digests by part of the model ({"embedding": .., "rnn": .., "head": ..}): each part must move, so a
+  step that trains only the head is caught. `still={part: defect id}` names the parts a published
+  defect keeps from training (d003-jit-broken: the published JIT stack never trains its LSTM): such a
+  part that stays still passes, recorded as the defect seen by running; one that moves fails (the
+  cell no longer has the published defect).
 * `output(result)`: a digest of what the last timed step returned, and `reference()`: the same
   computation done once more, untimed, after the timing. They must agree within `rel_tol` (+ `abs_tol`):
   a step whose result is wrong, not finite, or not the computation the metric names disagrees (a
@@ -35,7 +40,8 @@ def _json(x):
 class Check(object):
     Failed = RealWorkFailed
 
-    def __init__(self, phase, state=None, output=None, reference=None, rel_tol=1e-3, abs_tol=1e-6):
+    def __init__(self, phase, state=None, output=None, reference=None, rel_tol=1e-3, abs_tol=1e-6,
+                 still=None):
         if phase not in ("train", "forward"):
             raise ValueError("real-work phase must be train or forward, not %r" % (phase,))
         if state is None and output is None:
@@ -44,20 +50,57 @@ class Check(object):
             raise ValueError("output() and reference() go together")
         self.phase, self.state, self.output, self.reference = phase, state, output, reference
         self.rel_tol, self.abs_tol = rel_tol, abs_tol
+        self.still = dict(still or {})
+
+    def _state(self):
+        got = self.state()
+        if isinstance(got, dict):
+            return dict((str(k), float(v)) for k, v in got.items())
+        return float(got)
 
     def before(self):
-        return float(self.state()) if self.state is not None else None
+        return self._state() if self.state is not None else None
+
+    def _moved(self, before, after, reasons):
+        """One check per part of the weights (one part when state() returns a float)."""
+        if not isinstance(after, dict):
+            before, after, single = {"weights": before}, {"weights": after}, True
+        else:
+            before, single = before if isinstance(before, dict) else {}, False
+        unknown = sorted(set(self.still) - set(after))
+        if unknown:
+            raise ValueError("still= names parts the state has not: %s" % ", ".join(unknown))
+        checks = []
+        for part in sorted(after):
+            b, a = before.get(part), after[part]
+            moved = _finite(b) and _finite(a) and a != b
+            defect = self.still.get(part)
+            what = ("weights digest before and after the timed steps" if single else
+                    "digest of the %s weights before and after the timed steps" % part)
+            check = {"what": what, "part": part, "before": _json(b), "after": _json(a)}
+            if defect is None:
+                check["ok"] = moved
+                if not moved:
+                    reasons.append("the %s did not change over the timed %s steps (digest %r before, "
+                                   "%r after): no update was applied"
+                                   % ("weights" if single else part + " weights", self.phase, b, a))
+            else:
+                still = _finite(b) and _finite(a) and a == b
+                check.update(ok=still, expected_still=defect)
+                if still:
+                    check["seen"] = ("did not change, as published defect %s says: the defect seen by "
+                                     "running" % defect)
+                else:
+                    reasons.append("the %s weights changed over the timed %s steps although published "
+                                   "defect %s keeps them still: this cell is not the published "
+                                   "configuration" % (part, self.phase, defect))
+            checks.append(check)
+        return checks
 
     def check(self, before, last_result):
         checks, reasons = [], []
         if self.state is not None:
-            after = float(self.state())
-            moved = _finite(before) and _finite(after) and after != before
-            checks.append({"what": "weights digest before and after the timed steps",
-                           "before": _json(before), "after": _json(after), "ok": moved})
-            if not moved:
-                reasons.append("the weights did not change over the timed %s steps (digest %r before, %r "
-                               "after): no update was applied" % (self.phase, before, after))
+            checks.extend(self._moved(before, self._state(), reasons))
         if self.output is not None:
             got = float(self.output(last_result)) if last_result is not None else None
             ref = float(self.reference())

@@ -158,9 +158,11 @@ class Feed(object):
 # ---------------------------------------------------------------------------------------------
 # Timing
 # ---------------------------------------------------------------------------------------------
-def sample(ctx, step, sync=None, before_timed=None):
+def sample(ctx, step, sync=None, before_timed=None, real_work=None):
     """Warm-up batches, then before_timed() (outside any timer), then the timed batches under the
-    cell's budget. One sample = one batch. Returns the timing.sample dict."""
+    cell's budget. One sample = one batch. Returns the timing.sample dict; with `real_work` (a
+    bench/real_work.py Check) its digest taken after before_timed() is the dict's `before_timed`, for
+    `record(..., real_work=)`."""
     budget = ctx.budget("time_per_batch")
     warm = []
     for _ in range(budget.warmup):
@@ -171,21 +173,24 @@ def sample(ctx, step, sync=None, before_timed=None):
         warm.append(timing.clock() - t0)
     if before_timed is not None:
         before_timed()
+    ahead = real_work.before() if real_work is not None else None
     budget.warmup = 0
     t = timing.sample(step, budget, sync=sync)
     t["warmup_seconds"] = warm
+    t["before_timed"] = ahead
     return t
 
 
 TIMED_BATCHES = 50  # ITERS of the original tests (seed_workloads.md 4.2)
 
 
-def record(ctx, t, batch, method, sync_desc):
+def record(ctx, t, batch, method, sync_desc, real_work=None):
     """time_per_batch (s) and seq_per_s (= batch / seconds) from the same samples, and beside them
     the source's own figures: Elapsed = the seconds of the 50 batches timed after its 10 untimed
     warm-up batches, Avg = Elapsed / 50 (a mean, not a median), seq/s = 50 x 128 / Elapsed. Each
     batch's own seconds are summed (the sampler's bookkeeping between batches left out); fewer
-    than 50 timed batches give a labelled partial estimate."""
+    than 50 timed batches give a labelled partial estimate. `real_work` (the Check given to `sample`)
+    is then run and recorded with both metrics; a failed check fails the cell."""
     ctx.record_timed("time_per_batch", t, "s", "s", 1, method, sync_desc)
     ctx.record_timed("seq_per_s", t, "seq/s", "items_per_s", batch, method, sync_desc)
     planned = (ctx.params.get("published_iterations") or {}).get("default", TIMED_BATCHES)
@@ -201,3 +206,5 @@ def record(ctx, t, batch, method, sync_desc):
         "seq_per_s", "items_over_elapsed",
         "seq/s = %d x %d sequences / Elapsed, the seconds of the %d timed batches"
         % (planned, batch, planned), "rate", seg, planned_iterations=planned)
+    if real_work is not None:  # after recording, so a failed check keeps the samples
+        ctx.check_real_work(["time_per_batch", "seq_per_s"], real_work, t)

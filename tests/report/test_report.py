@@ -461,13 +461,20 @@ def test_row_in_the_published_unit_with_scale():
 
 def test_a_suite_without_claims_says_so_instead_of_empty_sentences(tmp_path):
     """The summary's claims sentence rendered as 'Claims of the sources (0) ...:\\n.\\nOf the 0 pairs, .'
-    for a suite whose sources make no claim (smoke, modern)."""
+    for a suite whose sources make no claim (smoke, modern). The same real run's report counts its
+    cells' real-work checks (issue 36 item 3): every timed metric of the stdlib workload is checked."""
     from conftest import smoke_run
 
     run = smoke_run(tmp_path / "results", "--cells", "smoke/python/*")
     md = (run / "report.md").read_text()
     assert "The suite's sources make no claim to check." in md and "Of the 0 pairs" not in md
     assert "make no claim to check" in (run / "report.html").read_text()
+    rw = json.loads((run / "report.json").read_text())["real_work"]
+    timed = sum(1 for f in (run / "cells").glob("*.json")
+                for m in json.loads(f.read_text())["metrics"].values() if m.get("stop_reason") != "single")
+    assert rw["metrics_checked"] == rw["metrics_passed"] == timed > 0, rw
+    assert not rw["unchecked"] and not rw["failed"]
+    assert f"of {timed} timed metric(s) passed" in " ".join(md.split())
 
 
 def test_a_designed_run_states_its_design_and_its_time_against_one_process(tmp_path):
