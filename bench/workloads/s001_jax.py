@@ -16,9 +16,13 @@ kernel launches, section 2.2); with JAX's asynchronous dispatch that would time 
 the CPU too, so the synced loop is the only one run and its samples are recorded under both
 train_wps and train_wps_synced (same for eval). Eval is a plain forward + loss (JAX builds no
 autograd graph; the original's non-volatile eval did).
+Real-work check (issue 36, bench/real_work.py), on both names of each loop: train, the float64 sum
+of squares of the embedding (tied), LSTM and softmax bias must each change over the timed steps;
+eval, the last timed batch's summed loss must equal the same batch evaluated again untimed.
 Python 3.5 syntax; imports jax, numpy and the standard library.
 """
 import corpora
+import real_work
 import timing
 
 try:
@@ -139,7 +143,43 @@ def _run(ctx, p, np, jax, jnp, lax, train_c, valid_c, vocab, batch, seq, hidden,
                                             np.int32(i))
                 jax.block_until_ready((loss, pos["state"]))
             return loss
+        step.pos = pos  # read by the real-work check, outside the timer
         return step
+
+    def digest(tree):
+        """Float64 sum of squares of every leaf, on the host (a plain sum would miss updates
+        whose entries sum to zero, as a softmax layer's gradient does over the classes)."""
+        return float(sum(np.square(np.asarray(leaf, dtype=np.float64)).sum()
+                         for leaf in jax.tree_util.tree_leaves(tree)))
+
+    def weights():
+        """Digest per part: the embedding (tied: also the softmax weight), the LSTM, the softmax
+        bias."""
+        w = model["params"]
+        return {"embedding": digest(w["emb"]), "lstm": digest(w["lstm"]),
+                "softmax_bias": digest(w["dec_b"])}
+
+    def checked_stepper(batches, train_mode):
+        """(step, its real-work check, an after-step hook). Train: every part of the weights must
+        move over the timed steps. Eval: the last timed batch's summed loss against the same batch
+        from the same carried state, evaluated again untimed after the timing; the hook notes,
+        outside the timer, which batch and state each step starts from."""
+        step = stepper(batches, train_mode)
+        if train_mode:
+            return step, real_work.Check("train", state=weights), None
+        box = {"next": (step.pos["i"], step.pos["state"])}
+
+        def watch():
+            box["last_in"] = box["next"]  # what the step just run started from
+            box["next"] = (step.pos["i"], step.pos["state"])
+
+        def reference():
+            i, state = box["last_in"]
+            if i >= batches[2]:  # as the step: the end of the split restarts from a zero state
+                i, state = 0, zero
+            loss, _ = eval_x(model["params"], state, batches[0], batches[1], np.int32(i))
+            return float(loss)
+        return step, real_work.Check("forward", output=float, reference=reference), watch
 
     loss_log = {}
 
@@ -149,13 +189,19 @@ def _run(ctx, p, np, jax, jnp, lax, train_c, valid_c, vocab, batch, seq, hidden,
         if ctx.protocol != "published":
             budget.warmup = max(1, budget.warmup)
         losses = []
-        t = timing.sample(stepper(batches, train_mode), budget,
-                          after=lambda loss: losses.append(float(loss)))
+        step, check, watch = checked_stepper(batches, train_mode)
+
+        def after(loss):
+            losses.append(float(loss))
+            if watch is not None:
+                watch()
+        t = timing.sample(step, budget, after=after, before_timed=check.before)
         loss_log[kind] = [v / items for v in losses[len(t["warmup_seconds"]):]]
         for metric in (name, name + "_synced"):
             ctx.record_timed(metric, t, ITEMS_UNIT, "items_per_s", items, method,
                              jl.SYNC_DESC + "; %s and %s are the same timed iterations"
                              % (name, name + "_synced"))
+        ctx.check_real_work([name, name + "_synced"], check, t)  # one loop, both names
 
     measure("train", train_b, True,
             "one batch of %dx%d target tokens: embedding, lax.scan LSTM, tied softmax "

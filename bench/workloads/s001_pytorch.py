@@ -20,9 +20,14 @@ wps per sample = batch * seq_len target tokens / seconds of that one batch.
 
 Written for current PyTorch and, where cheap, for the 0.1.12 API of the original (Variable, 2-D
 Linear input, size_average): the 0.1.12 path has not been run.
+Real-work check (issue 36, bench/real_work.py), per loop of samples, on the metrics it gave: train,
+the float64 sum of squares of the embedding (tied softmax weight), LSTM and softmax bias must each
+change over the timed batches; eval, the last timed batch's summed loss must equal the same batch
+run again untimed, from the same carried state, after the timing.
 Python 3.5 syntax; imports only torch (numpy if present) and the standard library.
 """
 import corpora
+import real_work
 import timing
 
 try:
@@ -94,13 +99,20 @@ def _loss_value(loss):
     return float(loss.data[0])  # PyTorch 0.1.12 (never run here)
 
 
-def _timed_loop(budget, step, warmup, sync=None):
+def _timed_loop(budget, step, warmup, sync=None, check=None, watch=None):
     """timing.sample with the loss read to the host after the timer stops (the original's
-    loss.cpu() outside its timer). Returns (timing dict, losses of the timed iterations)."""
+    loss.cpu() outside its timer). `check` (a real_work.Check) takes its weights digest after the
+    warm-up; `watch(loss)` (optional) runs after each step, outside the timer, after the loss read.
+    Returns (timing dict, losses of the timed iterations)."""
     losses = []
+
+    def after(loss):
+        losses.append(_loss_value(loss))
+        if watch is not None:
+            watch(loss)
     budget.warmup = warmup
-    t = timing.sample(step, budget, sync=sync,
-                      after=lambda loss: losses.append(_loss_value(loss)))
+    t = timing.sample(step, budget, sync=sync, after=after,
+                      before_timed=check.before if check is not None else None)
     del losses[:len(t["warmup_seconds"])]
     return t, losses
 
@@ -204,7 +216,47 @@ def run(ctx):
                 loss.backward()
                 optimizer.step()
             return loss
+        step.pos = pos  # read by the real-work check, outside the timer
         return step
+
+    def digest(params):
+        """Float64 sum of squares of the weights (a plain sum would miss updates whose entries
+        sum to zero, as a softmax layer's gradient does over the classes)."""
+        total = 0.0
+        for q in params:
+            w = q.data.double()
+            total += float((w * w).sum())
+        return total
+
+    def weights():
+        """Digest per part of the model: the embedding matrix (with tied weights also the softmax
+        projection), the LSTM, and the softmax's own parameters (its bias; untied also its weight)."""
+        head = [model.decoder.bias] if p["tied"] else [model.decoder.weight, model.decoder.bias]
+        return {"embedding": digest([model.encoder.weight]), "lstm": digest(model.rnn.parameters()),
+                "softmax": digest(head)}
+
+    def checked_stepper(inputs, targets, n_batches, train):
+        """(step, its real-work check, the after-step hook the check needs). Train: every part of
+        the weights must move over the timed batches. Eval: the last timed batch's summed loss
+        against the same batch from the same carried state, run again untimed after the timing;
+        the hook notes outside the timer which batch and state each step starts from."""
+        step = stepper(inputs, targets, n_batches, train)
+        if train:
+            return step, real_work.Check("train", state=weights), None
+        box = {"next": (step.pos["i"], step.pos["state"])}
+
+        def watch(_):
+            box["last_in"] = box["next"]  # what the step just run started from
+            box["next"] = (step.pos["i"], step.pos["state"])
+
+        def reference():
+            i, state = box["last_in"]
+            if i >= n_batches:  # as the step: the end of the split restarts from a zero state
+                i, state = 0, zero_state()
+            logits, _ = model(Variable(inputs.narrow(0, i * batch, batch)), state)
+            t = Variable(targets.narrow(0, i * batch, batch))
+            return _loss_value(criterion(logits, t.contiguous().view(-1)))
+        return step, real_work.Check("forward", output=_loss_value, reference=reference), watch
 
     def sync_gpu():  # ran on one NVIDIA H100 (torch 2.11, docs/gpu-run)
         torch.cuda.synchronize()
@@ -230,7 +282,8 @@ def run(ctx):
         warm = budget.warmup if protocol_published else max(1, budget.warmup)
         n_batches = step_args[2]
         if not gpu:
-            t, losses = _timed_loop(budget, stepper(*step_args), warm)
+            step, check, watch = checked_stepper(*step_args)
+            t, losses = _timed_loop(budget, step, warm, check=check, watch=watch)
             ctx.record_timed(name, t, ITEMS_UNIT, "items_per_s", items, method,
                              "none inside the timer (as published); CPU execution is "
                              "synchronous, so the timer covers the whole computation")
@@ -239,23 +292,28 @@ def run(ctx):
                              + name)
             record_as_published(ctx, name, t, n_batches, batch, seq, int(p["epochs"]))
             loss_log[kind] = losses
+            ctx.check_real_work([name, name + "_synced"], check, t)  # one loop, both names
             return
         # GPU (ran on one NVIDIA H100, torch 2.11, docs/gpu-run): the published method, then a
-        # synchronised loop.
-        t, losses = _timed_loop(budget, stepper(*step_args), warm)
+        # synchronised loop; each loop's samples get their own real-work check.
+        step, check, watch = checked_stepper(*step_args)
+        t, losses = _timed_loop(budget, step, warm, check=check, watch=watch)
         ctx.record_timed(name, t, ITEMS_UNIT, "items_per_s", items, method,
                          "none (as published): no torch.cuda.synchronize() inside the timer; "
                          "the loss copy to the host after the timer is the only sync, so the "
                          "timer sees kernel launches, not GPU execution")
         record_as_published(ctx, name, t, n_batches, batch, seq, int(p["epochs"]))
         loss_log[kind] = losses
+        ctx.check_real_work([name], check, t)
         sbudget = ctx.budget(name + "_synced")
         if sbudget.published_count is None:
             sbudget.published_count = budget.published_count
-        t, losses = _timed_loop(sbudget, stepper(*step_args), warm, sync=sync_gpu)
+        step, check, watch = checked_stepper(*step_args)
+        t, losses = _timed_loop(sbudget, step, warm, sync=sync_gpu, check=check, watch=watch)
         ctx.record_timed(name + "_synced", t, ITEMS_UNIT, "items_per_s", items, method,
                          "torch.cuda.synchronize() inside the timer after each iteration")
         loss_log[kind + "_synced"] = losses
+        ctx.check_real_work([name + "_synced"], check, t)
 
     measure("train", (train_x, train_t, nb_train, True), train_method)
     measure("eval", (valid_x, valid_t, nb_valid, False), eval_method)

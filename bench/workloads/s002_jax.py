@@ -9,10 +9,12 @@ process, and the train step is XLA-compiled (Keras's jit_compile, the JAX backen
 the first batch (a warm-up batch, at least one) includes tracing and compilation. Source 002
 published no JAX row (Keras 2.1.6 had no JAX backend): this is the modern control arm.
 CPU (gpus 0) or one GPU (never run on a GPU); no multi-GPU path.
+Real-work check as s002_keras (per-layer digests of model.get_weights() must change).
 Python 3.5 syntax; imports keras, jax, numpy and the standard library.
 """
 import os
 
+import real_work
 import timing
 
 try:
@@ -89,7 +91,9 @@ def run(ctx):
             budget.published_count = -(-data.epoch_samples // data.batch)
     else:
         budget.warmup = max(1, budget.warmup)  # the first batch traces and compiles
-    t = timing.sample(step, budget)
+    # every layer's weights must move over the timed batches (digests taken after the warm-up)
+    check = real_work.Check("train", state=lambda: base.keras_weights(np, model))
+    t = timing.sample(step, budget, before_timed=check.before)
     losses = losses[len(t["warmup_seconds"]):]
     batch, n = data.batch, data.epoch_samples
     shuffle_s = data.shuffles[0]
@@ -108,6 +112,7 @@ def run(ctx):
                  [1e6 * s / batch for s in t["raw_seconds"]], "1e6 * seconds / %d" % batch,
                  "Keras's 'us/step' (microseconds per sample) from one timed batch: " + method,
                  sync)
+    ctx.check_real_work(["time_per_epoch", "time_per_sample"], check, t)  # the same samples
     if gpus > 0:  # never run on a GPU
         stats = jax.devices("gpu")[0].memory_stats() or {}
         ctx.record_value("gpu_memory", [stats.get("peak_bytes_in_use", 0) / 2.0 ** 20], "MiB",

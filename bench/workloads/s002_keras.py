@@ -32,12 +32,16 @@ device memory on a GPU, and on the CPU the process's peak RSS (host memory, not 
 
 Multi-GPU cells (gpus > 1) use tf.distribute.MirroredStrategy / one MXNet context per GPU with the
 global batch split, like keras multi_gpu_model. THE GPU PATHS HAVE NEVER RUN ON A GPU.
+Real-work check (issue 36, bench/real_work.py) on time_per_epoch and time_per_sample (the same
+batches): the float64 sum of squares of the LSTM's and of the Dense layer's weights
+(model.get_weights(), Gluon: the blocks' parameters) must each change over the timed batches.
 Python 3.5 syntax; imports the framework of the variant, numpy and the standard library.
 """
 import resource
 import sys
 
 import corpora
+import real_work
 import timing
 
 try:
@@ -197,8 +201,23 @@ def peak_rss_mib():
 
 
 # -----------------------------------------------------------------------------------------------
-# Backends: each returns (train_step(x, y) -> loss, describe dict, gpu_memory() or None)
+# Backends: each returns (train_step(x, y) -> loss, describe dict, gpu_memory() or None, sync
+# description, weights() -> {part: float64 digest} for the real-work check)
 # -----------------------------------------------------------------------------------------------
+def _digest(np, arrays):
+    """Float64 sum of squares (a plain sum would miss updates whose entries sum to zero, as a
+    softmax layer's gradient does over the classes)."""
+    return float(sum(np.square(np.asarray(a, dtype=np.float64)).sum() for a in arrays))
+
+
+def keras_weights(np, model):
+    """Digest per layer of model.get_weights() (Keras 2.1.6 and 3 alike, also through
+    multi_gpu_model or a distribution strategy): the LSTM's kernel, recurrent kernel and bias come
+    first, the Dense layer's kernel and bias last."""
+    w = model.get_weights()
+    return {"lstm": _digest(np, w[:-2]), "dense": _digest(np, w[-2:])}
+
+
 def _tensorflow(ctx, p, data):
     import keras
     import tensorflow as tf
@@ -292,7 +311,8 @@ def _tensorflow(ctx, p, data):
     sync = ("implicit: train_on_batch returns the loss as a host float" if gpus <= 1 else
             "implicit: the replica-averaged loss is read to the host as a float")
     on_gpu = gpus > 0 and not p["replicas_on_cpu"]
-    return train_step, desc, (gpu_memory if on_gpu else None), sync
+    return (train_step, desc, (gpu_memory if on_gpu else None), sync,
+            lambda: keras_weights(data.np, model))
 
 
 def _keras2(ctx, p, data):
@@ -363,7 +383,8 @@ def _keras2(ctx, p, data):
                 backend))
     sync = "implicit: train_on_batch returns the loss as a host float"
     on_gpu = gpus > 0
-    return train_step, desc, (gpu_memory if on_gpu else None), sync
+    return (train_step, desc, (gpu_memory if on_gpu else None), sync,
+            lambda: keras_weights(data.np, model))
 
 
 def _tf1_gpu_count():
@@ -484,7 +505,12 @@ def _mxnet(ctx, p, data):
     sync = ("loss read to the host (asscalar), then mx.nd.waitall() inside the timer: MXNet "
             "runs asynchronously")
     on_gpu = gpus > 0 and not p["replicas_on_cpu"]
-    return train_step, desc, (gpu_memory if on_gpu else None), sync
+
+    def weights():  # the first context's copy of each parameter (the replicas are kept equal)
+        return dict((part, _digest(np, [q.list_data()[0].asnumpy()
+                                        for q in block.collect_params().values()]))
+                    for part, block in (("lstm", net.cell), ("dense", net.dense)))
+    return train_step, desc, (gpu_memory if on_gpu else None), sync, weights
 
 
 def _backend(ctx):
@@ -582,7 +608,7 @@ def run(ctx):
     t0 = timing.clock()
     data = Data(np, p)
     data_s = timing.clock() - t0
-    train_step, desc, gpu_memory, sync = _backend(ctx)(ctx, p, data)
+    train_step, desc, gpu_memory, sync, weights = _backend(ctx)(ctx, p, data)
     ctx.describe(**desc)
     if int(p["gpus"]) == 1 and gpus_used(ctx, 1) == 0:
         ctx.note("The published row ran on one GPU; this job's device is the CPU, so the same "
@@ -600,7 +626,9 @@ def run(ctx):
     if ctx.protocol == "published" and budget.published_count is None:
         budget.published_count = -(-data.epoch_samples // data.batch)  # one whole epoch
     callbacks = FitCallbacks(data.n // data.batch, data.batch)
-    t = timing.sample(step, budget, after=callbacks.on_batch_end)
+    # every layer's weights must move over the timed batches (digests taken after the warm-up)
+    check = real_work.Check("train", state=weights)
+    t = timing.sample(step, budget, after=callbacks.on_batch_end, before_timed=check.before)
     losses = losses[len(t["warmup_seconds"]):]
     batch, n = data.batch, data.epoch_samples
     per_epoch_batches = float(n) / batch
@@ -623,6 +651,7 @@ def run(ctx):
             sync)
 
     record_as_published(ctx, t, data.n, data.batch, callbacks)
+    ctx.check_real_work(["time_per_epoch", "time_per_sample"], check, t)  # the same samples
 
     if gpu_memory is not None:  # never run on a GPU
         used, method = gpu_memory()

@@ -21,6 +21,8 @@ jax.block_until_ready (JAX dispatches asynchronously). XLA compilation happens b
 and is recorded in extra.compile_s.
 Python 3.5 syntax; imports jax, numpy and the standard library.
 """
+import real_work
+
 from workloads import _jax_lstm as jl
 from workloads import _lm003
 
@@ -117,10 +119,13 @@ def run(ctx):
         feed = _lm003.Feed(lambda: range(nb))
         model = {"params": params, "opt": opt}
         counter = [0]
+        last = [None]  # (batch index, logits) of the latest forward step, replaced by the next
 
         def forward_step():
-            out = step_c(model["params"], x_all, np.int32(feed.next()))
-            jax.block_until_ready(out)
+            i = np.int32(feed.next())
+            last[0] = (i, step_c(model["params"], x_all, i))
+            jax.block_until_ready(last[0][1])
+            return last[0]
 
         def train_step():
             model["params"], model["opt"], loss = step_c(model["params"], model["opt"], x_all,
@@ -129,8 +134,14 @@ def run(ctx):
             counter[0] += 1
             return "batch %d, loss_value = %.4f" % (counter[0], float(loss))
 
+        if phase == "forward":
+            check = real_work.Check("forward", output=lambda got: _mean_abs(np, got[1]),
+                                    reference=lambda: _mean_abs(np, step_c(
+                                        model["params"], x_all, last[0][0])))
+        else:
+            check = real_work.Check("train", state=lambda: _part_sums(jax, np, model["params"]))
         t = _lm003.sample(ctx, forward_step if phase == "forward" else train_step,
-                          before_timed=feed.restart)
+                          before_timed=feed.restart, real_work=check)
 
     jl.describe(ctx, jax, API[variant])
     if feed.wraps:
@@ -141,10 +152,25 @@ def run(ctx):
     if phase == "forward":
         ctx.note("forward: a pure function of the parameters, no gradient bookkeeping (the "
                  "published PyTorch forward built the autograd graph)")
+        ctx.note("each forward batch's logits are kept until the next batch's replace them (the "
+                 "original's `output = model(x)`), for the real-work check against an untimed rerun")
         method = ("one batch: slice of the device windows, jitted model (embedding, 3 scanned "
                   "LSTM layers, Linear) returning the logits; no loss, no gradients")
     else:
         method = ("one batch: one jitted step (slice, forward, mean cross_entropy, "
                   "jax.value_and_grad, Adam(lr=1e-3)), then '%.4f' formatting of the loss as the "
                   "original's debug message")
-    _lm003.record(ctx, t, batch, method, jl.SYNC_DESC)
+    _lm003.record(ctx, t, batch, method, jl.SYNC_DESC, real_work=check)
+
+
+def _part_sums(jax, np, params):
+    """The real-work check's digest of the trainable weights: a float64 sum per part of the model."""
+    parts = {"embedding": params["emb"], "rnn": params["cells"],
+             "head": [params["head_w"], params["head_b"]]}
+    return dict((k, sum(float(np.asarray(a, dtype=np.float64).sum())
+                        for a in jax.tree_util.tree_leaves(v))) for k, v in parts.items())
+
+
+def _mean_abs(np, logits):
+    """The real-work check's digest of a forward output: the float64 mean of |logits|."""
+    return float(np.abs(np.asarray(logits)).mean(dtype=np.float64))

@@ -42,6 +42,8 @@ a GPU.
 
 Python 3.5 syntax; imports only torch (numpy if present) and the standard library.
 """
+import real_work
+
 from workloads import _lm003
 
 FRAMEWORK = "torch"
@@ -264,17 +266,20 @@ def run(ctx):
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     counter = [0]
+    last = [None]  # (batch, logits) of the latest forward step, replaced by the next one
 
     def forward_step():
         xb, _ = feed.next()
-        model(xb)  # train() mode, autograd graph built, no no_grad: as published
+        last[0] = (xb, model(xb))  # train() mode, autograd graph built, no no_grad: as published
+        return last[0]
 
     def forward_step_fixed():
         xb, _ = feed.next()
         with torch.no_grad():  # corrected: no autograd graph
-            model(xb)
+            last[0] = (xb, model(xb))
         if gpu:
             torch.cuda.synchronize()  # corrected: the batch's device work is inside its sample
+        return last[0]
 
     def train_step():
         xb, yb = feed.next()
@@ -295,9 +300,16 @@ def run(ctx):
 
     if phase == "forward":
         step = forward_step_fixed if fixed else forward_step
+        check = real_work.Check("forward", output=lambda got: _mean_abs(got[1]),
+                                reference=lambda: _mean_abs(_rerun(torch, model, last[0][0])))
     else:
         step = train_step
-    t = _lm003.sample(ctx, step, before_timed=before_timed)
+        # the as-published JIT stack never updates h: the loss does not depend on the LSTM or the
+        # embedding, which therefore stay still (defect 4.3 item 2); the head's bias trains
+        still = ({"embedding": "d003-jit-broken", "rnn": "d003-jit-broken"}
+                 if variant.startswith("jit") and not fixed else None)
+        check = real_work.Check("train", state=lambda: _part_sums(model), still=still)
+    t = _lm003.sample(ctx, step, before_timed=before_timed, real_work=check)
 
     ctx.describe(framework="torch", framework_version=torch.__version__, api=API[variant])
     if variant.startswith("jit"):
@@ -322,6 +334,9 @@ def run(ctx):
         ctx.note("loop order of the static original not recorded; depth-outer/time-inner used")
     if variant.startswith("eager_cudnn") and not gpu:
         ctx.note("on the CPU nn.LSTM runs PyTorch's native kernels, not cuDNN")
+    if phase == "forward":
+        ctx.note("each forward batch's logits are kept until the next batch's replace them (the "
+                 "original's `output = model(x)`), for the real-work check against an untimed rerun")
     if feed.wraps:
         ctx.note("the data ran out %d time(s) and iteration restarted at batch 1" % feed.wraps)
     ctx.extra["iteration"] = ("warm-up batches 1..%d, then the DataLoader restarts: timed batches "
@@ -347,4 +362,22 @@ def run(ctx):
         sync_desc = ("implicit every step: formatting the loss reads it to the host (as published)"
                      if gpu else
                      "n/a: CPU execution is synchronous (the per-step loss read is a no-op sync)")
-    _lm003.record(ctx, t, batch, method, sync_desc)
+    _lm003.record(ctx, t, batch, method, sync_desc, real_work=check)
+
+
+def _part_sums(model):
+    """The real-work check's digest of the trainable weights: a float64 sum per part of the model."""
+    return dict((name, sum(float(q.detach().double().sum()) for q in part.parameters()))
+                for name, part in (("embedding", model.embedding), ("rnn", model.rnn),
+                                   ("head", model.head)))
+
+
+def _mean_abs(logits):
+    """The real-work check's digest of a forward output: the float64 mean of |logits|."""
+    return float(logits.detach().abs().double().mean())
+
+
+def _rerun(torch, model, xb):
+    """The model once more on batch xb, untimed, after the timing (no autograd graph needed)."""
+    with torch.no_grad():
+        return model(xb)

@@ -49,6 +49,7 @@ GPU PATHS HAVE NEVER RUN ON A GPU (the one GPU machine so far, docs/gpu-run, had
 Python 3.5 syntax; imports only tensorflow, numpy (a TensorFlow dependency) and the standard
 library.
 """
+import real_work
 import timing
 
 from workloads import _lm003, _versions
@@ -147,13 +148,22 @@ class LanguageModel(object):
         return tf.keras.layers.LSTM(hdim, return_sequences=True, return_state=True)
 
     def variables(self):
-        out = [self.embedding, self.w_out, self.b_out]
+        return [self.embedding, self.w_out, self.b_out] + self._rnn_variables() + self.extra_vars
+
+    def _rnn_variables(self):
+        out = []
         for layer in self.layers:
             if isinstance(layer, FineGrainedLayer):
                 out.extend(layer.variables())
             else:
                 out.extend(layer.trainable_weights)
-        return out + self.extra_vars
+        return out
+
+    def parts(self):
+        """The trained variables by part of the model, for the real-work check (the while-op's
+        unused output variables are left out: nothing trains them)."""
+        return {"embedding": [self.embedding], "rnn": self._rnn_variables(),
+                "head": [self.w_out, self.b_out]}
 
     def __call__(self, x):
         tf = self.tf
@@ -275,6 +285,9 @@ class GraphStep(object):
                     self.fetch = logits  # the full [B*T, V] logits come back to the host
                 else:
                     self.fetch = logits.op  # computed on the device, nothing returned
+            # for the real-work check, run untimed (logits_for feeds a batch in place of xb)
+            self.xb, self.logits, self.x, self.batch = xb, logits, x, p["batch"]
+            self.n_batches, self.repeat = len(x) // p["batch"], repeat
             init = tf.compat.v1.global_variables_initializer()
         self.graph.finalize()
         self.session = tf.compat.v1.Session(graph=self.graph)  # default config, as published
@@ -284,9 +297,49 @@ class GraphStep(object):
     def step(self):
         return self.session.run(self.fetch)
 
+    def step_op(self):
+        """step() for a fetch that returns nothing (the corrected forward): the same session.run,
+        then this runner as the step's result, which the real-work check needs."""
+        self.session.run(self.fetch)
+        return self
+
     def values(self):
         """Current values of the model's variables (numpy), for checks."""
         return self.session.run([graph_variable(self.tf, v) for v in self.model.variables()])
+
+    def part_sums(self):
+        """The real-work check's digest of the weights: a float64 sum per part of the model."""
+        got = self.session.run(dict((k, [graph_variable(self.tf, v) for v in vs])
+                                    for k, vs in self.model.parts().items()))
+        return dict((k, _sum64(vs)) for k, vs in got.items())
+
+    def logits_for(self, k):
+        """The logits of batch k (0-based) of the dataset, run untimed with that batch fed in place
+        of the iterator's (which stays where it is)."""
+        rows = self.x[k * self.batch:(k + 1) * self.batch]
+        return self.session.run(self.logits, feed_dict={self.xb: rows})
+
+    def next_through_iterator(self, steps):
+        """The logits of the in-graph iterator's next batch, run untimed after `steps` steps that
+        each took one batch from it; raises real_work.RealWorkFailed when that batch is not the one
+        `steps` such steps leave it at (the timed steps did not each run the graph on one batch)."""
+        spent = steps >= self.n_batches and not self.repeat  # no next batch: the data is spent
+        if spent:
+            try:
+                self.session.run(self.xb)
+            except Exception as e:  # tf.errors.OutOfRangeError: at the end, as it should be
+                if type(e).__name__ != "OutOfRangeError":
+                    raise
+            else:
+                spent = None
+            self.session.run(self.iterator.initializer)
+        k = 0 if spent else steps % self.n_batches
+        logits, rows = self.session.run([self.logits, self.xb])
+        if spent is None or not (rows == self.x[k * self.batch:(k + 1) * self.batch]).all():
+            raise real_work.RealWorkFailed(
+                "real-work check of time_per_batch and seq_per_s failed: the in-graph iterator is "
+                "not where %d steps of one batch each leave it" % steps)
+        return logits
 
     def close(self):
         self.session.close()
@@ -304,16 +357,17 @@ class EagerStep(object):
         with tf.device(device):
             self.model = LanguageModel(tf, impl, p, gpu)
         self.opt = tf.keras.optimizers.Adam(1.0) if trains else None
+        self.last = None  # (batch, logits) of the latest forward step, replaced by the next
 
     def step(self):
         tf = self.tf
         xb, yb = self.feed.next()
         with tf.device(self.device):
             if not self.trains:
-                self.model(xb)  # as published: no final sync
+                self.last = (xb, self.model(xb))  # as published: no final sync
                 if self.gpu and self.final_sync:
                     self.force_gpu_sync()
-                return
+                return self.last
             with tf.GradientTape() as tape:
                 loss = loss_fn(tf, self.model(xb), yb)
             variables = self.model.variables()
@@ -322,6 +376,15 @@ class EagerStep(object):
         if self.gpu:
             self.force_gpu_sync()
 
+    def part_sums(self):
+        """The real-work check's digest of the weights: a float64 sum per part of the model."""
+        return dict((k, _sum64([v.numpy() for v in vs])) for k, vs in self.model.parts().items())
+
+    def rerun(self):
+        """The latest forward batch once more, untimed, after the timing: its logits."""
+        with self.tf.device(self.device):
+            return self.model(self.last[0])
+
     def force_gpu_sync(self):
         """The original's tf.constant(1).gpu().cpu(): a round trip through the GPU. Never run."""
         tf = self.tf
@@ -329,6 +392,48 @@ class EagerStep(object):
             t = tf.identity(tf.constant(1))
         with tf.device("/CPU:0"):
             tf.identity(t).numpy()
+
+
+def _sum64(arrays):
+    import numpy
+    return sum(float(numpy.asarray(a, dtype=numpy.float64).sum()) for a in arrays)
+
+
+def _mean_abs(logits):
+    """The real-work check's digest of a forward output: the float64 mean of |logits|."""
+    import numpy
+    return float(numpy.abs(numpy.asarray(logits)).mean(dtype=numpy.float64))
+
+
+def real_work_check(runner, variant, phase, steps):
+    """The real-work check of this cell's timed steps (bench/real_work.py). `steps()` is the number
+    of steps run before the check (warm-up and timed), known once the timing is done: a graph
+    step takes its batch from the in-graph iterator, so the batch the last one ran is found by
+    counting (batch steps() - 1 of the dataset, from 0)."""
+    mode, impl, fixed = split_variant(variant)
+    if runner.trains:
+        return real_work.Check("train", state=runner.part_sums)
+    # abs_tol 0: the logits can be small (the head's bias starts at 0; ~1e-4 at the tests' tiny
+    # shapes), where the default absolute tolerance would loosen the relative one
+    if mode == "eager":
+        return real_work.Check("forward", output=lambda got: _mean_abs(got[1]),
+                               reference=lambda: _mean_abs(runner.rerun()), abs_tol=0.0)
+    if fixed:
+        # defect d003-graph-fetch corrected: the timed step returns nothing. The check: the next
+        # batch, fetched untimed through the in-graph iterator, is the one the timed steps leave it
+        # at (each ran the graph on one batch), and its logits are those of that batch fed in.
+        return real_work.Check("forward", output=lambda _: _mean_abs(runner.next_through_iterator(
+            steps())), reference=lambda: _mean_abs(runner.logits_for(steps() % runner.n_batches)),
+            abs_tol=0.0)
+    check = real_work.Check("forward", output=_mean_abs, abs_tol=0.0,
+                            reference=lambda: _mean_abs(runner.logits_for((steps() - 1)
+                                                                          % runner.n_batches)))
+    if phase == "train":  # as-published while-op "train": the forward step, no update (4.3 item 1)
+        check = real_work.Check("train", state=runner.part_sums, output=check.output,
+                                reference=check.reference, abs_tol=0.0,
+                                still=dict((k, "d003-whileop-forward-only")
+                                           for k in ("embedding", "rnn", "head")))
+    return check
 
 
 def _configure_eager(tf, ctx, gpu):
@@ -389,12 +494,16 @@ def run(ctx):
     runner = build_step(tf, variant, phase, p, x, y, device, gpu, repeat=needed > nb)
     ctx.extra["setup_s"] = timing.clock() - t0
 
+    done = []  # the timing's samples, for the check's step count
+    check = real_work_check(runner, variant, phase,
+                            lambda: len(done[0]["warmup_seconds"]) + len(done[0]["raw_seconds"]))
     if mode == "graph":
-        t = _lm003.sample(ctx, runner.step)
+        t = _lm003.sample(ctx, runner.step if runner.trains or not fixed else runner.step_op,
+                          real_work=check)
         ctx.extra["iteration"] = ("one initializable iterator: warm-up batches 1..w, timed "
                                   "batches w+1.. (the timed loop continues the iterator)")
     else:
-        t = _lm003.sample(ctx, runner.step, before_timed=runner.feed.restart)
+        t = _lm003.sample(ctx, runner.step, before_timed=runner.feed.restart, real_work=check)
         ctx.extra["iteration"] = ("a fresh pass over the Dataset for the warm-up and again for "
                                   "the timed loop: timed batches 1..n")
         if runner.feed.wraps:
@@ -424,6 +533,13 @@ def run(ctx):
     elif phase == "forward" and mode == "graph":
         ctx.note("AS PUBLISHED (defect d003-graph-fetch): forward fetches the full logits to the "
                  "host every batch; see %s_fixed/forward" % variant)
+    if not runner.trains and mode == "eager":
+        ctx.note("each forward batch's logits are kept until the next batch's replace them (the "
+                 "original's `output = model(x)`), for the real-work check against an untimed rerun")
+    elif not runner.trains and fixed:
+        ctx.note("real-work check: the timed steps return no logits, so the next batch is run untimed "
+                 "through the in-graph iterator, which must be where the timed steps left it, and its "
+                 "logits compared with that batch fed in")
     if impl == "static":
         ctx.note("loop order of the static original not recorded; depth-outer/time-inner used")
     if runner.trains and mode == "graph":
@@ -461,7 +577,8 @@ def run(ctx):
             method = "one batch: next() on the tf.data iterator, model(x) eagerly; no loss"
             sync_desc = ("none (as published): per-batch samples then sum to the original's "
                          "elapsed time" if gpu else "n/a: CPU execution is synchronous")
-    _lm003.record(ctx, t, p["batch"], method, sync_desc)
+    done.append(t)
+    _lm003.record(ctx, t, p["batch"], method, sync_desc, real_work=check)
     if mode == "graph":
         runner.close()
 

@@ -12,9 +12,12 @@ Input: the [20, N/20] id matrix of ptb_producer on the device, window i sliced i
 Timing: one sample = one jitted train step (slice, forward with dropout, loss, gradients, clip,
 update), the loss read to the host and every output ready (jax.block_until_ready) inside the timer;
 train_wps = 20 * 35 / seconds, time_per_batch in ms. XLA compilation is in extra.compile_s, outside
-every timer. Python 3.5 syntax; imports jax, numpy and the standard library.
+every timer. Real-work check (issue 36, bench/real_work.py) on both metrics: the float64 sum of
+squares of the embedding, LSTM and softmax parameters must each change over the timed steps.
+Python 3.5 syntax; imports jax, numpy and the standard library.
 """
 import corpora
+import real_work
 import timing
 
 try:
@@ -122,7 +125,20 @@ def run(ctx):
             model["i"] = (i + 1) % epoch_size
             losses.append(float(cost))
 
-        t = timing.sample(step, ctx.budget("train_wps"))
+        def digest(tree):
+            """Float64 sum of squares of every leaf, on the host: a plain sum would not move the
+            softmax under SGD (its gradient sums to zero over the classes)."""
+            return float(sum(np.square(np.asarray(leaf, dtype=np.float64)).sum()
+                             for leaf in jax.tree_util.tree_leaves(tree)))
+
+        def weights():
+            w = model["params"]
+            return {"embedding": digest(w["emb"]), "lstm": digest(w["cells"]),
+                    "softmax": digest([w["softmax_w"], w["softmax_b"]])}
+
+        # every part of the weights must move over the timed steps (digests after the warm-up)
+        check = real_work.Check("train", state=weights)
+        t = timing.sample(step, ctx.budget("train_wps"), before_timed=check.before)
     losses = losses[len(t["warmup_seconds"]):]
     words = batch * steps
     method = ("one jitted training step: slice the [%d, %d] input and target windows on the "
@@ -132,6 +148,7 @@ def run(ctx):
               % (batch, steps, keep, layers, hidden, vocab, p["max_grad_norm"]))
     ctx.record_timed("train_wps", t, "words/s", "items_per_s", words, method, jl.SYNC_DESC)
     ctx.record_timed("time_per_batch", t, "ms", "ms", 1, method, jl.SYNC_DESC)
+    ctx.check_real_work(["train_wps", "time_per_batch"], check, t)  # the same samples
     raw, warm = t["raw_seconds"], t["warmup_seconds"]
     ctx.extra["cumulative_wps"] = {
         "timed_steps": words * len(raw) / sum(raw),

@@ -16,9 +16,12 @@ Dropout 0.65 comes from the example README's 1500-unit command; YJ's flags are u
 Timing: one sample = one training batch; time_per_batch in ms. The example printed
 elapsed * 1000 / 200 over each 200 batches (a mean over a window); that mean over the timed
 batches is in extra. THE GPU PATH HAS NEVER RUN ON A GPU.
+Real-work check (issue 36, bench/real_work.py): the float64 sum of squares of the embedding, the
+LSTM and the decoder must each change over the timed batches.
 Python 3.5 syntax; imports torch, numpy (if present) and the standard library.
 """
 import corpora
+import real_work
 import timing
 
 try:
@@ -174,8 +177,21 @@ def run(ctx):
                 q.add_(q.grad, alpha=-lr)
         losses.append(loss.item())  # host read: the example's per-batch sync
 
+    def digest(tensors):
+        """Float64 sum of squares: under plain SGD a plain sum of the decoder would not move (the
+        softmax gradient sums to zero over the classes)."""
+        return sum(float(q.detach().double().pow(2).sum()) for q in tensors)
+
+    def weights():
+        """Digest per part: the embedding, the LSTM, the decoder (tied: its bias only)."""
+        head = [model.decoder.bias] if p["tied"] else [model.decoder.weight, model.decoder.bias]
+        return {"embedding": digest([model.encoder.weight]), "lstm": digest(model.rnn.parameters()),
+                "decoder": digest(head)}
+
+    # every part of the weights must move over the timed batches (digests taken after the warm-up)
+    check = real_work.Check("train", state=weights)
     budget = ctx.budget("time_per_batch")
-    t = timing.sample(train_step, budget)
+    t = timing.sample(train_step, budget, before_timed=check.before)
     losses = losses[len(t["warmup_seconds"]):]
     sync = ("implicit: loss.item() reads the loss to the host every batch (as the example)"
             if gpu else "n/a: CPU execution is synchronous")
@@ -187,6 +203,7 @@ def run(ctx):
                      % (bptt, batch, p["dropout"], layers, hidden, hidden, vocab, clip, lr), sync)
     raw = t["raw_seconds"]
     record_as_published(ctx, t)
+    ctx.check_real_work(["time_per_batch"], check, t)
     ctx.describe(framework="torch", framework_version=torch.__version__,
                  api="pytorch/examples word_language_model RNNModel('LSTM') restated: "
                      "nn.Embedding + nn.LSTM (cuDNN on GPU) + nn.Linear; manual SGD")

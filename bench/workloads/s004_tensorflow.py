@@ -40,9 +40,13 @@ Timing: one sample = one session.run of the train step (inputs slice, forward wi
 gradients, clip, update, final state fetched). train_wps = 20*35*towers / seconds; time_per_batch
 in ms. The tutorial printed a cumulative average since the epoch start: that figure over the timed
 steps (and over warm-up + timed steps) is in extra.
+Real-work check (issue 36, bench/real_work.py) on train_wps and time_per_batch (the same steps): the
+float64 sum of squares of the embedding, LSTM and softmax variables (session.run) must each change
+over the timed steps.
 Python 3.5 syntax; imports tensorflow, numpy (if present, via corpora) and the standard library.
 """
 import corpora
+import real_work
 import timing
 
 try:
@@ -432,11 +436,24 @@ def run(ctx):
         state["values"] = out["final"]
         losses.append(float(out["cost"]))
 
+    def weights():
+        """Float64 sum of squares of the trainable variables per part (embedding, LSTM, softmax),
+        read with session.run. A plain sum would not move the softmax under SGD: its gradient sums
+        to zero over the classes."""
+        parts = {"embedding": 0.0, "lstm": 0.0, "softmax": 0.0}
+        for v, value in zip(tvars, sess.run(tvars)):
+            name = v.name.split("/")[-1]
+            part = ("embedding" if name.startswith("embedding") else
+                    "softmax" if name.startswith("softmax") else "lstm")
+            parts[part] += float(np.square(np.asarray(value, dtype=np.float64)).sum())
+        return parts
+
+    # every part of the weights must move over the timed steps (digests taken after the warm-up)
+    check = real_work.Check("train", state=weights)
     words = batch * steps * towers
     budget = ctx.budget("train_wps")
-    t = timing.sample(step, budget)
+    t = timing.sample(step, budget, before_timed=check.before)
     losses = losses[len(t["warmup_seconds"]):]
-    sess.close()
 
     method = ("one training step (session.run): slice the [%d, %d] input and target windows "
               "in the graph, embedding lookup on the CPU, dropout keep %s, %d x %d LSTM (%s), "
@@ -453,6 +470,10 @@ def run(ctx):
 
     raw, warm = t["raw_seconds"], t["warmup_seconds"]
     record_as_published(ctx, t, words, epoch_size)
+    try:  # the same samples give both metrics: one check, recorded on both
+        ctx.check_real_work(["train_wps", "time_per_batch"], check, t)
+    finally:
+        sess.close()
     ctx.extra["cumulative_wps"] = {
         "timed_steps": words * len(raw) / sum(raw),
         "from_epoch_start": words * (len(raw) + len(warm)) / (sum(raw) + sum(warm)),

@@ -56,6 +56,25 @@ def test_tiny_cell_ok_with_all_metrics(results):
         assert "as published" in a["sync"] and "synchronous" in b["sync"]
 
 
+def test_tiny_cell_records_a_real_work_check_on_every_timed_metric(results):
+    """Issue 36: train moves every part of the weights (embedding = tied softmax weight, LSTM,
+    softmax bias) over the timed batches; eval's last timed summed loss equals the same batch run
+    again untimed from the same carried state. On the CPU one loop per kind gives both names, so
+    both carry the same check."""
+    m = results["tiny"]["metrics"]
+    for kind in ("train", "eval"):
+        rw = m[kind + "_wps"]["real_work"]
+        assert rw["ok"] and rw == m[kind + "_wps_synced"]["real_work"]
+    train = m["train_wps"]["real_work"]
+    assert train["phase"] == "train"
+    assert [c["part"] for c in train["checks"]] == ["embedding", "lstm", "softmax"]
+    assert all(c["ok"] and c["before"] != c["after"] for c in train["checks"])
+    ev = m["eval_wps"]["real_work"]
+    (check,) = ev["checks"]
+    assert ev["phase"] == "forward" and check["timed"] > 0
+    assert check["timed"] == pytest.approx(check["reference"], rel=1e-6)
+
+
 def test_tiny_cell_records_the_published_per_epoch_figure(results):
     """train_wps / eval_wps carry the source's figure (tokens / summed seconds per epoch, mean over 10
     epochs), computed from every batch of the epoch the cell ran (its warm-up batches first)."""
@@ -175,6 +194,13 @@ def test_gpu_branch_logic_with_cuda_calls_stubbed(monkeypatch):
         a, b = m[kind + "_wps"], m[kind + "_wps_synced"]
         assert a["raw_seconds"] != b["raw_seconds"]  # two loops, not one recorded twice
         assert "none (as published)" in a["sync"] and "synchronize()" in b["sync"]
+    # each loop's samples carry their own real-work check
+    for kind in ("train", "eval"):
+        a, b = m[kind + "_wps"]["real_work"], m[kind + "_wps_synced"]["real_work"]
+        assert a["ok"] and b["ok"] and a is not b
+    # the synced train loop's digests are its own (taken after its own warm-up), not the first's
+    first, second = m["train_wps"]["real_work"]["checks"], m["train_wps_synced"]["real_work"]["checks"]
+    assert all(a["after"] != b["before"] != b["after"] for a, b in zip(first, second))
     n_synced = sum(len(m[k]["raw_seconds"]) + m[k]["warmup"] for k in METRICS if "synced" in k)
     assert len(syncs) == n_synced
     # what is known of this GPU path, for the torch that ran it (>= 0.4.1 here: the H100 session)

@@ -142,7 +142,18 @@ def _check_ok(r, batch=16):
     assert "HOST peak RSS" in mem["method"] and "NOT GPU memory" in mem["method"]
     losses = r["extra"]["loss"]
     assert len(losses) == len(raw) and all(0 < x < 100 for x in losses)
+    _check_real_work(m)
     return m
+
+
+def _check_real_work(m):
+    """Issue 36: both timed metrics come from the same batches and carry one check: each layer's
+    weights (model.get_weights() / the Gluon blocks' parameters) moved over the timed batches."""
+    rw = m["time_per_epoch"]["real_work"]
+    assert rw["ok"] and rw["phase"] == "train" and m["time_per_sample"]["real_work"] == rw
+    assert [c["part"] for c in rw["checks"]] == ["dense", "lstm"]
+    assert all(c["ok"] and c["before"] != c["after"] for c in rw["checks"])
+    assert "real_work" not in m["gpu_memory"]  # not a timed metric
 
 
 @pytest.mark.parametrize("name", ["synthetic", "two-replicas"])

@@ -1,7 +1,10 @@
 """Source-003 workloads (bench/workloads/s003_*.py): every suite cell through the real harness with
-tiny shapes, and the two published code defects (as-published vs corrected variants)."""
+tiny shapes, the two published code defects (as-published vs corrected variants), and the real-work
+check of every cell (issue 36; bench/real_work.py): as the defects leave it, and failing a cell whose
+backward pass is skipped."""
 
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -39,9 +42,9 @@ def _write_job(d, cells):
     return path
 
 
-def _harness(job_path, *extra):
+def _harness(job_path, *extra, env=None):
     return subprocess.run([sys.executable, str(BENCH / "harness.py"), str(job_path), *extra],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=env)
 
 
 def _result(d, cell_id):
@@ -122,6 +125,102 @@ def test_cell_runs_through_harness(harness_results, cell_id):
             assert "under torch.no_grad()" in method
         else:
             assert "GPU round trip" in method
+    _assert_real_work(r)
+
+
+def _assert_real_work(r):
+    """An ok 003 cell records one ok real-work check, the same on both timed metrics."""
+    tpb, sps = r["metrics"]["time_per_batch"], r["metrics"]["seq_per_s"]
+    rw = tpb["real_work"]
+    assert rw["ok"] and rw["reason"] is None and rw["checks"], rw
+    assert all(c["ok"] for c in rw["checks"]), rw
+    assert sps["real_work"] == rw
+    assert rw["phase"] == r["params"]["phase"], rw
+    if rw["phase"] == "forward":  # the last timed batch's logits against an untimed rerun
+        (c,) = rw["checks"]
+        assert c["timed"] > 0 and c["timed"] == pytest.approx(c["reference"], rel=1e-3)
+    json.dumps(r, allow_nan=False)
+
+
+def _parts(rw):
+    """The train check's weight digests by part of the model."""
+    return {c["part"]: c for c in rw["checks"] if "part" in c}
+
+
+@pytest.mark.parametrize("variant", ["jit_fine_grained", "jit_static"])
+def test_as_published_jit_train_keeps_the_lstm_and_embedding_still(harness_results, variant):
+    """Defect d003-jit-broken seen by running: the loss does not depend on the LSTM or the
+    embedding, which stay still over the timed steps; the head (its bias) trains."""
+    _, r = harness_results["003/pytorch/%s/train" % variant]
+    assert r["status"] == "ok", r.get("reason")
+    parts = _parts(r["metrics"]["time_per_batch"]["real_work"])
+    assert set(parts) == {"embedding", "rnn", "head"}
+    for name in ("embedding", "rnn"):
+        c = parts[name]
+        assert c["ok"] and c["expected_still"] == "d003-jit-broken" and c["before"] == c["after"], c
+        assert "defect seen by running" in c["seen"]
+    assert parts["head"]["ok"] and "expected_still" not in parts["head"]
+    assert parts["head"]["before"] != parts["head"]["after"]
+
+
+@pytest.mark.parametrize("variant", ["jit_fine_grained_fixed", "jit_static_fixed", "eager_cudnn"])
+def test_corrected_and_eager_train_move_every_part(harness_results, variant):
+    _, r = harness_results["003/pytorch/%s/train" % variant]
+    assert r["status"] == "ok", r.get("reason")
+    parts = _parts(r["metrics"]["time_per_batch"]["real_work"])
+    assert set(parts) == {"embedding", "rnn", "head"}
+    for name, c in parts.items():
+        assert c["ok"] and "expected_still" not in c and c["before"] != c["after"], (name, c)
+
+
+def test_as_published_whileop_train_cell_trains_nothing_and_computes_the_forward(harness_results):
+    """Defect d003-whileop-forward-only seen by running: no part moves; the forward it runs is real."""
+    _, r = harness_results["003/tensorflow/graph_whileop_fine_grained/train"]
+    assert r["status"] == "ok", r.get("reason")
+    rw = r["metrics"]["time_per_batch"]["real_work"]
+    parts = _parts(rw)
+    assert {c["expected_still"] for c in parts.values()} == {"d003-whileop-forward-only"}
+    assert set(parts) == {"embedding", "rnn", "head"}
+    assert all(c["ok"] and c["before"] == c["after"] for c in parts.values())
+    (out,) = [c for c in rw["checks"] if "timed" in c]
+    assert out["ok"] and out["timed"] == pytest.approx(out["reference"], rel=1e-3)
+
+
+@pytest.fixture(scope="module")
+def skipped_backward(tmp_path_factory):
+    """Two PyTorch train cells with torch.Tensor.backward patched to a no-op (a sitecustomize)."""
+    pytest.importorskip("torch")
+    site = tmp_path_factory.mktemp("site")
+    (site / "sitecustomize.py").write_text(
+        "import torch\n"
+        "torch.Tensor.backward = lambda self, *a, **k: None  # the patch: no backward pass\n")
+    d = tmp_path_factory.mktemp("s003-skipped")
+    cells = [c for c in SUITE_CELLS
+             if c.id in ("003/pytorch/eager_cudnn/train", "003/pytorch/jit_static/train")]
+    proc = _harness(_write_job(d, cells), env=dict(os.environ, PYTHONPATH=str(site)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {c.id: _result(d, c.id) for c in cells}
+
+
+def test_a_train_cell_that_skips_its_backward_pass_fails_its_check(skipped_backward):
+    r = skipped_backward["003/pytorch/eager_cudnn/train"]
+    assert r["status"] == "failed"
+    assert r["reason"].startswith("RealWorkFailed: real-work check of time_per_batch and seq_per_s "
+                                  "failed: the embedding weights did not change over the timed "
+                                  "train steps"), r["reason"]
+    rw = r["metrics"]["time_per_batch"]["real_work"]
+    assert not rw["ok"] and r["metrics"]["seq_per_s"]["real_work"] == rw
+    assert all(not c["ok"] and c["before"] == c["after"] for c in _parts(rw).values())
+
+
+def test_an_as_published_jit_cell_whose_head_does_not_train_fails_its_check(skipped_backward):
+    """The still LSTM and embedding are the published defect; a still head is not."""
+    r = skipped_backward["003/pytorch/jit_static/train"]
+    assert r["status"] == "failed"
+    assert r["reason"].startswith("RealWorkFailed: real-work check of time_per_batch and seq_per_s "
+                                  "failed: the head weights did not change"), r["reason"]
+    parts = _parts(r["metrics"]["time_per_batch"]["real_work"])
+    assert parts["embedding"]["ok"] and parts["rnn"]["ok"] and not parts["head"]["ok"]
 
 
 def test_window_count_matches_section_4_1():
@@ -247,3 +346,39 @@ def test_training_cells_update_the_lstm(variant):
     # every used variable moves (Adam lr 1.0); the whileop's unused output variables stay put
     assert all((a != b).any() for a, b in zip(before[:used], after[:used]))
     assert all((a == b).all() for a, b in zip(before[used:], after[used:]))
+
+
+# ---------------------------------------------------------------------------------------------
+# The real-work check of the TF graph cells: the batch the in-graph iterator gave the last step
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("variant", ["graph_fine_grained", "graph_whileop_fine_grained"])
+def test_graph_reference_feeds_the_batch_the_iterator_gave(variant):
+    """The reference of the as-published graph forward (which returns the full logits) feeds the
+    batch that counting the steps names: it is the batch the in-graph iterator gave that step."""
+    import numpy as np
+    runner = _tf_step(variant, "forward")
+    outs = [runner.step() for _ in range(2)]  # the 8 rows are two batches of 4
+    try:
+        for k, out in enumerate(outs):
+            np.testing.assert_allclose(runner.logits_for(k), out, rtol=1e-6)
+        assert not np.allclose(outs[0], outs[1])
+    finally:
+        runner.close()
+
+
+def test_corrected_graph_forward_check_finds_the_iterator_where_the_steps_left_it():
+    """The corrected graph forward returns no logits: its check runs the next batch through the
+    in-graph iterator, which must be where the timed steps left it."""
+    import numpy as np
+    import real_work
+    runner = _tf_step("graph_fine_grained_fixed", "forward")
+    try:
+        assert runner.step_op() is runner and runner.n_batches == 2
+        np.testing.assert_allclose(runner.next_through_iterator(1), runner.logits_for(1), rtol=1e-6)
+        # two steps (one above, one by the check) spent the data (no repeat): the check sees the
+        # end and starts the iterator again at batch 0
+        np.testing.assert_allclose(runner.next_through_iterator(2), runner.logits_for(0), rtol=1e-6)
+        with pytest.raises(real_work.RealWorkFailed, match="in-graph iterator is not where 3 steps"):
+            runner.next_through_iterator(3)  # one batch was taken, not three
+    finally:
+        runner.close()

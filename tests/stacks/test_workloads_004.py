@@ -2,6 +2,7 @@
 harness with tiny shapes: the three TensorFlow cells build and train, the PyTorch cell runs."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,13 +28,14 @@ def _cell(workload, variant, name, params, metrics, samples=3):
             "budget": {"min_samples": samples, "time_budget_s": 0, "warmup": 1}}
 
 
-def _run(tmp, name, cells):
+def _run(tmp, name, cells, env=None):
     job = {"schema_version": 1, "run_id": "test-004", "stack": "test", "kit": {"version": "test"},
            "out_dir": str(tmp / "cells"), "device": "cpu", "cells": cells}
     path = tmp / ("%s.json" % name)
     path.write_text(json.dumps(job))
     proc = subprocess.run([sys.executable, str(BENCH / "harness.py"), str(path)],
-                          capture_output=True, text=True, timeout=600, cwd=str(BENCH))
+                          capture_output=True, text=True, timeout=600, cwd=str(BENCH),
+                          env=dict(os.environ, **(env or {})))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return dict((c["id"].split("/", 1)[1],
                  json.loads((tmp / "cells" / (c["id"].replace("/", "__") + ".json")).read_text()))
@@ -67,6 +69,22 @@ def pt_results(tmp_path_factory):
     return _run(tmp_path_factory.mktemp("s004pt"), "pt", cells)
 
 
+@pytest.fixture(scope="module")
+def pt_no_backward(tmp_path_factory):
+    """The PyTorch cell with a backward pass that propagates nothing (a sitecustomize module makes
+    torch.Tensor.backward back-propagate loss * 0: every gradient zero, so the SGD step adds zero).
+    Skipping backward altogether would leave the gradients None and crash the update instead."""
+    pytest.importorskip("torch")
+    site = tmp_path_factory.mktemp("site")
+    (site / "sitecustomize.py").write_text(
+        "import torch\n"
+        "_backward = torch.Tensor.backward\n"
+        "torch.Tensor.backward = lambda self, *a, **k: _backward(self * 0, *a, **k)  # the patch\n")
+    cell = _cell("s004_pytorch", "word_language_model", "tiny", TINY_PT, ["time_per_batch"])
+    return _run(tmp_path_factory.mktemp("s004pt-nobw"), "pt", [cell],
+                env={"PYTHONPATH": str(site)})["word_language_model/tiny"]
+
+
 def _check_timed(r, words):
     assert r["status"] == "ok", r.get("traceback")
     wps, ms = r["metrics"]["train_wps"], r["metrics"]["time_per_batch"]
@@ -78,6 +96,17 @@ def _check_timed(r, words):
     cum = r["extra"]["cumulative_wps"]
     raw = wps["raw_seconds"]
     assert cum["timed_steps"] == pytest.approx(words * len(raw) / sum(raw))
+    _check_real_work(r, ["train_wps", "time_per_batch"])
+
+
+def _check_real_work(r, names):
+    """Issue 36: the metrics of one set of samples carry one check: every part of the weights
+    (embedding, LSTM, softmax / decoder) moved over the timed steps."""
+    rw = r["metrics"][names[0]]["real_work"]
+    assert rw["ok"] and rw["phase"] == "train", rw
+    assert all(r["metrics"][n]["real_work"] == rw for n in names)
+    assert len(rw["checks"]) == 3 and {c["part"] for c in rw["checks"]} >= {"embedding", "lstm"}
+    assert all(c["ok"] and c["before"] != c["after"] for c in rw["checks"])
 
 
 @pytest.mark.parametrize("variant", ["basic", "block", "cudnn"])
@@ -149,6 +178,8 @@ def test_pytorch_cell(pt_results):
     assert m["unit"] == "ms" and len(m["samples"]) >= 3
     assert all(0 < x < 20 for x in r["extra"]["loss"])
     assert r["extra"]["model"]["parameters"] == (20 * 8 + 2 * (4 * 8 * 16 + 8 * 8) + 8 * 20 + 20)
+    _check_real_work(r, ["time_per_batch"])
+    assert {c["part"] for c in m["real_work"]["checks"]} == {"embedding", "lstm", "decoder"}
     used = " ".join(s["used"] for s in r["implementation"]["substitutes"])
     assert "WikiText-2" in used and "33,278" in used
     ap = m["as_published"]  # the example's first log window: 201 batches / 200, wall time
@@ -158,6 +189,16 @@ def test_pytorch_cell(pt_results):
     assert s["consistent"] and not s["complete"] and s["label"].startswith("partial estimate")
     bad = pt_results["word_language_model/wrong-vocab"]
     assert bad["status"] == "failed" and "33278" in bad["reason"]
+
+
+def test_pytorch_cell_whose_backward_propagates_nothing_fails_its_check(pt_no_backward):
+    r = pt_no_backward
+    assert r["status"] == "failed"
+    assert r["reason"].startswith("RealWorkFailed: real-work check of time_per_batch failed: the "
+                                  "decoder weights did not change over the timed train steps"), r["reason"]
+    rw = r["metrics"]["time_per_batch"]["real_work"]  # the samples stay recorded beside the check
+    assert not rw["ok"] and r["metrics"]["time_per_batch"]["raw_seconds"]
+    assert all(not c["ok"] and c["before"] == c["after"] for c in rw["checks"])
 
 
 def test_suite_gpu_needs_and_pytorch_cell():

@@ -197,6 +197,52 @@ def test_jax_cells_time_synchronised_steps_and_compile_apart(harness_results):
             assert all(v > 0 for k, v in r["extra"]["compile_s"].items() if k != "note"), cid
 
 
+# issue 36: sources 001, 002 and 004 check that their timed steps did the work (bench/real_work.py)
+CHECKED_001_002_004 = [c for c in FP32_CELLS if c.source in ("001", "002", "004")]
+
+
+@pytest.mark.parametrize("cell", CHECKED_001_002_004, ids=lambda c: c.id)
+def test_001_002_004_record_an_ok_real_work_check_on_every_timed_metric(harness_results, cell):
+    if cell.stack not in AVAILABLE:
+        pytest.skip("%s is not installed here" % FRAMEWORK_OF[cell.stack])
+    _, r = harness_results[cell.id]
+    assert r is not None and r["status"] == "ok", r and r.get("reason")
+    timed = {n: m for n, m in r["metrics"].items() if m["raw_seconds"] and m["stop_reason"] != "single"}
+    assert timed
+    for name, m in timed.items():
+        rw = m.get("real_work")
+        assert rw and rw["ok"], (name, rw)
+        # 001's eval is a forward pass: its last timed loss against the same batch run again untimed
+        assert rw["phase"] == ("forward" if name.startswith("eval") else "train"), name
+        for c in rw["checks"]:
+            if rw["phase"] == "train":
+                assert c["before"] != c["after"], (name, c)
+            else:
+                assert c["timed"] == pytest.approx(c["reference"], rel=1e-6), (name, c)
+    if cell.source == "001":  # one loop per kind on the CPU: both names carry its one check
+        for kind in ("train", "eval"):
+            assert timed[kind + "_wps"]["real_work"] == timed[kind + "_wps_synced"]["real_work"]
+        assert {c["part"] for c in timed["train_wps"]["real_work"]["checks"]} >= {"embedding", "lstm"}
+
+
+@pytest.mark.parametrize("cell", [c for c in FP32_CELLS if c.source == "003"], ids=lambda c: c.id)
+def test_003_records_an_ok_real_work_check_on_both_timed_metrics(harness_results, cell):
+    """Train moves the embedding, the LSTM and the head; forward's last logits match an untimed rerun."""
+    if cell.stack not in AVAILABLE:
+        pytest.skip("%s is not installed here" % FRAMEWORK_OF[cell.stack])
+    _, r = harness_results[cell.id]
+    assert r is not None and r["status"] == "ok", r and r.get("reason")
+    rw = r["metrics"]["time_per_batch"]["real_work"]
+    assert r["metrics"]["seq_per_s"]["real_work"] == rw
+    assert rw["ok"] and rw["phase"] == cell.params["phase"], rw
+    if rw["phase"] == "train":
+        assert {c["part"] for c in rw["checks"]} == {"embedding", "rnn", "head"}
+        assert all(c["ok"] and c["before"] != c["after"] for c in rw["checks"]), rw
+    else:
+        (c,) = rw["checks"]
+        assert c["ok"] and c["timed"] > 0 and c["timed"] == pytest.approx(c["reference"], rel=1e-3), c
+
+
 def test_jax_bad_variant_and_param_fail_as_data(tmp_path):
     pytest.importorskip("jax")
     cells = [{"id": "bad/variant", "source": "000", "workload": "s000_jax", "variant": "cudnn",
