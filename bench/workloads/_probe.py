@@ -9,7 +9,9 @@ they compute the right numbers?" before any benchmark is trusted on it (legacy_s
 * the same step's backward pass: the gradient of sum(h1) with respect to x, h0 and c0 and the sum of
   every parameter's gradient, through the framework's autodiff (cuDNN's backward-data and
   backward-weights kernels where it has them);
-* each checked against a float64 NumPy reference computed in the same process, then timed.
+* each checked against a float64 NumPy reference computed in the same process, then timed; after
+  the timing, the last timed call's result is digested and compared with the same call made once
+  more, untimed (bench/real_work.py: the timed calls computed the checked result, issue 36).
 
 The shapes are the job's parameters: `n` (or `m`, `k` and `n`: an m x k by k x n GEMM), `batch`,
 `input`, `hidden`. cuBLAS and cuDNN pick kernels by shape and phase, so the gpu-smoke suite gives each
@@ -43,6 +45,7 @@ Standard library and NumPy only; Python 3.5 syntax (2.7-compatible).
 """
 import os
 
+import real_work
 import timing
 
 DEFAULTS = {"n": 256, "batch": 16, "input": 64, "hidden": 64, "seed": 1234}
@@ -222,6 +225,40 @@ def check_lstm(np, h1, c1, x, h0, c0, w, n_bias):
     return out
 
 
+# -- the real-work check of the timed calls (bench/real_work.py) ------------------------------------
+def _mean_abs(np, value):
+    return float(np.mean(np.abs(np.asarray(value, dtype=np.float64))))
+
+
+def digest_gemm(np, c):
+    """mean |a @ b| in float64 (inputs in [0, 1): never near zero)."""
+    return _mean_abs(np, c)
+
+
+def digest_lstm(np, hc):
+    """mean |h1| + mean |c1| in float64."""
+    return _mean_abs(np, hc[0]) + _mean_abs(np, hc[1])
+
+
+def digest_grad(np, grads):
+    """The gradients' digest: mean |d| of each gradient array (x, h0, c0) plus |sum of the parameter
+    gradients|, whichever the probe returns, in float64."""
+    total = 0.0
+    for name in ("x", "h0", "c0"):
+        if name in grads:
+            total += _mean_abs(np, grads[name])
+    if "params" in grads:
+        total += abs(float(grads["params"]))
+    return total
+
+
+def _stage_check(np, name, fn, digest):
+    """The timed calls' real-work check: the last one's result digested against fn() called once
+    more after the timing (the stage's own float64 NumPy reference was checked before timing)."""
+    return real_work.Check("forward", output=lambda result: digest(np, result),
+                           reference=lambda: digest(np, stage(name, fn)))
+
+
 # -- the probe itself ----------------------------------------------------------------------------
 def run_probe(ctx, np, p, framework, version, gemm, lstm_step, gemm_api, lstm_api, ptx_note, device,
               n_bias, lstm_grad=None):
@@ -254,17 +291,19 @@ def run_probe(ctx, np, p, framework, version, gemm, lstm_step, gemm_api, lstm_ap
     sync = "the result is copied to the host inside every timed call (this synchronises the device)"
     ctx.measure("gemm_time", lambda: stage("GEMM", gemm), unit="ms", kind="ms", items=1,
                 method="one %dx%d by %dx%d float32 GEMM through %s, result copied to the host"
-                       % (a.shape[0], a.shape[1], b.shape[0], b.shape[1], gemm_api), sync_desc=sync)
+                       % (a.shape[0], a.shape[1], b.shape[0], b.shape[1], gemm_api), sync_desc=sync,
+                real_work=_stage_check(np, "GEMM", gemm, digest_gemm))
     ctx.measure("lstm_step_time", lambda: stage("LSTM step", lstm_step), unit="ms", kind="ms",
                 items=1, method="one LSTM step (batch %d, input %d, hidden %d) through %s, h and c "
                                 "copied to the host" % (p["batch"], p["input"], p["hidden"], lstm_api),
-                sync_desc=sync)
+                sync_desc=sync, real_work=_stage_check(np, "LSTM step", lstm_step, digest_lstm))
     if lstm_grad is not None:
         ctx.measure("lstm_backward_time", lambda: stage("LSTM backward", lstm_grad), unit="ms",
                     kind="ms", items=1,
                     method="one LSTM step and its backward (gradients of sum(h1): %s) through %s's "
                            "autodiff, gradients copied to the host"
-                           % (", ".join(grad_check["checked"]), framework), sync_desc=sync)
+                           % (", ".join(grad_check["checked"]), framework), sync_desc=sync,
+                    real_work=_stage_check(np, "LSTM backward", lstm_grad, digest_grad))
     ctx.describe(framework=framework, framework_version=version,
                  api="probe: GEMM via %s; LSTM step via %s" % (gemm_api, lstm_api))
     ctx.note("Capability probe (bench/workloads/_probe.py): results checked against a float64 NumPy "

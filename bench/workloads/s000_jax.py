@@ -20,6 +20,7 @@ does; XLA's own CPU threads may flush regardless (not checked in its source). Re
 
 Python 3.5 syntax; imports jax, numpy and the standard library.
 """
+import real_work
 import timing
 
 try:  # imported as workloads.s000_jax by the harness, or directly in tests
@@ -123,14 +124,24 @@ def _run(ctx, batch, seq, hidden, ftz, ftz_text):
         ctx.extra["flush_denormal"] = {"requested": ftz, "how": "_lstm000.ftz_daz_set on the "
                                        "calling thread before JAX started its threads"}
 
+        def weights():  # read after the steps (donated buffers: always the current params)
+            return dict((name, float(np.asarray(leaf, dtype=np.float64).sum()))
+                        for name, leaf in sorted(state["params"].items()))
+
+        def digest(out):  # mean |h[-1]| in float64, outside the timer
+            return float(np.abs(np.asarray(out, dtype=np.float64)).mean())
+
         ctx.measure("forward_time_per_example", forward_step, unit="ms", kind="ms_per_item",
                     items=batch, sync_desc=jl.SYNC_DESC,
                     method="one jitted forward pass over the whole sequence (lax.scan), last "
-                           "step returned; input already on the device")
+                           "step returned; input already on the device",
+                    real_work=real_work.Check("forward", output=digest,
+                                              reference=lambda: digest(forward_step())))
         ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
                     items=batch, sync_desc=jl.SYNC_DESC,
                     method="one jitted step: forward, sum-of-squares loss on the last step, "
-                           "jax.value_and_grad, SGD update (parameters donated)")
+                           "jax.value_and_grad, SGD update (parameters donated)",
+                    real_work=real_work.Check("train", state=weights))
         common.record_first_vs_later(ctx, t_end - t_compiled, batch)
         common.record_both_as_published(ctx, batch)
         last = forward_step()

@@ -222,13 +222,27 @@ def _run_legacy(ctx, torch, batch, seq, hidden, ftz_requested):
     ctx.extra["flush_denormal"] = {"requested": ftz_requested, "active": False,
                                    "how": "unavailable in this PyTorch"}
     sync_desc = "torch.cuda.synchronize() after each iteration" if gpu else None
+
+    # real-work digests, untimed, through the 0.1.12 tensor API: Variable.data, .double(), .abs(),
+    # .nelement(); tensor.sum() is a Python number in 0.1.12 (a 0-dim tensor from 0.4: float() of
+    # either). Float64 on the tensor's own device.
+    def weights():
+        return sum(float(p.data.double().sum()) for p in lstm.parameters())
+
+    def digest(out):  # mean |h[-1]|
+        data = out.data
+        return float(data.double().abs().sum()) / data.nelement()
+
     ctx.measure("forward_time_per_example", forward_step, unit="ms", kind="ms_per_item",
                 items=batch, sync=sync, sync_desc=sync_desc,
                 method="one forward pass over the whole sequence (volatile input), last step "
-                       "kept; input already on the device")
+                       "kept; input already on the device",
+                real_work=real_work.Check("forward", output=digest,
+                                          reference=lambda: digest(forward_step())))
     ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
                 items=batch, sync=sync, sync_desc=sync_desc,
-                method="forward, sum-of-squares loss on the last step, backward, SGD update")
+                method="forward, sum-of-squares loss on the last step, backward, SGD update",
+                real_work=real_work.Check("train", state=weights))
     common.record_first_vs_later(ctx, t_end - t_built, batch)
     common.record_both_as_published(ctx, batch)
     last = forward_step().data

@@ -25,11 +25,18 @@ feed_dict), plain `tf` on older TF 1.x (the tf-1.2 GPU image: the original tf.co
 API is chosen by the TensorFlow version (_versions.at_least; each stack's choice is checked against
 that version's API list by tests/containers/test_api_paths.py). Branches marked "never run here" are written
 for a TF 1.x stack (tf.contrib) or a GPU and were never executed by this kit's authors.
+Real-work check (bench/real_work.py): forward returns what it fetched, whose digest must match the
+same fetch rerun untimed on the same fed input (kept in a one-slot box by feed()); train must move
+the model's weights. Where the cudnn variants' all-ones weights (defect d000-cudnn-ones) saturate
+every gate so that the gradient is exactly zero (the published shapes; checked once, untimed, after
+the compile step), the weights are expected to stay still instead: the defect seen by running.
+
 Python 3.5 syntax; imports only tensorflow, numpy and the standard library.
 """
 import os
 import random
 
+import real_work
 import timing
 
 try:  # imported as workloads.s000_tensorflow by the harness, or directly in tests
@@ -344,6 +351,8 @@ def run(ctx):
     target = rng.rand(batch, hidden).astype(np.float32)
 
     graph = v1.Graph()
+    not_model = []  # the fixed variants' data variables: not weights
+    last_feed = [None]  # the feed of the latest step (one slot), for the real-work reference
     with graph.as_default(), v1.device("/gpu:0" if gpu else "/cpu:0"):
         v1.set_random_seed(1234)
         if fixed:  # corrected: inputs and target uploaded once into device variables
@@ -353,6 +362,7 @@ def run(ctx):
             pick_index = v1.placeholder(tf.int32, [], name="pick")
             x = data[pick_index]  # a dim-0 slice of a device variable: no host transfer
             y = v1.identity(y_var)
+            not_model = [data, y_var]
         else:  # as published: placeholders fed from host arrays every iteration
             x = v1.placeholder(tf.float32, [seq, batch, hidden], name="x")
             y = v1.placeholder(tf.float32, [batch, hidden], name="y")
@@ -375,7 +385,9 @@ def run(ctx):
             t_init = timing.clock()
 
             def feed(with_target=True):
-                return {pick_index: pick.randint(0, n_pre - 1)}
+                chosen = {pick_index: pick.randint(0, n_pre - 1)}
+                last_feed[0] = chosen
+                return chosen
             first_feed = {pick_index: 0}
         else:
             session.run(v1.global_variables_initializer())
@@ -385,10 +397,19 @@ def run(ctx):
                 chosen = {x: inputs[pick.randint(0, n_pre - 1)]}
                 if with_target:
                     chosen[y] = target
+                last_feed[0] = chosen
                 return chosen
             first_feed = {x: inputs[0], y: target}
         session.run(train_op, feed_dict=first_feed)
         t_end = timing.clock()
+        # ---- after the compile timer: what the real-work check of the train steps digests ----
+        model_vars = list(var_list) if var_list is not None else [
+            v for v in v1.global_variables() if not any(v is u for u in not_model)]
+        zero_gradient = False
+        if variant == "cudnn_lstm":  # defect d000-cudnn-ones: do the saturated gates pass any gradient?
+            grad_ops = [g for g in v1.gradients(cost, model_vars) if g is not None]
+            grad_values = session.run(grad_ops, feed_dict=first_feed) if grad_ops else []
+            zero_gradient = not any(np.any(np.asarray(g) != 0) for g in grad_values)
 
     sync_desc = "implicit: session.run returns host data" if gpu else None
     ctx.record_single(
@@ -457,7 +478,7 @@ def run(ctx):
     forward_fetch = last_step if fixed else output
 
     def forward_step():
-        session.run(forward_fetch, feed_dict=feed(with_target=False))
+        return session.run(forward_fetch, feed_dict=feed(with_target=False))
 
     def train_step():
         session.run(train_op, feed_dict=feed())
@@ -475,11 +496,31 @@ def run(ctx):
         train_method = ("session.run(train_op) with a randomly chosen pre-generated input and "
                         "the target fed; nothing fetched (forward, SUM-of-squares loss of "
                         "output[-1], gradients, SGD update)")
+
+    def weights():  # float64 sum of every weight of the model, read untimed
+        return sum(float(np.asarray(v, dtype=np.float64).sum()) for v in session.run(model_vars))
+
+    def digest(out):  # mean |fetched output| in float64 (the step already fetched it)
+        return float(np.mean(np.abs(np.asarray(out, dtype=np.float64))))
+
+    def reference():  # the last forward step again, untimed, on the same fed input
+        return digest(session.run(forward_fetch, feed_dict=last_feed[0]))
+
+    still = None
+    if zero_gradient:
+        still = {"weights": "d000-cudnn-ones"}
+        ctx.note("defect d000-cudnn-ones seen by running: with every weight one, every gate "
+                 "saturates in float32 and the gradient of the cost is exactly zero for every "
+                 "weight (evaluated once, untimed, on the first input after the compile step), so "
+                 "the SGD updates leave the weights unchanged; the train steps' real-work check "
+                 "expects them to stay still.")
     try:
         ctx.measure("forward_time_per_example", forward_step, unit="ms", kind="ms_per_item",
-                    items=batch, sync_desc=sync_desc, method=fwd_method)
+                    items=batch, sync_desc=sync_desc, method=fwd_method,
+                    real_work=real_work.Check("forward", output=digest, reference=reference))
         ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
-                    items=batch, sync_desc=sync_desc, method=train_method)
+                    items=batch, sync_desc=sync_desc, method=train_method,
+                    real_work=real_work.Check("train", state=weights, still=still))
         common.record_first_vs_later(ctx, t_end - t_init, batch)
         common.record_both_as_published(ctx, batch)
         last, final_cost = session.run([last_step, cost], feed_dict={x: inputs[0], y: target})

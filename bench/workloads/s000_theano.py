@@ -42,6 +42,7 @@ import shutil
 import sys
 import tempfile
 
+import real_work
 import timing
 
 try:  # imported as workloads.s000_theano by the harness, or directly in tests
@@ -458,20 +459,30 @@ def _run(ctx, theano, variant, batch, seq, hidden, ftz, ftz_text, numpy_was_impo
     ctx.extra["flush_denormal"] = {"requested": ftz, "how": ftz_text}
 
     def forward_step():
-        f_forward()
+        return f_forward()
 
     def train_step():
-        f_train()
+        return f_train()
+
+    def weights():  # float64 sum of each trained shared variable (get_value: a host copy), by name
+        return dict((p.name, float(np.asarray(p.get_value(), dtype=np.float64).sum()))
+                    for p in params)
+
+    def digest(out):  # mean |h[-1]| in float64 (f_forward already returned it to the host)
+        return float(np.mean(np.abs(np.asarray(out, dtype=np.float64))))
 
     ctx.measure("forward_time_per_example", forward_step, unit="ms", kind="ms_per_item",
                 items=batch, sync=sync, sync_desc=sync_desc,
                 method="f_forward(): whole sequence through scan, returns h[-1] (input already "
-                       "in a theano.shared, nothing transferred in)")
+                       "in a theano.shared, nothing transferred in)",
+                real_work=real_work.Check("forward", output=digest,
+                                          reference=lambda: digest(f_forward())))
     ctx.measure("train_time_per_example", train_step, unit="ms", kind="ms_per_item",
                 items=batch, sync=sync, sync_desc=sync_desc,
                 method="f_train(): forward, mean-squared-error cost of the last step, gradients, "
                        "SGD update of %s (all in one theano.function); returns the cost"
-                       % ("the 8 gate matrices and 4 biases" if variant == "lstm" else "W, U, b"))
+                       % ("the 8 gate matrices and 4 biases" if variant == "lstm" else "W, U, b"),
+                real_work=real_work.Check("train", state=weights))
     common.record_first_vs_later(ctx, built["first_train_call_s"], batch)
     common.record_both_as_published(ctx, batch)
     last_out, scan_calls = _compiled_scan_calls(f_forward)  # one untimed forward for the record

@@ -1,6 +1,8 @@
-"""Source 000 workloads (bench/workloads/s000_{pytorch,tensorflow,theano}.py) through the real
+"""Source 000 workloads (bench/workloads/s000_{pytorch,tensorflow,theano,jax}.py) through the real
 harness, one `harness.py JOB --cell ID` process per cell, tiny shapes; plus the bench/ syntax gate
-and the FTZ/DAZ helper."""
+and the FTZ/DAZ helper. Every timed metric of a cell that ran records an ok real-work check
+(bench/real_work.py, issue 36): forward = the last timed output's digest against the same step run
+untimed, train = the weights digest moved over the timed steps."""
 
 import ast
 import glob
@@ -60,7 +62,7 @@ def _run_cells(tmp, python, cells, env=None, timeout=600):
     return results
 
 
-def _check_ok(r, framework, metrics=METRICS):
+def _check_ok(r, framework, metrics=METRICS, still=None):
     assert r["status"] == "ok", r.get("traceback") or r.get("reason")
     assert r["_returncode"] == 0
     m = r["metrics"]
@@ -82,13 +84,38 @@ def _check_ok(r, framework, metrics=METRICS):
     assert "subnormal" in notes and "source 000 workload" in notes
     # the compile timer is exactly the sum of its recorded phases
     parts = r["extra"]["compile_breakdown_s"]
-    timed = {k: v for k, v in parts.items() if not k.startswith("excluded")}
+    timed = {k: v for k, v in parts.items() if "excluded" not in k}  # s000_jax: compile_forward_excluded
     assert sum(timed.values()) == pytest.approx(c["raw_seconds"][0], rel=1e-6, abs=1e-6)
     fl = r["extra"]["train_first_vs_later"]
     assert fl["first_step_ms_per_example"] > 0
     assert fl["later_median_ms_per_example"] in m["train_time_per_example"]["samples"]
     numerics = r["extra"]["numerics"]
     assert all(v == v for v in numerics.values() if isinstance(v, float))  # no NaN
+    _check_real_work(r, still)
+
+
+def _check_real_work(r, still=None):
+    """Issue 36: every timed metric records an ok real-work check of its phase: forward, the last
+    timed output's digest equal (within tolerance) to the same step's untimed reference; train, the
+    weights digest (each part of it) moved over the timed steps, or, where `still` names a published
+    defect that keeps the weights from training, stayed still as that defect says."""
+    m = r["metrics"]
+    timed = [name for name, t in m.items() if t["raw_seconds"] and t["stop_reason"] != "single"]
+    assert sorted(timed) == ["forward_time_per_example", "train_time_per_example"], timed
+    fwd = m["forward_time_per_example"]["real_work"]
+    assert fwd["ok"] and fwd["phase"] == "forward" and fwd["reason"] is None, fwd
+    (c,) = fwd["checks"]
+    assert c["ok"] and c["timed"] > 0 and c["timed"] == pytest.approx(c["reference"], rel=c["rel_tol"])
+    train = m["train_time_per_example"]["real_work"]
+    assert train["ok"] and train["phase"] == "train" and train["reason"] is None, train
+    assert train["checks"] and all(c["ok"] for c in train["checks"]), train
+    for c in train["checks"]:
+        assert c.get("expected_still") == still, c
+        if still:
+            assert c["before"] == c["after"] and still in c["seen"], c
+        else:
+            assert c["before"] != c["after"], c
+    return fwd, train
 
 
 # ---- syntax gate -------------------------------------------------------------------------------
@@ -170,7 +197,14 @@ def tf_results(tmp_path_factory):
              for v in ("basic_lstm", "fused_lstm", "cudnn_lstm", "basic_lstm_fixed",
                        "fused_lstm_fixed", "cudnn_lstm_fixed")]
     cells.append(_cell("000/tensorflow/nope/tiny", "s000_tensorflow", "nope"))
+    cells += [_cell("000/tensorflow/%s/saturated" % v, "s000_tensorflow", v, SATURATED)
+              for v in ("cudnn_lstm", "cudnn_lstm_fixed")]
     return _run_cells(tmp, sys.executable, cells, env={"TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+# every weight one (d000-cudnn-ones): at 20 steps of 32 units every gate saturates in float32, as at
+# the published shapes (b128, s30+, h512+), and the gradient is exactly zero; at TINY it is not
+SATURATED = {"seq_len": 20, "hidden": 32}
 
 
 @pytest.mark.parametrize("variant, original", [
@@ -243,10 +277,88 @@ def test_compile_times_record_the_cache_state(tf_results, torch_results):
         assert state.startswith("fresh process, no persistent compile cache ("), state
 
 
+@pytest.mark.parametrize("variant", ["cudnn_lstm", "cudnn_lstm_fixed"])
+def test_tensorflow_cudnn_ones_keep_the_weights_still_where_the_gates_saturate(tf_results, variant):
+    """Issue 36 and defect d000-cudnn-ones: where the all-ones weights saturate every gate, the
+    gradient is exactly zero, so SGD never moves the weights; the train check expects them still
+    (the defect seen by running) instead of failing the cell. At TINY shapes they move (above)."""
+    r = tf_results["000/tensorflow/%s/saturated" % variant]
+    assert r["status"] == "ok", r.get("reason")
+    _check_real_work(r, still="d000-cudnn-ones")
+    assert any("d000-cudnn-ones seen by running" in n for n in r["implementation"]["notes"])
+    tiny = tf_results["000/tensorflow/%s/tiny" % variant]
+    assert not any("d000-cudnn-ones" in n for n in tiny["implementation"]["notes"])
+
+
+def test_a_tensorflow_cell_whose_update_is_skipped_fails_its_check(tmp_path):
+    """The train op patched into a no-op (GradientDescentOptimizer.minimize, by a sitecustomize
+    module): the timed steps run the forward and nothing else, the weights stay, the cell fails."""
+    pytest.importorskip("tensorflow")
+    (tmp_path / "sitecustomize.py").write_text(
+        "import tensorflow as tf\n"
+        "def _skip(self, loss, *a, **k):  # the patch: no gradients, no update\n"
+        "    return tf.compat.v1.no_op(name='skipped_update')\n"
+        "tf.compat.v1.train.GradientDescentOptimizer.minimize = _skip\n")
+    r = _run_cells(tmp_path, sys.executable,
+                   [_cell("000/tensorflow/basic_lstm_fixed/tiny", "s000_tensorflow", "basic_lstm_fixed")],
+                   env={"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(tmp_path)}
+                   )["000/tensorflow/basic_lstm_fixed/tiny"]
+    assert r["status"] == "failed"
+    assert r["reason"].startswith("RealWorkFailed: real-work check of train_time_per_example failed: the "
+                                  "weights did not change over the timed train steps"), r["reason"]
+    train = r["metrics"]["train_time_per_example"]["real_work"]
+    assert not train["ok"] and train["checks"][0]["before"] == train["checks"][0]["after"]
+    assert r["metrics"]["forward_time_per_example"]["real_work"]["ok"]  # the forward pass was real
+
+
 def test_tensorflow_unknown_variant_fails_clearly(tf_results):
     r = tf_results["000/tensorflow/nope/tiny"]
     assert r["status"] == "failed" and "unknown variant 'nope'" in r["reason"]
     assert r["metrics"] == {}
+
+
+# ---- JAX ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def jax_results(tmp_path_factory):
+    """A JAX cell as it is, and one whose recurrent kernel's gradient a sitecustomize module zeroes
+    (jax.value_and_grad patched): the step trains the input kernel and the bias only."""
+    pytest.importorskip("jax")
+    cell = _cell("000/jax/scan/tiny", "s000_jax", "scan")
+    plain = _run_cells(tmp_path_factory.mktemp("s000-jax"), sys.executable, [cell])
+    site = tmp_path_factory.mktemp("jax-site")
+    (site / "sitecustomize.py").write_text(
+        "import jax\n"
+        "_value_and_grad = jax.value_and_grad\n"
+        "def value_and_grad(fun, *a, **k):  # the patch: the recurrent kernel gets no gradient\n"
+        "    inner = _value_and_grad(fun, *a, **k)\n"
+        "    def wrapped(*args, **kw):\n"
+        "        value, grads = inner(*args, **kw)\n"
+        "        return value, dict(grads, wh=grads['wh'] * 0)\n"
+        "    return wrapped\n"
+        "jax.value_and_grad = value_and_grad\n")
+    frozen = _run_cells(tmp_path_factory.mktemp("s000-jax-frozen"), sys.executable, [cell],
+                        env={"PYTHONPATH": str(site)})
+    return plain[cell["id"]], frozen[cell["id"]]
+
+
+def test_jax_cell(jax_results):
+    r, _ = jax_results
+    _check_ok(r, "jax")
+    train = r["metrics"]["train_time_per_example"]["real_work"]
+    assert [c["part"] for c in train["checks"]] == ["b", "wh", "wx"]  # each part moved
+    n = r["extra"]["numerics"]
+    assert n["loss_after_timed_train"] < n["loss_first_train_step"]
+
+
+def test_a_jax_cell_that_trains_part_of_its_weights_fails_its_check(jax_results):
+    _, r = jax_results
+    assert r["status"] == "failed"
+    assert r["reason"].startswith("RealWorkFailed: real-work check of train_time_per_example failed: the "
+                                  "wh weights did not change over the timed train steps"), r["reason"]
+    checks = r["metrics"]["train_time_per_example"]["real_work"]["checks"]
+    assert [c["ok"] for c in checks] == [True, False, True]  # b and wx moved, wh did not
+    assert r["metrics"]["forward_time_per_example"]["real_work"]["ok"]
 
 
 # ---- Theano (its own venv: numpy < 2) -----------------------------------------------------------
@@ -327,6 +439,8 @@ def test_theano_lstm_class_is_the_eight_matrix_one(theano_results):
     assert set(weights) == {"w_xi", "w_hi", "w_xf", "w_hf", "w_xo", "w_ho", "w_xc", "w_hc",
                             "b_i", "b_c", "b_o", "b_f"}  # the peephole matrices are not trained
     assert all(weights["b_" + g] > 0 for g in "icof")  # zero-initialised biases moved
+    checks = r["metrics"]["train_time_per_example"]["real_work"]["checks"]
+    assert sorted(c["part"] for c in checks) == sorted(weights)  # each one moved
     assert "d000-theano-class" in " ".join(r["implementation"]["notes"])
     fast = theano_results["000/theano/fastlstm/tiny"]["extra"]["numerics"]["weights_abs_max_after"]
     assert set(fast) == {"W", "U", "b"}
