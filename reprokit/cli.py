@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
 import os
 import signal
 import sys
@@ -47,7 +46,9 @@ _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, er
 
 
 def _module(name: str):
-    return importlib.import_module(f"reprokit.commands.{name}")
+    from reprokit import commands
+
+    return commands.module(name)
 
 
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:

@@ -1,11 +1,13 @@
 """Results on disk: results/<run-id>/{run.json, cells/*.json, jobs/*.json, logs/*}.
 
 With `run --repeat K` (K > 1) each cell's processes write cells/<stem>.p<N>.json and the cell's
-main result cells/<stem>.json is merged from them (reprokit/run/merge_processes.py); only main results
+main result cells/<stem>.json is merged from them (reprokit/reader/merge.py); only main results
 are cells here: the process files are never loaded as cells of their own.
 
 Every write is atomic (temp file in the same directory, fsync, rename; reprokit/files.py) and
-validated against its schema first; every load validates too. The pandas tables of a run are in
+validated against its schema first; every load validates too. run.json is read here (`load_run`)
+and written by reprokit/run/record.py `write_run` only; a run read back with its result files
+reconciled is reprokit/reader/'s. The pandas tables of a run are in
 reprokit/analysis/frames.py (`cells_frame`, `samples_frame`), the ETA's earlier cell times in
 reprokit/run/progress.py (`past_cell_times`); the old names here still resolve to them.
 """
@@ -136,9 +138,6 @@ class RunDir:
 
     def log_path(self, cell_id: str, process: int | None = None) -> Path:
         return self.logs_dir / (cell_filename(cell_id, process)[:-5] + ".log")
-
-    def write_run(self, run: dict) -> None:
-        write_json_atomic(self.run_file, run, "run")
 
     def load_run(self) -> dict:
         return read_json(self.run_file, "run")

@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO))
 from reprokit import files, results  # noqa: E402
 from reprokit.catalog import suites  # noqa: E402
 from reprokit.plan.plan import Options, make_job, make_plan  # noqa: E402
-from reprokit.run import merge_processes  # noqa: E402
+from reprokit.reader import merge  # noqa: E402
 from reprokit.runners.slurm import SlurmOptions, SlurmRunner, Task  # noqa: E402
 
 
@@ -129,7 +129,7 @@ def run_smoke(root: Path, runner: str, repeat: int, extra: tuple[str, ...] = ())
         # process time: job start, the node's fingerprint (and CPU probe, for a node's first task)
         extra = []
         for cell_id in (e["cell_id"] for e in run["cells"]):
-            for r in merge_processes.load_processes(rundir, cell_id, repeat).values():
+            for r in merge.load_processes(rundir, cell_id, repeat).values():
                 used = _seconds((r.get("runner") or {}).get("time_used"))
                 wall = (r.get("runner") or {}).get("process_wall_s")
                 if used is not None and isinstance(wall, (int, float)):

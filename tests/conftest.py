@@ -108,6 +108,7 @@ def run_with_todays_data(src: Path, dst: Path, *names: str):
     import shutil
 
     from reprokit import files, results
+    from reprokit.run.record import write_run
 
     shutil.copytree(src, dst)
     rd = results.RunDir(dst)
@@ -116,5 +117,5 @@ def run_with_todays_data(src: Path, dst: Path, *names: str):
         new = (files.PACKAGE / "data" / name).read_bytes()
         (dst / "kit-data" / name).write_bytes(new)
         run["data_snapshot"]["files"][name] = hashlib.sha256(new).hexdigest()
-    rd.write_run(run)
+    write_run(rd, run)
     return rd

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "reprokit"
 DOC = REPO / "docs" / "architecture.md"
 # the stages in the order the data passes (tests/core/test_import_cycles.py STAGES), then the rest
-ORDER = ["catalog", "probes", "plan", "runners", "containers", "run", "analysis", "report", "crate",
+ORDER = ["catalog", "probes", "plan", "reader", "containers", "runners", "run", "analysis", "report", "crate",
          "commands", "schemas", "data"]
 START = "<!-- module tree: made by `python tools/module_tree.py --write`; tests/core/test_module_tree.py -->"
 END = "<!-- end of the module tree -->"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from reprokit import files, results
 from reprokit.crate.export import render_recording
+from reprokit.run.record import write_run
 
 
 def snapshot(run_path: Path) -> dict:
@@ -28,7 +29,7 @@ def snapshot(run_path: Path) -> dict:
         copy = Path(tmp) / run_path.name
         shutil.copytree(run_path, copy, ignore=shutil.ignore_patterns(".lock", results.DATA_SNAPSHOT))
         run_copy = {k: v for k, v in run.items() if k != "data_snapshot"}
-        results.RunDir(copy).write_run(run_copy)
+        write_run(results.RunDir(copy), run_copy)
         reads = render_recording(copy, files.DATA)
     dst = run_path / results.DATA_SNAPSHOT
     shutil.rmtree(dst, ignore_errors=True)
@@ -39,7 +40,7 @@ def snapshot(run_path: Path) -> dict:
         (dst / rel).write_bytes(raw)
         digests[rel] = hashlib.sha256(raw).hexdigest()
     run["data_snapshot"] = {"dir": results.DATA_SNAPSHOT, "files": digests}
-    rundir.write_run(run)
+    write_run(rundir, run)
     return run["data_snapshot"]
 
 

@@ -215,7 +215,7 @@ def measured_device(cell: dict, run: dict | None) -> dict:
     if on_node:
         d["node"] = runner.get("node")
     nodes = [str(n) for n in runner.get("nodes") or []] if on_node else []
-    if len(nodes) > 1:  # run --repeat K spread over nodes (merge_processes.py): which CPU ran is open
+    if len(nodes) > 1:  # run --repeat K spread over nodes (reprokit/reader/merge.py): which CPU ran is open
         return {**d, "peak_tflops": None, "probe_tflops": None, "verified": None, "peak_source": None,
                 "reason": f"the cell's processes ran on {len(nodes)} Slurm nodes ({', '.join(nodes)}), "
                           "whose CPUs may differ: no one peak (run its processes on one node, e.g. "

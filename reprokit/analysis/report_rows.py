@@ -198,6 +198,10 @@ def policy_note(verdict: dict) -> str | None:
     told = [f"{e['label']} by {e['defect']} ({e['inflation_there']:.3g}x inflation there against "
             f"{e['inflation_needed']:.3g}x needed)" for e in verdict.get("explanations") or []
             if e.get("inflation_there") is not None]
+    told += [f"{e['label']}: no known defect of its source explains the {e['inflation_needed']:.3g}x "
+             "timing inflation it would take to be ordinary"
+             for e in verdict.get("explanations") or []
+             if e.get("defect") is None and e["label"] == "UNEXPLAINED"]
     if verdicts.ABOVE_PEAK in labels and fast:
         return (f"ABOVE_PEAK: measured {_pct(fast['fraction'])} of the device's {fast['peak_kind']}, "
                 "so the timing cannot be right; no verdict" + "".join(f"; {x}" for x in told))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from reprokit import files
 from reprokit.analysis import stats
 from reprokit.probes import jit_cache
-from reprokit.run import reconcile
+from reprokit.reader.cells import incomplete
 
 
 def driver_overhead(run: dict, cells: dict[str, dict]) -> dict:
@@ -258,7 +258,7 @@ def incomplete_cells(run: dict) -> list[dict]:
     the report says so at the top instead of claiming every cell ran."""
     return [{"cell_id": e["cell_id"], "stack": e.get("stack"), "status": e["status"],
              "label": e["status"].upper(), "reason": e.get("reason")}
-            for e in reconcile.incomplete(run)]
+            for e in incomplete(run)]
 
 
 def _short_uuid(uuid: str | None) -> str:

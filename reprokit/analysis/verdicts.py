@@ -534,7 +534,8 @@ def _implausible(v: dict, number: dict, cell: dict | None, summ: dict | None, pu
     a measurement above it is labelled ABOVE_PEAK too (issue 34: 001's unsynchronised H100 rows)."""
     text = v["roofline"]["arithmetic"]
     v["explanations"] = defects.explain(number, v["roofline"], cell if unit is not None else None, meas)
-    said = [f"{e['label']} by {e['defect']}: {e['arithmetic']}" for e in v["explanations"]]
+    said = [f"{e['label']}{' by ' + e['defect'] if e['defect'] else ''}: {e['arithmetic']}"
+            for e in v["explanations"]]
     found = [e["label"] for e in v["explanations"] if e["label"] != defects.NOT_DECIDED]
     if said:
         text += "; " + "; ".join(said)
@@ -552,6 +553,26 @@ def _implausible(v: dict, number: dict, cell: dict | None, summ: dict | None, pu
 
 
 def verdict(
+    number: dict,
+    cell: dict | None,
+    run: dict | None = None,
+    tolerance: float | None = None,
+    run_entry: dict | None = None,
+) -> dict:
+    """The verdict of one published number (`_verdict`); a SUSPICIOUS one (above the suspicious share of
+    its device's bound) also gets its EXPLAINED / UNEXPLAINED label and arithmetic (issue 36 item 2),
+    as an IMPLAUSIBLE one does."""
+    v = _verdict(number, cell, run, tolerance, run_entry)
+    if v.get("tier") == SUSPICIOUS and v.get("explanations") is None and v.get("roofline"):
+        ran = cell is not None and cell.get("status") == "ok"
+        meas = devices.measured_device(cell, run) if ran else None
+        v["explanations"] = defects.explain(number, v["roofline"], cell if ran else None, meas)
+        found = [e["label"] for e in v["explanations"] if e["label"] != defects.NOT_DECIDED]
+        v["labels"] += [x for x in found[:1] if x not in v["labels"]]
+    return v
+
+
+def _verdict(
     number: dict,
     cell: dict | None,
     run: dict | None = None,

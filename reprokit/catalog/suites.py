@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from reprokit import files
+from reprokit import files, validate
 from reprokit.errors import UserError
 
 FP32 = "fp32"
@@ -265,16 +265,59 @@ def _matches(selector: dict[str, list[str]], number: dict) -> bool:
     return all(any(s in fields[k] for s in wanted) for k, wanted in selector.items())
 
 
+PUBLISHED_PARTS = ("provenance", "workload", "environment")
+
+
+def expand_published(doc: dict) -> dict:
+    """A published/<source>.yaml as its numbers are used: a `defaults` block (what every number of the
+    table shares: its provenance, workload and environment, written once; docs/adding-a-benchmark.md)
+    is merged under each number's own fields, and `provenance.source` defaults to the file's source.
+    A file without `defaults` (the five imported from the reference CSV) is returned as it is."""
+    if "defaults" not in doc:
+        return doc
+    base = doc.get("defaults") or {}
+    unknown = sorted(set(base) - set(PUBLISHED_PARTS)) if isinstance(base, dict) else ["(not a mapping)"]
+    if unknown:
+        raise UserError(f"published/{doc.get('source')}.yaml: defaults may hold only "
+                        f"{', '.join(PUBLISHED_PARTS)}, not {', '.join(unknown)}")
+    numbers = []
+    for n in doc.get("numbers") or []:
+        if not isinstance(n, dict):
+            numbers.append(n)
+            continue
+        n = dict(n)
+        for part in PUBLISHED_PARTS:
+            merged = {**(base.get(part) or {}), **(n.get(part) or {})}
+            if part == "provenance":
+                merged.setdefault("source", doc.get("source"))
+            n[part] = merged
+        numbers.append(n)
+    return {k: v for k, v in doc.items() if k != "defaults"} | {"numbers": numbers}
+
+
+def _published_doc(source: str) -> dict:
+    """published/<source>.yaml expanded (`expand_published`) and checked against published.schema.json
+    in its expanded form: a number the defaults leave incomplete is named like any schema error."""
+    name = f"published/{source}"
+    path = files.DATA / files.data_relpath(name)
+    if not re.search(rb"^defaults:", path.read_bytes(), re.M):  # as the CSV import writes them
+        return files.load_data(name)  # validated once, then from the data cache (no YAML parse)
+    doc = expand_published(files.load_data_file(files.data_relpath(name)))
+    validate.check("published", doc, f"reprokit/data/{files.data_relpath(name)} (its defaults merged)")
+    return doc
+
+
 @cache
 def load_published(source: str) -> tuple[dict, ...]:
     """Published numbers of one source, each with `defects`: the ids of the defects affecting it."""
     if not files.data_exists(f"published/{source}"):
         return ()
-    doc = files.load_data(f"published/{source}")
+    doc = _published_doc(source)
     defects = load_sources().get(source, {}).get("defects", [])
     out = []
     for n in doc["numbers"]:
         n = dict(n)
+        n.setdefault("metric_as_published", n["metric"])  # optional: the name as printed, where it differs
         n["defects"] = [d["id"] for d in defects if _matches(d["applies_to"], n)]
         out.append(n)
     return tuple(out)

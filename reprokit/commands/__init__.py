@@ -18,4 +18,13 @@ COMMANDS = {
     "data": "describe the data sets and check a data directory",
     "status": "where a run's cells are; re-attaches a Slurm run to its jobs",
     "generate": "regenerate every committed generated file (Dockerfiles, compose files, published data)",
+    "new-benchmark": "scaffold a new published source: its table, entry, suite, FLOP model, claim, workload",
+    "check-benchmark": "name every missing or inconsistent piece of a source, one line each with the fix",
 }
+
+
+def module(name: str):
+    """The module of command `name` (`check-benchmark` -> reprokit/commands/check_benchmark.py)."""
+    import importlib
+
+    return importlib.import_module(f"reprokit.commands.{name.replace('-', '_')}")

@@ -9,9 +9,8 @@ the page stays as written. `reproduce.py generate` rewrites it, `--check` fails 
 from __future__ import annotations
 
 import argparse
-import importlib
 
-from reprokit import files
+from reprokit import commands, files
 from reprokit.catalog.suite_docs import with_block
 from reprokit.commands import COMMANDS
 
@@ -26,7 +25,7 @@ def _cell(text: str) -> str:
 
 def _rows(name: str) -> list[str]:
     parser = argparse.ArgumentParser(prog=f"reproduce.py {name}", add_help=False)
-    importlib.import_module(f"reprokit.commands.{name}").add_arguments(parser)
+    commands.module(name).add_arguments(parser)
     rows = []
     for a in parser._actions:  # argparse keeps no public list of a parser's arguments
         if a.help == argparse.SUPPRESS:

@@ -6,8 +6,10 @@
 - build.py      the build engine: context, wheelhouse, docker build, lock entry
 - wheelhouse.py the wheelhouse check: every pin resolves for the image's target interpreter
 - archive.py    a suite's images in one verified file, and loading it back
-- compose.py    compose/<suite>.yml from the one container spec (reprokit/runners/container.py)
+- spec.py       what a cell's container is (image, mounts, user, isolation, GPUs), and its renderings
+- compose.py    compose/<suite>.yml from that one container spec
 
-What a cell's container is (image, mounts, user, isolation, GPUs) is reprokit/runners/container.py:
-the runners start containers, this package provides the images they start.
+This package imports no runner: the runners (reprokit/runners/) start the containers spec.py
+describes, on the images this package provides. The engine's reaper tells a dead driver from a live
+one by reprokit/probes/processes.py, which starts nothing.
 """

@@ -11,7 +11,7 @@ numbers were published on GPUs, compose/<suite>.gpu.yml.
 One service per stack of the suite: image = the stack's alias tag reprokit/<dir>:<flavour> (moved
 by `reproduce.py build` to the newest build; the exact tag and image ID are in images/lock.json),
 command = the image's interpreter running the harness on that stack's whole job, and the
-container as reprokit/runners/container.py describes it for the Docker runner and the Slurm
+container as reprokit/containers/spec.py describes it for the Docker runner and the Slurm
 launchers (environment, mounts, user, isolation, limits, labels), rendered by compose_service.
 Per-cell timeouts are the DockerRunner's job: compose runs each stack's job in one container.
 GPU services reserve GPUs by id (deploy.resources.reservations.devices.device_ids: 0..N-1 for
@@ -34,10 +34,9 @@ import yaml
 
 from reprokit import files
 from reprokit.catalog import suites
-from reprokit.containers import generated, images, recipes
+from reprokit.containers import generated, images, recipes, spec
+from reprokit.containers.spec import CELLS_IN_CONTAINER, MEM_LIMIT, NOBODY
 from reprokit.plan.plan import Options, make_job, make_plan
-from reprokit.runners import container as spec
-from reprokit.runners.container import CELLS_IN_CONTAINER, MEM_LIMIT, NOBODY
 
 COMPOSE = files.COMPOSE
 FORMAT = "3.8"
@@ -71,7 +70,7 @@ def is_gpu_suite(suite: suites.Suite) -> bool:
 
 
 def service(stack: str, spec_: dict, flavour: str, gpus: int) -> dict:
-    """The stack's service: the cell container of reprokit/runners/container.py running the
+    """The stack's service: the cell container of reprokit/containers/spec.py running the
     stack's whole job, with compose.env's variables where the values are the run's."""
     run_dir = "${REPROKIT_RUN_DIR:-../results/compose}"
     ids = [str(i) for i in range(max(1, gpus))] if flavour == "gpu" else []

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from reprokit.errors import UserError
-from reprokit.runners import cell_process
+from reprokit.probes import processes
 
 TIMEOUT_S = 600
 PING_TIMEOUT_S = 5
@@ -66,13 +66,13 @@ def driver_dead(labels: dict) -> int | None:
     """The pid of the container's driver when that driver ran on this host and is dead (its pid
     gone, or reused by a later process); None otherwise (alive, another host, no driver labels)."""
 
-    if labels.get(HOST_LABEL) != cell_process.host_name():
+    if labels.get(HOST_LABEL) != processes.host_name():
         return None
     try:
         pid = int(labels.get(PID_LABEL) or "")
     except ValueError:
         return None
-    return None if cell_process.pid_alive(pid, labels.get(START_LABEL) or None) else pid
+    return None if processes.pid_alive(pid, labels.get(START_LABEL) or None) else pid
 
 
 def save_log(container) -> Path | None:
@@ -172,7 +172,7 @@ def watch(pid: int, start: str | None, give_up_s: float = WATCH_GIVE_UP_S) -> li
     """Wait until driver `pid` (with its start time) has ended, then remove its containers as they end
     (reap_exited for that driver); return when none is left or after `give_up_s`. The names removed."""
 
-    while cell_process.pid_alive(pid, start or None):
+    while processes.pid_alive(pid, start or None):
         time.sleep(WATCH_POLL_S)
     try:
         c = _connect(TIMEOUT_S)
@@ -184,7 +184,7 @@ def watch(pid: int, start: str | None, give_up_s: float = WATCH_GIVE_UP_S) -> li
         gone += reap_exited(c, pid=pid)
         try:
             left = c.containers.list(all=True, filters={"label": [
-                RUN_LABEL, f"{PID_LABEL}={pid}", f"{HOST_LABEL}={cell_process.host_name()}"]})
+                RUN_LABEL, f"{PID_LABEL}={pid}", f"{HOST_LABEL}={processes.host_name()}"]})
         except Exception:
             return gone
         if not left or time.monotonic() > end:

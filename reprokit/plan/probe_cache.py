@@ -97,7 +97,7 @@ def lookup(entries: list[dict], host_id: str | None, gpu: Mapping[str, Any], sta
 
 def _gpu_used(fingerprint: Mapping[str, Any], gpus: Any, slurm: bool = False) -> dict | None:
     """The host GPU a one-GPU probe container ran on: the first of the GPU ids the runner records
-    (`runner.gpus`: the Docker runner's indices or UUIDs, reprokit/runners/container.py gpu_ids; a
+    (`runner.gpus`: the Docker runner's indices or UUIDs, reprokit/containers/spec.py gpu_ids; a
     Slurm container cell's SLURM_JOB_GPUS, reprokit/runners/slurm_task.py), GPU 0 without any. On a
     Slurm node whose NVML opens one GPU only (the job's, devices constrained) that one. None when
     the id is not one of the fingerprint's GPUs: no entry rather than a wrong one."""

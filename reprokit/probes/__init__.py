@@ -1,1 +1,1 @@
-"""Probes of the host: its fingerprint, CPU and GPU peaks, GPU state, and the GPUs each cell had."""
+"""Probes of the host: its fingerprint, CPU and GPU peaks, GPU state, each cell's GPUs, process identity."""

@@ -5,7 +5,7 @@ cell's process could use, each as {index, uuid, name, visible_as, mig}, and `gpu
 one line where the list came from. The sources, by runner:
 
 - docker: the device ids of the container's device request (runner info `gpus`, from `run --gpus`
-  and the cell's GPU count: reprokit/runners/container.py gpu_ids). The NVIDIA container toolkit
+  and the cell's GPU count: reprokit/containers/spec.py gpu_ids). The NVIDIA container toolkit
   reads them as NVML indexes, GPU UUIDs, MIG UUIDs or GPU:MIG pairs, so they match the driver
   host's NVML list exactly.
 - local: CUDA_VISIBLE_DEVICES as the cell's process saw it (its stack fingerprint's `env`, else

@@ -29,9 +29,9 @@ from reprokit.analysis import (
 )
 from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
+from reprokit.reader import reconcile
+from reprokit.reader.cells import status_counts
 from reprokit.report.filters import flat, slug
-from reprokit.run import reconcile
-from reprokit.run.record import status_counts
 
 REPORT_VERSION = files.version("report")
 TEMPLATES = files.REPO / "report_templates"
@@ -501,7 +501,7 @@ def _cluster(run: dict, cell_list: list[dict], node_records: dict | None = None)
 
     for c in cell_list:
         r = c.get("runner") or {}
-        # run --repeat K: each process's node (merge_processes.py), else the cell's
+        # run --repeat K: each process's node (reader/merge.py), else the cell's
         where = [(e["node"], f"{c['cell_id']} (process {e.get('index')})")
                  for e in c.get("processes") or [] if isinstance(e, dict) and e.get("node")]
         if len({w[0] for w in where}) <= 1:

@@ -6,7 +6,7 @@ nothing already measured, and `--resume RUN` skips every cell that already has a
 With `run --repeat K` (K > 1) every cell runs in K fresh processes, interleaved across cells:
 round N runs process N of every cell (stack by stack, each stack prepared once per run). Each
 process writes cells/<stem>.p<N>.json and the cell's main result is re-merged from the process
-files after each of them (reprokit/run/merge_processes.py). A resumed run keeps the ok process files
+files after each of them (reprokit/reader/merge.py). A resumed run keeps the ok process files
 and runs only the missing or failed processes again.
 
 The driver here writes run.json (`_open_record`), records what will not run (`_todo`), prepares each
@@ -29,8 +29,10 @@ from reprokit.catalog.suites import Cell, load_stacks
 from reprokit.errors import UserError
 from reprokit.plan import design, fallback
 from reprokit.plan.plan import Plan, cell_specs, make_job
-from reprokit.probes import cpu_peak, fingerprint, gpu_peak
-from reprokit.run import lifecycle, merge_processes, reconcile, record
+from reprokit.probes import cpu_peak, fingerprint, gpu_peak, processes
+from reprokit.reader import lock, merge
+from reprokit.reader.cells import check_result, status_counts, valid_processes
+from reprokit.run import lifecycle, reconcile, record
 from reprokit.run.execute_concurrent import run_concurrent
 from reprokit.run.progress import Progress, design_times, past_cell_times, recorded_times
 from reprokit.run.record import Execution, RunRecord, placeholder_result, set_entry
@@ -43,7 +45,7 @@ from reprokit.runners.host_preflight import decide
 def _kept_processes(rundir: results.RunDir, run_id: str, cell: Cell, repeat: int) -> dict[int, float | None]:
     """{index: process wall seconds (None: not recorded)} of a `--repeat K` cell's ok process files
     of this run: a resumed run keeps them and runs the other indices."""
-    done = record.valid_processes(rundir, cell.id, repeat, run_id)
+    done = valid_processes(rundir, cell.id, repeat, run_id)
     return {i: (r.get("runner") or {}).get("process_wall_s") for i, r in done.items()
             if r.get("status") == "ok"}
 
@@ -116,8 +118,8 @@ def _record_specs(run: dict, specs: dict[str, str], allow: bool) -> list[str]:
 
 def _driver() -> dict:
     pid = os.getpid()
-    return {"pid": pid, "host": cell_process.host_name(),
-            "start_ticks": cell_process.process_start_ticks(pid)}
+    return {"pid": pid, "host": processes.host_name(),
+            "start_ticks": processes.process_start_ticks(pid)}
 
 
 def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
@@ -133,12 +135,12 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
     rundir.path.mkdir(parents=True, exist_ok=True)
     # the CLI takes the lock before anything else and holds it until it exits; a caller that did
     # not (a test, a script) gets it for the run only
-    lock = None if lifecycle.holds(rundir.path) else lifecycle.acquire(rundir.path, argv)
+    taken = None if lock.holds(rundir.path) else lifecycle.acquire(rundir.path, argv)
     try:
         return _execute_guarded(plan, runner, rundir, argv, resume, say, sequential)
     finally:
-        if lock is not None:
-            lock.release()
+        if taken is not None:
+            taken.release()
 
 
 @dataclass
@@ -167,7 +169,7 @@ def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: l
         except lifecycle.Interrupted as e:
             cell_text = _stop(rundir, runner, plan, state, started, "interrupted",
                               f"interrupted by {e.signame}", say)
-            ok = record.status_counts(state.rec.run["cells"] if state.rec else []).get("ok", 0)
+            ok = status_counts(state.rec.run["cells"] if state.rec else []).get("ok", 0)
             k = plan.options.repeat
             done = _ok_processes(rundir, plan, state.rec.run["run_id"]) if state.rec else 0
             kept = f"{ok} cell(s)" if k == 1 else \
@@ -211,7 +213,7 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, state: _Driving, s
         text = f" during {cell.id}" + (f" (process {process})" if process else "")
         reason = (f"{why} after {time.monotonic() - t0:.1f} s of the cell; it was stopped; "
                   f"--resume {rundir.path} measures it again")
-        doc, _ = record.check_result(rundir.cell_path(cell.id, process), run_id, cell.id, process)
+        doc, _ = check_result(rundir.cell_path(cell.id, process), run_id, cell.id, process)
         if doc is None or doc.get("status") != "ok":
             doc = placeholder_result(run_id, cell, status, reason, plan.options.device)
             if process is not None:
@@ -223,7 +225,7 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, state: _Driving, s
             set_entry(run, cell, doc["status"], doc["reason"], None)
         else:
             k = design.cell_processes(plan.options.design, cell.id, plan.options.repeat)
-            merged = merge_processes.merge(record.valid_processes(rundir, cell.id, k, run_id), k)
+            merged = merge.merge(valid_processes(rundir, cell.id, k, run_id), k)
             rundir.write_cell(merged)
             set_entry(run, cell, merged["status"], merged["reason"], None)
     run.setdefault("incidents", []).append(
@@ -232,7 +234,7 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, state: _Driving, s
     run["current"] = None
     run["finished"] = files.utcnow()
     run["wall_s"] = state.rec.prior_wall + time.time() - started
-    rundir.write_run(run)
+    record.write_run(rundir, run)
     return text
 
 
@@ -280,7 +282,7 @@ def _open_record(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[
         for c in plan_cells:  # every cell is listed before anything runs
             set_entry(run, c, "pending", "not run yet", None)
         state.rec = RunRecord(rundir, run, started)
-        rundir.write_run(run)  # before the CPU probe: a driver killed from here on leaves a run
+        record.write_run(rundir, run)  # before the CPU probe: a driver killed from here on leaves a run
         run["cpu_peak"] = _cpu_peak(say)
         run["gpu_peak"] = _gpu_peak(plan.options.device, runner.name, run["host_fingerprint"], say)
     run["driver"] = _driver()
@@ -315,7 +317,7 @@ def _todo(plan: Plan, rec: RunRecord, entries: dict[str, dict], resume: bool,
                 merged = rundir.load_cell(c.id)
                 if merged is None or merged.get("status") != "ok" \
                         or len(merged.get("processes", [])) != k:
-                    merged = merge_processes.merge_cell(rundir, c.id, k, run_id)
+                    merged = record.merge_cell(rundir, c.id, k, run_id)
                 if entries.get(c.id, {}).get("status") != "ok":
                     rec.record_merged(c, merged)
                 continue
@@ -435,7 +437,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     run["current"] = None
     run["finished"] = files.utcnow()
     run["wall_s"] = rec.wall()
-    rundir.write_run(run)
+    record.write_run(rundir, run)
     progress.close()
     return run
 

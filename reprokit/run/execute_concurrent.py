@@ -29,7 +29,9 @@ from typing import Any
 from reprokit import files, results
 from reprokit.errors import UserError
 from reprokit.plan import design, fallback, probe_cache
-from reprokit.run import jit_warmup, lifecycle, merge_processes, reconcile, record
+from reprokit.reader import lock
+from reprokit.reader.cells import status_counts
+from reprokit.run import jit_warmup, lifecycle, reconcile, record
 from reprokit.run.record import Execution, RunRecord
 from reprokit.runners.base import CellOutcome
 
@@ -97,7 +99,7 @@ def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
         c.rec.record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
     else:
         k = design.cell_processes(c.rec.run.get("design"), task.cell.id, c.repeat)
-        c.rec.record_merged(task.cell, merge_processes.merge_cell(rundir, task.cell.id, k, c.run_id))
+        c.rec.record_merged(task.cell, record.merge_cell(rundir, task.cell.id, k, c.run_id))
     if c.progress is not None:
         c.progress.start(task.cell, process=task.process)
         c.progress.done(task.cell, res["status"], outcome.process_wall_s, res["reason"],
@@ -152,11 +154,11 @@ def run_concurrent(h: Execution) -> bool:
                          None)
     if runner.options.detach:
         slurm["detached"] = True
-        rundir.write_run(run)
+        record.write_run(rundir, run)
         say(say_detached(rundir, records))
         return True
     slurm["detached"] = False
-    rundir.write_run(run)
+    record.write_run(rundir, run)
     collect = _Collector(h.rec, run_id, runner, plan.options.device, repeat, h.stacks, h.progress,
                          run.get("preflight") or {})
     n = runner.outstanding()
@@ -176,7 +178,7 @@ def run_concurrent(h: Execution) -> bool:
         "follow_cpu_s": round(time.process_time() - cpu0, 4),
         "follow_children_cpu_s": round((t1.children_user + t1.children_system)
                                        - (t0.children_user + t0.children_system), 4)}
-    rundir.write_run(run)
+    record.write_run(rundir, run)
     return False
 
 
@@ -273,9 +275,9 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
     slurm = run.get("slurm") or {}
     if run.get("runner") != "slurm" or not slurm.get("jobs") or run.get("finished"):
         return None
-    if lifecycle.RunLock.held_by_other(rundir.path):
+    if lock.held_by_other(rundir.path):
         return None
-    lock = None if lifecycle.holds(rundir.path) else lifecycle.acquire(rundir.path)
+    taken = None if lock.holds(rundir.path) else lifecycle.acquire(rundir.path)
     try:
         suite = suites.load_suite(run["suite"])
         stacks = suites.load_stacks()
@@ -293,7 +295,7 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
         collect = _Collector(RunRecord(rundir, run), run["run_id"], runner, device, repeat, stacks,
                              None, run.get("preflight") or {})
         follow(runner, rundir, collect, until=time.monotonic() + wait_s)
-        if not runner.outstanding() and not record.status_counts(run["cells"]).get("pending"):
+        if not runner.outstanding() and not status_counts(run["cells"]).get("pending"):
             run = reconcile.reconcile(rundir, run, modify=True).run
             ends = []
             for job in slurm["jobs"]:
@@ -307,11 +309,11 @@ def attach(rundir: results.RunDir, say=None, wait_s: float = 0.0) -> dict | None
             run["finished"] = max(ends) if ends else files.utcnow()
             run["wall_s"] = _seconds_between(run["started"], run["finished"])
             run["slurm"]["detached"] = False
-            rundir.write_run(run)
+            record.write_run(rundir, run)
         return run
     finally:
-        if lock is not None:
-            lock.release()
+        if taken is not None:
+            taken.release()
 
 
 def _uncollected(run: dict, rundir: results.RunDir, cells: dict) -> dict:

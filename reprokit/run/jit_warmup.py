@@ -45,6 +45,7 @@ from reprokit.errors import UserError
 from reprokit.plan import probe_cache
 from reprokit.probes import jit_cache
 from reprokit.run import lifecycle
+from reprokit.run import record as run_record
 from reprokit.runners import cell_process
 from reprokit.runners.base import CellOutcome
 
@@ -174,7 +175,7 @@ def record(run: dict, w: Warmup, outcome: CellOutcome, started: str, rundir) -> 
         "dir": str(w.out_dir.relative_to(rundir.path)),
     }
     run.setdefault("jit_warmups", {})[w.key] = rec
-    rundir.write_run(run)  # a resumed run finds it and does not repeat it
+    run_record.write_run(rundir, run)  # a resumed run finds it and does not repeat it
     return rec
 
 
@@ -215,10 +216,3 @@ def before_cell(run: dict, runner, prepared: dict, job_path: Path, job_cell: dic
         f"{rec['cache_at_start']} at its start, {rec['cache']} by its end); not part of any "
         "measurement")
     return rec
-
-
-def annotate(result: dict, record: dict | None) -> None:
-    """A cell result's `jit_warmup_s` (the warm-up of its key, null when none ran) and `jit_cache`
-    (bench/harness.py writes it; a placeholder gets it from what it has)."""
-    result["jit_warmup_s"] = record["wall_s"] if record else None
-    result["jit_cache"] = cache_state(result)

@@ -9,8 +9,9 @@
   with 128 + the signal number (130, 143, 129).
 - Storage: a write the results disk refuses is one line (`storage_error`), never a traceback.
 
-What a cell's process needs from its runner (its identity, the heartbeat, the parent-death signal,
-the out-of-memory evidence, EngineLost) is reprokit/runners/cell_process.py's.
+A process's identity (host, pid, start time) is reprokit/probes/processes.py's; what a cell's process
+needs from its runner (the heartbeat, the parent-death signal, the out-of-memory evidence, EngineLost)
+is reprokit/runners/cell_process.py's.
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ import sys
 from pathlib import Path
 
 from reprokit.errors import UserError
-from reprokit.runners.cell_process import host_name, process_start_ticks
+from reprokit.probes.processes import host_name, process_start_ticks
+from reprokit.reader.lock import LOCK_NAME, held, holder
 
-LOCK_NAME = ".lock"
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EACCES, errno.EPERM)
 
 
 # -- one writer per run -------------------------------------------------------------------------
-_held: dict[Path, RunLock] = {}
+# Who holds a run's lock (`holder`, `held_by_other`, `holds`: this process) is read by
+# reprokit/reader/lock.py, whose `held` lists this process's locks
 
 
 class RunLock:
@@ -43,35 +45,8 @@ class RunLock:
         self.run_dir = run_dir
         self.fd = fd
 
-    @staticmethod
-    def holder(run_dir: Path) -> dict | None:
-        """What the lock file says about its writer (pid, host, started, argv), or None."""
-        try:
-            return json.loads((Path(run_dir) / LOCK_NAME).read_text() or "null")
-        except (OSError, ValueError):
-            return None
-
-    @staticmethod
-    def held_by_other(run_dir: Path) -> dict | None:
-        """The lock file's content when another process holds the lock now, else None."""
-        path = Path(run_dir) / LOCK_NAME
-        key = Path(run_dir).resolve()
-        if key in _held:
-            return None
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return RunLock.holder(run_dir) or {"pid": None, "host": None}
-        finally:
-            os.close(fd)  # closing drops a shared lock we got
-        return None
-
     def release(self) -> None:
-        _held.pop(self.run_dir, None)
+        held.pop(self.run_dir, None)
         with contextlib.suppress(OSError):
             os.close(self.fd)
 
@@ -91,7 +66,7 @@ def _live_holder(run_dir: Path, wait_s: float = 1.0) -> dict | None:
 
     deadline = time.monotonic() + wait_s
     while True:
-        h = RunLock.holder(run_dir)
+        h = holder(run_dir)
         live = bool(h) and h.get("host") != host_name()  # another host: cannot check, named as is
         if h and not live and isinstance(h.get("pid"), int):
             try:
@@ -107,17 +82,12 @@ def _live_holder(run_dir: Path, wait_s: float = 1.0) -> dict | None:
         time.sleep(0.05)
 
 
-def holds(run_dir: Path) -> bool:
-    """Whether this process holds the run's lock."""
-    return Path(run_dir).resolve() in _held
-
-
 def acquire(run_dir: Path, argv: list[str] | None = None) -> RunLock:
     """Take the run's lock (idempotent within this process); UserError naming the live writer."""
     run_dir = Path(run_dir)
     key = run_dir.resolve()
-    if key in _held:
-        return _held[key]
+    if key in held:
+        return held[key]
     path = run_dir / LOCK_NAME
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -139,7 +109,7 @@ def acquire(run_dir: Path, argv: list[str] | None = None) -> RunLock:
         os.close(fd)
         raise storage_error(e, path) from None
     lock = RunLock(key, fd)
-    _held[key] = lock
+    held[key] = lock
     return lock
 
 

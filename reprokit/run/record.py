@@ -1,17 +1,22 @@
-"""The record of a run: run.json's per-cell entries and the cell result files the driver writes.
+"""The record of a run: run.json and the cell result files the driver writes; the one writer of run.json.
 
 One place each for what both ways of executing a run (one cell at a time: reprokit/run/execute.py; many
 at once: reprokit/run/execute_concurrent.py), `reconcile`, `status`, `report` and the exit status use:
 
-- `cell_entry` / `set_entry`: a cell's entry in run.json `cells` (cell_id, stack, status, reason,
-  process_wall_s, result_file), replaced in place so the cells keep the plan's order;
+- `write_run`: run.json written (atomically, validated): every write of a run's record in the kit is
+  this function's (RunRecord's, the driver's, the concurrent runner's, reconcile's through
+  `RecordWriter`, the JIT warm-up's); tests/core/test_import_cycles.py checks that no other module
+  writes it;
+- `set_entry`: a cell's entry in run.json `cells` (reprokit/reader/cells.py `cell_entry`), replaced
+  in place so the cells keep the plan's order;
 - `placeholder_result`: the result file of a cell that produced none itself (not run, skipped,
   crashed, timed out, interrupted);
-- `check_result`, `valid_processes`, `move_aside`: whether a result file on disk is a valid result of
-  this run (and cell and process); a bad one is kept aside, never deleted;
+- `move_aside`: a result file that is not a valid result of this run (reprokit/reader/cells.py
+  `check_result`) is kept aside, never deleted;
 - `finish_result`: what the runner saw merged into the harness's result (or a placeholder);
-- `status_counts`, `not_ok_cells`, `exit_code`: the statuses of a run's cells counted, and the exit
-  status of `run` and `report`;
+  `merge_cell`: a `--repeat K` cell's main result merged from its process files (reader/merge.py);
+- `not_ok_cells`, `exit_code`: the exit status of `run` and `report` (the counts by status are
+  reprokit/reader/cells.py's `status_counts`);
 - `RunRecord`: run.json while a driver writes it (its cell entries, the running cell, wall_s);
 - `Execution`: what the driver hands either way of running the cells.
 """
@@ -19,26 +24,43 @@ at once: reprokit/run/execute_concurrent.py), `reconcile`, `status`, `report` an
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reprokit import files, results, validate
-from reprokit.probes import cell_gpus, gpu_state
-from reprokit.run import jit_warmup, lifecycle
+from reprokit import files, results
+from reprokit.probes import cell_gpus, gpu_state, jit_cache
+from reprokit.reader import merge
+from reprokit.reader.cells import cell_entry, check_result
+from reprokit.reader.cells import status_counts as status_counts  # commands/ count statuses here
+from reprokit.run import lifecycle
 from reprokit.runners.base import CellOutcome
 
 # statuses that are not failures: `run` and `report` exit 0 when every cell has one of them
 NOT_FAILED = ("ok", "not_implemented", "skipped")
 
 
-# -- run.json `cells` -------------------------------------------------------------------------------
-def cell_entry(cell_id: str, stack: str, status: str, reason: str | None,
-               wall: float | None) -> dict:
-    """A cell's entry in run.json `cells`."""
-    return {"cell_id": cell_id, "stack": stack, "status": status, "reason": reason,
-            "process_wall_s": wall, "result_file": f"cells/{results.cell_filename(cell_id)}"}
+# -- run.json ---------------------------------------------------------------------------------------
+def write_run(rundir: results.RunDir, run: dict) -> None:
+    """Write run.json (validated against the run schema, atomically): the kit's one writer of it."""
+    files.write_json_atomic(rundir.run_file, run, "run")
+
+
+@dataclass
+class RecordWriter:
+    """What reconcile writes when it may (reprokit/reader/reconcile.py `Writer`): a bad result file
+    moved aside, a re-merged result, run.json."""
+    rundir: results.RunDir
+
+    def move_aside(self, path: Path) -> Path:
+        return move_aside(self.rundir, path)
+
+    def write_cell(self, result: dict) -> Path:
+        return self.rundir.write_cell(result)
+
+    def write_run(self, run: dict) -> None:
+        write_run(self.rundir, run)
 
 
 def set_entry(run: dict, cell: Any, status: str, reason: str | None, wall: float | None) -> dict:
@@ -48,14 +70,6 @@ def set_entry(run: dict, cell: Any, status: str, reason: str | None, wall: float
     entry = entries[cell.id] = cell_entry(cell.id, cell.stack, status, reason, wall)
     run["cells"] = list(entries.values())
     return entry
-
-
-def status_counts(entries: Iterable[dict]) -> dict[str, int]:
-    """{status: how many cells have it}, by status name."""
-    counts: dict[str, int] = {}
-    for e in entries:
-        counts[e["status"]] = counts.get(e["status"], 0) + 1
-    return dict(sorted(counts.items()))
 
 
 def not_ok_cells(run: dict) -> list[dict]:
@@ -97,17 +111,17 @@ class RunRecord:
             self.run["current"] = None
             self.current = None
             self.run["wall_s"] = self.wall()
-        self.rundir.write_run(self.run)
+        write_run(self.rundir, self.run)
 
     def record_merged(self, cell: Any, merged: dict) -> None:
-        """A `--repeat K` cell's entry from its merged result (reprokit/run/merge_processes.py)."""
+        """A `--repeat K` cell's entry from its merged result (reprokit/reader/merge.py)."""
         self.record(cell, merged["status"], merged["reason"], processes_wall(merged))
 
     def start(self, cell: Any, process: int | None) -> None:
         """The cell about to run, on record first: a driver killed now leaves it in run.json."""
         self.run["current"] = {"cell_id": cell.id, "process": process, "started": files.utcnow(),
                                "driver": self.run["driver"]}
-        self.rundir.write_run(self.run)
+        write_run(self.rundir, self.run)
         self.current = (cell, process, time.monotonic())
 
 
@@ -142,47 +156,6 @@ def placeholder_result(run_id: str, cell: Any, status: str, reason: str, device:
         "started": None, "finished": files.utcnow(), "wall_s": None, "device": device,
         "metrics": {}, "implementation": {}, "stack_fingerprint": {}, "kit": files.kit_info(),
     }
-
-
-def check_result(path: Path, run_id: str, cell_id: str | None = None,
-                 process: int | None = None) -> tuple[dict | None, str | None]:
-    """(the result, None) when `path` is a valid cell result of this run (and cell and process),
-    else (None, why not) in one line."""
-    try:
-        text = files.read_text_bounded(path, "cell_result")
-    except FileNotFoundError:
-        return None, "the file is missing"
-    except (OSError, UnicodeDecodeError) as e:
-        return None, f"unreadable ({e})"
-    if not text.strip():
-        return None, "the file is empty"
-    try:
-        doc = files.loads_strict(text)
-    except ValueError as e:
-        return None, f"not valid JSON: truncated or corrupted ({e})"
-    errs = validate.errors("cell_result", doc)
-    if errs:
-        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
-        return None, f"does not match the cell_result schema: {errs[0]}{more}"
-    if doc.get("run_id") != run_id:
-        return None, f"belongs to run {doc.get('run_id')!r}, not {run_id!r}"
-    if cell_id is not None and doc.get("cell_id") != cell_id:
-        return None, f"holds cell {doc.get('cell_id')!r}, not {cell_id!r}"
-    if doc.get("process") != process:
-        return None, (f"is process file {doc.get('process')}" if doc.get("process")
-                      else "is a main result, not a process file") + f" (expected {process})"
-    return doc, None
-
-
-def valid_processes(rundir: results.RunDir, cell_id: str, repeat: int,
-                    run_id: str) -> dict[int, dict]:
-    """{index: result} of the cell's valid process files (run --repeat K) of this run."""
-    out = {}
-    for i in range(1, repeat + 1):
-        doc, _ = check_result(rundir.cell_path(cell_id, i), run_id, cell_id, i)
-        if doc is not None:
-            out[i] = doc
-    return out
 
 
 def move_aside(rundir: results.RunDir, path: Path) -> Path:
@@ -229,7 +202,7 @@ def finish_result(rundir: results.RunDir, run_id: str, cell: Any, outcome: CellO
     """Merge what the runner saw into the harness's result (or make one if there is none).
 
     With `process` N (run --repeat K) this is the process file cells/<stem>.p<N>.json; the
-    cell's main result is then merged from the process files (merge_processes.merge_cell)."""
+    cell's main result is then merged from the process files (merge_cell)."""
     existing, outcome = _existing_result(rundir, run_id, cell, outcome, process)
     if existing is None or outcome.status in ("timeout", "oom", "crashed"):
         reason = outcome.reason or "no result written"
@@ -258,10 +231,27 @@ def finish_result(rundir: results.RunDir, run_id: str, cell: Any, outcome: CellO
         result["gpus"], result["gpus_source"] = cell_gpus.for_cell(
             result, runner_name, outcome.runner_info, cell.gpus_on(device), host,
             (prepared or {}).get("env"))
-    jit_warmup.annotate(result, jit)  # jit_warmup_s: its key's untimed first start; jit_cache
+    annotate_jit(result, jit)  # jit_warmup_s: its key's untimed first start; jit_cache
     result["runner"] = gpu_state.attach(result, result["runner"])  # NVML around a GPU cell
     if process is None:
         rundir.write_cell(result)
     else:
         rundir.write_process(result)
     return result
+
+
+def annotate_jit(result: dict, warmup: dict | None) -> None:
+    """A cell result's `jit_warmup_s` (the warm-up of its key, run.json `jit_warmups`: null when none
+    ran; reprokit/run/jit_warmup.py) and `jit_cache` (bench/harness.py writes it; a placeholder gets
+    it from what it has: reprokit/probes/jit_cache.py)."""
+    result["jit_warmup_s"] = warmup["wall_s"] if warmup else None
+    result["jit_cache"] = jit_cache.state(result)
+
+
+def merge_cell(rundir: results.RunDir, cell_id: str, repeat: int,
+               run_id: str | None = None) -> dict:
+    """Rebuild cells/<stem>.json from the cell's process files (atomically; reprokit/reader/merge.py);
+    return it."""
+    merged = merge.merge(merge.load_processes(rundir, cell_id, repeat, run_id), repeat)
+    rundir.write_cell(merged)
+    return merged

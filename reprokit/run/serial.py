@@ -15,7 +15,9 @@ from dataclasses import replace
 
 from reprokit.plan import design, fallback, probe_cache
 from reprokit.probes import gpu_state
-from reprokit.run import jit_warmup, lifecycle, merge_processes, record
+from reprokit.reader import merge
+from reprokit.reader.cells import valid_processes
+from reprokit.run import jit_warmup, lifecycle, record
 from reprokit.run.record import Execution
 from reprokit.runners import cell_process
 from reprokit.runners.base import CellOutcome
@@ -78,7 +80,7 @@ def run_serial(ex: Execution) -> None:
                     rec.record(c, res["status"], res["reason"], outcome.process_wall_s)
                 else:
                     k = design.cell_processes(getattr(plan.options, "design", None), c.id, repeat)
-                    rec.record_merged(c, merge_processes.merge_cell(rundir, c.id, k, run_id))
+                    rec.record_merged(c, record.merge_cell(rundir, c.id, k, run_id))
                 progress.done(c, res["status"], outcome.process_wall_s, res["reason"], process=rnd)
         if rnd is not None:
             look(ex, rnd)
@@ -109,9 +111,9 @@ def look(ex: Execution, rnd: int) -> None:
     merged = {}  # each as far as it ran: a cell still running has `rnd` processes, a stopped one its own
     for cid, e in seq.items():
         k = int(e["processes"]) if e.get("stopped") else rnd
-        done = record.valid_processes(rundir, cid, k, run_id)
+        done = valid_processes(rundir, cid, k, run_id)
         if done:
-            merged[cid] = merge_processes.merge(done, max(done))
+            merged[cid] = merge.merge(done, max(done))
     try:
         still = ex.sequential(ex.rec.run, merged, [c.id for c, _ in looking])
     except Exception as e:  # the stopping rule must never cost the run: the cells run on
@@ -139,7 +141,7 @@ def stop_sequential(ex: Execution, c, procs: list, done: int, why: str) -> None:
     for p in later:
         ex.progress.remaining.pop((c.id, p), None)
     run_id = ex.rec.run["run_id"]
-    ex.rec.record_merged(c, merge_processes.merge_cell(ex.rec.rundir, c.id, done, run_id))
+    ex.rec.record_merged(c, record.merge_cell(ex.rec.rundir, c.id, done, run_id))
     ex.say(f"{c.id}: {why}")
 
 
@@ -187,7 +189,7 @@ def _within_limit(ex: Execution, c, rnd, job_cell: dict) -> dict | None:
         doc["process"] = rnd
         rundir.write_process(doc)
         k = design.cell_processes(ex.plan.options.design, c.id, ex.plan.options.repeat)
-        rec.record_merged(c, merge_processes.merge_cell(rundir, c.id, k, rec.run["run_id"]))
+        rec.record_merged(c, record.merge_cell(rundir, c.id, k, rec.run["run_id"]))
     ex.progress.done(c, "skipped", 0.0, reason, process=rnd)
     ex.say(f"{c.id}: {reason}")
     return None

@@ -1,8 +1,8 @@
 """A cell's process as its runner starts and watches it: never outliving its driver, and honest about
 how it ended.
 
-- Identity: `host_name`, `process_start_ticks` and `pid_alive` tell a live process from a later one
-  that reuses its pid (the run lock and the containers' labels use them).
+- Identity: a process's host, pid and start time (reprokit/probes/processes.py) tell a live process
+  from a later one that reuses its pid (the run lock and the containers' labels use them).
 - Driver killed outright (SIGKILL): the local runner's cells get PR_SET_PDEATHSIG=SIGKILL
   (`set_parent_death_signal`, Linux); a container, which cannot see the driver's pid, watches the
   run's heartbeat file (`Heartbeat`, touched by the driver every few seconds while a cell runs) and
@@ -21,7 +21,6 @@ import ctypes
 import errno
 import os
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -35,37 +34,6 @@ HEARTBEAT_STALE_S = 30.0
 HEARTBEAT_EXIT = 75
 # bench/harness.py arms alarm(timeout_s + grace): the cell's time limit holds without the driver
 TIMEOUT_GRACE_S = 30
-
-
-def host_name() -> str:
-    return socket.gethostname()
-
-
-def process_start_ticks(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22), which tells
-    a live process from a later one that reuses its pid; None where /proc is not readable."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat[stat.rindex(")") + 2:].split()[19]
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def pid_alive(pid: int, start_ticks: str | None = None) -> bool:
-    """Whether process `pid` on this host is alive (and, given its start time, the same process)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    except OSError:
-        return False
-    if start_ticks:
-        now = process_start_ticks(pid)
-        if now is not None and now != str(start_ticks):
-            return False
-    return True
 
 
 def heartbeat_stale_s() -> float:

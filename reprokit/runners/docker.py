@@ -20,7 +20,7 @@ starts in a session of its own) or else the next command of the kit that talks t
 removes it, its output saved as the cell's log (reprokit/containers/engine.py). An engine that
 stops answering mid-cell is cell_process.EngineLost.
 
-The container is the one reprokit/runners/container.py describes (the compose files and the Slurm
+The container is the one reprokit/containers/spec.py describes (the compose files and the Slurm
 launchers render the same ContainerSpec): the image's own interpreter by absolute path,
 environment, mounts and, for GPU cells, a device request naming exactly the
 cell's GPUs (`run --gpus` gives the pool, the cell's `gpus` parameter or 1 the count) with
@@ -43,13 +43,13 @@ import time
 import uuid
 from pathlib import Path
 
-from reprokit.containers import engine, images, recipes
+from reprokit.containers import engine, images, recipes, spec
+from reprokit.containers.spec import NOBODY
 from reprokit.errors import UserError
 from reprokit.files import BENCH
+from reprokit.probes import processes
 from reprokit.runners import cell_process
-from reprokit.runners import container as spec
 from reprokit.runners.base import CellOutcome, StackUnavailable
-from reprokit.runners.container import NOBODY
 
 
 def describe_exit(code: int, oom_killed: bool, mem_limit: str) -> tuple[str, str]:
@@ -128,7 +128,7 @@ class DockerRunner:
                 "jit_cache": jit, "substitutes": subs}
 
     def host_key(self) -> str:
-        """The host's GPU architectures and driver (container.host_gpu_key), asked once."""
+        """The host's GPU architectures and driver (spec.host_gpu_key), asked once."""
         if self._host_key is None:
             from reprokit.probes import fingerprint
 
@@ -138,7 +138,7 @@ class DockerRunner:
 
     def jit_volume(self, found, image_dir: str, user: str) -> dict:
         """The image's CUDA JIT cache volume on this host, made the cell user's
-        (container.ensure_jit_volume); what the cell's runner info records."""
+        (spec.ensure_jit_volume); what the cell's runner info records."""
         return spec.ensure_jit_volume(self.client, found.image_id, image_dir, self.flavour,
                                       self.host_key(), user)
 
@@ -198,7 +198,7 @@ class DockerRunner:
         jit = prepared.get("jit_cache") if (gpu_ids or self.device != "gpu") else None
         pid = os.getpid()
         if self._watch is None:  # removes this driver's containers should it die without doing so
-            self._watch = engine.start_watch(pid, cell_process.process_start_ticks(pid))
+            self._watch = engine.start_watch(pid, processes.process_start_ticks(pid))
         # a container cannot see its driver's pid: it watches the run's heartbeat file instead
         heartbeat = cell_process.Heartbeat(run_dir)
         heartbeat.beat(force=True)
@@ -228,7 +228,7 @@ class DockerRunner:
 
     def _box(self, prepared: dict, job_path: Path, cell: dict, run_dir: Path, cells_dir: Path,
              process: int | None, gpu_ids: list, jit: dict | None, heartbeat) -> spec.ContainerSpec:
-        """The description of the cell's container (runners/container.py), labelled with its driver."""
+        """The description of the cell's container (containers/spec.py), labelled with its driver."""
         cjob, data_root = spec.container_job(job_path)
         pid = os.getpid()
         env = {**prepared["env"],
@@ -242,8 +242,8 @@ class DockerRunner:
             mem_limit=self.mem_limit, pids_limit=self.pids_limit,
             name=f"reprokit-{prepared['stack']}-{uuid.uuid4().hex[:10]}",
             labels={"reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir),
-                    "reprokit.driver.pid": str(pid), "reprokit.driver.host": cell_process.host_name(),
-                    "reprokit.driver.start": cell_process.process_start_ticks(pid) or ""})
+                    "reprokit.driver.pid": str(pid), "reprokit.driver.host": processes.host_name(),
+                    "reprokit.driver.start": processes.process_start_ticks(pid) or ""})
 
     def _create(self, box, cell_id: str):
         """The cell's container, created (not started); an engine that stopped answering is EngineLost."""

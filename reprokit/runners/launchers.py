@@ -10,7 +10,7 @@
 | pyxis     | `srun --container-image=<squashfs>` (enroot)    | command line built and tested only: |
 |           |                                                 | never run (no pyxis here)           |
 
-The three container launchers render the one ContainerSpec of reprokit/runners/container.py (the
+The three container launchers render the one ContainerSpec of reprokit/containers/spec.py (the
 Docker runner's and the compose files' too). `prepare` runs once per stack on the driver; `task`
 gives what the node runs for one cell: argv, extra environment, working directory, for Docker the
 container's name (killed on SIGTERM by slurm_task.py), and for the container launchers the spec
@@ -25,10 +25,10 @@ import os
 import uuid
 from pathlib import Path
 
+from reprokit.containers import spec as container_spec
+from reprokit.containers.spec import ContainerSpec
 from reprokit.files import BENCH
-from reprokit.runners import container
 from reprokit.runners.base import StackUnavailable
-from reprokit.runners.container import ContainerSpec
 
 NAMES = ("local", "docker", "apptainer", "pyxis")
 
@@ -92,9 +92,9 @@ class _ContainerLauncher:
         run_dir = Path(run_dir).resolve()
         # the job's own out_dir is the writable mount: cells/, or a JIT warm-up's warmup/<key>/
         out_dir = json.loads(Path(job_path).read_text()).get("out_dir") or str(run_dir / "cells")
-        cjob, data_root = container.container_job(Path(job_path))
+        cjob, data_root = container_spec.container_job(Path(job_path))
         name = self.container_name(prepared)
-        spec = container.cell_spec(
+        spec = container_spec.cell_spec(
             image=prepared["image_ref"], python=prepared["python"], stack=prepared["stack"],
             env=prepared["env"], user=prepared["user"], bench_dir=str(BENCH), run_dir=str(run_dir),
             cells_dir=str(Path(out_dir).resolve()), job_name=cjob.name, cell_id=cell_id, process=process,
@@ -131,7 +131,7 @@ class DockerLauncher(_ContainerLauncher):
         return f"reprokit-slurm-{prepared['stack']}-{uuid.uuid4().hex[:10]}"
 
     def ready(self, spec: ContainerSpec, run_dir: Path) -> None:
-        from reprokit.runners.container import CELLS_IN_CONTAINER
+        from reprokit.containers.spec import CELLS_IN_CONTAINER
 
         cells = Path(next((m.source for m in spec.mounts if m.target == CELLS_IN_CONTAINER),
                           run_dir / "cells"))
@@ -172,7 +172,7 @@ def _image_file(folder: str | None, stack_spec: dict, flavour: str, suffix: str,
 class _ImageFileLauncher(_ContainerLauncher):
     """A launcher that runs an image file made from the kit's image (never run here): the spec's
     image is that file, its interpreter the recipe's, its user the driver's. On a GPU its CUDA JIT
-    cache is a host directory per image file (container.jit_cache_dir), bound read-write."""
+    cache is a host directory per image file (container_spec.jit_cache_dir), bound read-write."""
 
     suffix = ""
     info_key = ""
@@ -200,11 +200,11 @@ class _ImageFileLauncher(_ContainerLauncher):
         info = {self.info_key: path, "image_id": image_id, "never_run": True}
         jit_dir = None
         if self.device == "gpu":  # the JIT cache the Docker launcher keeps in a volume, as a directory
-            jit_dir = str(container.jit_cache_dir(path))
-            info["jit_cache"] = {"dir": jit_dir, "path": container.jit_cache_path(),
-                                 "maxsize": container.jit_cache_env()["CUDA_CACHE_MAXSIZE"]}
+            jit_dir = str(container_spec.jit_cache_dir(path))
+            info["jit_cache"] = {"dir": jit_dir, "path": container_spec.jit_cache_path(),
+                                 "maxsize": container_spec.jit_cache_env()["CUDA_CACHE_MAXSIZE"]}
         return {"stack": stack, "image_ref": path, "python": python,
-                "env": container.environment(stack_spec, self.flavour),
+                "env": container_spec.environment(stack_spec, self.flavour),
                 "user": f"{os.getuid()}:{os.getgid()}", "jit_dir": jit_dir, "info": info}
 
 
@@ -229,11 +229,11 @@ class PyxisLauncher(_ImageFileLauncher):
 def render(launcher: str, spec: ContainerSpec) -> list[str]:
     """The command line of `launcher` for the spec (its image: an image id, a SIF, a squashfs)."""
     if launcher == "docker":
-        return container.docker_argv(spec)
+        return container_spec.docker_argv(spec)
     if launcher == "apptainer":
-        return container.apptainer_argv(spec, spec.image)
+        return container_spec.apptainer_argv(spec, spec.image)
     if launcher == "pyxis":
-        return container.pyxis_argv(spec, spec.image)
+        return container_spec.pyxis_argv(spec, spec.image)
     raise ValueError(f"{launcher!r} does not start a container")
 
 

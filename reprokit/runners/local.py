@@ -48,7 +48,7 @@ def jit_cache_vars(stack: str) -> dict[str, str]:
     ~/.cache/reprokit/cuda-jit) and CUDA_CACHE_MAXSIZE (compat.yaml jit.cache_env) for a local
     stack: the driver's default cache is shared by every program of the user, so a cell's
     `jit_cache` (cold or warm when it began) would say nothing about this stack's kernels."""
-    from reprokit.runners.container import jit_cache_env, jit_cache_root
+    from reprokit.containers.spec import jit_cache_env, jit_cache_root
 
     return {"CUDA_CACHE_PATH": str(jit_cache_root() / stack),
             "CUDA_CACHE_MAXSIZE": jit_cache_env()["CUDA_CACHE_MAXSIZE"]}

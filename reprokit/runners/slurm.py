@@ -144,7 +144,7 @@ def _first_line(text: str) -> str:
 
 
 def mem_default() -> str:
-    from reprokit.runners.container import limits
+    from reprokit.containers.spec import limits
 
     return limits()[0].upper()
 

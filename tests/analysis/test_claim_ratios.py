@@ -19,6 +19,7 @@ from conftest import run_with_todays_data
 from reprokit import files, results
 from reprokit.analysis import claims, roofline
 from reprokit.report.report import render
+from reprokit.run.record import write_run
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "docs" / "gpu-run" / "20261126T180107Z-stacked-lstm-2019"
@@ -100,7 +101,7 @@ def test_a_gpu_claim_pair_shows_its_ratio_published_ratio_and_classes(tmp_path):
     eager = next(e for e in run["cells"] if e["cell_id"] == "003/pytorch/eager_fine_grained/forward")
     run["cells"].append(dict(eager, cell_id=cell["cell_id"],
                              file=f"cells/{cell['cell_id'].replace('/', '__')}.json"))
-    rd.write_run(run)
+    write_run(rd, run)
     render(rd)
     report = json.loads((rd.path / "report.json").read_text())
     (row,) = [x for x in report["claim_ratios"] if x["claim"] == "c003-jit-2-5x-on-gpu"]

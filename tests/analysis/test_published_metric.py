@@ -207,7 +207,7 @@ def test_004_pytorch_ms_per_batch_of_the_first_log_window():
 
 
 def test_repeat_processes_give_the_median_figure_and_its_interval():
-    from reprokit.run import merge_processes
+    from reprokit.reader import merge
 
     parts = []
     for stall in (0.2, 0.3, 0.4):
@@ -216,7 +216,7 @@ def test_repeat_processes_give_the_median_figure_and_its_interval():
         ctx.record_timed("train_time_per_example", timed([], raw), "ms", "ms_per_item", 128, "s")
         _lstm000.record_as_published(ctx, "train_time_per_example", 128)
         parts.append({"metrics": copy.deepcopy(ctx.metrics)})
-    merged = merge_processes.merge_metrics(parts)["train_time_per_example"]
+    merged = merge.merge_metrics(parts)["train_time_per_example"]
     s = published_metric.summary(merged)
     values = [1000 * (990 * 0.018 + 10 * x) / (1000 * 128) for x in (0.2, 0.3, 0.4)]
     assert s["median"] == pytest.approx(values[1]) and s["n"] == 3

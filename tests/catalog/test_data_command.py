@@ -350,7 +350,7 @@ def test_docker_runner_mounts_the_data_read_only(tmp_path, data_dir, lock, no_pe
 
 
 def test_container_job_rewrites_data_dirs(tmp_path):
-    from reprokit.runners.container import container_job
+    from reprokit.containers.spec import container_job
     root = tmp_path / "data"
     job = {"schema_version": 1, "run_id": "r", "stack": "s", "kit": {"version": "x",
                                                                      "git_commit": None},

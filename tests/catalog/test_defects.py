@@ -17,6 +17,7 @@ from reprokit import results
 from reprokit.analysis import claims
 from reprokit.catalog import suites
 from reprokit.report import report
+from reprokit.run.record import write_run
 
 # seed_workloads.md, source by source: (where the reference describes it, defect id)
 WALKTHROUGH = {
@@ -139,7 +140,7 @@ def _all_cells_run(tmp_path, suite_name):
         entries.append({"cell_id": c.id, "stack": c.stack, "status": "failed",
                         "reason": "synthetic: not run",
                         "result_file": "cells/" + results.cell_filename(c.id)})
-    rd.write_run({
+    write_run(rd, {
         "schema_version": 1, "kind": "run", "run_id": run_id, "suite": suite_name,
         "argv": ["reproduce.py"], "runner": "local", "protocol": "budget", "quick": True,
         "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z", "wall_s": 1.0,

@@ -2,7 +2,10 @@
 
 import csv
 
+import pytest
+
 from reprokit.catalog import suites
+from reprokit.errors import UserError
 
 
 def test_every_suite_loads_and_has_unique_cells():
@@ -30,8 +33,9 @@ def test_every_published_number_is_data_and_maps_to_a_cell(repo):
     # tests/data/published_numbers.csv: a byte-for-byte copy of shared/reference/published_numbers.csv
     # (sha256 in tests/data/README.md), so a clone on its own can check the imported data against it
     rows = list(csv.DictReader(open(repo / "tests" / "data" / "published_numbers.csv", newline="")))
-    numbers = suites.all_sources_published()
-    assert len(numbers) == len(rows) == 444
+    numbers = [n for n in suites.all_sources_published() if "csv_line" in n]  # those the CSV holds
+    assert len(numbers) == len(rows) and {n["provenance"]["source"] for n in numbers} == {
+        r["suite_source"][:3] for r in rows}
     all_cells = {c.id for n in suites.suite_names() for c in suites.load_suite(n).cells}
     for n, r in zip(numbers, rows):
         assert n["value"] == float(r["value"]) and n["unit"] == r["unit"]
@@ -74,3 +78,27 @@ def test_every_budget_takes_enough_samples_for_an_exact_interval():
             assert s.defaults[key]["min_samples"] >= stats.MIN_EXACT_N, (name, key)
         for c in s.cells:
             assert (c.budget or {}).get("min_samples", stats.MIN_EXACT_N) >= stats.MIN_EXACT_N, c.id
+
+
+def test_a_published_table_with_defaults_is_checked_once_merged():
+    """docs/adding-a-benchmark.md step 1: what all rows share is written once in `defaults`; each number
+    is checked against published.schema.json with them merged, so a row the defaults leave incomplete
+    is named like any schema error."""
+    from reprokit import validate
+
+    doc = {"schema_version": 1, "source": "900",
+           "defaults": {"provenance": {"table": "T1"}, "workload": {},
+                        "environment": {"gpu": "Tesla P40", "framework": "torch",
+                                        "framework_version": "1.0"}},
+           "numbers": [{"id": "900-1", "value": 1.0, "unit": "ms", "metric": "m", "cell": None,
+                        "provenance": {"row_label": "r"}, "environment": {"gpu": "Tesla P100"}}]}
+    (n,) = suites.expand_published(doc)["numbers"]
+    assert n["provenance"] == {"table": "T1", "row_label": "r", "source": "900"}
+    assert n["environment"]["gpu"] == "Tesla P100" and n["environment"]["framework"] == "torch"
+    assert validate.errors("published", suites.expand_published(doc)) == []
+    del doc["defaults"]["environment"]["framework_version"]
+    doc["numbers"][0]["environment"] = {}
+    assert validate.errors("published", suites.expand_published(doc))  # no version anywhere
+    doc["defaults"]["units"] = "ms"
+    with pytest.raises(UserError, match="defaults may hold only provenance, workload, environment"):
+        suites.expand_published(doc)

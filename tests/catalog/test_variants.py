@@ -10,6 +10,7 @@ from reprokit import results
 from reprokit.catalog import suites
 from reprokit.errors import UserError
 from reprokit.report import context, report
+from reprokit.run.record import write_run
 
 RUN_ID = "20260101T000000Z-legacy-2017"
 PUB = "000/tensorflow/basic_lstm/b128-s30-h512"
@@ -90,7 +91,7 @@ def run(tmp_path, monkeypatch):
     ]
     for c in cells:
         rd.write_cell(c)
-    rd.write_run({
+    write_run(rd, {
         "schema_version": 1, "kind": "run", "run_id": RUN_ID, "suite": "legacy-2017",
         "argv": ["reproduce.py"], "runner": "local", "protocol": "budget", "quick": True,
         "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z", "wall_s": 1.0,

@@ -18,8 +18,7 @@ import pytest
 
 from reprokit import files
 from reprokit.catalog import suites
-from reprokit.containers import compose, images, recipes
-from reprokit.runners import container as spec
+from reprokit.containers import compose, images, recipes, spec
 from reprokit.runners.docker import DockerRunner
 
 REPO = Path(__file__).resolve().parents[2]

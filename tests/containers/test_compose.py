@@ -112,7 +112,7 @@ def test_run_dir_for_gpu_names_and_prepares_each_stacks_jit_cache_volume(tmp_pat
     """`run-dir --flavour gpu` creates each stack image's JIT cache volume, hands it to the run's
     user and names it in compose.env for the GPU file. No GPU image is built here: the smoke image
     stands in for each stack's (the volume and its chown do not depend on the framework)."""
-    from reprokit.runners import container as spec
+    from reprokit.containers import spec
 
     c = engine()
     monkeypatch.setenv("REPROKIT_IMAGE_LOCK", str(tmp_path / "lock.json"))

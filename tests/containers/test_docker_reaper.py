@@ -19,8 +19,8 @@ import pytest
 
 from reprokit import results
 from reprokit.containers import engine
+from reprokit.probes import processes
 from reprokit.run import lifecycle
-from reprokit.runners import cell_process
 
 pytestmark = pytest.mark.docker
 
@@ -44,8 +44,8 @@ def dead_pid() -> int:
 def labels(run_dir: Path, cell: str, pid: int, host: str | None = None) -> dict:
     return {"reprokit.run": run_dir.name, "reprokit.run_dir": str(run_dir), "reprokit.cell": cell,
             "reprokit.stack": "smoke-python", "reprokit.driver.pid": str(pid),
-            "reprokit.driver.host": host or cell_process.host_name(),
-            "reprokit.driver.start": cell_process.process_start_ticks(pid) or ""}
+            "reprokit.driver.host": host or processes.host_name(),
+            "reprokit.driver.start": processes.process_start_ticks(pid) or ""}
 
 
 def a_run(tmp_path: Path) -> Path:
@@ -161,7 +161,7 @@ def test_the_drivers_successor_removes_its_containers_once_it_is_dead(client, sm
     c = container(client, smoke_image["image_id"], labels(run, "smoke/a", driver.pid),
                   "print('after my driver')")
     try:
-        watcher = engine.start_watch(driver.pid, cell_process.process_start_ticks(driver.pid))
+        watcher = engine.start_watch(driver.pid, processes.process_start_ticks(driver.pid))
         assert watcher is not None
         assert engine.start_watch(driver.pid, None) is None  # one successor per driver
         time.sleep(3 * engine.WATCH_POLL_S)

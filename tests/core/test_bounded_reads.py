@@ -14,7 +14,7 @@ import pytest
 
 from reprokit import cli, files
 from reprokit.errors import UserError
-from reprokit.run import reconcile
+from reprokit.reader import cells
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def test_check_result_says_why_a_huge_file_is_invalid(tmp_path, monkeypatch):
     f = tmp_path / "c.json"
     f.write_text(json.dumps({"padding": "x" * 1000}))
     monkeypatch.setitem(files.READ_LIMITS, "cell_result", 100)
-    doc, why = reconcile.check_result(f, "run-id")
+    doc, why = cells.check_result(f, "run-id")
     assert doc is None and "limit" in why
 
 

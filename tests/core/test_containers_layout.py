@@ -55,11 +55,14 @@ def test_runners_and_the_venv_code_import_each_other_in_no_cycle():
     assert not mods["reprokit.runners.bounded"] & runners
 
 
-def test_the_containers_package_starts_no_container_of_a_runner():
-    """containers/ provides images (and renders the one spec of runners/container.py into compose
-    files); it never imports a runner. The engine's reaper reads a driver's identity (host name, pid
-    alive with its start time) from runners/cell_process.py, which starts nothing."""
-    for m, imps in modules().items():
+def test_the_containers_package_imports_no_runner():
+    """containers/ provides images and the one spec of a cell's container (containers/spec.py), which
+    it renders into compose files; it imports nothing of runners/ (issue 37: the runners start the
+    containers it describes). The engine's reaper reads a driver's identity (host name, pid alive with
+    its start time) from reprokit/probes/processes.py, which starts nothing."""
+    mods = modules()
+    assert "reprokit.containers.spec" in mods and "reprokit.runners.container" not in mods
+    assert "reprokit.probes.processes" in mods["reprokit.containers.engine"]
+    for m, imps in mods.items():
         if m.startswith("reprokit.containers"):
-            assert not {i for i in imps if i.startswith("reprokit.runners")} - {
-                "reprokit.runners", "reprokit.runners.container", "reprokit.runners.cell_process"}, m
+            assert not {i for i in imps if i.startswith("reprokit.runners")}, m

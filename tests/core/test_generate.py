@@ -76,8 +76,8 @@ def test_every_option_of_every_command_is_in_the_commands_page():
     """docs/commands.md's generated block lists each command's options from its own add_arguments
     (issue 37: the hand-kept page lacked six `run` options)."""
     import argparse
-    import importlib
 
+    from reprokit import commands
     from reprokit.commands import COMMANDS, options_doc
 
     block = options_doc.DOC.read_text().split(options_doc.BEGIN, 1)[1].split(options_doc.END, 1)[0]
@@ -85,7 +85,7 @@ def test_every_option_of_every_command_is_in_the_commands_page():
     for name in COMMANDS:
         assert f"### `reproduce.py {name}`" in block, name
         parser = argparse.ArgumentParser(add_help=False)
-        importlib.import_module(f"reprokit.commands.{name}").add_arguments(parser)
+        commands.module(name).add_arguments(parser)
         for action in parser._actions:
             for flag in action.option_strings:
                 assert f"`{flag}`" in block, (name, flag)

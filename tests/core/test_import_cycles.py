@@ -1,18 +1,27 @@
 """The kit's host modules import in one direction, stage by stage, and in no cycle, counting the
 imports placed inside functions (issue 22: four cycles hid behind them).
 
-Stages, earliest first: the formats (flat: errors, files, validate, results, ...) -> catalog -> probes
--> plan -> runners and containers -> run -> analysis -> report -> crate, commands and generate -> cli.
+Stages, earliest first: the formats (flat: errors, files, validate, results, ...) -> catalog
+-> probes -> plan -> reader -> containers -> runners -> run -> analysis -> report -> crate, commands and
+generate -> cli: one stage per package, in the order of docs/architecture.md.
 A module may import its own stage and earlier ones; an import of a later stage fails, unless it is one
 of the EXCEPTIONS below, each named with its reason. An exception that is no longer used fails too, so
 the list only shrinks: it is empty since host_preflight (which probes the engine, images and
 environments) moved from the plan stage to the runners'. The last cycle, run.execute <->
 run.execute_concurrent, went when both began to write the run's record through
-reprokit/run/record.py; KNOWN names none."""
+reprokit/run/record.py; KNOWN names none. runners and containers shared a stage, which hid a package
+cycle, until the container spec moved to containers/spec.py and the process helpers to
+reprokit/probes/processes.py (issue 37).
+
+Two more rules (issue 37): the analysis and the report read a run through reprokit/reader/ and import
+nothing of run/ or runners/ (execution code), and reprokit/run/record.py is the one module that
+writes run.json."""
 
 from __future__ import annotations
 
 import ast
+import re
+import shutil
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "reprokit"
@@ -24,7 +33,9 @@ STAGES = [
     {"catalog"},
     {"probes"},
     {"plan"},
-    {"runners", "containers"},
+    {"reader"},
+    {"containers"},
+    {"runners"},
     {"run"},
     {"analysis"},
     {"report"},
@@ -35,10 +46,10 @@ STAGES = [
 EXCEPTIONS: dict[tuple[str, str], str] = {}  # (importer, imported): why; none left
 
 
-def _modules() -> dict[str, Path]:
+def _modules(package: Path = PACKAGE) -> dict[str, Path]:
     out = {}
-    for p in PACKAGE.rglob("*.py"):
-        parts = p.relative_to(PACKAGE.parent).with_suffix("").parts
+    for p in package.rglob("*.py"):
+        parts = p.relative_to(package.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         out[name] = p
     return out
@@ -158,3 +169,129 @@ def test_the_direction_check_sees_an_import_inside_a_function():
     assert _backward(graph) == {("reprokit.plan.plan", "reprokit.run.execute")}
     # on the kit itself: Plan.run_stack imports the fallback chains inside a method, and is seen
     assert "reprokit.plan.fallback" in _graph()["reprokit.plan.plan"]
+
+
+def test_one_stage_per_package_in_the_order_of_the_architecture_note():
+    """From the catalog's to the report's, each stage is one package, and docs/architecture.md's
+    module tree lists them in the order of their stages (runners and containers shared one until
+    issue 37)."""
+    note = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    listed = re.findall(r"^  (\w+)/ ", note, re.M)  # the module tree's packages, in its order
+    report = next(i for i, names in enumerate(STAGES) if "report" in names)
+    staged = []
+    for names in STAGES[1:report + 1]:
+        assert len(names) == 1 and (PACKAGE / next(iter(names)) / "__init__.py").is_file(), names
+        staged += names
+    assert [n for n in listed if n in staged] == staged
+
+
+# -- analysis and report read a run without the execution code --------------------------------------
+EXECUTION = ("reprokit.run", "reprokit.runners")
+READERS = ("reprokit.analysis", "reprokit.report")
+
+
+def _execution_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) for every import of run/ or runners/ by analysis/ or report/."""
+    return sorted((a, b) for a, imps in graph.items() if a.startswith(READERS) for b in imps
+                  if any(b == x or b.startswith(x + ".") for x in EXECUTION))
+
+
+def test_the_analysis_and_the_report_import_nothing_of_run_or_runners():
+    """They read results through reprokit/reader/ (and results.py): no exception."""
+    assert _execution_imports(_graph()) == []
+    assert "reprokit.reader.reconcile" in _graph()["reprokit.report.context"]
+
+
+def test_the_execution_check_sees_an_import_inside_a_function():
+    graph = {"reprokit.analysis.run_health": {"reprokit.reader.cells"},
+             "reprokit.report.context": {"reprokit.reader.reconcile"}}
+    assert _execution_imports(graph) == []
+    graph["reprokit.analysis.run_health"].add("reprokit.run.reconcile")
+    graph["reprokit.report.context"].add("reprokit.runners")
+    assert _execution_imports(graph) == [("reprokit.analysis.run_health", "reprokit.run.reconcile"),
+                                         ("reprokit.report.context", "reprokit.runners")]
+
+
+# -- one writer of run.json ---------------------------------------------------------------------------
+RUN_RECORD_WRITER = "reprokit.run.record"
+# the calls that write a file, and the words that name the run's record in them
+_WRITE_CALLS = {"write_json_atomic", "write_text_atomic", "write_text", "write_bytes", "open", "replace",
+                "rename", "copy", "copy2", "copyfile", "move", "symlink_to", "hardlink_to", "link"}
+_RUN_RECORD = re.compile(r"\brun_file\b|run\.json")
+
+
+def _writes_run_json(source: str) -> list[int]:
+    """The lines of `source` that write run.json: a call that writes a file and names the run's
+    record (its path, `run_file` or "run.json", or, for write_json_atomic, the schema "run"). `open`
+    counts when its mode writes; run.json in a comment or a docstring does not, nor a call of
+    record.write_run (the one way in)."""
+    tree = ast.parse(source)
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+        if name not in _WRITE_CALLS:
+            continue
+        text = ast.get_source_segment(source, node) or ""
+        if name in ("write_json_atomic", "write_text_atomic") and (
+                _RUN_RECORD.search(text) or any(isinstance(a, ast.Constant) and a.value == "run"
+                                                for a in node.args[2:] + [k.value for k in node.keywords])):
+            out.append(node.lineno)
+        elif name == "open":
+            mode = node.args[1] if len(node.args) > 1 else next(
+                (k.value for k in node.keywords if k.arg == "mode"), None)
+            writes = isinstance(mode, ast.Constant) and set(str(mode.value)) & set("wax+")
+            if writes and _RUN_RECORD.search(text):
+                out.append(node.lineno)
+        elif _RUN_RECORD.search(text):
+            out.append(node.lineno)
+    return sorted(out)
+
+
+def _run_json_writers(package: Path = PACKAGE) -> dict[str, list[int]]:
+    """{module: the lines that write run.json} over the package, every module that writes it."""
+    found = {}
+    for name, path in _modules(package).items():
+        lines = _writes_run_json(path.read_text())
+        if lines:
+            found[name] = lines
+    return found
+
+
+def test_run_json_has_one_writer():
+    """Every write of run.json goes through reprokit/run/record.py `write_run` (RunRecord, the driver,
+    the concurrent runner, the JIT warm-up and reconcile's RecordWriter call it): no other module
+    writes the run's record, and results.RunDir has no writer of it."""
+    writers = _run_json_writers()
+    assert list(writers) == [RUN_RECORD_WRITER], writers
+    from reprokit import results
+
+    assert not hasattr(results.RunDir, "write_run")
+
+
+def test_the_writer_check_finds_a_second_writer(tmp_path):
+    """Planted writes of run.json in a copy of the package, each one the check must name."""
+    copy = tmp_path / "reprokit"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "schemas"))
+    assert list(_run_json_writers(copy)) == [RUN_RECORD_WRITER]
+    planted = {
+        "run/execute_concurrent.py": "    files.write_json_atomic(rundir.run_file, run, \"run\")\n",
+        "run/jit_warmup.py": "    (rundir.path / \"run.json\").write_text(json.dumps(run))\n",
+        "analysis/run_health.py": "    files.write_json_atomic(path, run, \"run\")\n",
+        "report/context.py": ("    with open(rundir.path / \"run.json\", \"w\") as f:\n"
+                              "        f.write(\"{}\")\n"),
+        "run/reconcile.py": "    shutil.copy(tmp, rundir.path / \"run.json\")\n",
+        "containers/engine.py": "    os.replace(tmp, rundir.run_file)\n",
+    }
+    for rel, line in planted.items():
+        path = copy / rel
+        clean = path.read_text()
+        path.write_text(clean + "\n\ndef _planted(rundir, run, path, tmp, files, json, os, shutil):\n" + line)
+        name = "reprokit." + rel[:-3].replace("/", ".")
+        assert sorted(_run_json_writers(copy)) == sorted([RUN_RECORD_WRITER, name]), rel
+        path.write_text(clean)
+    # reading it, or naming it in words, is no write
+    assert _writes_run_json('(p / "run.json").is_file()\nx = open(rundir.run_file)\n'
+                            '"""writes run.json"""\n# run.json\nrecord.write_run(rundir, run)\n') == []

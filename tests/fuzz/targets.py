@@ -29,7 +29,9 @@ from reprokit.crate import checks as crate_checks
 from reprokit.crate import export as crate_export
 from reprokit.crate import profile as crate_profile
 from reprokit.errors import UserError
-from reprokit.run import reconcile, record
+from reprokit.reader.cells import check_result
+from reprokit.reader.reconcile import cell_id_of
+from reprokit.run import reconcile
 
 # What does not depend on the input is asked once: the kit's own git commit (crate checks ask it)
 files.kit_info = functools.cache(files.kit_info)
@@ -138,7 +140,7 @@ class RunJson(_RunScratch):
 
 
 class CellJson(_RunScratch):
-    """A cell result: record.check_result must answer (doc, None) or (None, reason); then
+    """A cell result: reader.cells.check_result must answer (doc, None) or (None, reason); then
     reconcile (which adopts or moves it aside) and RunDir.load_cell/load_cells."""
 
     name = "cell_json"
@@ -150,8 +152,8 @@ class CellJson(_RunScratch):
         self.restore()
         victim = sorted((self.run / "cells").glob("*.json"))[0]
         victim.write_bytes(data)
-        cell_id = reconcile.cell_id_of(victim.name)
-        doc, why = record.check_result(victim, self.run_id, cell_id)
+        cell_id = cell_id_of(victim.name)
+        doc, why = check_result(victim, self.run_id, cell_id)
         assert (doc is None) != (why is None), (doc, why)
         assert why is None or (isinstance(why, str) and "\n" not in why), why
         try:

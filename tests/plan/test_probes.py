@@ -25,7 +25,7 @@ from reprokit.plan import compat as compat_data
 from reprokit.plan import preflight, probe_cache
 from reprokit.plan.plan import Options, make_plan
 from reprokit.run.execute import execute
-from reprokit.run.record import exit_code
+from reprokit.run.record import exit_code, write_run
 from reprokit.runners import host_preflight
 from reprokit.runners.local import LocalRunner
 
@@ -372,6 +372,15 @@ def _check_probe_result(res, framework, n_bias):
         assert grad is None
     assert probe["shapes"]["lstm"] == {"batch": 16, "input": 64, "hidden": 64}
     assert res["implementation"]["framework"] == framework
+    # issue 36: each timed stage's last result (the gradients for the backward) against the same call
+    # made once more, untimed (bench/workloads/_probe.py _stage_check)
+    for name, m in res["metrics"].items():
+        if m["stop_reason"] == "single":
+            continue
+        rw = m["real_work"]
+        assert rw["ok"] and rw["phase"] == "forward" and rw["reason"] is None, (name, rw)
+        (c,) = rw["checks"]
+        assert c["timed"] > 0 and c["timed"] == pytest.approx(c["reference"], rel=c["rel_tol"]), (name, c)
 
 
 MODERN = {"torch-modern": ("torch", "torch", 2), "tf-modern": ("tensorflow", "tensorflow", 1),
@@ -581,7 +590,7 @@ def test_the_collector_of_a_slurm_run_records_a_probe_under_its_node(tmp_path, m
            "cells": [], "current": None, "stacks": {},
            "driver": {"pid": 1, "host": "elsewhere", "start_ticks": None}}
     record.set_entry(run, c, "pending", "not run yet", None)
-    rundir.write_run(run)
+    write_run(rundir, run)
     node = stored("h100")
     said = []
     runner = SimpleNamespace(name="slurm", say=said.append)

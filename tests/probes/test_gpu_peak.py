@@ -22,6 +22,7 @@ from reprokit.analysis import flops, run_health
 from reprokit.probes import gpu_peak
 from reprokit.report import report
 from reprokit.run import execute
+from reprokit.run.record import write_run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -123,7 +124,7 @@ def test_the_report_shows_the_gemm_probe_of_a_gpu_host(tmp_path):
            "started": "2026-11-26T00:00:00Z", "finished": "2026-11-26T00:01:00Z", "wall_s": 60.0,
            "host_fingerprint": host, "kit": files.kit_info(), "stacks": {}, "current": None,
            "cpu_peak": None, "gpu_peak": MEASURED, "cells": []}
-    rundir.write_run(run)
+    write_run(rundir, run)
     report.render(rundir)
     md = (rundir.path / "report.md").read_text()
     assert "| GPU 0 GEMM probe (context) | fp32 51 TFLOP/s (" in md
@@ -131,7 +132,7 @@ def test_the_report_shows_the_gemm_probe_of_a_gpu_host(tmp_path):
     assert "| GPU GEMM method | measured: best of 10 torch float32 mm |" in md
     assert "GPU 0 GEMM probe (context)</th><td>fp32 51 TFLOP/s" in (rundir.path / "report.html").read_text()
     run["gpu_peak"] = {"skipped": "torch 2.13.0+cpu sees no CUDA device"}
-    rundir.write_run(run)
+    write_run(rundir, run)
     report.render(rundir)
     assert "| GPU GEMM probe (context) | not measured: skipped: torch 2.13.0+cpu sees no CUDA device |" in \
         (rundir.path / "report.md").read_text()

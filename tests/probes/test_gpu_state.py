@@ -27,9 +27,10 @@ from reprokit.analysis import run_health
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.plan.plan import Options, make_plan
 from reprokit.probes import gpu_state
+from reprokit.reader import merge
 from reprokit.report import report
-from reprokit.run import merge_processes
 from reprokit.run.execute import execute
+from reprokit.run.record import write_run
 from reprokit.runners import host_preflight
 from reprokit.runners.local import LocalRunner
 
@@ -275,7 +276,7 @@ def test_processes_of_a_repeated_cell_merge_into_one_state():
     assert m["reasons_seen"] == {"GpuIdle": 3, "SwPowerCap": 4} and m["samples"] == 7 and m["processes"] == 2
     assert gpu_state.merge([None, None]) is None
     procs = {1: {**_cell("c"), "process": 1, "gpu_state": a}, 2: {**_cell("c"), "process": 2, "gpu_state": b}}
-    assert merge_processes.merge(procs, 2)["gpu_state"]["throttled"] == ["SwPowerCap"]
+    assert merge.merge(procs, 2)["gpu_state"]["throttled"] == ["SwPowerCap"]
 
 
 def _cell(cell_id, **kw):
@@ -419,7 +420,7 @@ def _synthetic_run(tmp_path, cells, suite="smoke"):
                      for c in cells]}
     for c in cells:
         rundir.write_cell(dict(c, run_id="synthetic"))
-    rundir.write_run(run)
+    write_run(rundir, run)
     return rundir
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from reprokit import results
 from reprokit.report import report
+from reprokit.run.record import write_run
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -85,7 +86,7 @@ def make_hostile_run(root: Path) -> results.RunDir:
     }
     for c in cells:
         rd.write_cell(c)
-    rd.write_run(run)
+    write_run(rd, run)
     return rd
 
 

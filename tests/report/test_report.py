@@ -14,6 +14,7 @@ from reprokit.analysis import run_health, verdicts
 from reprokit.catalog import suites
 from reprokit.errors import UserError
 from reprokit.report import context, plots, report
+from reprokit.run.record import write_run
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "runs"
 HOSTILE = "<script>alert(1)</script>"
@@ -90,7 +91,7 @@ def make_run(root):
     }
     for c in cells:
         rd.write_cell(c)          # validated against cell_result.schema.json
-    rd.write_run(run)             # validated against run.schema.json
+    write_run(rd, run)             # validated against run.schema.json
     return rd
 
 

@@ -27,7 +27,10 @@ import pytest
 from conftest import docker_client
 
 from reprokit import files, results
-from reprokit.run import lifecycle, reconcile
+from reprokit.probes import processes
+from reprokit.reader.reconcile import cell_id_of
+from reprokit.run import lifecycle
+from reprokit.run.record import write_run
 from reprokit.runners import cell_process
 
 REPO = Path(__file__).resolve().parents[2]
@@ -367,7 +370,7 @@ def test_a_result_run_json_does_not_list_is_adopted_never_remeasured(finished_ru
     run["finished"] = None
     run["current"] = {"cell_id": LSTM, "process": None, "started": run["started"],
                       "driver": {"pid": 999999, "host": "elsewhere"}}
-    rundir.write_run(run)
+    write_run(rundir, run)
     before = snapshot(rundir)
     p = resume(rundir, "--runner", "local", "--quick")
     assert p.returncode == 0, p.stderr
@@ -409,7 +412,7 @@ def test_a_second_driver_on_a_running_run_exits_2_naming_the_first(tmp_path):
         d.kill()
     assert p.returncode == 2, p.stderr
     line = one_line(p.stderr)
-    assert f"pid {d.pid} on host {cell_process.host_name()}" in line, line
+    assert f"pid {d.pid} on host {processes.host_name()}" in line, line
     assert started_cells(p.stderr) == []
     assert started_cells(d.stderr()) == [MATMUL, LSTM]
     assert {e["status"] for e in rundir.load_run()["cells"]} == {"ok"}
@@ -631,11 +634,11 @@ def test_reconcile_reads_strictly():
         files.loads_strict('{"a": NaN}')
     with pytest.raises(ValueError):
         files.loads_strict('{"a": 1e400}')
-    assert reconcile.cell_id_of("smoke__python__matmul__n24.json") == MATMUL
+    assert cell_id_of("smoke__python__matmul__n24.json") == MATMUL
     # an id holding '__' itself: the file name cannot be reversed, run.json's id is taken
     odd = "000/pytorch/x__y/b1"
-    assert reconcile.cell_id_of(results.cell_filename(odd)) != odd
-    assert reconcile.cell_id_of(results.cell_filename(odd), {results.cell_filename(odd): odd}) == odd
+    assert cell_id_of(results.cell_filename(odd)) != odd
+    assert cell_id_of(results.cell_filename(odd), {results.cell_filename(odd): odd}) == odd
 
 
 # -- the Docker runner ------------------------------------------------------------------------------

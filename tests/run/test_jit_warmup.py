@@ -384,7 +384,7 @@ def test_the_warmup_runs_in_the_cells_image_and_fills_its_jit_volume(tmp_path, s
 
     from conftest import docker_client
 
-    from reprokit.runners import container as spec
+    from reprokit.containers import spec
     from reprokit.runners.docker import DockerRunner
 
     client = docker_client()

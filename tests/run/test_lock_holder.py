@@ -10,8 +10,8 @@ import os
 import pytest
 
 from reprokit.errors import UserError
+from reprokit.probes.processes import host_name
 from reprokit.run import lifecycle
-from reprokit.runners.cell_process import host_name
 
 
 def test_a_stale_record_copied_with_the_run_is_not_named(tmp_path):

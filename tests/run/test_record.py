@@ -14,9 +14,11 @@ import pytest
 
 from reprokit import files, results, validate
 from reprokit.catalog.suites import Cell
-from reprokit.run import merge_processes, reconcile, record
+from reprokit.reader.cells import cell_entry, check_result, status_counts, valid_processes
+from reprokit.run import reconcile, record
 from reprokit.run.execute import StackJobs
 from reprokit.run.execute_concurrent import _Collector
+from reprokit.run.record import write_run
 from reprokit.run.serial import run_serial
 from reprokit.runners.base import CellOutcome, StackUnavailable
 
@@ -39,7 +41,7 @@ def new_run(tmp_path, cells=()) -> results.RunDir:
            "driver": {"pid": 1, "host": "elsewhere", "start_ticks": None}}
     for c in cells:
         record.set_entry(run, c, "pending", "not run yet", None)
-    rundir.write_run(run)
+    write_run(rundir, run)
     return rundir
 
 
@@ -61,7 +63,7 @@ def ok_result(c: Cell, run_id: str = RUN_ID, process: int | None = None,
 
 # -- run.json `cells` ------------------------------------------------------------------------------
 def test_a_cell_entry_names_its_result_file():
-    assert record.cell_entry("000/a/b", "tf-1.8", "ok", None, 1.5) == {
+    assert cell_entry("000/a/b", "tf-1.8", "ok", None, 1.5) == {
         "cell_id": "000/a/b", "stack": "tf-1.8", "status": "ok", "reason": None,
         "process_wall_s": 1.5, "result_file": "cells/000__a__b.json"}
 
@@ -80,10 +82,10 @@ def test_an_entry_is_replaced_in_its_place_and_a_new_one_goes_last():
 
 def test_status_counts_are_by_status_name():
     entries = [{"status": s} for s in ("pending", "ok", "failed", "ok", "skipped", "ok")]
-    counts = record.status_counts(entries)
+    counts = status_counts(entries)
     assert counts == {"failed": 1, "ok": 3, "pending": 1, "skipped": 1}
     assert list(counts) == ["failed", "ok", "pending", "skipped"]
-    assert record.status_counts([]) == {}
+    assert status_counts([]) == {}
 
 
 @pytest.mark.parametrize("statuses, code", [
@@ -110,22 +112,22 @@ def test_check_result_says_why_a_file_is_not_a_result_of_this_run_cell_and_proce
     rundir = new_run(tmp_path)
     c = cell()
     path = rundir.cell_path(c.id)
-    assert record.check_result(path, RUN_ID, c.id) == (None, "the file is missing")
+    assert check_result(path, RUN_ID, c.id) == (None, "the file is missing")
     path.write_text("")
-    assert record.check_result(path, RUN_ID, c.id) == (None, "the file is empty")
+    assert check_result(path, RUN_ID, c.id) == (None, "the file is empty")
     path.write_text('{"status": "ok", "run_id"')
-    assert "not valid JSON" in record.check_result(path, RUN_ID, c.id)[1]
+    assert "not valid JSON" in check_result(path, RUN_ID, c.id)[1]
     path.write_text(json.dumps({"kind": "cell_result"}))
-    assert "does not match the cell_result schema" in record.check_result(path, RUN_ID, c.id)[1]
+    assert "does not match the cell_result schema" in check_result(path, RUN_ID, c.id)[1]
     rundir.write_cell(ok_result(c, run_id="other"))
-    assert record.check_result(path, RUN_ID, c.id)[1] == f"belongs to run 'other', not {RUN_ID!r}"
+    assert check_result(path, RUN_ID, c.id)[1] == f"belongs to run 'other', not {RUN_ID!r}"
     rundir.write_cell(ok_result(c))
-    assert record.check_result(path, RUN_ID, "000/b")[1] == "holds cell '000/a', not '000/b'"
-    assert "is a main result, not a process file" in record.check_result(path, RUN_ID, c.id, 1)[1]
-    doc, problem = record.check_result(path, RUN_ID, c.id)
+    assert check_result(path, RUN_ID, "000/b")[1] == "holds cell '000/a', not '000/b'"
+    assert "is a main result, not a process file" in check_result(path, RUN_ID, c.id, 1)[1]
+    doc, problem = check_result(path, RUN_ID, c.id)
     assert problem is None and doc["status"] == "ok"
     rundir.write_process(ok_result(c, process=2))
-    assert "is process file 2" in record.check_result(rundir.cell_path(c.id, 2), RUN_ID, c.id, 1)[1]
+    assert "is process file 2" in check_result(rundir.cell_path(c.id, 2), RUN_ID, c.id, 1)[1]
 
 
 def test_a_bad_file_is_moved_aside_never_over_another(tmp_path):
@@ -146,7 +148,7 @@ def test_valid_processes_are_those_of_this_run_that_check(tmp_path):
     rundir.write_process(ok_result(c, process=1))
     rundir.write_process(ok_result(c, run_id="other", process=2))
     rundir.cell_path(c.id, 3).write_text("{truncated")
-    assert sorted(record.valid_processes(rundir, c.id, 3, RUN_ID)) == [1]
+    assert sorted(valid_processes(rundir, c.id, 3, RUN_ID)) == [1]
 
 
 def test_finish_result_keeps_the_harness_result_and_adds_what_the_runner_saw(tmp_path):
@@ -192,13 +194,13 @@ def test_merge_cell_rebuilds_the_main_result_from_this_runs_process_files(tmp_pa
     c = cell()
     rundir.write_process(ok_result(c, process=1, samples=(1.0,), wall=2.0))
     rundir.write_process(ok_result(c, run_id="other", process=2, samples=(9.0,)))
-    merged = merge_processes.merge_cell(rundir, c.id, 3, RUN_ID)
+    merged = record.merge_cell(rundir, c.id, 3, RUN_ID)
     assert (merged["status"], merged["reason"]) == (
         "pending", "process 2 of 3: not run yet (if the run was interrupted, --resume RUN runs it)")
     assert merged["metrics"]["t"]["samples"] == [1.0] and rundir.load_cell(c.id) == merged
     rundir.write_process(ok_result(c, process=2, samples=(2.0, 3.0), wall=3.0))
     rundir.write_process(ok_result(c, process=3, samples=(4.0,), wall=5.0))
-    merged = merge_processes.merge_cell(rundir, c.id, 3, RUN_ID)
+    merged = record.merge_cell(rundir, c.id, 3, RUN_ID)
     assert (merged["status"], merged["reason"]) == ("ok", None)
     assert merged["metrics"]["t"]["samples"] == [1.0, 2.0, 3.0, 4.0]
     assert merged["metrics"]["t"]["processes"] == [1, 2, 1]
@@ -243,7 +245,7 @@ def test_a_merged_cells_entry_has_its_status_and_the_sum_of_its_process_walls(tm
     merged = {"status": "failed", "reason": "process 2 of 2: boom",
               "processes": [{"process_wall_s": 1.5}, {"process_wall_s": None}, {"process_wall_s": 2}]}
     rec.record_merged(a, merged)
-    assert rundir.load_run()["cells"][0] == record.cell_entry(a.id, a.stack, "failed",
+    assert rundir.load_run()["cells"][0] == cell_entry(a.id, a.stack, "failed",
                                                               "process 2 of 2: boom", 3.5)
     assert record.processes_wall({"processes": [{"process_wall_s": None}]}) is None
 
@@ -255,12 +257,12 @@ def test_reconcile_adopts_a_result_run_json_does_not_list_and_marks_a_lost_one(t
     run = rundir.load_run()
     run["finished"] = "2026-01-01T00:01:00Z"
     record.set_entry(run, a, "ok", None, 1.0)  # listed as measured, but no file
-    rundir.write_run(run)
+    write_run(rundir, run)
     rundir.write_cell(ok_result(b, wall=4.0))
     out = reconcile.reconcile(rundir, modify=True)
     assert out.run["cells"] == [
-        record.cell_entry(a.id, a.stack, "missing", out.run["cells"][0]["reason"], 1.0),
-        record.cell_entry(b.id, b.stack, "ok", None, 4.0)]
+        cell_entry(a.id, a.stack, "missing", out.run["cells"][0]["reason"], 1.0),
+        cell_entry(b.id, b.stack, "ok", None, 4.0)]
     assert out.run["cells"][0]["reason"].startswith("cells/000__a.json is missing")
     assert rundir.load_run()["cells"] == out.run["cells"]
 
@@ -290,7 +292,7 @@ def test_the_collector_writes_a_tasks_result_then_its_entry(tmp_path):
     entry = rundir.load_run()["cells"][0]
     assert entry["status"] == "pending" and entry["reason"].startswith("process 2 of 2")
     collect(SimpleNamespace(cell=a, process=2), CellOutcome("timeout", "limit", 3.0, None, {}))
-    assert rundir.load_run()["cells"][0] == record.cell_entry(
+    assert rundir.load_run()["cells"][0] == cell_entry(
         a.id, a.stack, "timeout", "process 2 of 2: limit", 4.0)
     assert progress.seen[-2:] == [("start", a.id, 2), ("done", a.id, "timeout", 2)]
     # the local launcher's environment goes into the result
@@ -370,8 +372,8 @@ def test_the_serial_way_runs_round_by_round_and_records_every_process(tmp_path, 
     assert all(r[:2] == r[2:] for r in ran)
     assert prepared == ["tf-1.8", "tf-2.0", "tf-1.8", "tf-2.0"]  # asked each round (StackJobs: once)
     run = rundir.load_run()
-    assert run["cells"][0] == record.cell_entry(a.id, a.stack, "ok", None, 2.0)
-    assert run["cells"][1] == record.cell_entry(b.id, b.stack, "ok", None, 2.0)
+    assert run["cells"][0] == cell_entry(a.id, a.stack, "ok", None, 2.0)
+    assert run["cells"][1] == cell_entry(b.id, b.stack, "ok", None, 2.0)
     assert (run["cells"][2]["status"], run["cells"][2]["reason"][:27]) == (
         "pending", "process 1 of 2: not run yet")
     assert run["current"] is None and rundir.load_cell(a.id)["repeat"] == 2
@@ -442,8 +444,8 @@ def test_the_concurrent_way_submits_everything_then_records_each_task_as_it_ends
     assert run["slurm"]["detached"] is False and run["slurm"]["jobs"][0]["job_id"] == "9"
     assert run["slurm"]["driver_cost"]["tasks_followed"] == 4
     assert run["slurm"]["driver_cost"]["polls"] == 4
-    assert run["cells"] == [record.cell_entry(a.id, a.stack, "ok", None, 3.0),
-                            record.cell_entry(b.id, b.stack, "failed", "process 2 of 2: exit 1", 3.0)]
+    assert run["cells"] == [cell_entry(a.id, a.stack, "ok", None, 3.0),
+                            cell_entry(b.id, b.stack, "failed", "process 2 of 2: exit 1", 3.0)]
     assert rundir.load_cell(b.id, 2)["runner"]["job_id"] == "9_3"
 
 

@@ -19,7 +19,8 @@ from reprokit import results, validate
 from reprokit.analysis import frames
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.plan.plan import Options, make_plan
-from reprokit.run import merge_processes, progress
+from reprokit.reader import merge
+from reprokit.run import progress
 from reprokit.run.execute import execute
 from reprokit.run.progress import Progress
 from reprokit.run.record import exit_code
@@ -295,7 +296,7 @@ def process_result(i, status="ok", samples=(1.0, 2.0), reason=None):
 
 
 def test_a_cell_with_processes_still_to_run_is_pending_and_keeps_what_was_measured():
-    merged = merge_processes.merge({1: process_result(1)}, 3)
+    merged = merge.merge({1: process_result(1)}, 3)
     assert merged["status"] == "pending"
     assert merged["reason"].startswith("process 2 of 3: not run yet")
     assert merged["metrics"]["t"]["samples"] == [1.0, 2.0]
@@ -306,7 +307,7 @@ def test_a_cell_with_processes_still_to_run_is_pending_and_keeps_what_was_measur
 def test_the_merge_of_three_processes_with_a_gap_and_a_failure():
     procs = {1: process_result(1, samples=(1.0,)), 2: process_result(2, "failed", reason="boom"),
              3: process_result(3, samples=(3.0, 4.0, 5.0))}
-    merged = merge_processes.merge(procs, 3)
+    merged = merge.merge(procs, 3)
     assert (merged["status"], merged["reason"]) == ("failed", "process 2 of 3: boom")
     m = merged["metrics"]["t"]
     assert m["samples"] == [1.0, 3.0, 4.0, 5.0] and m["processes"] == [1, 3]
@@ -322,7 +323,7 @@ def test_the_merge_of_three_processes_with_a_gap_and_a_failure():
     assert not validate.errors("cell_result", merged)
     # all ok: ok, with no reason
     procs[2] = process_result(2, samples=(2.0,))
-    merged = merge_processes.merge(procs, 3)
+    merged = merge.merge(procs, 3)
     assert (merged["status"], merged["reason"]) == ("ok", None)
     assert merged["metrics"]["t"]["processes"] == [1, 1, 3]
 
@@ -331,16 +332,16 @@ def test_the_state_each_process_started_from_is_kept_per_process():
     procs = {i: process_result(i, samples=(float(i),)) for i in (1, 2, 3)}
     for i, state in ((1, "Theano compile cache cold"), (2, "Theano compile cache warm")):
         procs[i]["metrics"]["t"]["state"] = state
-    m = merge_processes.merge(procs, 3)["metrics"]["t"]
+    m = merge.merge(procs, 3)["metrics"]["t"]
     assert m["states"] == ["Theano compile cache cold", "Theano compile cache warm", None]
-    assert "states" not in merge_processes.merge({1: process_result(1)}, 1)["metrics"]["t"]
+    assert "states" not in merge.merge({1: process_result(1)}, 1)["metrics"]["t"]
 
 
 def test_process_files_are_not_cells_of_their_own(tmp_path):
     rundir = results.RunDir(tmp_path / "r")
     for i in (1, 2):
         rundir.write_process(process_result(i))
-    rundir.write_cell(merge_processes.merge({i: rundir.load_cell("a/b", i) for i in (1, 2)}, 2))
+    rundir.write_cell(merge.merge({i: rundir.load_cell("a/b", i) for i in (1, 2)}, 2))
     assert [c["cell_id"] for c in rundir.load_cells()] == ["a/b"]
     assert len(frames.cells_frame(rundir)) == 1
     assert list(frames.samples_frame(rundir)["process"]) == [1, 1, 2, 2]
@@ -415,16 +416,15 @@ def test_repeat_2_through_the_docker_runner(client, smoke_image, tmp_path):  # n
 def test_the_merged_jit_cache_is_the_worst_any_process_began_on():
     """A compile time is decided only on a warm cache: one cold process among K must show (the
     merge took the first ok process's state)."""
-    from reprokit.run import merge_processes
 
     def proc(i, cache):
         return {"cell_id": "c", "status": "ok", "reason": None, "metrics": {}, "jit_cache": cache,
                 "process": i}
 
-    assert merge_processes.merge({1: proc(1, "warm"), 2: proc(2, "cold")}, 2)["jit_cache"] == "cold"
-    assert merge_processes.merge({1: proc(1, "warm"), 2: proc(2, "unknown")}, 2)["jit_cache"] == "unknown"
-    assert merge_processes.merge({1: proc(1, "warm"), 2: proc(2, "warm")}, 2)["jit_cache"] == "warm"
-    assert merge_processes.merge({1: proc(1, None)}, 1).get("jit_cache") is None  # older results
+    assert merge.merge({1: proc(1, "warm"), 2: proc(2, "cold")}, 2)["jit_cache"] == "cold"
+    assert merge.merge({1: proc(1, "warm"), 2: proc(2, "unknown")}, 2)["jit_cache"] == "unknown"
+    assert merge.merge({1: proc(1, "warm"), 2: proc(2, "warm")}, 2)["jit_cache"] == "warm"
+    assert merge.merge({1: proc(1, None)}, 1).get("jit_cache") is None  # older results
 
 
 def test_an_interrupted_runs_message_counts_the_processes_it_keeps(tmp_path):

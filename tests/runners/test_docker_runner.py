@@ -19,11 +19,11 @@ from reprokit import results, validate
 from reprokit.catalog.suites import Cell, Suite, load_stacks
 from reprokit.containers import images
 from reprokit.containers.build import build_image
+from reprokit.containers.spec import device_request
 from reprokit.plan.plan import Options, make_plan
 from reprokit.run.execute import execute
 from reprokit.run.record import exit_code
 from reprokit.runners.base import StackUnavailable
-from reprokit.runners.container import device_request
 from reprokit.runners.docker import DockerRunner, describe_exit
 
 BUDGET = {"min_samples": 3, "max_samples": 20, "time_budget_s": 0, "warmup": 0}
@@ -236,7 +236,7 @@ def test_the_jit_cache_volume_persists_between_cells_and_each_cell_records_cold(
     in a container of its own, finds that file (warm)."""
     import uuid
 
-    from reprokit.runners import container as spec
+    from reprokit.containers import spec
 
     runner = DockerRunner(client=client, say=QUIET, jit_cache=True)
     runner._host_key = f"test-{uuid.uuid4().hex[:8]}"  # a volume of this test's own
@@ -289,7 +289,7 @@ def test_the_jit_volume_is_handed_over_even_through_another_users_private_direct
     could not write. With CAP_DAC_READ_SEARCH it walks them: every file is the new user's."""
     import uuid
 
-    from reprokit.runners import container as spec
+    from reprokit.containers import spec
 
     host_key = f"test-{uuid.uuid4().hex[:8]}"
     name = spec.jit_volume_name("smoke-python", "cpu", smoke_image["image_id"], host_key)

@@ -1,5 +1,5 @@
 """The Slurm runner's pieces that need no cluster (issue 15): the command lines each launcher builds
-from the one container spec (reprokit/runners/container.py), the mapping of every terminal
+from the one container spec (reprokit/containers/spec.py), the mapping of every terminal
 Slurm state to a cell status, squeue's output, time limits, and the bad inputs of the --slurm-*
 options. Apptainer and pyxis are not installed here: their command lines are checked here and have
 never run. The Docker command line runs for real in tests/runners/test_slurm.py (the Docker launcher)."""
@@ -16,10 +16,7 @@ import pytest
 from conftest import docker_client
 
 from reprokit.catalog import suites
-from reprokit.files import BENCH
-from reprokit.runners import launchers
-from reprokit.runners.base import StackUnavailable
-from reprokit.runners.container import (
+from reprokit.containers.spec import (
     BENCH_IN_CONTAINER,
     RESULTS_IN_CONTAINER,
     apptainer_argv,
@@ -28,6 +25,9 @@ from reprokit.runners.container import (
     docker_create_kwargs,
     pyxis_argv,
 )
+from reprokit.files import BENCH
+from reprokit.runners import launchers
+from reprokit.runners.base import StackUnavailable
 from reprokit.runners.slurm import (
     STATES,
     SlurmOptions,
@@ -157,7 +157,7 @@ def test_image_launchers_keep_a_jit_cache_per_image_file_on_a_gpu(tmp_path, monk
     """Issue 34 item 7: Apptainer and pyxis dropped the JIT cache (a Docker volume has no equivalent),
     so every legacy cell re-JITted for tens of minutes. Their GPU cells now bind a host directory per
     image file read-write at CUDA_CACHE_PATH (never run: no GPU with Slurm has been available)."""
-    from reprokit.runners import container
+    from reprokit.containers import spec as container
 
     monkeypatch.setenv("REPROKIT_CUDA_CACHE_DIR", str(tmp_path / "jit"))
     stack = suites.load_stacks()["theano-0.9"]
@@ -198,7 +198,7 @@ def test_image_launchers_keep_a_jit_cache_per_image_file_on_a_gpu(tmp_path, monk
 def gpu_docker_task(tmp_path, gpus=2):
     """A GPU cell's task as the Docker launcher makes it on the driver (prepared as the Docker
     runner prepares a theano-0.9 GPU image, without an engine)."""
-    from reprokit.runners import container
+    from reprokit.containers import spec as container
 
     prepared = {"stack": "theano-0.9", "image_ref": "sha256:abc", "python": "/opt/venv/bin/python3",
                 "env": container.environment(suites.load_stacks()["theano-0.9"], "gpu"),
@@ -215,7 +215,7 @@ def test_the_docker_launcher_gives_a_gpu_cell_the_gpus_slurm_allocated_and_the_j
     """Never run on a GPU. The Docker launcher used to pass `--gpus N` (docker's first N GPUs of
     the node, whichever job holds them) and no JIT cache volume: now the cell's container is the
     Docker runner's, given the job's GPUs (SLURM_JOB_GPUS) on the node."""
-    from reprokit.runners import container
+    from reprokit.containers import spec as container
 
     task = gpu_docker_task(tmp_path)
     assert task["argv"] is None and task["gpus"] == 2  # the GPUs are known on the node only

@@ -25,7 +25,7 @@ from run.test_faults import LSTM, MATMUL, Driver, cli, harness_pids, wait_until
 
 from reprokit import results
 from reprokit.analysis import devices
-from reprokit.run import merge_processes
+from reprokit.reader import merge
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "slurm-multinode.sh"
@@ -116,10 +116,10 @@ def test_merged_processes_keep_each_ones_node():
     def proc(i, node):
         return {"cell_id": "c", "status": "ok", "process": i, "metrics": {},
                 "runner": {"name": "slurm", "node": node, "process_wall_s": 1.0}}
-    merged = merge_processes.merge({1: proc(1, "rknode1"), 2: proc(2, "rknode3")}, 2)
+    merged = merge.merge({1: proc(1, "rknode1"), 2: proc(2, "rknode3")}, 2)
     assert [e["node"] for e in merged["processes"]] == ["rknode1", "rknode3"]
     assert merged["runner"]["node"] == "rknode1" and merged["runner"]["nodes"] == ["rknode1", "rknode3"]
-    one = merge_processes.merge({1: proc(1, "rknode1"), 2: proc(2, "rknode1")}, 2)
+    one = merge.merge({1: proc(1, "rknode1"), 2: proc(2, "rknode1")}, 2)
     assert "nodes" not in one["runner"]
 
 
@@ -153,7 +153,7 @@ def test_a_suite_fans_out_over_all_nodes_each_cell_with_its_own_node(cluster, tm
     host_cores = len(os.sched_getaffinity(0))
     seen = {}
     for cell_id in (MATMUL, LSTM):
-        procs = merge_processes.load_processes(rundir, cell_id, 3)
+        procs = merge.load_processes(rundir, cell_id, 3)
         assert sorted(procs) == [1, 2, 3]
         merged = rundir.load_cell(cell_id)
         for i, r in procs.items():
@@ -163,7 +163,7 @@ def test_a_suite_fans_out_over_all_nodes_each_cell_with_its_own_node(cluster, tm
             fp = r["runner"]["node_fingerprint"]
             assert fp["cpu"]["usable_cores"] == cluster[node], (node, fp["cpu"])
             assert "gflops" in r["runner"]["node_cpu_peak"]
-            assert merged["processes"][i - 1]["node"] == node  # merge_processes keeps it
+            assert merged["processes"][i - 1]["node"] == node  # the merge keeps it
             # the verdicts' device: the node's CPU and GEMM probe, not the driver host's
             dev = devices.measured_device(r, run)
             # the node's cores, or fewer where the cell's framework used fewer threads (issue 21: the
@@ -200,7 +200,7 @@ def test_a_suite_fans_out_over_all_nodes_each_cell_with_its_own_node(cluster, tm
     placed = [f"{c} (process {i})" for c in (MATMUL, LSTM) for i in (1, 2, 3)]
     for label in placed:  # every process listed once, on the node it ran on
         hits = [n for n, row in rows.items() if label in row]
-        node = merge_processes.load_processes(rundir, label.split(" ")[0], 3)[
+        node = merge.load_processes(rundir, label.split(" ")[0], 3)[
             int(label[-2])]["runner"]["node"]
         assert hits == [node], (label, hits)
 
@@ -225,7 +225,7 @@ def test_a_node_killed_mid_run_is_node_fail_others_finish_resume_reruns_it_elsew
     finally:
         d.kill()
     survivors = {n for n in on if n != victim}
-    procs = merge_processes.load_processes(rundir, LSTM, 3)
+    procs = merge.load_processes(rundir, LSTM, 3)
     lost = [i for i, r in procs.items() if r["status"] != "ok"]
     assert len(lost) == 1, {i: (r["status"], r.get("reason")) for i, r in procs.items()}
     bad = procs[lost[0]]
@@ -332,7 +332,7 @@ def test_a_driver_killed_while_cells_run_on_several_nodes_is_reattached(cluster,
     run = rundir.load_run()
     assert [j["job_id"] for j in run["slurm"]["jobs"]] == jobs_before
     assert any(i["kind"] == "driver_lost" for i in run.get("incidents", []))
-    procs = merge_processes.load_processes(rundir, LSTM, 3)
+    procs = merge.load_processes(rundir, LSTM, 3)
     assert sorted(procs) == [1, 2, 3] and {r["status"] for r in procs.values()} == {"ok"}
     ran_on = {r["runner"]["node"] for r in procs.values()}
     assert set(on) <= ran_on and len(ran_on) >= 2, (on, ran_on)
@@ -376,7 +376,7 @@ def test_a_node_lost_while_no_driver_follows_is_rerun_and_the_others_keep_their_
     p = resume(rundir, "--cells", LSTM, "--repeat", "3", *SLOW)
     assert p.returncode == 0, p.stderr
     assert "submitted 1 cell(s) of torch-0.1" in p.stderr, p.stderr
-    procs = merge_processes.load_processes(rundir, LSTM, 3)
+    procs = merge.load_processes(rundir, LSTM, 3)
     assert sorted(procs) == [1, 2, 3] and {r["status"] for r in procs.values()} == {"ok"}
     rerun = [r for i, r in procs.items() if results.cell_filename(LSTM, i) not in on_disk]
     assert len(rerun) == 1 and rerun[0]["runner"]["job_id"] not in ids, rerun  # a new job

@@ -1,9 +1,10 @@
-"""`run --repeat K`: merge a cell's K process files into its main result.
+"""`run --repeat K`: merge a cell's K process files into its main result (pure; written by run/record.py).
 
 Each of a cell's K fresh processes writes cells/<stem>.p<N>.json (bench/harness.py --process N;
 the host writes a placeholder there when the process produced none: crash, timeout, OOM). After
-every process the host rebuilds cells/<stem>.json from the process files that exist so far, so an
-interrupted run always has an up-to-date merged result:
+every process the host rebuilds cells/<stem>.json from the process files that exist so far
+(reprokit/run/record.py `merge_cell`, with `merge` here), so an interrupted run always has an
+up-to-date merged result; reconcile merges again, in memory, a cell whose main result is gone:
 
 - top level: the first ok process's result (run_id, cell_id, params, implementation,
   stack_fingerprint, ...), `repeat` K and `processes` (one entry per process attempted so far);
@@ -148,10 +149,3 @@ def load_processes(rundir: results.RunDir, cell_id: str, repeat: int,
             out[i] = r
     return out
 
-
-def merge_cell(rundir: results.RunDir, cell_id: str, repeat: int,
-               run_id: str | None = None) -> dict:
-    """Rebuild cells/<stem>.json from the cell's process files (atomically); return it."""
-    merged = merge(load_processes(rundir, cell_id, repeat, run_id), repeat)
-    rundir.write_cell(merged)
-    return merged

@@ -1,0 +1,223 @@
+"""Is a source wired in completely? `reproduce.py check-benchmark ID` (issue 37 item 2).
+
+A source is its entry in sources.yaml, its published table (published/<ID>.yaml), the suite cells its
+numbers name, the bench workloads those cells run, the FLOP models that bound them and its claims
+(docs/adding-a-benchmark.md). Each piece is checked against the others, and every missing or
+inconsistent one is one `Finding`: what is wrong and the fix. A `problem` makes the source unusable
+or its verdicts wrong (exit 2); a `note` is allowed but said (a number without a FLOP model gets no
+plausibility check; a cell no number names measures context only).
+
+Which metrics a workload reports is read from its source text (and the `_*.py` helpers beside it that
+it imports): a metric named by a cell must appear in it as a string. Reading, not running, is
+deliberate: the check runs in a second, on a machine without the stack.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from reprokit import files
+from reprokit.analysis import devices, flops, roofline
+from reprokit.catalog import suites
+from reprokit.errors import UserError
+
+PROBLEM, NOTE = "problem", "note"
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str   # PROBLEM | NOTE
+    what: str   # what is wrong, naming the file and the item
+    fix: str    # what to do about it
+
+    def line(self) -> str:
+        return f"{self.kind}: {self.what} (fix: {self.fix})"
+
+
+def _workload_text(name: str) -> str | None:
+    """bench/workloads/<name>.py and the `_*.py` helper modules it imports, as one text; None when
+    the module does not exist."""
+    path = files.BENCH / "workloads" / f"{name}.py"
+    if not path.is_file():
+        return None
+    text = path.read_text()
+    for helper in sorted(set(re.findall(r"\b(_[a-z0-9_]+)\b", text))):
+        hp = files.BENCH / "workloads" / f"{helper}.py"
+        if hp.is_file():
+            text += "\n" + hp.read_text()
+    return text
+
+
+def _claim_cells(claim: dict) -> list[str]:
+    out: list[str] = []
+    for key in ("order", "better", "worse", "pairs"):
+        val = claim.get(key)
+        stack = [val]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, str):
+                out.append(v)
+            elif isinstance(v, list):
+                stack.extend(reversed(v))
+            elif isinstance(v, dict):
+                stack.extend(v.get(k) for k in ("better", "worse", "cell") if k in v)
+    return out
+
+
+def _source_cells(source: str) -> tuple[dict[str, suites.Cell], dict[str, str], list[Finding]]:
+    """The cells of `source` in every suite (cell id -> Cell), the suite of each, and the suites that
+    do not load."""
+    cells: dict[str, suites.Cell] = {}
+    where: dict[str, str] = {}
+    found: list[Finding] = []
+    for name in suites.suite_names():
+        try:
+            suite = suites.load_suite(name)
+        except UserError as e:
+            found.append(Finding(PROBLEM, f"suite {name} does not load: {e}",
+                                 f"correct reprokit/data/suites/{name}.yaml"))
+            continue
+        for c in suite.cells:
+            if c.source == source:
+                cells.setdefault(c.id, c)
+                where.setdefault(c.id, name)
+    return cells, where, found
+
+
+def _check_number(n: dict, cells: dict[str, suites.Cell], where: dict[str, str], path: str) -> list[Finding]:
+    """One published number against its cell, its device's peak and its FLOP model."""
+    nid, cell = n["id"], n.get("cell")
+    if cell is None:
+        return [Finding(NOTE, f"{path}: number {nid} names no cell, so nothing measures it",
+                        "name the cell that re-measures it, if one can")]
+    c = cells.get(cell)
+    if c is None:
+        return [Finding(PROBLEM, f"{path}: number {nid} names cell {cell}, which no suite has",
+                        "correct the number's cell, or add the cell to a suite "
+                        "(`reproduce.py list` shows them)")]
+    out = []
+    if n["metric"] not in c.metrics:
+        out.append(Finding(PROBLEM, f"{path}: number {nid} is a {n['metric']!r} of cell {cell}, "
+                                    f"whose metrics are {', '.join(c.metrics)}",
+                           f"add {n['metric']!r} to the cell's `metrics` in suites/{where[cell]}.yaml (and "
+                           "report it from the workload), or correct the number's metric"))
+    dev = devices.publication_device(n)
+    if dev.get("peak_tflops") is None:
+        return out + [Finding(PROBLEM, f"{path}: number {nid} was published on {dev.get('label')!r}, "
+                                       f"which has no peak: {dev.get('reason')}",
+                              "add the device to reprokit/data/peaks.yaml (a GPU) or cpus.yaml (a CPU) with "
+                              "its source, or correct the number's environment")]
+    if flops.model_for(cell) is None:
+        return out + [Finding(NOTE, f"{path}: number {nid} (cell {cell}) has no FLOP model, so no "
+                                    "plausibility check", "add a model covering the cell to flops.yaml")]
+    try:
+        roofline.work_per_item(cell, n["metric"], flops.number_params(n))
+    except flops.NotCovered as e:
+        out.append(Finding(PROBLEM, f"flops.yaml: the FLOP model of cell {cell} does not cover number {nid} "
+                                    f"({n['metric']}): {e}",
+                           "give the model every parameter its formulas use (defaults, derived, by_dataset), "
+                           "or the cell the parameters in its suite"))
+    except flops.NotApplicable as e:  # a metric the models leave out by design (compile time...)
+        out.append(Finding(NOTE, f"number {nid} ({n['metric']} of {cell}) gets no plausibility check: {e}",
+                           "none needed if the metric is not a time per item"))
+    except (KeyError, ValueError, NameError, SyntaxError, ZeroDivisionError) as e:
+        out.append(Finding(PROBLEM, f"flops.yaml: the FLOP model of cell {cell} fails on number {nid} "
+                                    f"({n['metric']}): {type(e).__name__}: {e}",
+                           "correct the model's formulas"))
+    return out
+
+
+def _check_cells(cells: dict[str, suites.Cell], where: dict[str, str]) -> list[Finding]:
+    """Each cell's workload exists, has run(ctx) and reports the cell's metrics; its stack exists."""
+    out: list[Finding] = []
+    texts: dict[str, str | None] = {}
+    for cid, c in sorted(cells.items()):
+        if c.workload not in texts:
+            texts[c.workload] = _workload_text(c.workload)
+        text = texts[c.workload]
+        if c.stack not in suites.load_stacks():
+            out.append(Finding(PROBLEM, f"cell {cid} runs on stack {c.stack!r}, which stacks.yaml lacks",
+                               "use a stack of reprokit/data/stacks.yaml"))
+        if text is None:
+            out.append(Finding(PROBLEM, f"suites/{where[cid]}.yaml: cell {cid} runs workload {c.workload}, "
+                                        f"but bench/workloads/{c.workload}.py does not exist",
+                               "write it from bench/workloads/_template.py, or correct the cell's workload"))
+            continue
+        if not re.search(r"^def run\(ctx\)", text, re.M):
+            out.append(Finding(PROBLEM, f"bench/workloads/{c.workload}.py has no `def run(ctx)`",
+                               "the harness calls run(ctx): see bench/workloads/_template.py"))
+        literals = " ".join(a or b for a, b in re.findall(r"\"([^\"\n]*)\"|'([^'\n]*)'", text))
+        for m in c.metrics:
+            # the name as a string, or every part of it in the workload's strings (names it builds:
+            # kind + "_wps", name + "_synced")
+            if m not in literals.split() and not all(part in literals for part in m.split("_")):
+                out.append(Finding(PROBLEM, f"cell {cid} declares metric {m!r}, which bench/workloads/"
+                                            f"{c.workload}.py never reports",
+                                   "record it in the workload (ctx.measure / ctx.record_timed), or drop it "
+                                   f"from the cell's metrics in suites/{where[cid]}.yaml"))
+    return out
+
+
+def _check_claims(source: str, cells: dict[str, suites.Cell]) -> list[Finding]:
+    out = []
+    for claim in files.load_data("claims")["claims"]:
+        if claim.get("source") != source:
+            continue
+        for cell in _claim_cells(claim):
+            c = cells.get(cell)
+            if c is None:
+                out.append(Finding(PROBLEM, f"claims.yaml: claim {claim['id']} names cell {cell}, which no "
+                                            "suite has", "correct the claim's cells"))
+            elif claim.get("metric") and claim["metric"] not in c.metrics:
+                out.append(Finding(PROBLEM, f"claims.yaml: claim {claim['id']} compares {claim['metric']!r}, "
+                                            f"which cell {cell} does not measure",
+                                   "correct the claim's metric or the cell's metrics"))
+    return out
+
+
+def lint(source: str) -> list[Finding]:
+    """Every finding about source `source`, problems first, in the order a newcomer meets them."""
+    try:
+        entry = suites.load_sources().get(source)
+    except UserError as e:
+        return [Finding(PROBLEM, f"sources.yaml does not load: {e}", "correct reprokit/data/sources.yaml")]
+    if entry is None:
+        return [Finding(PROBLEM, f"source {source!r} is not in reprokit/data/sources.yaml",
+                        "add its entry (title, repository, commit, reference, tolerance, environment, "
+                        "defects); `reproduce.py new-benchmark` writes one to fill in")]
+    path = f"reprokit/data/published/{source}.yaml"
+    try:
+        numbers = list(suites.load_published(source))
+    except UserError as e:
+        return [Finding(PROBLEM, str(e), f"correct {path} (schema: reprokit/schemas/published.schema.json)")]
+    found: list[Finding] = []
+    if not numbers:
+        found.append(Finding(PROBLEM, f"{path} is missing or has no numbers",
+                             "write the source's published table there (docs/adding-a-benchmark.md)"))
+    cells, where, suite_problems = _source_cells(source)
+    found += suite_problems
+    if not cells:
+        found.append(Finding(PROBLEM, f"no suite has a cell of source {source}",
+                             f"add a group with `source: \"{source}\"` to a suite in reprokit/data/suites/ "
+                             "and the source to the suite's `sources`"))
+    ids = [n["id"] for n in numbers]
+    for nid in sorted({i for i in ids if ids.count(i) > 1}):
+        found.append(Finding(PROBLEM, f"{path}: number id {nid} is used twice",
+                             "give every number its own id"))
+    for n in numbers:
+        found += _check_number(n, cells, where, path)
+    found += _check_cells(cells, where)
+    unnamed = sorted(set(cells) - {n.get("cell") for n in numbers})
+    if unnamed and numbers:
+        found.append(Finding(NOTE, f"{len(unnamed)} cell(s) of source {source} have no published number "
+                                   f"({unnamed[0]}{', ...' if len(unnamed) > 1 else ''}): they measure "
+                                   "context or corrections", "none needed if that is meant"))
+    found += _check_claims(source, cells)
+    for d in entry.get("defects") or []:
+        sel = d.get("applies_to") or {}
+        if sel and numbers and not any(d["id"] in n["defects"] for n in numbers):
+            found.append(Finding(NOTE, f"sources.yaml: defect {d['id']} applies to no published number of "
+                                       f"{source} ({sel})", "correct its applies_to, or leave it if it "
+                                       "concerns cells only"))
+    return sorted(found, key=lambda f: f.kind != PROBLEM)

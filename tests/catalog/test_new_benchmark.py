@@ -1,0 +1,158 @@
+"""Issue 37: a new published source through the documented path only (docs/adding-a-benchmark.md).
+
+In a copy of the kit (its own git repository, so the files the path touches are counted by git): the
+scaffold (`new-benchmark`), the walk-through's edits (the table, a CPU as published, the claim), then
+`check-benchmark`, `list`, `preflight`, `run --quick` on the local runner, the report with its
+verdicts and claim, `export` and `verify`, each as a real command line. Then eight faults planted in
+the same source, each named by `check-benchmark` (exit 2). The source is synthetic: its "published"
+numbers are made up for this test and say so in the file."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+KIT = ("reprokit", "bench", "report_templates", "images", "compose", "reproduce.py")
+SRC = "900"
+CPU = "none (6-core/12-thread Intel family 6 model 63)"  # a publication CPU cpus.yaml knows
+
+
+def _cli(kit: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run([sys.executable, str(kit / "reproduce.py"), *args], capture_output=True, text=True,
+                       cwd=str(kit), timeout=900)
+    if ok:
+        assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-2000:])
+    return p
+
+
+def _git(kit: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=str(kit),
+                          capture_output=True, text=True, check=True).stdout
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new))
+
+
+def _fill_in(kit: Path) -> None:
+    """The walk-through's steps 1 and 5: the table (four numbers on a CPU) and the claim."""
+    data = kit / "reprokit" / "data"
+    pub = data / "published" / f"{SRC}.yaml"
+    _edit(pub, 'imported_from: "TODO: where the numbers were read (paper, table, page or URL, commit)"',
+          'imported_from: "synthetic: made up for tests/catalog/test_new_benchmark.py, not a publication"')
+    _edit(pub, 'table: "TODO: Table N"', 'table: "Table 1"')
+    _edit(pub, 'gpu: "TODO: the device as published"', f'gpu: "{CPU}"')
+    _edit(pub, "framework_version: \"TODO: as published, or 'unstated'\"", 'framework_version: "3.5"')
+    rows = [(n, m, v) for n, f, t in (("n32", 0.05, 0.2), ("n64", 0.2, 0.8))
+            for m, v in (("forward_time_per_example", f), ("train_time_per_example", t))]
+    table = "numbers:\n" + "".join(
+        f"  - id: {SRC}-T1-{i}\n    value: {v}\n    unit: ms\n    metric: {m}\n"
+        f"    cell: {SRC}/python/dense/{n}\n    provenance: {{row_label: \"dense {n} {m}\"}}\n"
+        f"    workload: {{batch: 4, n: {n[1:]}}}\n" for i, (n, m, v) in enumerate(rows, 1))
+    _edit(pub, "numbers: []\n", table)
+    claims = data / "claims.yaml"
+    text = claims.read_text()
+    at = text.index(f"  # - id: c{SRC}-")
+    block = re.sub(r"^  # ", "  ", text[at:], flags=re.M)
+    for todo, fact in (("the sentence or table the claim rests on, verbatim", "n32 is faster than n64"),
+                       ("where it is", "Table 1"), ("where the source measured", "CPU")):
+        block = block.replace(f'"TODO: {todo}"', f'"{fact}"')
+    claims.write_text(text[:at] + block)
+
+
+@pytest.fixture
+def kit(tmp_path_factory) -> Path:
+    """A copy of the kit as a clone has it, in a git repository of its own."""
+    kit = tmp_path_factory.mktemp("kit")
+    for name in KIT:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, kit / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, kit / name)
+    _git(kit, "init", "-q")
+    _git(kit, "add", "-A")
+    _git(kit, "commit", "-qm", "the kit as cloned")
+    return kit
+
+
+def test_a_new_source_through_the_documented_path_end_to_end(kit, tmp_path):
+    p = _cli(kit, "new-benchmark", SRC, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
+    assert "wrote bench/workloads/s900_python.py" in p.stdout
+    first = _cli(kit, "check-benchmark", SRC, ok=False)  # the empty table is named, with the fix
+    assert first.returncode == 2 and "published/900.yaml is missing or has no numbers" in first.stdout
+    _fill_in(kit)
+    touched = sorted(line[3:] for line in _git(kit, "status", "--porcelain", "-uall").splitlines())
+    assert touched == ["bench/workloads/s900_python.py", "reprokit/data/claims.yaml",
+                       "reprokit/data/flops.yaml", "reprokit/data/published/900.yaml",
+                       "reprokit/data/sources.yaml", "reprokit/data/suites/source-900.yaml"]  # six files
+    ok = _cli(kit, "check-benchmark", SRC)
+    assert "source 900: 0 problem(s)" in ok.stdout and "wired in completely" in ok.stdout
+    listed = json.loads(_cli(kit, "list", "--suite", "source-900", "--json").stdout)
+    assert {n["id"] for n in listed["published"]} == {f"{SRC}-T1-{i}" for i in range(1, 5)}
+    assert "runnable" in _cli(kit, "preflight", "--suite", "source-900").stdout
+    results = tmp_path / "results"
+    _cli(kit, "run", "--suite", "source-900", "--quick", "--runner", "local", "--results", str(results))
+    (run,) = [d for d in results.iterdir() if (d / "run.json").exists()]
+    rep = json.loads((run / "report.json").read_text())
+    numbers = {n["id"]: n for n in rep["numbers"]}
+    assert len(numbers) == 4 and all(n["verdict"] for n in numbers.values())
+    # published on another CPU: not decided here, and the report says why
+    assert all(n["verdict"] not in ("REPRODUCED", "DEVIATES") for n in numbers.values()), numbers
+    (claim,) = [c for c in rep["claims"] if c["id"] == f"c{SRC}-smaller-is-faster"]
+    assert claim["status"] == "HOLDS", claim  # 4x the work per example: decided on any CPU
+    assert rep["real_work"]["metrics_checked"] == rep["real_work"]["metrics_passed"] == 4
+    crate = tmp_path / "s.crate.zip"
+    _cli(kit, "export", str(run), "-o", str(crate))
+    assert "passed" in _cli(kit, "verify", str(crate)).stdout
+
+
+PLANTED = {  # fault -> what check-benchmark's line must say
+    "a number whose cell no suite has": "names cell 900/python/dense/n99, which no suite has",
+    "a number of a metric its cell lacks": "is a 'backward_time_per_example' of cell",
+    "a number on a device without a peak": "'Imaginary GPU 9000', which has no peak",
+    "a FLOP model that does not cover the config": "does not cover number",
+    "a metric no workload reports": "metric 'joules_per_token', which bench/workloads/s900_python.py never",
+    "a claim naming a missing cell": "claim c900-smaller-is-faster names cell 900/python/dense/n7",
+    "a number id used twice": "number id 900-T1-1 is used twice",
+    "a cell whose workload is missing": "bench/workloads/s900_missing.py does not exist",
+}
+
+
+def test_check_benchmark_names_each_of_eight_planted_faults(kit):
+    _cli(kit, "new-benchmark", SRC, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
+    _fill_in(kit)
+    assert _cli(kit, "check-benchmark", SRC).returncode == 0  # clean before the faults
+    data = kit / "reprokit" / "data"
+    pub, suite = data / "published" / "900.yaml", data / "suites" / "source-900.yaml"
+    _edit(pub, "cell: 900/python/dense/n64\n    provenance: {row_label: \"dense n64 forward",
+          "cell: 900/python/dense/n99\n    provenance: {row_label: \"dense n64 forward")
+    _edit(pub, "metric: train_time_per_example\n    cell: 900/python/dense/n64",
+          "metric: backward_time_per_example\n    cell: 900/python/dense/n64")
+    _edit(pub, "  - id: 900-T1-2\n", "  - id: 900-T1-2\n    environment: {gpu: 'Imaginary GPU 9000'}\n")
+    _edit(pub, "  - id: 900-T1-3\n", "  - id: 900-T1-1\n")
+    _edit(data / "flops.yaml", 'forward_flops_per_item: "2 * n * n"',
+          'forward_flops_per_item: "2 * n * n * depth"')
+    _edit(suite, "metrics: [forward_time_per_example, train_time_per_example]",
+          "metrics: [forward_time_per_example, train_time_per_example, joules_per_token]")
+    _edit(data / "claims.yaml", "      - 900/python/dense/n64\n", "      - 900/python/dense/n7\n")
+    _edit(suite, "    matrix: {n: [32, 64]}\n", "    matrix: {n: [32, 64]}\n"
+          "  - {id: \"900/python/other/n{n}\", source: \"900\", stack: smoke-python, framework: python,\n"
+          "     workload: s900_missing, variant: other, metrics: [forward_time_per_example],\n"
+          "     params: {n: 8}}\n")
+    p = _cli(kit, "check-benchmark", SRC, ok=False)
+    assert p.returncode == 2, p.stdout + p.stderr
+    problems = [line for line in p.stdout.splitlines() if line.startswith("problem: ")]
+    for fault, said in PLANTED.items():
+        assert any(said in line for line in problems), (fault, p.stdout)
+    for line in problems:  # each line names one planted fault, and has its fix
+        assert sum(said in line for said in PLANTED.values()) == 1 and "(fix: " in line, line
