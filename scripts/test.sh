@@ -38,4 +38,4 @@ echo "== ruff"
 ruff check reprokit reproduce.py tools tests scripts
 
 echo "== pytest"
-python3 -m pytest -q -ra "$@"
+python3 -m pytest -q -ra --durations=40 "$@"

@@ -200,8 +200,12 @@ def test_source_000_numbers_are_plausible_or_suspicious():
     assert sorted(k for k, t in tiers.items() if t == "SUSPICIOUS") == ["000-L024", "000-L048"]
     assert all(t is None for k, t in tiers.items() if "compile" in next(
         n["metric"] for n in suites.load_published("000") if n["id"] == k))
-    v = by_id("m40-same")["000-L024"]  # suspicious and not run: both said
-    assert v["labels"] == ["NOT_RUN", "SUSPICIOUS"]
+    v = by_id("m40-same")["000-L024"]  # suspicious and not run: both said, and that no defect explains it
+    assert v["labels"] == ["NOT_RUN", "SUSPICIOUS", "UNEXPLAINED"]
+    (e,) = v["explanations"]
+    need = v["roofline"]["fraction_of_bound"] / v["roofline"]["suspicious_fraction"]
+    assert e["defect"] is None and e["inflation_needed"] == pytest.approx(need)
+    assert "no known defect of source 000 explains it" in e["arithmetic"]
 
 
 def test_convert_and_scale():
