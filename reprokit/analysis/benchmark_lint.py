@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from reprokit import files
-from reprokit.analysis import devices, flops, roofline
+from reprokit.analysis import claims, devices, flops, roofline
 from reprokit.catalog import suites
 from reprokit.errors import UserError
 
@@ -35,34 +36,19 @@ class Finding:
         return f"{self.kind}: {self.what} (fix: {self.fix})"
 
 
-def _workload_text(name: str) -> str | None:
+def workload_text(name: str, folder: Path | None = None) -> str | None:
     """bench/workloads/<name>.py and the `_*.py` helper modules it imports, as one text; None when
-    the module does not exist."""
-    path = files.BENCH / "workloads" / f"{name}.py"
+    the module does not exist. `folder` is bench/workloads unless given."""
+    folder = folder or files.BENCH / "workloads"
+    path = folder / f"{name}.py"
     if not path.is_file():
         return None
     text = path.read_text()
     for helper in sorted(set(re.findall(r"\b(_[a-z0-9_]+)\b", text))):
-        hp = files.BENCH / "workloads" / f"{helper}.py"
+        hp = folder / f"{helper}.py"
         if hp.is_file():
             text += "\n" + hp.read_text()
     return text
-
-
-def _claim_cells(claim: dict) -> list[str]:
-    out: list[str] = []
-    for key in ("order", "better", "worse", "pairs"):
-        val = claim.get(key)
-        stack = [val]
-        while stack:
-            v = stack.pop()
-            if isinstance(v, str):
-                out.append(v)
-            elif isinstance(v, list):
-                stack.extend(reversed(v))
-            elif isinstance(v, dict):
-                stack.extend(v.get(k) for k in ("better", "worse", "cell") if k in v)
-    return out
 
 
 def _source_cells(source: str) -> tuple[dict[str, suites.Cell], dict[str, str], list[Finding]]:
@@ -134,7 +120,7 @@ def _check_cells(cells: dict[str, suites.Cell], where: dict[str, str]) -> list[F
     texts: dict[str, str | None] = {}
     for cid, c in sorted(cells.items()):
         if c.workload not in texts:
-            texts[c.workload] = _workload_text(c.workload)
+            texts[c.workload] = workload_text(c.workload)
         text = texts[c.workload]
         if c.stack not in suites.load_stacks():
             out.append(Finding(PROBLEM, f"cell {cid} runs on stack {c.stack!r}, which stacks.yaml lacks",
@@ -161,17 +147,17 @@ def _check_cells(cells: dict[str, suites.Cell], where: dict[str, str]) -> list[F
 
 def _check_claims(source: str, cells: dict[str, suites.Cell]) -> list[Finding]:
     out = []
-    for claim in files.load_data("claims")["claims"]:
+    for claim in claims.load_claims()["claims"]:
         if claim.get("source") != source:
             continue
-        for cell in _claim_cells(claim):
-            c = cells.get(cell)
+        for side in claims.sides(claim):
+            c = cells.get(side["cell"])
             if c is None:
-                out.append(Finding(PROBLEM, f"claims.yaml: claim {claim['id']} names cell {cell}, which no "
-                                            "suite has", "correct the claim's cells"))
-            elif claim.get("metric") and claim["metric"] not in c.metrics:
-                out.append(Finding(PROBLEM, f"claims.yaml: claim {claim['id']} compares {claim['metric']!r}, "
-                                            f"which cell {cell} does not measure",
+                out.append(Finding(PROBLEM, f"claims.yaml: claim {claim['id']} names cell {side['cell']}, "
+                                            "which no suite has", "correct the claim's cells"))
+            elif side.get("metric") and side["metric"] not in c.metrics:
+                out.append(Finding(PROBLEM, f"claims.yaml: claim {claim['id']} compares {side['metric']!r}, "
+                                            f"which cell {side['cell']} does not measure",
                                    "correct the claim's metric or the cell's metrics"))
     return out
 

@@ -476,6 +476,14 @@ def _pairs_of(claim: dict) -> list[tuple[dict, dict]]:
     return [(_side(claim["better"], claim), _side(claim["worse"], claim))]
 
 
+def sides(claim: dict) -> list[dict]:
+    """Every side the claim compares ({"cell", "metric", "device"...}), each once, in claim order."""
+    out: list[dict] = []
+    for pair in _pairs_of(claim):
+        out += [s for s in pair if s not in out]
+    return out
+
+
 def _claimed_range(claim: dict, default_tol: float) -> tuple[float, float] | None:
     if claim["kind"] != "ratio":
         return None

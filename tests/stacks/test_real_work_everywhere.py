@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from reprokit.analysis import benchmark_lint
 from reprokit.catalog import suites
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "bench" / "workloads"
@@ -20,13 +21,8 @@ def without_a_check(folder: Path) -> list[str]:
     for path in sorted(folder.glob("*.py")):
         if path.stem.startswith("_") or path.stem in FIXTURES:
             continue
-        text = path.read_text()
-        if not re.search(r"^def run\(ctx\)", text, re.M):
-            continue
-        for helper in sorted(set(re.findall(r"\b(_[a-z0-9_]+)\b", text))):
-            if (folder / f"{helper}.py").is_file():
-                text += (folder / f"{helper}.py").read_text()
-        if "real_work.Check(" not in text:
+        text = benchmark_lint.workload_text(path.stem, folder)
+        if re.search(r"^def run\(ctx\)", text, re.M) and "real_work.Check(" not in text:
             out.append(path.stem)
     return out
 
