@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reprokit.analysis import devices, stats, verdicts
+from reprokit.analysis import defects, devices, stats, verdicts
 
 # What a ratio measured/published means, per kind of unit.
 DIRECTIONS = {
@@ -201,7 +201,7 @@ def policy_note(verdict: dict) -> str | None:
     told += [f"{e['label']}: no known defect of its source explains the {e['inflation_needed']:.3g}x "
              "timing inflation it would take to be ordinary"
              for e in verdict.get("explanations") or []
-             if e.get("defect") is None and e["label"] == "UNEXPLAINED"]
+             if e.get("defect") is None and e["label"] == defects.UNEXPLAINED]
     if verdicts.ABOVE_PEAK in labels and fast:
         return (f"ABOVE_PEAK: measured {_pct(fast['fraction'])} of the device's {fast['peak_kind']}, "
                 "so the timing cannot be right; no verdict" + "".join(f"; {x}" for x in told))

@@ -17,12 +17,14 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from reprokit.analysis import benchmark_lint
+    from reprokit.catalog import suites
 
+    if args.source not in suites.load_sources():
+        raise UserError(f"source {args.source!r} is not in reprokit/data/sources.yaml; `reproduce.py "
+                        "new-benchmark` writes an entry to fill in")
     found = benchmark_lint.lint(args.source)
     problems = [f for f in found if f.kind == benchmark_lint.PROBLEM]
     notes = [f for f in found if f.kind == benchmark_lint.NOTE]
-    if len(problems) == 1 and "is not in reprokit/data/sources.yaml" in problems[0].what:
-        raise UserError(f"{problems[0].what}; {problems[0].fix}")
     for f in problems:
         print(f.line())
     if args.notes:
