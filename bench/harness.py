@@ -136,8 +136,8 @@ class CellContext(object):
         `real_work` (issue 36; bench/real_work.py) checks that the timed steps did the work: its
         `state()` (a digest of the weights, taken after the warm-up) must change over the timed
         training steps, and its `output(step_result)` of the last timed step must equal
-        `reference()`, the same computation done untimed afterwards, within `rel_tol`. The check is recorded with the metric; a failed
-        one fails the cell with its reason."""
+        `reference()`, the same computation done untimed afterwards, within `rel_tol`. The check is
+        recorded with the metric; a failed one fails the cell with its reason."""
         if should_stop is None:
             should_stop = self.precision_stop()
         t = timing.sample(step, self.budget(name), sync=sync, should_stop=should_stop,
@@ -156,7 +156,8 @@ class CellContext(object):
         for name in names:
             self.metrics[name]["real_work"] = got
         if not got["ok"]:
-            raise real_work.Failed("real-work check of %s failed: %s" % (" and ".join(names), got["reason"]))
+            raise real_work.Failed("real-work check of %s failed: %s"
+                                   % (" and ".join(names), got["reason"]))
         return got
 
     def record_timed(self, name, t, unit, kind, items, method, sync_desc=None):
