@@ -23,8 +23,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from reprokit import checks, results
+    from reprokit.reader import cells
     from reprokit.report import report
-    from reprokit.run import reconcile, record
+    from reprokit.run import reconcile
 
     if Path(args.run).is_file():  # a crate: rendered from its files alone (reprokit/crate/checks.py)
         from reprokit.crate import checks
@@ -44,9 +45,9 @@ def run(args) -> int:
         rec = reconcile.reconcile(rundir, modify=True)
         for p in report.render(rundir):
             print(p)
-    bad = reconcile.incomplete(rec.run)
+    bad = cells.incomplete(rec.run)
     if bad:
-        shown = ", ".join(f"{n} {s.upper()}" for s, n in record.status_counts(bad).items())
+        shown = ", ".join(f"{n} {s.upper()}" for s, n in cells.status_counts(bad).items())
         print(f"reproduce.py: the run is incomplete: {shown} ({', '.join(e['cell_id'] for e in bad[:3])}"
               f"{', ...' if len(bad) > 3 else ''}); the report lists them; `run --suite "
               f"{rec.run.get('suite')} --resume {rundir.path}` measures them", file=sys.stderr)

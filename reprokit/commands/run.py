@@ -13,8 +13,9 @@ import sys
 
 from reprokit import checks, results
 from reprokit.analysis import decidability
+from reprokit.reader.cells import status_counts
 from reprokit.run import driver
-from reprokit.run.record import exit_code, status_counts
+from reprokit.run.record import exit_code
 from reprokit.run.request import RunRequest
 from reprokit.runners import slurm_setup
 

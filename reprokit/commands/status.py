@@ -26,7 +26,8 @@ def run(args) -> int:
     from pathlib import Path
 
     from reprokit import checks, results
-    from reprokit.run import execute_concurrent, reconcile, record
+    from reprokit.reader import cells
+    from reprokit.run import execute_concurrent, reconcile
 
     rundir = results.resolve_run(args.run, Path(args.results))
     run = rundir.load_run()
@@ -53,7 +54,7 @@ def run(args) -> int:
                   + (f"  {e['reason']}" if e.get("reason") and e["status"] != "ok" else ""))
         state = "finished" if run.get("finished") else "not finished"
         print(f"{rundir.path.name}: {state}; "
-              + ", ".join(f"{n} {s}" for s, n in record.status_counts(run["cells"]).items()),
+              + ", ".join(f"{n} {s}" for s, n in cells.status_counts(run["cells"]).items()),
               file=sys.stderr)
-    bad = reconcile.incomplete(run)
+    bad = cells.incomplete(run)
     return 1 if bad or not run.get("finished") else 0

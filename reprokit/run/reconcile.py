@@ -15,7 +15,6 @@ from pathlib import Path
 from reprokit import results
 from reprokit.errors import UserError
 from reprokit.reader import reconcile as reading
-from reprokit.reader.cells import incomplete as incomplete  # commands/report.py and status.py call it here
 from reprokit.reader.reconcile import Reconciled
 from reprokit.run import record
 

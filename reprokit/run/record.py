@@ -33,7 +33,6 @@ from reprokit import files, results
 from reprokit.probes import cell_gpus, gpu_state, jit_cache
 from reprokit.reader import merge
 from reprokit.reader.cells import cell_entry, check_result
-from reprokit.reader.cells import status_counts as status_counts  # commands/ count statuses here
 from reprokit.run import lifecycle
 from reprokit.runners.base import CellOutcome
 
