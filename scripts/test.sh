@@ -38,4 +38,7 @@ echo "== ruff"
 ruff check reprokit reproduce.py tools tests scripts
 
 echo "== pytest"
-python3 -m pytest -q -ra --durations=40 "$@"
+# Two workers: the tests wait on subprocesses, engines and time limits more than they compute. Every
+# test of the Docker engine or the Slurm cluster runs in one of them (tests/conftest.py groups them);
+# REPROKIT_TEST_WORKERS=0 runs everything in this process.
+python3 -m pytest -q -ra --durations=40 -n "${REPROKIT_TEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -1,4 +1,5 @@
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -12,7 +13,27 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 _NVML_GPUS: list = []
 
 
+# Tests that use the one Docker engine or the one Slurm cluster of this machine (a test stops the
+# engine, another sets a node down): under pytest-xdist (scripts/test.sh) they all run in one worker,
+# one after the other; every other module is a group of its own, so its module fixtures run once.
+_ENGINE_USE = re.compile(r"docker_client\(|smoke_image|pytest\.mark\.docker|slurm-setup|\bcluster\b")
+
+
+def _xdist_group(path: Path, cache: dict[Path, str]) -> str:
+    if path not in cache:
+        uses = path.name.startswith("test_slurm") or bool(_ENGINE_USE.search(path.read_text()))
+        cache[path] = "engines" if uses else str(path.relative_to(REPO))
+    return cache[path]
+
+
 def pytest_collection_modifyitems(config, items):
+    groups: dict[Path, str] = {}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_xdist_group(Path(item.fspath), groups)))
+    _skip_gpu_tests_without_a_gpu(items)
+
+
+def _skip_gpu_tests_without_a_gpu(items):
     """Tests marked `gpu` run only where NVML sees an NVIDIA GPU; elsewhere they are skipped with
     NVML's own reason (a skipped test is not a passed one: the report counts them apart)."""
     marked = [item for item in items if item.get_closest_marker("gpu")]

@@ -22,7 +22,9 @@ REPROKIT_RETRY_ENVS=1, to try again).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import fcntl
 import hashlib
 import json
 import os
@@ -158,6 +160,20 @@ def _run_check(py: str, check: str, env_vars: dict[str, str]) -> tuple[bool, str
     return True, _last_line(proc.stdout, "")
 
 
+@contextlib.contextmanager
+def one_creator(path: Path):
+    """Hold an exclusive lock next to the environment at `path` while it is made or checked, so two
+    processes that need it at once do not build it over each other: the second waits for the first
+    and then finds it complete."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def try_candidate(stack: str, cand: dict, index: int, env_vars: dict[str, str], say=print,
                   use_cache: bool = True) -> dict:
     """One attempt: find the interpreter, make (or reuse) the venv, install, run the check.
@@ -177,50 +193,51 @@ def try_candidate(stack: str, cand: dict, index: int, env_vars: dict[str, str], 
     marker = path / ".reprokit-complete"
     failed = path.with_name(path.name + ".failed.json")
     retry = os.environ.get("REPROKIT_RETRY_ENVS") == "1" or not use_cache
-    if failed.exists() and not retry:
-        try:
-            old = json.loads(failed.read_text())
-            old.update(cached=True, date=att["date"], seconds=0.0,
-                       error=f"{old.get('error')} (remembered from {old.get('date')}; delete "
-                             f"{failed} or set REPROKIT_RETRY_ENVS=1 to try again)")
-            return old
-        except (OSError, ValueError):
-            pass
-    if not (marker.exists() and vpy.exists()) or retry:
-        say(f"stack {stack}: trying {cand['id']} (Python {full}: {' '.join(cand['requirements'])}; "
-            f"one time, cached in {path})")
-        # no requirements (tests): no pip either, so nothing is installed or downloaded
-        bare = [] if cand["requirements"] or cand.get("pip") else ["--without-pip"]
-        err = _step_error([py, "-m", "venv", "--clear", *bare, str(path)], 600, "venv failed")
-        if err:
-            att.update(outcome="venv-failed", error=err, seconds=round(time.monotonic() - t0, 1))
-            return att
-        steps = []
-        if cand.get("pip"):
-            steps.append([str(vpy), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                          f"pip=={cand['pip']}"])
-        if cand["requirements"]:
-            steps.append([str(vpy), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                          *cand.get("pip_args", []), *cand["requirements"]])
-        for cmd in steps:
-            err = _step_error(cmd, INSTALL_TIMEOUT_S, "pip failed")
+    with one_creator(path):  # a second driver (or test worker) waits, then reuses it
+        if failed.exists() and not retry:
+            try:
+                old = json.loads(failed.read_text())
+                old.update(cached=True, date=att["date"], seconds=0.0,
+                           error=f"{old.get('error')} (remembered from {old.get('date')}; delete "
+                                 f"{failed} or set REPROKIT_RETRY_ENVS=1 to try again)")
+                return old
+            except (OSError, ValueError):
+                pass
+        if not (marker.exists() and vpy.exists()) or retry:
+            say(f"stack {stack}: trying {cand['id']} (Python {full}: {' '.join(cand['requirements'])}; "
+                f"one time, cached in {path})")
+            # no requirements (tests): no pip either, so nothing is installed or downloaded
+            bare = [] if cand["requirements"] or cand.get("pip") else ["--without-pip"]
+            err = _step_error([py, "-m", "venv", "--clear", *bare, str(path)], 600, "venv failed")
             if err:
-                att.update(outcome="install-failed", error=err,
-                           seconds=round(time.monotonic() - t0, 1))
+                att.update(outcome="venv-failed", error=err, seconds=round(time.monotonic() - t0, 1))
                 return att
-    if cand.get("check"):
-        ok, detail = _run_check(str(vpy), cand["check"], candidate_env_vars(cand, env_vars, path))
-        if not ok:
-            att.update(outcome="check-failed", error=detail, seconds=round(time.monotonic() - t0, 1))
-            if use_cache:
-                failed.write_text(json.dumps(att, indent=1) + "\n")
-            return att
-        att["check_output"] = detail or None
-    marker.write_text(json.dumps({k: att[k] for k in ("candidate", "interpreter_version", "pip",
-                                                      "requirements")}) + "\n")
-    failed.unlink(missing_ok=True)
-    att.update(outcome="ok", seconds=round(time.monotonic() - t0, 1), venv_python=str(vpy))
-    return att
+            steps = []
+            if cand.get("pip"):
+                steps.append([str(vpy), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                              f"pip=={cand['pip']}"])
+            if cand["requirements"]:
+                steps.append([str(vpy), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                              *cand.get("pip_args", []), *cand["requirements"]])
+            for cmd in steps:
+                err = _step_error(cmd, INSTALL_TIMEOUT_S, "pip failed")
+                if err:
+                    att.update(outcome="install-failed", error=err,
+                               seconds=round(time.monotonic() - t0, 1))
+                    return att
+        if cand.get("check"):
+            ok, detail = _run_check(str(vpy), cand["check"], candidate_env_vars(cand, env_vars, path))
+            if not ok:
+                att.update(outcome="check-failed", error=detail, seconds=round(time.monotonic() - t0, 1))
+                if use_cache:
+                    failed.write_text(json.dumps(att, indent=1) + "\n")
+                return att
+            att["check_output"] = detail or None
+        marker.write_text(json.dumps({k: att[k] for k in ("candidate", "interpreter_version", "pip",
+                                                          "requirements")}) + "\n")
+        failed.unlink(missing_ok=True)
+        att.update(outcome="ok", seconds=round(time.monotonic() - t0, 1), venv_python=str(vpy))
+        return att
 
 
 def _fallback(stack: str, spec: dict, say) -> tuple[str, dict]:
@@ -238,21 +255,22 @@ def _fallback(stack: str, spec: dict, say) -> tuple[str, dict]:
     py = path / "bin" / "python"
     marker = path / ".reprokit-complete"
     chosen["interpreter"] = str(py)
-    if marker.exists() and py.exists():
+    with one_creator(path):
+        if marker.exists() and py.exists():
+            return str(py), chosen
+        say(f"creating environment for stack {stack}: {' '.join(reqs)} (one time, cached in {path})")
+        try:
+            venv.EnvBuilder(with_pip=True, clear=True).create(path)
+            proc = subprocess.run([str(py), "-m", "pip", "install", "--quiet",
+                                   "--disable-pip-version-check", *reqs],
+                                  capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+        except (OSError, subprocess.SubprocessError) as e:
+            raise StackUnavailable(f"could not create the {stack} environment at {path}: {e}") from e
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
+            raise StackUnavailable(f"pip could not install {' '.join(reqs)} for stack {stack}: {last}")
+        marker.write_text("\n".join(reqs) + "\n")
         return str(py), chosen
-    say(f"creating environment for stack {stack}: {' '.join(reqs)} (one time, cached in {path})")
-    try:
-        venv.EnvBuilder(with_pip=True, clear=True).create(path)
-        proc = subprocess.run([str(py), "-m", "pip", "install", "--quiet",
-                               "--disable-pip-version-check", *reqs],
-                              capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise StackUnavailable(f"could not create the {stack} environment at {path}: {e}") from e
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
-        raise StackUnavailable(f"pip could not install {' '.join(reqs)} for stack {stack}: {last}")
-    marker.write_text("\n".join(reqs) + "\n")
-    return str(py), chosen
 
 
 def _summary(att: dict) -> str:
