@@ -35,74 +35,29 @@ from array import array
 
 GENERATOR = "zipf-table-v1"
 TABLE_BITS = 20
-SECTION7 = "seed_workloads.md section 7"
 
 # ---------------------------------------------------------------------------------------------
-# Stand-in specifications: sizes and where they come from (seed_workloads.md section 7).
+# Stand-in specifications: sizes and where they come from. They are reprokit/data/datasets.yaml's
+# readings (seed_workloads.md section 7), which the job file carries (facts.stand_ins; the harness
+# calls configure() before any cell): this module keeps no copy of them.
 # ---------------------------------------------------------------------------------------------
-STAND_INS = {
-    "ptb": {
-        "level": "word",
-        "vocab_size": 10000,
-        "vocab_status": "10,000 incl. <unk> and <eos>: third-party doc, consistent with the TF "
-                        "tutorial's vocab_size=10000 (not recomputed)",
-        "splits": {"train": 929589, "valid": 73760, "test": 82430},
-        "split_status": {
-            "train": "third-party doc (edwardlib observations.ptb, NLP-progress); not recomputed",
-            "valid": "third-party doc (edwardlib observations.ptb, NLP-progress); not recomputed",
-            "test": "third-party doc (edwardlib observations.ptb, NLP-progress); not recomputed",
-        },
-        "reading": "PTB (Mikolov simple-examples), TF reader: words split, <eos> per line",
-    },
-    "wikitext-2": {
-        "level": "word",
-        "vocab_size": 33278,
-        "vocab_status": "33,278 types: Merity et al. 2016 (unverified)",
-        "splits": {"train": 2088628, "valid": 217646, "test": 245569},
-        "split_status": {
-            "train": "quoted from torchtext/PyTorch-example output; not recomputed",
-            "valid": "recomputed from wiki.valid.tokens",
-            "test": "recomputed from wiki.test.tokens",
-        },
-        "reading": "WikiText-2 v1 wiki.*.tokens, standard: split() + <eos> per line, blank lines "
-                   "included",
-    },
-    "wikitext-2-kawakami": {
-        "level": "word",
-        "vocab_size": 33278,
-        "vocab_status": "33,278 standard types (+1 unused id in the model); count not recomputed "
-                        "for this reading (unverified)",
-        "splits": {"train": 2076000, "valid": 216347, "test": 244102},
-        "split_status": {
-            "train": "UNVERIFIED estimate: section 7 gives ~2.076 M (2,088,628 minus the unknown "
-                     "number of blank train lines); 2,076,000 gives 126 batches of 128x128",
-            "valid": "recomputed (217,646 minus 1,299 blank lines)",
-            "test": "recomputed (245,569 minus 1,467 blank lines)",
-        },
-        "reading": "WikiText-2 v1 as read by k-kawakami/rnn_benchmark: blank lines emit nothing",
-    },
-    "nietzsche": {
-        "level": "char",
-        "vocab_size": 57,
-        "vocab_status": "57 characters: third-party copies of the Keras example (unverified)",
-        "splits": {"train": 600893},
-        "split_status": {
-            "train": "600,893 characters: third-party copies of the Keras example (unverified); "
-                     "200,285 windows (40/3) verified against the Keras-MXNet table",
-        },
-        "reading": "nietzsche.txt lower-cased, one token per character",
-    },
-    "wikitext-2-char-keras-mxnet": {
-        "level": "char",
-        "vocab_size": 37,
-        "vocab_status": "<=37 characters: inference, UNVERIFIED (upper bound used)",
-        "splits": {"train": 10100000},
-        "split_status": {
-            "train": "~10.1 M characters: inference from Keras-MXNet timings, UNVERIFIED",
-        },
-        "reading": "WikiText-2 raw as preprocessed by Keras-MXNet, character level",
-    },
-}
+STAND_INS = {}
+
+
+def configure(specs):
+    """Take the stand-in specifications ({corpus: {"level", "vocab_size", "vocab_status", "splits",
+    "split_status", "reading"}}) of a job file's facts.stand_ins."""
+    STAND_INS.clear()
+    STAND_INS.update(specs or {})
+
+
+def _spec(name):
+    if not STAND_INS:
+        raise KeyError("no stand-in sizes: the job file carries no facts.stand_ins (the kit's planner "
+                       "writes them from reprokit/data/datasets.yaml); make the job with the kit")
+    if name not in STAND_INS:
+        raise KeyError("no stand-in corpus %r; known: %s" % (name, ", ".join(stand_in_names())))
+    return STAND_INS[name]
 
 
 class Corpus(object):
@@ -271,9 +226,7 @@ def stand_in(name, split="train", seed=None, vocab_size=None, n_tokens=None, use
 
     vocab_size / n_tokens override the section-7 sizes (for tiny tests); the label then says so.
     """
-    if name not in STAND_INS:
-        raise KeyError("no stand-in corpus %r; known: %s" % (name, ", ".join(stand_in_names())))
-    spec = STAND_INS[name]
+    spec = _spec(name)
     if split not in spec["splits"]:
         raise KeyError("stand-in %r has no split %r; known: %s"
                        % (name, split, ", ".join(sorted(spec["splits"]))))
@@ -287,7 +240,7 @@ def stand_in(name, split="train", seed=None, vocab_size=None, n_tokens=None, use
         "seed": seed,
         "ids_sha256": ids_sha256(tokens),
         "reading": spec["reading"],
-        "sizes_source": SECTION7,
+        "sizes_source": "reprokit/data/datasets.yaml (the job file's facts.stand_ins)",
         "n_tokens_status": spec["split_status"][split],
         "vocab_status": spec["vocab_status"],
         "overrides": {},
@@ -433,7 +386,7 @@ def load_ptb(data_dir, sha256=None):
     return _load_word_corpus(
         "ptb", "ptb", data_dir, files, _ptb_words,
         "train words sorted by (-count, word), as the TF PTB reader", _vocab_by_count,
-        STAND_INS["ptb"]["reading"], sha256)
+        _spec("ptb")["reading"], sha256)
 
 
 def load_wikitext2(data_dir, reading="standard", sha256=None):
@@ -451,7 +404,7 @@ def load_wikitext2(data_dir, reading="standard", sha256=None):
     return _load_word_corpus(
         name, "wikitext-2", data_dir, files, lambda lines: _wikitext_words(lines, reading),
         "train words in order of first appearance", _vocab_first_seen,
-        STAND_INS[name]["reading"], sha256)
+        _spec(name)["reading"], sha256)
 
 
 def load_nietzsche(data_dir, sha256=None):
@@ -463,7 +416,7 @@ def load_nietzsche(data_dir, sha256=None):
     index = dict((c, i) for i, c in enumerate(vocab))
     ids = array(_I32, [index[c] for c in text])
     info = dict(record)
-    info.update({"reading": STAND_INS["nietzsche"]["reading"], "vocab_rule": "sorted characters",
+    info.update({"reading": _spec("nietzsche")["reading"], "vocab_rule": "sorted characters",
                  "ids_sha256": ids_sha256(ids)})
     return Corpus("nietzsche", "train", "char", ids, len(vocab), False, info, vocab)
 

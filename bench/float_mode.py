@@ -16,7 +16,8 @@ several frameworks run float32 matrix products, convolutions or cuDNN RNNs as TF
   `jax_default_matmul_precision` (env JAX_DEFAULT_MATMUL_PRECISION) sets it
   (docs.jax.dev "Matmul precision", jax.default_matmul_precision).
 * Every framework through cuBLAS/cuDNN: NVIDIA_TF32_OVERRIDE=0 tells the NVIDIA libraries never to
-  use TF32 (NVIDIA's TF32 notes; CUDA < 11 has no TF32 at all). It does not reach kernels a
+  use TF32 (NVIDIA's TF32 notes; which CUDA and GPU have TF32 at all comes in the job file's
+  facts.tf32, from reprokit/data/float_precision.yaml). It does not reach kernels a
   framework generates itself (XLA/Triton GEMMs in JAX), so JAX is judged by its own setting.
 
 `requested` is "fp32" (the default: the sources' precision; TF32 off everywhere the framework
@@ -49,8 +50,6 @@ AUTOTUNE_ENV = ("TF_CUDNN_USE_AUTOTUNE", "TF_CUDNN_DETERMINISTIC", "TF_DETERMINI
                 "XLA_FLAGS", "MXNET_CUDNN_AUTOTUNE_DEFAULT", "CUBLAS_WORKSPACE_CONFIG")
 # frameworks whose Python-level switches `apply` sets (it imports them for that)
 SETTABLE = ("torch", "tensorflow", "jax")
-# the first release with TF32 switches: older releases have no TF32 path at all (built with CUDA < 11)
-TF32_SINCE = {"torch": (1, 7), "tensorflow": (2, 4)}
 JAX_FP32 = ("highest", "float32", "f32_f32_f32")
 JAX_TF32 = ("high", "tensorfloat32", "tf32_tf32_f32", "bfloat16_3x")
 
@@ -66,9 +65,10 @@ def check_request(requested):
 
 
 def version_tuple(text):
-    """(major, minor) of a version string such as '0.1.12_2', '2.13.0+cpu', '1.8.0'; None."""
-    m = re.match(r"\s*(\d+)\.(\d+)", str(text or ""))
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    """(major, minor) of a version string such as '0.1.12_2', '2.13.0+cpu', '1.8.0', '11' (minor 0);
+    None."""
+    m = re.match(r"\s*(\d+)(?:\.(\d+))?", str(text or ""))
+    return (int(m.group(1)), int(m.group(2) or 0)) if m else None
 
 
 def _err(e):
@@ -291,10 +291,12 @@ def _mxnet_state(mx, settings, autotune):
     autotune["mxnet_cudnn_autotune_default"] = os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT")
 
 
-def record(requested, backend, applied, env, ran_on):
+def record(requested, backend, applied, env, ran_on, tf32=None):
     """The cell result's `precision` record (docs/FORMATS.md): what was asked, the framework's
     switches and autotune state as read back now, and `effective` with a one-line `why`. `ran_on`
-    is the cell's ran_on record ({"device": "gpu" | "cpu" | "unknown", ...})."""
+    is the cell's ran_on record ({"device": "gpu" | "cpu" | "unknown", ...}); `tf32` the job file's
+    facts.tf32 (reprokit/data/float_precision.yaml: min_compute_capability, min_cuda, since), which
+    this module keeps no copy of."""
     rec = {"requested": requested, "effective": "unknown", "why": "", "settings": {},
            "env": dict(env or {}), "autotune": {}}
     applied = applied or {}
@@ -302,14 +304,14 @@ def record(requested, backend, applied, env, ran_on):
         if applied.get(key):
             rec[key if key != "set" else "applied"] = list(applied[key])
     try:
-        effective, why = _decide(backend, rec, (ran_on or {}).get("device", "unknown"))
+        effective, why = _decide(backend, rec, (ran_on or {}).get("device", "unknown"), tf32)
     except Exception as e:  # never costs a measurement
         effective, why = "unknown", "could not read the precision back: %s" % _err(e)
     rec["effective"], rec["why"] = effective, why
     return rec
 
 
-def _decide(backend, rec, device):
+def _decide(backend, rec, device, tf32=None):
     settings, autotune, env = rec["settings"], rec["autotune"], rec["env"]
     mod = sys.modules.get(backend) if backend else None
     capability = None
@@ -356,7 +358,7 @@ def _decide(backend, rec, device):
         return _cpu(backend, settings)
     if device != "gpu":
         return "unknown", "where the work ran is unknown, so is its precision"
-    return _gpu(backend, settings, env, capability, switches)
+    return _gpu(backend, settings, env, capability, switches, tf32)
 
 
 def _safe(fn, arg):
@@ -376,20 +378,25 @@ def _cpu(backend, settings):
     return "fp32", "ran on the CPU: TF32 is a GPU tensor-core mode; float32 ran as fp32"
 
 
-def _gpu(backend, settings, env, capability, switches):
+def _gpu(backend, settings, env, capability, switches, tf32):
+    if not tf32:
+        return "unknown", ("the job file carries no TF32 facts (facts.tf32, written by the kit's "
+                           "planner), so whether TF32 exists here is not decided")
     cuda = settings.get("torch.version.cuda") or settings.get("tf.sysconfig.cuda_version")
     major = version_tuple(cuda)
-    if major is not None and major[0] < 11:
-        return "fp32", "built with CUDA %s (< 11): no TF32" % cuda
-    if capability is not None and capability[0] < 8:
-        return "fp32", ("GPU compute capability %d.%d has no TF32 tensor cores (sm_80 and later)"
-                        % tuple(capability[:2]))
-    since = TF32_SINCE.get(backend)
+    min_cuda = version_tuple(tf32["min_cuda"])
+    if major is not None and major < min_cuda:
+        return "fp32", "built with CUDA %s (< %s): no TF32" % (cuda, tf32["min_cuda"])
+    min_cc = version_tuple(tf32["min_compute_capability"])
+    if capability is not None and tuple(capability[:2]) < min_cc:
+        return "fp32", ("GPU compute capability %d.%d has no TF32 tensor cores (%s and later)"
+                        % (tuple(capability[:2]) + (tf32["min_compute_capability"],)))
+    since = version_tuple((tf32.get("since") or {}).get(backend))
     version = version_tuple(settings.get("%s.__version__" % ("tf" if backend == "tensorflow"
                                                               else backend)))
     if since and version is not None and version < since and major is None:
-        return "fp32", ("%s %d.%d predates TF32 (first in %d.%d, the first CUDA 11 builds)"
-                        % ((backend,) + version + since))
+        return "fp32", ("%s %d.%d predates TF32 (first in %d.%d, the first CUDA %s builds)"
+                        % ((backend,) + version[:2] + since[:2] + (tf32["min_cuda"],)))
     on = [name for name, allows in switches if allows]
     if switches and not on:
         return "fp32", "TF32 off as read back: %s" % ", ".join(n for n, _ in switches)

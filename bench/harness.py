@@ -29,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import corpora  # noqa: E402
 import float_mode  # noqa: E402
 import gpu_runtime  # noqa: E402
 import ran_on  # noqa: E402
@@ -302,7 +303,7 @@ def _backend(module, cell, framework):
     return backend
 
 
-def _add_precision(result, ctx, cell, state):
+def _add_precision(result, ctx, cell, state, tf32=None):
     """`ran_on` and `precision` (bench/ran_on.py, bench/float_mode.py); a cell that asked for a GPU
     and ran on the CPU becomes "failed" with the reason naming the fix. Never raises."""
     try:
@@ -313,7 +314,7 @@ def _add_precision(result, ctx, cell, state):
         result["ran_on"] = where
         result["precision"] = float_mode.record(
             state.get("requested") or cell.get("precision") or float_mode.FP32,
-            state.get("backend"), state.get("applied"), state.get("env"), where)
+            state.get("backend"), state.get("applied"), state.get("env"), where, tf32)
         why = ran_on.mismatch(ctx.device, where)
         if why is not None and result.get("status") in ("ok", "failed"):  # the workload's own
             result["status"], result["reason"] = "failed", why  # error stays in `traceback`
@@ -363,6 +364,8 @@ def classify_exception(exc):
 
 
 def run_cell(cell, job, process=None):
+    # the stand-in data sets' sizes come from the kit's data (datasets.yaml) through the job file
+    corpora.configure((job.get("facts") or {}).get("stand_ins"))
     ctx = CellContext(cell, job, process)
     result = {
         "schema_version": SCHEMA_VERSION,
@@ -411,7 +414,7 @@ def run_cell(cell, job, process=None):
         if isinstance(e, KeyboardInterrupt):
             result["status"] = "failed"
     result["wall_s"] = timing.clock() - start
-    _add_precision(result, ctx, cell, fp)
+    _add_precision(result, ctx, cell, fp, (job.get("facts") or {}).get("tf32"))
     # other work on the machine slows a cell down: keep the 1/5/15-minute load averages
     result["load_avg"] = {"before": load_before, "after": _load_avg()}
     result["finished"] = utcnow()

@@ -96,8 +96,8 @@ def _numeric(params: dict) -> dict[str, float]:
 @cache
 def corpus_sizes(corpus: str) -> dict[str, float]:
     """{"corpus_vocab", "corpus_tokens"} of a reading of datasets.yaml (its vocabulary and train token
-    count): the sizes of the data the cells read (bench/corpora.py STAND_INS holds the same figures,
-    tests/catalog/test_data_command.py keeps the two equal). Raises NotApplicable for an unknown reading."""
+    count): the sizes of the data the cells read (the stand-ins get the same figures through the job
+    file). Raises NotApplicable for an unknown reading."""
     from reprokit.catalog import datasets
 
     for ds in datasets.catalogue().values():

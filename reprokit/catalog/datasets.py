@@ -34,6 +34,22 @@ def catalogue() -> dict[str, dict]:
     return files.load_data("datasets")["datasets"]
 
 
+def stand_in_specs() -> dict[str, dict]:
+    """Every reading of datasets.yaml as bench/corpora.py makes its stand-in: {corpus: {"level",
+    "vocab_size", "vocab_status", "splits": {split: tokens}, "split_status": {split: source},
+    "reading"}}. The job file carries it (facts.stand_ins), so bench/ keeps no copy of the sizes."""
+    specs = {}
+    for ds in catalogue().values():
+        for r in ds["readings"]:
+            specs[r["corpus"]] = {
+                "level": ds["level"], "vocab_size": r["vocab"]["value"],
+                "vocab_status": f"{r['vocab']['status']}: {r['vocab']['source']}",
+                "splits": {split: t["value"] for split, t in r["tokens"].items()},
+                "split_status": {split: f"{t['status']}: {t['source']}" for split, t in r["tokens"].items()},
+                "reading": r["description"]}
+    return specs
+
+
 def dataset_for(workload: str, params: dict) -> tuple[str, dict] | None:
     """(data set name, used_by entry) of a cell, or None when it reads no data set files."""
     wanted = params.get("dataset")
@@ -45,8 +61,11 @@ def dataset_for(workload: str, params: dict) -> tuple[str, dict] | None:
 
 
 def bench_corpora():
-    """bench/corpora.py as a private module (the host never puts bench/ on sys.path)."""
-    return files.bench_module("corpora")
+    """bench/corpora.py as a private module (the host never puts bench/ on sys.path), given the
+    stand-in sizes of datasets.yaml as a job file gives them to it."""
+    mod = files.bench_module("corpora")
+    mod.configure(stand_in_specs())
+    return mod
 
 
 def read_corpus(corpus: str, data_dir: Path) -> dict[str, dict]:

@@ -38,8 +38,6 @@ BASE_IMAGE = "reprokit/base:bookworm"
 REPOSITORY = "reprokit"
 FLAVOURS = ("cpu", "gpu")
 WHEELS = "wheels"  # wheelhouse directory inside the build context
-# Python and glibc of the Debian releases a local base image can be made from (platform.md).
-DEBIAN = {"bookworm": ("3.11", 36), "bullseye": ("3.9", 31), "trixie": ("3.13", 41)}
 
 
 # -- names ---------------------------------------------------------------------------------------
@@ -252,11 +250,15 @@ def image_dirs(suite: str | None, stacks: list[str] | None, dirs: list[str] | No
 
 
 def python_for_base(base: str) -> tuple[str, int]:
-    """(python version, glibc minor) of a Debian-based local base image, by its release name."""
-    for release, v in DEBIAN.items():
-        if release in base:
-            return v
-    return DEBIAN["bookworm"]
+    """(python version, glibc minor) of a local base image (images/_blocks/distros.yaml: by its name,
+    else by the Debian release its name holds, else the default base)."""
+    distros = recipes.load_distros()
+    entry = distros.get(base) or next((d for d in distros.values() if d.get("glibc")
+                                       and d["codename"] in base), distros[BASE_IMAGE])
+    if not entry.get("glibc"):
+        raise UserError(f"images/_blocks/distros.yaml gives no glibc for {base}; add it (the image's "
+                        "libc6 version, from dpkg-query -W libc6 in the image) or name --platform flags")
+    return entry["python"], int(entry["glibc"].split(".")[1])
 
 
 # -- the lock file -------------------------------------------------------------------------------

@@ -9,10 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 COMPAT_PATH = Path(__file__).resolve().parents[1] / "data" / "compat.yaml"
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "compat.schema.json"
 
 
 class CompatError(ValueError):
@@ -20,24 +17,16 @@ class CompatError(ValueError):
 
 
 def load_compat(path: Path | str = COMPAT_PATH, *, validate: bool = True) -> dict[str, Any]:
-    """Read compat.yaml (the kit's own through files.load_data: parsed and schema-checked once, shared,
-    not to be modified; another `path` is read and checked here) and check its internal references."""
+    """Read compat.yaml through the kit's loader (reprokit/files.py) and check its internal references:
+    the kit's own is parsed and schema-checked once and shared, not to be modified; another `path`
+    (an edited copy) is read and checked on each call."""
+    from reprokit import files
+
     if Path(path) == COMPAT_PATH and validate:
-        from reprokit import files
-
         data = files.load_data("compat")
-        _check_references(data)
-        return data
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
+    else:
+        data = files.load_data_path(path, "compat" if validate else None)
     if validate:
-        import json
-
-        import jsonschema
-
-        with open(SCHEMA_PATH, encoding="utf-8") as fh:
-            schema = json.load(fh)
-        jsonschema.validate(data, schema)
         _check_references(data)
     return data
 
@@ -96,11 +85,8 @@ def image_requirement(image: str) -> str | None:
     path = files.IMAGES / image / "recipe.yaml"
     if not path.is_file():
         return None
-    try:
-        doc = yaml.safe_load(files.read_text_bounded(path, "data"))
-    except (OSError, ValueError, yaml.YAMLError) as e:
-        raise CompatError(f"{path} is not readable YAML ({e}); restore it from the repository") from e
-    gpu = ((doc or {}).get("flavours") or {}).get("gpu") or {}
+    doc = files.load_data_path(path, "recipe")  # the plan stage comes before containers/recipes.py
+    gpu = (doc.get("flavours") or {}).get("gpu") or {}
     value = (gpu.get("build_args") or {}).get("NVIDIA_REQUIRE_CUDA")
     return str(value).strip() or None if value else None
 

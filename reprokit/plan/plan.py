@@ -149,13 +149,24 @@ def cell_specs(plan: Plan) -> dict[str, str]:
     return {c.id: cell_spec(c, plan.suite, plan.options) for c in plan.runnable}
 
 
+def bench_facts() -> dict:
+    """The facts of reprokit/data that bench/ needs, for the job file (bench/ runs inside old stacks
+    and cannot read them; it keeps no copy): where TF32 exists (float_precision.yaml) and the
+    stand-in data sets' sizes (datasets.yaml)."""
+    fp = float_precision()
+    tf32 = fp["tf32"]
+    return {"tf32": {"min_compute_capability": tf32["min_compute_capability"], "min_cuda": tf32["min_cuda"],
+                     "since": {name: spec["since"] for name, spec in fp["frameworks"].items()}},
+            "stand_ins": datasets.stand_in_specs()}
+
+
 def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str,
              cells: list[Cell] | None = None) -> dict:
     """The job file of `stack`: its own cells, or `cells` (those a fallback chain moved to it too)."""
     cells = plan.by_stack()[stack] if cells is None else cells
     job = {"schema_version": files.version("job"), "run_id": run_id, "stack": stack, "kit": kit,
            "out_dir": out_dir, "device": plan.options.device,
-           "cells": [job_cell(c, plan.suite, plan.options) for c in cells]}
+           "cells": [job_cell(c, plan.suite, plan.options) for c in cells], "facts": bench_facts()}
     for jc in job["cells"]:  # preflight expects PTX JIT: more time (compat.yaml jit)
         raise_timeout(jc, (plan.verdicts or {}).get(jc["id"]))
     if plan.options.data:  # the host directory the cells' data_dir params lie in (runners mount it)

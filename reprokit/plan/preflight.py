@@ -387,7 +387,9 @@ def _check_driver(
     wanted = _version_tuple(cuda)[:2]
     if driver_cuda is not None and driver_cuda < wanted:
         have = f"{driver_cuda[0]}.{driver_cuda[1]}"
-        same_major_mvc = driver_cuda[0] == wanted[0] and wanted[0] >= 11
+        same_major_mvc = driver_cuda[0] == wanted[0] and any(  # compat.yaml cuda_drivers
+            row.get("minor_version_compatibility") and row["cuda"] == str(wanted[0])
+            for row in compat["cuda_drivers"])
         if same_major_mvc:
             v.check("driver_cuda", True,
                     f"{label}: driver supports CUDA {have} < {wanted[0]}.{wanted[1]} (minor-version "

@@ -31,7 +31,14 @@ from pathlib import Path
 
 DEFAULT_SIZES = (2048, 4096, 8192)
 DEFAULT_REPEATS = 10
-TF32_MIN_CC = (8, 0)  # TF32 tensor cores arrived with Ampere (compute capability 8.0)
+
+
+def tf32_min_cc() -> tuple[int, int]:
+    """The first compute capability with TF32 tensor cores (reprokit/data/float_precision.yaml)."""
+    from reprokit import files
+
+    major, minor = files.load_data("float_precision")["tf32"]["min_compute_capability"].split(".")
+    return int(major), int(minor)
 
 
 def tflops(n: int, seconds: float) -> float:
@@ -150,6 +157,7 @@ def measure(sizes: tuple[int, ...] = DEFAULT_SIZES, repeats: int = DEFAULT_REPEA
         return {"skipped": f"torch {torch.__version__} sees no CUDA device (torch.version.cuda = "
                            f"{torch.version.cuda}: {why})"}
     before = (torch.backends.cuda.matmul.allow_tf32,)
+    min_cc = tf32_min_cc()
     gpus = []
     try:
         for i in range(torch.cuda.device_count()):
@@ -164,7 +172,7 @@ def measure(sizes: tuple[int, ...] = DEFAULT_SIZES, repeats: int = DEFAULT_REPEA
                 n, per = best_rate(fp32_times)
                 entry.update({"fp32_tflops": per[n], "size": n, "per_size": {"fp32": per}})
                 entry["sm_clock_during_fp32"] = sm_clock_during(torch, device, entry["uuid"])
-                if cc >= TF32_MIN_CC:
+                if cc >= min_cc:
                     entry["precision_tf32"] = _set_tf32(torch, True)
                     n32, per32 = best_rate(_time_sizes(torch, device, sizes, repeats))
                     entry.update({"tf32_tflops": per32[n32], "tf32_size": n32})

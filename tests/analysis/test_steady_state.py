@@ -15,6 +15,7 @@ import pytest
 from reprokit import files, results
 from reprokit.analysis import stats, steady_state, verdicts
 from reprokit.catalog import suites
+from reprokit.plan.plan import bench_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "docs" / "sample-run" / "20261124T200755Z-legacy-2017"
@@ -157,7 +158,7 @@ def test_real_torchscript_cell_under_quick_warms_up_past_a_short_fixed_warmup(tm
     jc["params"].update({"batch": 4, "seq_len": 6, "hidden": 8, "emb": 8, "vocab": 50,
                          "corpus_tokens": 2000})
     job = {"schema_version": 1, "run_id": "t-steady", "stack": "host", "kit": {}, "device": "cpu",
-           "out_dir": str(tmp_path / "cells"), "cells": [jc]}
+           "out_dir": str(tmp_path / "cells"), "facts": bench_facts(), "cells": [jc]}
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job))
     # one intra-op thread: with two, a 2 ms iteration waits for a descheduled worker thread whenever

@@ -15,7 +15,7 @@ from reprokit.catalog import datasets, suites
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.commands import data as data_cmd
 from reprokit.errors import UserError
-from reprokit.plan.plan import Options, job_cell, make_plan
+from reprokit.plan.plan import Options, bench_facts, job_cell, make_plan
 from reprokit.run.execute import execute
 from reprokit.runners.local import LocalRunner
 
@@ -74,8 +74,10 @@ def cli(repo, *args):
 
 
 # -- the catalogue ----------------------------------------------------------------------------
-def test_catalogue_sizes_equal_the_stand_in_table():
-    stand_ins = datasets.bench_corpora().STAND_INS
+def test_the_stand_in_sizes_are_the_catalogues_and_reach_bench_through_the_job_file():
+    """datasets.yaml is the one copy of the sizes: a job file carries every reading (facts.stand_ins),
+    each size with its source, and a workload's stand-in is made from them."""
+    stand_ins = bench_facts()["stand_ins"]
     seen = set()
     for ds in datasets.catalogue().values():
         for r in ds["readings"]:
@@ -89,6 +91,10 @@ def test_catalogue_sizes_equal_the_stand_in_table():
         assert {u["corpus"] for u in ds["used_by"]} <= {r["corpus"] for r in ds["readings"]}
         assert all("seed_workloads.md" in o["source"] for o in ds["origin"])
     assert seen == set(stand_ins)
+    corpora = datasets.bench_corpora()
+    c = corpora.stand_in("ptb", "valid", vocab_size=10, n_tokens=50)
+    assert c.info["reading"] == stand_ins["ptb"]["reading"]
+    assert c.info["vocab_status"] == stand_ins["ptb"]["vocab_status"]
 
 
 def test_catalogue_covers_every_suite_cell_that_reads_a_data_set():
@@ -354,7 +360,7 @@ def test_container_job_rewrites_data_dirs(tmp_path):
     root = tmp_path / "data"
     job = {"schema_version": 1, "run_id": "r", "stack": "s", "kit": {"version": "x",
                                                                      "git_commit": None},
-           "out_dir": "/x", "device": "cpu", "data_root": str(root),
+           "out_dir": "/x", "facts": bench_facts(), "device": "cpu", "data_root": str(root),
            "cells": [{"id": "a", "source": "003", "workload": "w", "params": {
                "data_dir": str(root / "ptb")}, "metrics": [], "budget": {"min_samples": 1},
                "protocol": "budget"},

@@ -19,6 +19,7 @@ import pytest
 from reprokit import files
 from reprokit.catalog import suites
 from reprokit.containers import compose, images, recipes, spec
+from reprokit.plan.plan import bench_facts
 from reprokit.runners.docker import DockerRunner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,7 +80,7 @@ def run_cell(tmp_path, monkeypatch, params=None, device="gpu", gpus=None, **runn
             "variant": "fastlstm", "params": dict(params or {}), "metrics": ["train"],
             "budget": {"min_samples": 1}, "protocol": "budget", "timeout_s": 60}
     job = {"schema_version": 1, "run_id": "run", "stack": "theano-0.9", "kit": files.kit_info(),
-           "out_dir": str(run_dir / "cells"), "device": device, "cells": [cell]}
+           "out_dir": str(run_dir / "cells"), "facts": bench_facts(), "device": device, "cells": [cell]}
     job_path = run_dir / "jobs" / "theano-0.9.json"
     job_path.write_text(json.dumps(job))
     try:
@@ -243,7 +244,7 @@ def test_the_images_cache_path_is_the_runners():
 # -- bench/gpu_runtime.py: the libcuda.so link with the real loader ------------------------------
 def harness_job(tmp_path, params) -> Path:
     job = {"schema_version": 1, "run_id": "t", "stack": "smoke-python", "kit": {},
-           "out_dir": str(tmp_path / "out"), "device": "cpu",
+           "out_dir": str(tmp_path / "out"), "facts": bench_facts(), "device": "cpu",
            "cells": [{"id": "t/gpu_runtime", "source": "smoke", "workload": "test_gpu_runtime",
                       "params": params, "metrics": ["cache_files"], "budget": {},
                       "protocol": "budget", "timeout_s": 60}]}

@@ -5,10 +5,10 @@ Every GPU rule below is checked only against the compatibility tables; none was 
 
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 
+from reprokit.errors import UserError
 from reprokit.plan import compat as compat_data
 from reprokit.plan import preflight
 from reprokit.plan.compat import load_compat
@@ -258,7 +258,7 @@ def test_compat_schema_rejects_a_misspelt_field(tmp_path):
     data["binaries"]["torch-1.3.0"]["ptxx"] = ["5.0"]
     bad = tmp_path / "compat.yaml"
     bad.write_text(yaml.safe_dump(data))
-    with pytest.raises(jsonschema.ValidationError):
+    with pytest.raises(UserError, match=f"^{bad} does not match the compat schema: .*ptxx"):
         load_compat(bad)
 
 

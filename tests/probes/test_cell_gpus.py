@@ -359,8 +359,9 @@ def test_mig_not_supported_reads_as_no_mig():
 def test_mig_blocker_lists_every_stack_below_cuda_11():
     compat = compat_data.load_compat()
     (blocker,) = [b for b in compat["blockers"] if b["id"] == "mig-needs-cuda-11"]
+    major = int(blocker["cuda_below"])
     below = {name for name, s in compat["stacks"].items()
-             if s["gpu"] and s["cuda"] and int(str(s["cuda"]).split(".")[0]) < 11}
+             if s["gpu"] and s["cuda"] and int(str(s["cuda"]).split(".")[0]) < major}
     assert set(blocker["stacks"]) == below
 
 

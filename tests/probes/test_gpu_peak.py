@@ -154,7 +154,7 @@ def test_the_probe_measures_every_visible_gpu():
         sheet = flops.find_gpu(g["name"])
         if sheet:  # an achieved rate above the datasheet peak means broken timing (or a wrong entry)
             assert g["fp32_tflops"] <= 1.1 * sheet["fp32_tflops"], (g, sheet["entry"])
-        if tuple(int(x) for x in g["compute_capability"].split(".")) >= gpu_peak.TF32_MIN_CC:
+        if tuple(int(x) for x in g["compute_capability"].split(".")) >= gpu_peak.tf32_min_cc():
             assert g["tf32_tflops"] > g["fp32_tflops"], g  # tensor cores: TF32 is faster
             assert g["precision_fp32"]["torch.backends.cuda.matmul.allow_tf32"] is False
             assert g["precision_tf32"]["torch.backends.cuda.matmul.allow_tf32"] is True

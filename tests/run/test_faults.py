@@ -27,6 +27,7 @@ import pytest
 from conftest import docker_client
 
 from reprokit import files, results
+from reprokit.plan.plan import bench_facts
 from reprokit.probes import processes
 from reprokit.reader.reconcile import cell_id_of
 from reprokit.run import lifecycle
@@ -533,7 +534,8 @@ def test_a_results_directory_that_turns_read_only_mid_cell(tmp_path):
 # -- the harness on its own: limits that hold without the driver ----------------------------------
 def _harness_job(tmp_path: Path, seconds: float, timeout: float, grace: float) -> Path:
     job = {"schema_version": 1, "run_id": "h", "stack": "smoke-python", "kit": {},
-           "out_dir": str(tmp_path / "cells"), "device": "cpu", "timeout_grace_s": grace,
+           "out_dir": str(tmp_path / "cells"), "facts": bench_facts(), "device": "cpu",
+           "timeout_grace_s": grace,
            "cells": [{"id": "t/sleep", "source": "smoke", "workload": "test_sleep", "variant": None,
                       "params": {"seconds": seconds}, "metrics": ["slept"],
                       "budget": {"min_samples": 1}, "protocol": "budget", "timeout_s": timeout}]}

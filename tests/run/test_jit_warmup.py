@@ -22,7 +22,7 @@ from reprokit.analysis import verdicts
 from reprokit.catalog import suites
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.errors import UserError
-from reprokit.plan.plan import Options, make_job, make_plan, raise_timeout
+from reprokit.plan.plan import Options, bench_facts, make_job, make_plan, raise_timeout
 from reprokit.probes import jit_cache
 from reprokit.run import jit_warmup
 from reprokit.run.execute import execute
@@ -179,7 +179,7 @@ def test_a_probe_cell_is_its_own_first_start(tmp_path, monkeypatch):
             raise AssertionError("no process may run for a probe's warm-up")
 
     job = {"schema_version": 1, "run_id": "r", "stack": "torch-0.1", "kit": files.kit_info(),
-           "out_dir": str(tmp_path), "device": "gpu",
+           "out_dir": str(tmp_path), "facts": bench_facts(), "device": "gpu",
            "cells": [{"id": "gpu-smoke/torch-0.1", "source": "gpu-smoke", "workload": "probe_torch",
                       "params": {}, "metrics": ["first_call_time"], "budget": {"min_samples": 1},
                       "protocol": "budget", "timeout_s": 3600}]}

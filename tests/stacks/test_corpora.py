@@ -7,10 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from reprokit.catalog import datasets
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import corpora  # noqa: E402
+
+corpora.configure(datasets.stand_in_specs())  # as the harness does from the job file's facts
 
 ALL_SPLITS = [(name, split) for name in corpora.stand_in_names()
               for split in sorted(corpora.STAND_INS[name]["splits"])]
@@ -51,16 +55,35 @@ def test_stand_in_sizes_and_ids(name, split):
     assert lab["stand_in"] is True and lab["n_tokens"] == n and lab["vocab_size"] == v
     assert lab["seed"] == corpora.default_seed(name, split)
     assert corpora.GENERATOR in lab["generator"]
-    assert "section 7" in lab["sizes_source"]
+    assert lab["sizes_source"].startswith("reprokit/data/datasets.yaml")
     assert lab["overrides"] == {}
     assert lab["ids_sha256"] == corpora.ids_sha256(c.tokens)
 
 
 def test_unverified_sizes_are_labelled():
     spec = corpora.STAND_INS
-    assert "UNVERIFIED" in spec["wikitext-2-kawakami"]["split_status"]["train"]
-    assert "UNVERIFIED" in spec["wikitext-2-char-keras-mxnet"]["split_status"]["train"]
-    assert "UNVERIFIED" in spec["wikitext-2-char-keras-mxnet"]["vocab_status"]
+    weak = [spec["wikitext-2-kawakami"]["split_status"]["train"],
+            spec["wikitext-2-char-keras-mxnet"]["split_status"]["train"],
+            spec["wikitext-2-char-keras-mxnet"]["vocab_status"]]
+    for status in weak:  # "<datasets.yaml status>: <source>"
+        assert status.split(":")[0] in ("estimate", "inference", "unverified"), status
+    assert "UNVERIFIED" in weak[0]
+    c = corpora.stand_in("wikitext-2-kawakami", "train", vocab_size=10, n_tokens=100)
+    assert c.info["n_tokens_status"] == weak[0]
+    assert c.info["sizes_source"].startswith("reprokit/data/datasets.yaml")
+
+
+def test_without_the_job_files_sizes_there_is_no_stand_in():
+    """bench/corpora.py keeps no copy of datasets.yaml's sizes: a job without facts.stand_ins
+    gets none, with the reason."""
+    saved = dict(corpora.STAND_INS)
+    try:
+        corpora.configure(None)
+        with pytest.raises(KeyError, match="carries no facts.stand_ins"):
+            corpora.stand_in("ptb", "valid")
+    finally:
+        corpora.configure(saved)
+    assert "929589" not in (BENCH / "corpora.py").read_text()
 
 
 def test_zipf_shape():

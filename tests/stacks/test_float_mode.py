@@ -19,7 +19,8 @@ import pytest
 
 from reprokit import validate
 from reprokit.catalog import suites
-from reprokit.plan.plan import Options, job_cell, make_job, make_plan
+from reprokit.plan import plan
+from reprokit.plan.plan import Options, bench_facts, job_cell, make_job, make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -140,7 +141,7 @@ def test_an_old_torch_records_missing_switches_as_absent(monkeypatch):
     assert set(applied["absent"]) == {"torch.backends.cuda.matmul.allow_tf32",
                                       "torch.backends.cudnn.allow_tf32",
                                       "torch.set_float32_matmul_precision"}
-    rec = float_mode.record("fp32", "torch", applied, {}, {"device": "gpu"})
+    rec = float_mode.record("fp32", "torch", applied, {}, {"device": "gpu"}, TF32)
     assert rec["effective"] == "fp32" and rec["why"] == "built with CUDA 9.0 (< 11): no TF32"
     assert rec["autotune"]["cudnn_benchmark"] is True and len(rec["absent"]) == 3
 
@@ -161,6 +162,8 @@ def test_a_bad_request_is_refused():
 
 
 # -- the GPU decision, over read-back settings (pure logic: no GPU here) ---------------------------
+# where TF32 exists, as the job file carries it from reprokit/data/float_precision.yaml
+TF32 = plan.bench_facts()["tf32"]
 TORCH_DEFAULTS = {"torch.__version__": "2.13.0", "torch.version.cuda": "13.0",
                   "torch.backends.cuda.matmul.allow_tf32": False,
                   "torch.backends.cudnn.allow_tf32": True,
@@ -182,21 +185,21 @@ def _switches(settings):
     (TORCH_DEFAULTS, {}, None, "unknown", "compute capability not read"),
 ])
 def test_gpu_decision_torch(settings, env, cc, effective, why):
-    got = float_mode._gpu("torch", settings, env, cc, _switches(settings))
+    got = float_mode._gpu("torch", settings, env, cc, _switches(settings), TF32)
     assert got[0] == effective and why in got[1], got
 
 
 def test_gpu_decision_tensorflow_and_jax():
     old_tf = {"tf.__version__": "1.8.0"}  # no switch, no build info
-    assert float_mode._gpu("tensorflow", old_tf, {}, None, []) == (
+    assert float_mode._gpu("tensorflow", old_tf, {}, None, [], TF32) == (
         "fp32", "tensorflow 1.8 predates TF32 (first in 2.4, the first CUDA 11 builds)")
     tf_on = [("tf.config.experimental.tensor_float_32_execution_enabled", True)]
-    assert float_mode._gpu("tensorflow", {"tf.__version__": "2.21.0"}, {}, (8, 0), tf_on)[0] == "tf32"
+    assert float_mode._gpu("tensorflow", {"tf.__version__": "2.21.0"}, {}, (8, 0), tf_on, TF32)[0] == "tf32"
     jax_default = [("jax.config.jax_default_matmul_precision=None", True)]
     # NVIDIA_TF32_OVERRIDE does not reach XLA's own GEMMs: JAX is judged by its own setting
-    assert float_mode._gpu("jax", {}, {"NVIDIA_TF32_OVERRIDE": "0"}, (9, 0), jax_default)[0] == "tf32"
+    assert float_mode._gpu("jax", {}, {"NVIDIA_TF32_OVERRIDE": "0"}, (9, 0), jax_default, TF32)[0] == "tf32"
     jax_fp32 = [("jax.config.jax_default_matmul_precision=highest", False)]
-    assert float_mode._gpu("jax", {}, {}, (9, 0), jax_fp32)[0] == "fp32"
+    assert float_mode._gpu("jax", {}, {}, (9, 0), jax_fp32, TF32)[0] == "fp32"
 
 
 # -- ran_on and the harness ----------------------------------------------------------------------
@@ -376,7 +379,8 @@ def test_old_stack_environments_record_precision(tmp_path, stack):
             "metrics": [metric], "budget": {"min_samples": 2, "max_samples": 2, "time_budget_s": 0},
             "protocol": "budget"}
     job = {"schema_version": 1, "run_id": "r", "stack": stack, "kit": {}, "out_dir": str(tmp_path),
-           "device": "cpu", "cells": [dict(cell, id="cpu"), dict(cell, id="gpu", device="gpu")]}
+           "facts": bench_facts(), "device": "cpu",
+           "cells": [dict(cell, id="cpu"), dict(cell, id="gpu", device="gpu")]}
     (tmp_path / "job.json").write_text(json.dumps(job))
     for cell_id in ("cpu", "gpu") if stack == "torch-0.1" else ("cpu",):
         p = subprocess.run([env.python, str(BENCH / "harness.py"), str(tmp_path / "job.json"),
@@ -391,3 +395,20 @@ def test_old_stack_environments_record_precision(tmp_path, stack):
     if stack == "torch-0.1":  # asked for a GPU on a machine without one: failed, naming the fix
         g = json.loads((tmp_path / "gpu.json").read_text())
         assert g["status"] == "failed" and "ran on the CPU" in g["reason"], g["reason"]
+
+
+def test_where_tf32_exists_comes_from_the_job_file_not_from_bench():
+    """bench/float_mode.py keeps no copy of float_precision.yaml: the facts decide, and without them a
+    GPU cell's precision is not decided."""
+    settings = dict(TORCH_DEFAULTS, **{"torch.version.cuda": "11.8"})
+    assert float_mode._gpu("torch", settings, {}, (8, 0), _switches(settings), TF32)[0] == "tf32"
+    later = dict(TF32, min_compute_capability="9.0", min_cuda="12")
+    assert float_mode._gpu("torch", settings, {}, (8, 0), _switches(settings), later) == (
+        "fp32", "built with CUDA 11.8 (< 12): no TF32")
+    newer = dict(settings, **{"torch.version.cuda": "12.4"})
+    assert float_mode._gpu("torch", newer, {}, (8, 0), _switches(newer), later) == (
+        "fp32", "GPU compute capability 8.0 has no TF32 tensor cores (9.0 and later)")
+    effective, why = float_mode._gpu("torch", settings, {}, (8, 0), _switches(settings), None)
+    assert effective == "unknown" and "carries no TF32 facts" in why
+    src = (BENCH / "float_mode.py").read_text()
+    assert "(1, 7)" not in src and "(2, 4)" not in src and "< 11" not in src

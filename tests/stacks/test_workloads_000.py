@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from reprokit.plan.plan import bench_facts
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH / "workloads"))
@@ -38,7 +40,7 @@ def _run_cells(tmp, python, cells, env=None, timeout=600):
     does), started together to save wall time."""
     out_dir = tmp / "cells"
     job = {"schema_version": 1, "run_id": "test-000", "stack": "test", "kit": {"version": "test"},
-           "out_dir": str(out_dir), "device": "cpu", "cells": cells}
+           "out_dir": str(out_dir), "facts": bench_facts(), "device": "cpu", "cells": cells}
     path = tmp / "job.json"
     path.write_text(json.dumps(job))
     procs = {}
@@ -383,7 +385,7 @@ def theano_results(tmp_path_factory, theano_python):
     for name, cells in (("seq", ["000/theano/fastlstm/tiny", "000/theano/fastlstm/tiny-again"]),
                         ("lstm", ["000/theano/lstm/tiny"])):
         job = {"schema_version": 1, "run_id": "test-000", "stack": "test", "kit": {"version": "test"},
-               "out_dir": str(out_dir), "device": "cpu",
+               "out_dir": str(out_dir), "facts": bench_facts(), "device": "cpu",
                "cells": [dict(_cell(c, "s000_theano", c.split("/")[2]), metrics=THEANO_METRICS)
                          for c in cells]}
         path = tmp / ("job-%s.json" % name)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from reprokit.plan.plan import bench_facts
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 METRICS = ["train_wps", "eval_wps", "train_wps_synced", "eval_wps_synced"]
@@ -23,7 +25,7 @@ def results(tmp_path_factory):
     pytest.importorskip("torch")
     tmp = tmp_path_factory.mktemp("s001")
     job = {"schema_version": 1, "run_id": "test-001", "stack": "torch-0.1",
-           "kit": {"version": "test"}, "out_dir": str(tmp / "cells"), "device": "cpu",
+           "kit": {"version": "test"}, "out_dir": str(tmp / "cells"), "facts": bench_facts(), "device": "cpu",
            "cells": [_cell("001/pytorch/tiny", TINY),
                      _cell("001/pytorch/bad", dict(TINY, hiden=16)),
                      _cell("001/pytorch/wrong-vocab", dict(TINY, vocab=33279))]}

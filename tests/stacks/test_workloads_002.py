@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.catalog import suites
+from reprokit.plan.plan import bench_facts
 from reprokit.runners import venvs
 from reprokit.runners.base import StackUnavailable
 
@@ -37,7 +38,7 @@ def _cell(variant, name, **params):
 
 def _run(python, tmp, variant, cells, only=None, env=None):
     job = {"schema_version": 1, "run_id": "test-002", "stack": "test", "kit": {"version": "test"},
-           "out_dir": str(tmp / "cells"), "device": "cpu", "cells": cells}
+           "out_dir": str(tmp / "cells"), "facts": bench_facts(), "device": "cpu", "cells": cells}
     path = tmp / ("job-%s.json" % variant)
     path.write_text(json.dumps(job))
     cmd = [python, str(BENCH / "harness.py"), str(path)] + (["--cell", only] if only else [])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.catalog.suites import load_suite
+from reprokit.plan.plan import bench_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -36,7 +37,8 @@ def _job_cell(cell):
 
 def _write_job(d, cells):
     job = {"schema_version": 1, "run_id": "test-003", "stack": "host", "kit": {},
-           "out_dir": str(d / "cells"), "device": "cpu", "cells": [_job_cell(c) for c in cells]}
+           "out_dir": str(d / "cells"), "facts": bench_facts(), "device": "cpu",
+           "cells": [_job_cell(c) for c in cells]}
     path = d / "job.json"
     path.write_text(json.dumps(job))
     return path

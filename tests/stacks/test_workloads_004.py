@@ -11,6 +11,7 @@ import pytest
 
 from reprokit.analysis import published_metric
 from reprokit.catalog import suites
+from reprokit.plan.plan import bench_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -30,7 +31,7 @@ def _cell(workload, variant, name, params, metrics, samples=3):
 
 def _run(tmp, name, cells, env=None):
     job = {"schema_version": 1, "run_id": "test-004", "stack": "test", "kit": {"version": "test"},
-           "out_dir": str(tmp / "cells"), "device": "cpu", "cells": cells}
+           "out_dir": str(tmp / "cells"), "facts": bench_facts(), "device": "cpu", "cells": cells}
     path = tmp / ("%s.json" % name)
     path.write_text(json.dumps(job))
     proc = subprocess.run([sys.executable, str(BENCH / "harness.py"), str(path)],

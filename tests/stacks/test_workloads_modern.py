@@ -13,7 +13,7 @@ import pytest
 
 from reprokit import files
 from reprokit.catalog import suites
-from reprokit.plan.plan import Options, budget_for
+from reprokit.plan.plan import Options, bench_facts, budget_for
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -128,7 +128,7 @@ def harness_results(tmp_path_factory):
         d = tmp_path_factory.mktemp(stack)
         cells = [c for c in FP32_CELLS if c.stack == stack]
         job = {"schema_version": 1, "run_id": "test-modern", "stack": stack, "kit": {},
-               "out_dir": str(d / "cells"), "device": "cpu",
+               "out_dir": str(d / "cells"), "facts": bench_facts(), "device": "cpu",
                "cells": [_job_cell(c) for c in cells]}
         (d / "job.json").write_text(json.dumps(job))
         jobs[stack] = d
@@ -251,7 +251,7 @@ def test_jax_bad_variant_and_param_fail_as_data(tmp_path):
               "params": dict(TINY["s004_jax"], hiden=3), "metrics": ["train_wps"],
               "budget": BUDGET}]
     job = {"schema_version": 1, "run_id": "t", "stack": "jax-modern", "kit": {},
-           "out_dir": str(tmp_path / "cells"), "device": "cpu", "cells": cells}
+           "out_dir": str(tmp_path / "cells"), "facts": bench_facts(), "device": "cpu", "cells": cells}
     (tmp_path / "job.json").write_text(json.dumps(job))
     proc = subprocess.run([sys.executable, str(BENCH / "harness.py"), str(tmp_path / "job.json")],
                           capture_output=True, text=True, timeout=300)
