@@ -89,6 +89,9 @@ class CellContext(object):
     """What a workload sees: its parameters, the budget, and ways to record metrics."""
 
     def __init__(self, cell, job, process=None):
+        # the stand-in data sets' sizes come from the kit's data (datasets.yaml) through the job file
+        if "facts" in job:
+            corpora.configure(job["facts"].get("stand_ins"))
         self.cell = cell
         self.process = process  # N of `--process N` (the host's run --repeat), else None
         self.params = cell.get("params", {})
@@ -364,8 +367,6 @@ def classify_exception(exc):
 
 
 def run_cell(cell, job, process=None):
-    # the stand-in data sets' sizes come from the kit's data (datasets.yaml) through the job file
-    corpora.configure((job.get("facts") or {}).get("stand_ins"))
     ctx = CellContext(cell, job, process)
     result = {
         "schema_version": SCHEMA_VERSION,

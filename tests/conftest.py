@@ -26,6 +26,7 @@ def _xdist_group(path: Path, cache: dict[Path, str]) -> str:
     return cache[path]
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (its hook suffixes node ids)
 def pytest_collection_modifyitems(config, items):
     groups: dict[Path, str] = {}
     for item in items:
@@ -49,6 +50,18 @@ def _skip_gpu_tests_without_a_gpu(items):
     skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {nvidia.get('reason') or 'NVML sees none'}")
     for item in marked:
         item.add_marker(skip)
+
+
+def suite_params(workload: str) -> dict:
+    """The params of the first cell of the suites that runs `workload`: the published shape, data set
+    and optimiser, whose one copy is the suite file (a workload's default for them is GIVEN)."""
+    from reprokit.catalog import suites
+
+    for name in suites.suite_names():
+        for c in suites.load_suite(name).cells:
+            if c.workload == workload:
+                return dict(c.params)
+    raise LookupError(f"no suite cell runs {workload}")
 
 
 @pytest.fixture

@@ -3,24 +3,29 @@ source 001 (word-level LM) and source 004 (PTB "large"), one copy each, and the 
 workload makes of the parameters a job gives it.
 
 A workload adds its own keys with `dict(WORD_LM_001, key=value)`; the published values are never
-repeated in a workload module. Standard library only, Python 3.5 syntax (2.7-compatible).
+repeated in a workload module. A parameter that every cell of the suites gives (the published shape,
+data set and optimiser: reprokit/data/suites/*.yaml) is GIVEN here, not repeated: the suite is its one
+copy, and a job without it fails naming it. Standard library only, Python 3.5 syntax (2.7-compatible).
 """
+
+# the default of a parameter the suite's cell always gives (its one copy is the suite file)
+GIVEN = "<given by the suite>"
 
 # Source 001 (PyTorch word_language_model, seed_workloads.md section 2).
 WORD_LM_001 = {
-    "dataset": "wikitext-2",
+    "dataset": GIVEN,
     "reading": "kawakami",      # blank lines emit nothing, as the original loader
     "data_dir": None,           # None: deterministic stand-in corpus (bench/corpora.py)
     "sha256": None,             # {file name: expected sha256} for real data
     "vocab": None,              # expected model vocabulary (33279); checked when given
     "vocab_override": None,     # stand-in corpus types instead of 33,278 (tests only)
-    "emb": 1024,
-    "hidden": 1024,
-    "layers": 1,
-    "batch": 128,
+    "emb": GIVEN,
+    "hidden": GIVEN,
+    "layers": GIVEN,
+    "batch": GIVEN,
     "seq_len": 128,
-    "lr": 0.002,
-    "tied": True,
+    "lr": GIVEN,
+    "tied": GIVEN,
     "seed": 1234,               # the original's default -seed
     "epochs": 10,               # the published command's -epochs 10 (train and validation passes)
     "published_iterations": None,
@@ -28,13 +33,13 @@ WORD_LM_001 = {
 
 # Source 004 (TF PTB tutorial, "large" configuration, seed_workloads.md section 5).
 PTB_LARGE_004 = {
-    "dataset": "ptb",
-    "batch": 20,
-    "seq_len": 35,
-    "hidden": 1500,
-    "layers": 2,
-    "vocab": 10000,
-    "keep_prob": 0.35,
+    "dataset": GIVEN,
+    "batch": GIVEN,
+    "seq_len": GIVEN,
+    "hidden": GIVEN,
+    "layers": GIVEN,
+    "vocab": GIVEN,
+    "keep_prob": GIVEN,
     "init_scale": 0.04,
     "lr": 1.0,
     "max_grad_norm": 10.0,
@@ -58,6 +63,10 @@ def resolve(ctx, workload, defaults, variants=None):
                          % (workload, ctx.variant, ", ".join(variants)))
     p = dict(defaults)
     p.update(ctx.params)
+    missing = sorted(k for k, v in p.items() if isinstance(v, str) and v == GIVEN)
+    if missing:
+        raise ValueError("%s needs params %s, which the suite's cell gives (reprokit/data/suites); "
+                         "this job's cell lacks them" % (workload, ", ".join(missing)))
     return p
 
 

@@ -57,15 +57,16 @@ FRAMEWORK = {"mxnet": "mxnet", "tensorflow": "keras"}
 # the framework whose device and float precision the harness sets and reads (bench/float_mode.py)
 BACKEND = {"mxnet": "mxnet", "tensorflow": "tensorflow"}
 
+GIVEN = params_.GIVEN  # the suite gives it: its one copy
 DEFAULTS = {
     "dataset": "synthetic",
     "batch": 128,
-    "seq_len": 40,
-    "hidden": 128,
+    "seq_len": GIVEN,
+    "hidden": GIVEN,
     "gpus": 0,
     "unroll": "unroll",        # "unroll" or "nounroll" (the TF-only 'Unroll Type FALSE' rows)
-    "optimizer": "rmsprop",
-    "lr": 0.01,
+    "optimizer": GIVEN,
+    "lr": GIVEN,
     "step": 3,                 # window stride of the text data sets
     "vocab": None,             # D: overrides 60 (synthetic) or the stand-in's characters (tests)
     "n_samples": None,         # synthetic samples (50,000) (tests)

@@ -16,6 +16,13 @@ from reprokit.analysis import claims, verdicts
 SAME_MODEL = (verdicts.REPRODUCED, verdicts.DEVIATES_FASTER, verdicts.DEVIATES_SLOWER,
               verdicts.DEVIATES_HIGHER, verdicts.DEVIATES_LOWER)
 EFFICIENCY = (verdicts.EFFICIENCY_SIMILAR, verdicts.EFFICIENCY_HIGHER, verdicts.EFFICIENCY_LOWER)
+DEVIATES = tuple(v for v in SAME_MODEL if v != verdicts.REPRODUCED)
+# Summary categories of the published numbers (every number is in exactly one: `category`), in report
+# order: the verdicts of reprokit/analysis/verdicts.py, with the deviations and the efficiencies grouped.
+DEVIATES_CATEGORY, EFFICIENCY_CATEGORY = "DEVIATES", "EFFICIENCY"
+CATEGORIES = (verdicts.IMPLAUSIBLE, verdicts.REPRODUCED, DEVIATES_CATEGORY, verdicts.INCONCLUSIVE,
+              EFFICIENCY_CATEGORY, verdicts.NOT_TESTABLE_HERE, verdicts.NOT_TESTABLE_STANDIN,
+              verdicts.NOT_COMPARABLE, verdicts.NOT_RUN)
 WORDS = {
     verdicts.REPRODUCED: "reproduced",
     verdicts.DEVIATES_FASTER: "faster than published",
@@ -50,10 +57,10 @@ def _not_comparable_cause(row: dict) -> str:
 def category(row: dict) -> str:
     """The summary category of a report row (every number is in exactly one)."""
     v = row["verdict"]
-    if v.startswith("DEVIATES_"):
-        return "DEVIATES"
+    if v in DEVIATES:
+        return DEVIATES_CATEGORY
     if v in EFFICIENCY or (v == verdicts.INCONCLUSIVE and row["comparison"] == "efficiency"):
-        return "EFFICIENCY"
+        return EFFICIENCY_CATEGORY
     return v
 
 

@@ -35,24 +35,20 @@ from reprokit.report.filters import flat, slug
 
 REPORT_VERSION = files.version("report")
 TEMPLATES = files.REPO / "report_templates"
-# Summary categories of the published numbers (every number is in exactly one), in report order.
-CATEGORIES = ("IMPLAUSIBLE", "REPRODUCED", "DEVIATES", "INCONCLUSIVE", "EFFICIENCY", "NOT_TESTABLE_HERE",
-              "NOT_TESTABLE_STANDIN", "NOT_COMPARABLE", "NOT_RUN")
+CATEGORIES = overview.CATEGORIES
 CATEGORY_MEANINGS = {
-    "IMPLAUSIBLE": verdicts.MEANINGS[verdicts.IMPLAUSIBLE] + " (roofline bound below); no other verdict",
-    "REPRODUCED": verdicts.MEANINGS[verdicts.REPRODUCED],
-    "DEVIATES": "same device model: the measured interval lies entirely outside published ± tolerance "
-    "(faster/slower for speeds, higher/lower otherwise)",
-    "INCONCLUSIVE": "same device model or class: the measured interval overlaps an edge of the band, or "
-    "the metric has too few samples for an interval (one compile time per process)",
-    "EFFICIENCY": "same device class, other model: achieved FLOP/s as a fraction of each device's "
-    "theoretical "
-    "fp32 peak, compared within ± the policy tolerance; 'higher' = this run used a larger fraction of its "
-    "device than the publication did of its device",
-    "NOT_TESTABLE_HERE": verdicts.MEANINGS[verdicts.NOT_TESTABLE_HERE],
-    "NOT_TESTABLE_STANDIN": verdicts.MEANINGS[verdicts.NOT_TESTABLE_STANDIN],
-    "NOT_COMPARABLE": verdicts.MEANINGS[verdicts.NOT_COMPARABLE],
-    "NOT_RUN": verdicts.MEANINGS[verdicts.NOT_RUN],
+    verdicts.IMPLAUSIBLE: verdicts.MEANINGS[verdicts.IMPLAUSIBLE]
+    + " (roofline bound below); no other verdict",
+    verdicts.REPRODUCED: verdicts.MEANINGS[verdicts.REPRODUCED],
+    overview.DEVIATES_CATEGORY: "same device model: the measured interval lies entirely outside "
+    "published ± tolerance (faster/slower for speeds, higher/lower otherwise)",
+    verdicts.INCONCLUSIVE: "same device model or class: the measured interval overlaps an edge of the "
+    "band, or the metric has too few samples for an interval (one compile time per process)",
+    overview.EFFICIENCY_CATEGORY: "same device class, other model: achieved FLOP/s as a fraction of "
+    "each device's theoretical fp32 peak, compared within ± the policy tolerance; 'higher' = this run "
+    "used a larger fraction of its device than the publication did of its device",
+    **{v: verdicts.MEANINGS[v] for v in (verdicts.NOT_TESTABLE_HERE, verdicts.NOT_TESTABLE_STANDIN,
+                                         verdicts.NOT_COMPARABLE, verdicts.NOT_RUN)},
 }
 CLAIM_ORDER = claims.PRECEDENCE
 
@@ -255,7 +251,7 @@ def _summary(rows: list[dict], claim_results: list[dict]) -> dict:
         "meanings": CATEGORY_MEANINGS,
         "by_verdict": dict(sorted(by_verdict.items())),
         "efficiency": {v: by_verdict.get(v, 0) for v in overview.EFFICIENCY}
-        | {"INCONCLUSIVE": sum(1 for r in rows if overview.category(r) == "EFFICIENCY"
+        | {verdicts.INCONCLUSIVE: sum(1 for r in rows if overview.category(r) == overview.EFFICIENCY_CATEGORY
                                and r["verdict"] == verdicts.INCONCLUSIVE)},
         "deviates": {v: by_verdict.get(v, 0) for v in overview.SAME_MODEL if v != verdicts.REPRODUCED},
         "not_run_in_run": sum(1 for r in not_run if r["in_run"]),

@@ -19,6 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker, transforms  # noqa: E402
 
+from reprokit.analysis import verdicts  # noqa: E402
+
 SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"
 ET.register_namespace("", SVG_NS)
@@ -28,9 +30,10 @@ LABEL_MAX = 50
 CHAR_IN = 0.068          # generous width of one 8 pt label character, inches
 PUBLISHED_COLOR = "#7f7f7f"
 MEASURED_COLOR = "#1f77b4"
-VERDICT_COLORS = {"REPRODUCED": "#1a7f37", "DEVIATES_FASTER": "#b35900", "DEVIATES_SLOWER": "#b00020",
-                  "DEVIATES_HIGHER": "#b00020", "DEVIATES_LOWER": "#b35900", "EFFICIENCY_SIMILAR": "#1f5fa8",
-                  "EFFICIENCY_HIGHER": "#1f5fa8", "EFFICIENCY_LOWER": "#1f5fa8"}
+VERDICT_COLORS = {verdicts.REPRODUCED: "#1a7f37", verdicts.DEVIATES_FASTER: "#b35900",
+                  verdicts.DEVIATES_SLOWER: "#b00020", verdicts.DEVIATES_HIGHER: "#b00020",
+                  verdicts.DEVIATES_LOWER: "#b35900", verdicts.EFFICIENCY_SIMILAR: "#1f5fa8",
+                  verdicts.EFFICIENCY_HIGHER: "#1f5fa8", verdicts.EFFICIENCY_LOWER: "#1f5fa8"}
 RC = {"svg.fonttype": "none", "text.parse_math": False, "font.size": 8, "axes.titlesize": 9,
       "font.family": "DejaVu Sans"}
 

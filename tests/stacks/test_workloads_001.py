@@ -6,13 +6,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import suite_params
 
 from reprokit.plan.plan import bench_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 METRICS = ["train_wps", "eval_wps", "train_wps_synced", "eval_wps_synced"]
-TINY = {"vocab_override": 50, "emb": 16, "hidden": 16, "batch": 4, "seq_len": 8}
+# the suite cell's params (the published ones) at tiny sizes; the full-size vocabulary check left out
+_PUBLISHED = {k: v for k, v in suite_params("s001_pytorch").items()
+              if k not in ("vocab", "published_iterations")}
+TINY = dict(_PUBLISHED, vocab_override=50, emb=16, hidden=16, batch=4, seq_len=8)
 
 
 def _cell(cell_id, params):
@@ -124,17 +128,19 @@ def test_bad_params_fail_as_data(results):
     assert "33279" in results["wrong-vocab"]["reason"]
 
 
-def test_published_shapes_are_the_defaults():
+def test_published_shapes_come_from_the_suite_and_the_workload_keeps_no_copy():
     sys.path.insert(0, str(BENCH))
     try:
         from workloads import s001_pytorch as w
     finally:
         sys.path.remove(str(BENCH))
+    p = suite_params("s001_pytorch")
+    assert (p["emb"], p["hidden"], p["layers"], p["batch"], p["seq_len"]) == (1024, 1024, 1, 128, 128)
+    assert p["lr"] == 0.002 and p["tied"] is True and p["dataset"] == "wikitext-2"
     d = w.DEFAULTS
-    assert (d["emb"], d["hidden"], d["layers"], d["batch"], d["seq_len"]) == (1024, 1024, 1, 128,
-                                                                               128)
-    assert d["lr"] == 0.002 and d["tied"] is True and d["vocab_override"] is None
-    assert d["dataset"] == "wikitext-2" and d["reading"] == "kawakami"
+    given = ("emb", "hidden", "layers", "batch", "lr", "tied", "dataset")
+    assert all(d[k] == w.params_.GIVEN for k in given), {k: d[k] for k in given}
+    assert d["vocab_override"] is None and d["reading"] == "kawakami"
 
 
 def test_layout_continues_streams():
@@ -164,7 +170,7 @@ def _in_process_ctx(device, params):
         sys.path.remove(str(BENCH))
     cell = {"id": "001/pytorch/in-process", "workload": "s001_pytorch", "params": params,
             "budget": {"min_samples": 3, "time_budget_s": 0}}
-    return harness.CellContext(cell, {"device": device}), w
+    return harness.CellContext(cell, {"device": device, "facts": bench_facts()}), w
 
 
 def test_gpu_requested_without_cuda_fails_clearly():

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import suite_params
 
 from reprokit.analysis import published_metric
 from reprokit.catalog import suites
@@ -19,8 +20,8 @@ TF_METRICS = ["train_wps", "time_per_batch"]
 # every batch of the "repeat" data holds the same windows, so a few SGD steps must lower the loss
 TINY_TF = {"batch": 4, "seq_len": 5, "hidden": 8, "layers": 2, "vocab": 20, "keep_prob": 1.0,
            "dataset": "repeat", "n_tokens": 400, "gpus": 0}
-TINY_PT = {"batch": 4, "seq_len": 5, "hidden": 8, "layers": 2, "vocab": 20,
-           "dataset": "wikitext-2", "n_tokens": 400}
+TINY_PT = dict(suite_params("s004_pytorch"), batch=4, seq_len=5, hidden=8, layers=2, vocab=20,
+               n_tokens=400)
 
 
 def _cell(workload, variant, name, params, metrics, samples=3):

@@ -1,0 +1,105 @@
+"""Show that six tests which once passed or skipped vacuously now fail when what they test is gone.
+
+Issue 37 named six tests that could not fail: a `pytest.importorskip` of the kit's own module, early
+returns and skips when a file or directory was missing, and an `except Exception` turned into a skip.
+They were rewritten; this script plants, in a copy of the working tree (git ls-files, so nothing
+untracked), the fault each one must catch, runs that one test there, and prints whether it failed.
+The copy is removed afterwards; this tree is never touched.
+
+    python scripts/plant_test_faults.py          # all six; exit 1 if any test did not fail
+
+Every fault is a one-line edit or a removal, named in the output beside pytest's last line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _break_import(path: str):
+    def plant(root: Path) -> None:
+        f = root / path
+        f.write_text("raise ImportError('planted: this module is broken')\n" + f.read_text())
+    return plant
+
+
+def _remove(path: str):
+    def plant(root: Path) -> None:
+        target = root / path
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    return plant
+
+
+def _no_dockerfiles(root: Path) -> None:
+    for f in (root / "images").glob("*/Dockerfile"):
+        f.unlink()
+
+
+def _engine_client_raises(root: Path) -> None:
+    f = root / "reprokit" / "containers" / "engine.py"
+    text = f.read_text()
+    marker = "def client("
+    head, tail = text.split(marker, 1)
+    sig, body = tail.split("\n", 1)
+    # an unexpected error inside the client (not "no engine answers"): the old test skipped on it
+    f.write_text(head + marker + sig + "\n    raise TypeError('planted: the Docker SDK changed')\n" + body)
+
+
+FAULTS = [
+    ("tests/analysis/test_roofline.py::test_publication_device_carries_bandwidth",
+     "reprokit/analysis/devices.py fails to import", _break_import("reprokit/analysis/devices.py")),
+    ("tests/analysis/test_cpus.py::test_devices_use_cpus",
+     "reprokit/analysis/devices.py fails to import", _break_import("reprokit/analysis/devices.py")),
+    ("tests/analysis/test_cpus.py::test_sample_run_fingerprint",
+     "docs/sample-run is gone", _remove("docs/sample-run")),
+    ("tests/containers/test_images_build.py::test_every_recipe_builds_args_the_kit_passes",
+     "no images/*/Dockerfile", _no_dockerfiles),
+    ("tests/analysis/test_rerun_coverage.py::test_the_packaged_measurement_is_valid_and_quoted",
+     "reprokit/data/rerun_coverage.json is gone", _remove("reprokit/data/rerun_coverage.json")),
+    ("tests/catalog/test_data_command.py::test_docker_runner_mounts_the_data_read_only",
+     "the Docker client raises an unexpected TypeError", _engine_client_raises),
+]
+
+
+def copy_tree(dest: Path) -> None:
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, names.decode().split("\0")):
+        src = REPO / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+def run_one(test: str, plant) -> tuple[str, str]:
+    with tempfile.TemporaryDirectory(prefix="reprokit-plant-") as tmp:
+        root = Path(tmp)
+        copy_tree(root)
+        plant(root)
+        env = dict(os.environ, PYTHONPATH=str(root), REPROKIT_DATA_CACHE="")
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               "-p", "no:randomly", "-n", "0", test], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=900)
+        last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+        outcome = "FAILED" if proc.returncode == 1 and " failed" in last else "did not fail"
+        return outcome, last
+
+
+def main() -> int:
+    bad = 0
+    for test, fault, plant in FAULTS:
+        outcome, last = run_one(test, plant)
+        bad += outcome != "FAILED"
+        print(f"{outcome:12s} {test}\n{'':12s} planted: {fault}\n{'':12s} pytest: {last}", flush=True)
+    print(f"{len(FAULTS) - bad} of {len(FAULTS)} tests failed on their planted fault")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
