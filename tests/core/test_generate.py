@@ -7,8 +7,9 @@ import shutil
 import subprocess
 import sys
 
-from reprokit import files, generate
+from reprokit import files
 from reprokit.catalog import published_csv
+from reprokit.commands import generate
 
 
 def cli(repo, *args):
