@@ -2,8 +2,9 @@
 
 Issue 37 named six tests that could not fail: a `pytest.importorskip` of the kit's own module, early
 returns and skips when a file or directory was missing, and an `except Exception` turned into a skip.
-They were rewritten; this script plants, in a copy of the working tree (git ls-files, so nothing
-untracked), the fault each one must catch, runs that one test there, and prints whether it failed.
+They were rewritten; this script runs each one in a copy of the working tree (git ls-files, so
+nothing untracked), first unchanged (it must pass, not skip), then with the fault it must catch
+planted (it must fail), and prints both outcomes and the failure's first error line.
 The copy is removed afterwards; this tree is never touched.
 
     python scripts/plant_test_faults.py          # all six; exit 1 if any test did not fail
@@ -26,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _break_import(path: str):
     def plant(root: Path) -> None:
         f = root / path
-        f.write_text("raise ImportError('planted: this module is broken')\n" + f.read_text())
+        f.write_text(f.read_text() + "\nraise ImportError('planted: this module is broken')\n")
     return plant
 
 
@@ -77,27 +78,35 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(src, dest / name)
 
 
-def run_one(test: str, plant) -> tuple[str, str]:
+def run_one(test: str, plant) -> tuple[str, str, str]:
+    """(outcome, pytest's last line, the first error line) of `test` in a copy of the tree, with
+    `plant` applied (None: the control, unchanged)."""
     with tempfile.TemporaryDirectory(prefix="reprokit-plant-") as tmp:
         root = Path(tmp)
         copy_tree(root)
-        plant(root)
+        if plant:
+            plant(root)
         env = dict(os.environ, PYTHONPATH=str(root), REPROKIT_DATA_CACHE="")
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "-p", "no:randomly", "-n", "0", test], cwd=root, env=env,
+                               "-n", "0", test], cwd=root, env=env,
                               capture_output=True, text=True, timeout=900)
-        last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
-        outcome = "FAILED" if proc.returncode == 1 and " failed" in last else "did not fail"
-        return outcome, last
+        lines = proc.stdout.strip().splitlines() or ["(no output)"]
+        why = next((ln[1:].strip() for ln in lines if ln.startswith("E ")), "")
+        failed = proc.returncode == 1 and " failed" in lines[-1]
+        passed = proc.returncode == 0 and " passed" in lines[-1] and "skipped" not in lines[-1]
+        return ("FAILED" if failed else "passed" if passed else "neither"), lines[-1], why
 
 
 def main() -> int:
     bad = 0
     for test, fault, plant in FAULTS:
-        outcome, last = run_one(test, plant)
-        bad += outcome != "FAILED"
-        print(f"{outcome:12s} {test}\n{'':12s} planted: {fault}\n{'':12s} pytest: {last}", flush=True)
-    print(f"{len(FAULTS) - bad} of {len(FAULTS)} tests failed on their planted fault")
+        control, control_last, _ = run_one(test, None)
+        outcome, last, why = run_one(test, plant)
+        ok = control == "passed" and outcome == "FAILED"
+        bad += not ok
+        print(f"{'ok' if ok else 'NOT SHOWN':10s} {test}\n{'':10s} unchanged: {control_last}\n"
+              f"{'':10s} planted {fault}: {last}\n{'':10s} {why[:160]}", flush=True)
+    print(f"{len(FAULTS) - bad} of {len(FAULTS)} tests pass unchanged and fail on their planted fault")
     return 1 if bad else 0
 
 
