@@ -162,6 +162,42 @@ def _check_claims(source: str, cells: dict[str, suites.Cell]) -> list[Finding]:
     return out
 
 
+def _todos(value, path: str = "") -> list[tuple[str, str]]:
+    """(field path, text) of every string under `value` that is still a scaffold's `TODO: ...`."""
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _todos(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list):
+        return [t for i, v in enumerate(value) for t in _todos(v, f"{path}[{i}]")]
+    return [(path, value)] if isinstance(value, str) and value.lstrip().startswith("TODO") else []
+
+
+def _file_todos(relpath: str) -> list[tuple[str, str]]:
+    """(line N, text) of every line of reprokit/data/<relpath> that is not a comment and says TODO."""
+    path = files.DATA / relpath
+    if not path.is_file():
+        return []
+    return [(f"line {i}", line.strip()) for i, line in enumerate(path.read_text().splitlines(), 1)
+            if "TODO" in line and not line.lstrip().startswith("#")]
+
+
+def _check_todos(source: str, entry: dict, suite_names: set[str]) -> list[Finding]:
+    """The scaffold's `TODO:` facts still unwritten, each one line; and a source without a claim."""
+    fix = "write the fact, or 'unstated' where the source does not say it"
+    places = [(f"sources.yaml: source {source}", _todos(entry)),
+              (f"reprokit/data/published/{source}.yaml", _file_todos(f"published/{source}.yaml"))]
+    places += [(f"reprokit/data/suites/{name}.yaml", _file_todos(f"suites/{name}.yaml"))
+               for name in sorted(suite_names)]
+    places += [(f"flops.yaml: model {mid}", _todos(m)) for mid, m in flops.load_models()["models"].items()
+               if isinstance(m, dict) and m.get("source") == source]
+    out = [Finding(PROBLEM, f"{where}, {field}: still {text[:80]!r}", fix)
+           for where, todos in places for field, text in todos]
+    if not any(c.get("source") == source for c in claims.load_claims()["claims"]):
+        out.append(Finding(NOTE, f"claims.yaml has no claim of source {source}: the report checks none of "
+                                 "its conclusions", "write one entry per ordering or speed-up it states "
+                                 "(docs/adding-a-benchmark.md step 5), or none if it states none"))
+    return out
+
+
 def lint(source: str) -> list[Finding]:
     """Every finding about source `source`, problems first, in the order a newcomer meets them."""
     try:
@@ -200,6 +236,7 @@ def lint(source: str) -> list[Finding]:
                                    f"({unnamed[0]}{', ...' if len(unnamed) > 1 else ''}): they measure "
                                    "context or corrections", "none needed if that is meant"))
     found += _check_claims(source, cells)
+    found += _check_todos(source, entry, set(where.values()))
     for d in entry.get("defects") or []:
         sel = d.get("applies_to") or {}
         if sel and numbers and not any(d["id"] in n["defects"] for n in numbers):

@@ -194,7 +194,7 @@ def source_line(sid: str, title: str | None, rows: list[dict], claim_results: li
                            f"{_pct_range(fr)} of their bound)")
     parts = [tested_txt]
     if untestable:
-        parts.append("not testable here: " + ", ".join(untestable))
+        parts.append("not decided here: " + ", ".join(untestable))
     parts.append(impossible_txt)
     claims_txt = _claims_text(claim_results)
     if claims_txt:

@@ -111,9 +111,9 @@ def flops_model(source: str, framework: str) -> str:
       no_input_grad_flops_per_item: "n * n"
       weights: "n * n"
       bytes_per_step:
-        forward: "4 * weights + 8 * batch * n"
-        train: "8 * weights + 12 * batch * n"
-      notes: "TODO: what the bytes count (the template: fp32 weights, the batch's inputs and outputs)"
+        forward: "8 * weights + 16 * batch * n"
+        train: "16 * weights + 24 * batch * n"
+      notes: "TODO: what the bytes count (the template: weights, inputs, outputs as 8-byte floats)"
 """
 
 

@@ -65,5 +65,5 @@ def run(args) -> int:
         files.write_text_atomic(path, text)
         print(f"wrote {path.relative_to(files.REPO)}")
     print(f"next: fill in the TODOs (docs/adding-a-benchmark.md), then `reproduce.py check-benchmark {src}` "
-          f"and `reproduce.py run --suite {suite_name} --quick`")
+          f"and `reproduce.py run --suite {suite_name} --quick --runner local`")
     return 0

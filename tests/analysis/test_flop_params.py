@@ -14,12 +14,15 @@ import pytest
 
 from reprokit.analysis import devices, flops, roofline
 from reprokit.catalog import suites
+from reprokit.plan.plan import bench_facts
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 import corpora  # noqa: E402
 import harness  # noqa: E402
 from workloads import _lm003, _lstm000, _params, s002_keras, s004_pytorch  # noqa: E402
+
+corpora.configure(bench_facts()["stand_ins"])  # the stand-in sizes, as a job file gives them
 
 CELLS = [(s, c) for s in suites.suite_names() for c in suites.load_suite(s).cells
          if flops.model_for(c.id) is not None]

@@ -21,6 +21,7 @@ from reprokit import validate
 from reprokit.analysis import published_metric, verdicts
 from reprokit.analysis.report_rows import row as report_row
 from reprokit.catalog import suites
+from reprokit.plan.plan import bench_facts
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
@@ -37,7 +38,8 @@ def number(nid):
 
 
 def context(device="gpu", params=None):
-    return harness.CellContext({"id": "test/cell", "params": params or {}}, {"device": device})
+    return harness.CellContext({"id": "test/cell", "params": params or {}},
+                               {"device": device, "facts": bench_facts()})
 
 
 def timed(warm, raw, wall=None):

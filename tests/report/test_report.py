@@ -409,7 +409,7 @@ def test_cpu_stored_run_gives_gpu_numbers_no_verdict_and_001_is_implausible(tmp_
     assert _nums(ctx)["000-L012"]["ratio"] is None                # no raw ratio across device classes
     first = {f["source"]: f["answer"] for f in ctx["first_screen"]}
     assert first["000"].startswith("none of its 48 numbers can be tested on this CPU")
-    assert "not testable here: 48 published on a GPU (Tesla M40 24GB)" in first["000"]
+    assert "not decided here: 48 published on a GPU (Tesla M40 24GB)" in first["000"]
     assert "6 physically impossible" in first["001"] and "at most 43,100 words/s" in first["001"]
 
 
