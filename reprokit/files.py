@@ -284,7 +284,6 @@ def load_data_file(relpath: str, schema: str | None = None) -> Any:
     return doc
 
 
-
 def load_data_path(path: Path | str, schema: str | None = None) -> Any:
     """A data file outside reprokit/data (an edited copy under test, a user's own file): parsed and,
     with `schema`, validated exactly as `load_data` does it, with the same one-line errors, but
@@ -299,6 +298,7 @@ def load_data_path(path: Path | str, schema: str | None = None) -> Any:
         from reprokit import validate
         validate.check(schema, doc, str(path))
     return doc
+
 
 # -- validated documents kept between processes ---------------------------------------------------
 DATA_CACHE_ENV = "REPROKIT_DATA_CACHE"
