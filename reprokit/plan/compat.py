@@ -91,6 +91,16 @@ def image_requirement(image: str) -> str | None:
     return str(value).strip() or None if value else None
 
 
+def version_tuple(text: Any) -> tuple[int, ...]:
+    """'10.2' -> (10, 2), '450.36' -> (450, 36), '11' -> (11,); the digits of each dotted part
+    ('9.0.176-1' -> (9, 0, 1761)), 0 for a part without any."""
+    parts = []
+    for piece in str(text).split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
 def _constraint_holds(key: str, op: str, want: str,
                       facts: Mapping[str, tuple[int, ...] | None]) -> bool | None:
     have = facts.get(key)

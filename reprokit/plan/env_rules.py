@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from reprokit.plan.compat import version_tuple
+
 FIX = ("pass --python {stack}=PATH (an interpreter with a GPU build of {fw}), --runner docker or "
        "--device cpu")
 
@@ -35,21 +37,15 @@ def binary_of(env: Mapping[str, Any]) -> dict[str, Any]:
             "evidence": "probed: " + ", ".join(map(str, arch)), "description": f"{what}'s kernels"}
 
 
-def _cuda_tuple(text: Any) -> tuple[int, ...] | None:
-    """'10.2' -> (10, 2), '11' -> (11,), None or text without a leading number -> None."""
-    m = re.match(r"\d+(\.\d+)*", str(text or ""))
-    return tuple(int(x) for x in m.group(0).split(".")) if m else None
-
-
 def stack_from_environment(name: str, env: Mapping[str, Any] | None, compat: Mapping[str, Any],
                            *, needs_gpu: bool = False) -> dict[str, Any]:
     """The stack description preflight works on, for a stack run by its local environment."""
     env = env or {}
     cuda = env.get("cuda")
     blockers = []
-    built = _cuda_tuple(cuda)
+    built = version_tuple(cuda) if str(cuda or "")[:1].isdigit() else None
     for b in compat.get("blockers", []):  # a CUDA rule (MIG) is the CUDA version's, whoever built it
-        if b.get("cuda_below") and built and built < _cuda_tuple(b["cuda_below"]):
+        if b.get("cuda_below") and built and built < version_tuple(b["cuda_below"]):
             blockers.append(dict(b))
     return {"name": name, "image": None, "needs_gpu": needs_gpu, "gpu": True, "cuda": cuda,
             "binaries": [binary_of(env)] if env.get("devices") is not None else [],

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from reprokit.plan.compat import load_compat, requirement_holds, stack_from_compat
+from reprokit.plan.compat import version_tuple as _version_tuple
 
 # How an image directory and flavour map to a local image tag (the build command's convention).
 IMAGE_TAG = "reprokit/{image}:{flavour}"
@@ -148,14 +149,6 @@ def mig_enabled(gpu: Mapping[str, Any]) -> bool | None:
 
 
 # ----------------------------------------------------------------------------------- helpers
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    parts = []
-    for piece in str(text).split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
 
 
 def _prefix_match(table: Iterable[Mapping[str, Any]], cuda: str) -> Mapping[str, Any] | None:
