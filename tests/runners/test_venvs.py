@@ -186,3 +186,35 @@ def test_the_slurm_local_launcher_takes_the_chosen_environment(venvs, tmp_path):
     assert task["argv"][0] == prepared["python"] and Path(prepared["python"]).parent.parent.parent == venvs
     assert task["info"]["substitutes"] == [{"original": "o", "used": "works", "why": "test"}]
     assert task["info"]["environment"]["chosen"]["candidate"] == "works"
+
+
+def test_a_second_creator_waits_for_the_first_to_finish(tmp_path):
+    """venvs.one_creator (a real flock beside the environment): the second of two processes (here
+    threads, each with its own open file) that need the same environment enters only after the first
+    has left, so it finds the environment complete instead of building it over the first."""
+    import threading
+    import time
+
+    path = tmp_path / "envs" / "stack-x"
+    events: list[str] = []
+    first_in = threading.Event()
+
+    def first():
+        with envs.one_creator(path):
+            events.append("first in")
+            first_in.set()
+            time.sleep(0.5)
+            events.append("first out")
+
+    def second():
+        first_in.wait(30)
+        with envs.one_creator(path):
+            events.append("second in")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert events == ["first in", "first out", "second in"]
+    assert (tmp_path / "envs" / "stack-x.lock").is_file()
