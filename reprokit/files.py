@@ -28,6 +28,7 @@ import importlib.util
 import json
 import marshal
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -299,6 +300,30 @@ def load_data_path(path: Path | str, schema: str | None = None) -> Any:
         validate.check(schema, doc, str(path))
     return doc
 
+
+
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+@contextlib.contextmanager
+def temporary_directory(prefix: str):
+    """tempfile.TemporaryDirectory that a stop signal (Ctrl-C, SIGTERM, SIGHUP) cannot leave behind:
+    the signals are held while the directory is made and while it is removed, and raised at once
+    after, inside the block that removes it. (A signal landing between mkdtemp and the removal's
+    registration left the directory in $TMPDIR: tests/report/test_crate_safety.py under load.)"""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    tmp = None
+    try:
+        tmp = tempfile.TemporaryDirectory(prefix=prefix)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held signal is raised from here on
+        yield tmp.name
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            if tmp is not None:
+                tmp.cleanup()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 # -- validated documents kept between processes ---------------------------------------------------
 DATA_CACHE_ENV = "REPROKIT_DATA_CACHE"

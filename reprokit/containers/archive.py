@@ -26,7 +26,6 @@ import hashlib
 import io
 import json
 import tarfile
-import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -97,7 +96,7 @@ def write_archive(c, dirs: list[str], flavour: str, out: Path, lock: Path | None
     mode = "w:gz" if out.name.endswith((".gz", ".tgz")) else "w"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = out.with_name(f".{out.name}.partial")
-    with tempfile.TemporaryDirectory(prefix="reprokit-archive-") as tmp, \
+    with files.temporary_directory("reprokit-archive-") as tmp, \
             tarfile.open(tmp_out, mode) as tar:
         for key, entry in chosen.items():
             name = f"images/{entry['image_dir']}-{entry['flavour']}.tar"
@@ -251,7 +250,7 @@ def verify_and_load(c, archive: Path, lock: Path | None, say) -> list[dict]:
     except tarfile.TarError as e:
         raise UserError(f"{archive} is not a tar archive ({e})") from None
     loaded = []
-    with tar, tempfile.TemporaryDirectory(prefix="reprokit-restore-") as tmp:
+    with tar, files.temporary_directory("reprokit-restore-") as tmp:
         manifest, lock_entries = _manifest_and_lock(tar, archive)
         for im in manifest["images"]:
             entry = lock_entries[im["key"]]

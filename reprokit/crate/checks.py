@@ -21,7 +21,6 @@ import errno
 import os
 import shutil
 import stat
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -174,7 +173,7 @@ def opened(file: Path) -> Iterator[Crate]:
         # NotImplementedError (a zip "version" zipfile does not know): tests/fuzz (crate_zip), was exit 3
         raise CrateInvalid(f"{file} is truncated or damaged: its zip directory cannot be read ({e}); "
                            "copy or export it again") from e
-    with zf, tempfile.TemporaryDirectory(prefix="reprokit-crate-") as tmp:
+    with zf, files.temporary_directory("reprokit-crate-") as tmp:
         infos = zf.infolist()
         if METADATA not in {i.filename for i in infos}:
             raise UserError(f"{file} is not an RO-Crate: it holds no {METADATA}; give a crate "
@@ -327,7 +326,7 @@ def render_into(crate: Crate, out: Path) -> Path:
 def check_report(crate: Crate) -> int:
     """The report rendered again from the crate equals the crate's byte for byte; the files compared."""
     stored = export.report_outputs(crate.root / RUN_DIR)
-    with tempfile.TemporaryDirectory(prefix="reprokit-render-") as tmp:
+    with files.temporary_directory("reprokit-render-") as tmp:
         try:
             fresh = export.report_outputs(render_into(crate, Path(tmp) / "run"))
         except UserError as e:

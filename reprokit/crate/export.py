@@ -16,7 +16,6 @@ import mimetypes
 import os
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 
 from reprokit import files, results
@@ -178,7 +177,7 @@ def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path
     if out.exists() and out.is_dir():
         raise UserError(f"{out} is a directory; give the crate's file name with -o (e.g. "
                         f"{run['run_id']}.crate.zip)")
-    with tempfile.TemporaryDirectory(prefix="reprokit-export-") as tmp:
+    with files.temporary_directory("reprokit-export-") as tmp:
         stage = Path(tmp)
         run_dir = stage / RUN_DIR
         _copy_run(rundir.path, run_dir)
