@@ -134,22 +134,11 @@ def smoke_run(results: Path, *args: str, env: dict | None = None) -> Path:
     return run
 
 
-def run_with_todays_data(src: Path, dst: Path, *names: str):
-    """A copy of a stored run whose data snapshot holds today's reprokit/data files `names` (and whose
-    run.json says so): what a run recorded with today's data would render (issue 36's catalogue and
-    rules are newer than the committed runs' snapshots)."""
-    import hashlib
-    import shutil
+def run_with_todays_data(src: Path, dst: Path):
+    """A copy of a stored run judged with today's reprokit/data (`report --rejudge`,
+    reprokit/report/rejudge.py): what a run recorded with today's data would render (issue 36's
+    catalogue and rules are newer than the committed runs' snapshots)."""
+    from reprokit import results
+    from reprokit.report import rejudge
 
-    from reprokit import files, results
-    from reprokit.run.record import write_run
-
-    shutil.copytree(src, dst)
-    rd = results.RunDir(dst)
-    run = rd.load_run()
-    for name in names:
-        new = (files.PACKAGE / "data" / name).read_bytes()
-        (dst / "kit-data" / name).write_bytes(new)
-        run["data_snapshot"]["files"][name] = hashlib.sha256(new).hexdigest()
-    write_run(rd, run)
-    return rd
+    return rejudge.rejudge(results.RunDir(src), dst)

@@ -118,6 +118,7 @@ def explain(number: dict, bound: dict, cell: dict | None, meas: dict | None) -> 
                        "an `explains` block)")
         else:  # data recorded before the catalogue: not looked up, so not "unexplained"
             row.update(label=NOT_DECIDED, arithmetic=f"{head}; the run's data has no defect catalogue "
-                       "(sources.yaml `explains`, issue 36): scripts/explain_defects.py applies today's")
+                       "(sources.yaml `explains`, issue 36): `report RUN --rejudge OUT` judges it with "
+                       "today's")
         out.append(row)
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from reprokit.analysis import claims, verdicts
+from reprokit.analysis import claims, defects, verdicts
 
 # Verdicts that compare a measurement with a published number (everything else is not a test).
 SAME_MODEL = (verdicts.REPRODUCED, verdicts.DEVIATES_FASTER, verdicts.DEVIATES_SLOWER,
@@ -139,6 +139,21 @@ def _listing(items: list[str], limit: int = 3, sep: str = "; ") -> str:
     return sep.join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
+def _explained(rows: list[dict]) -> str:
+    """'; 6 EXPLAINED by d001-no-sync' / '; 2 UNEXPLAINED': what the defect catalogue says of impossible
+    or suspicious numbers (reprokit/analysis/defects.py), one label per number (EXPLAINED when any of
+    its source's defects explains it); '' when none was decided."""
+    said: Counter = Counter()
+    for r in rows:
+        ex = (r.get("analysis") or {}).get("explanations") or []
+        by = sorted({e["defect"] for e in ex if e["label"] == defects.EXPLAINED})
+        if by:
+            said[f"EXPLAINED by {', '.join(by)}"] += 1
+        elif any(e["label"] == defects.UNEXPLAINED for e in ex):
+            said[defects.UNEXPLAINED] += 1
+    return "".join(f"; {n} {label}" for label, n in said.most_common())
+
+
 def source_line(sid: str, title: str | None, rows: list[dict], claim_results: list[dict],
                 run_device: str) -> dict:
     """{"source", "title", "answer" (one sentence), "tested", "untestable", "impossible", "claims",
@@ -184,14 +199,14 @@ def source_line(sid: str, title: str | None, rows: list[dict], claim_results: li
         ex = impossible[0]
         impossible_txt = (f"{len(impossible)} physically impossible ({_pct_range(fr)} of the fastest "
                           f"possible rate; e.g. {ex['id']}: published {ex['published']:,g} {ex['unit']}, "
-                          f"{ex['bound']} on {ex['published_device']})")
+                          f"{ex['bound']} on {ex['published_device']}{_explained(impossible)})")
     else:
         impossible_txt = "none physically impossible"
     if suspicious:
         fr = [r["analysis"]["roofline"]["fraction_of_bound"] for r in suspicious]
         ids = _listing([r["id"] for r in suspicious], 4, ", ")
         impossible_txt += (f"; {len(suspicious)} suspicious ({ids}: "
-                           f"{_pct_range(fr)} of their bound)")
+                           f"{_pct_range(fr)} of their bound{_explained(suspicious)})")
     parts = [tested_txt]
     if untestable:
         parts.append("not decided here: " + ", ".join(untestable))

@@ -31,6 +31,7 @@ from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
 from reprokit.reader import reconcile
 from reprokit.reader.cells import status_counts
+from reprokit.report import rejudge
 from reprokit.report.filters import flat, slug
 
 REPORT_VERSION = files.version("report")
@@ -562,6 +563,7 @@ def build_context(rundir: results.RunDir) -> dict:
         "schema_version": REPORT_VERSION, "kind": "report",
         "run": {k: run.get(k) for k in ("run_id", "suite", "argv", "runner", "protocol", "quick",
                                          "started", "finished", "wall_s", "kit")},
+        "rejudged": rejudge.summary(run),
         "suite_description": description, "suite_note": suite_note,
         "status_counts": counts,
         "devices": device_kinds, "device_labels": {d: _device_label(d, host) for d in device_kinds},

@@ -28,7 +28,7 @@ RULE = files.load_data("verdict_policy")["roofline_class"]
 
 
 def _with_todays_rule(src: Path, dst: Path) -> results.RunDir:
-    return run_with_todays_data(src, dst, "verdict_policy.yaml")
+    return run_with_todays_data(src, dst)
 
 
 def test_the_h100_cells_are_launch_bound_mixed_or_without_a_roofline():

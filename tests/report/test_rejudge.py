@@ -1,0 +1,93 @@
+"""`report RUN --rejudge OUT` (reprokit/report/rejudge.py): a stored run's measurements judged with the
+kit's data as it is now, in a copy, through the real command line; the run itself only read.
+
+The run is docs/gpu-run's H100 legacy-2017 run, recorded before the defect catalogue existed: its own
+report cannot say whether d001-no-sync explains its six impossible 001 numbers; judged again, it does."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprokit import results
+from reprokit.report import rejudge
+
+REPO = Path(__file__).resolve().parents[2]
+H100 = REPO / "docs" / "gpu-run" / "20261126T175757Z-legacy-2017"
+COMMITTED = REPO / "docs" / "gpu-run" / "20261126T175757Z-legacy-2017-rejudged"
+
+
+def _report(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "reproduce.py"), "report", *args],
+                          capture_output=True, text=True, timeout=300, cwd=str(REPO))
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_run_judged_again_explains_its_impossible_numbers_and_the_run_is_untouched(tmp_path):
+    before = _digests(H100)
+    out = tmp_path / "again"
+    p = _report(str(H100), "--rejudge", str(out))
+    assert p.returncode == 0, p.stderr
+    assert _digests(H100) == before  # only read
+    md = (out / "report.md").read_text()
+    head = md.split("## Does it hold here?")[0]
+    assert "**Judged again** on " in head and f"copied from {H100}" in head
+    assert "6 physically impossible" in md and "6 EXPLAINED by d001-no-sync" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| PyTorch") and "| 001-L05" in ln]
+    assert len(rows) == 6 and all("EXPLAINED by d001-no-sync: it needs its timing inflated" in r
+                                  for r in rows)
+    run = json.loads((out / "run.json").read_text())
+    orig = json.loads((H100 / "run.json").read_text())
+    assert run["rejudged"]["data_snapshot_before"] == orig["data_snapshot"]
+    assert run["data_snapshot"] != orig["data_snapshot"] and run["cells"] == orig["cells"]
+    assert not (out / "report.md").is_symlink() and (out / "kit-data" / "sources.yaml").is_file()
+    # the copy is a run like any other: its plain re-render says the same
+    first = md
+    p = _report(str(out))
+    assert p.returncode == 0, p.stderr
+    assert (out / "report.md").read_text() == first
+
+
+def test_the_committed_rejudged_h100_run_says_explained_in_every_001_row():
+    """docs/gpu-run holds the legacy run judged again with the data of the day it was made: the answer
+    issue 36 asks of its six IMPLAUSIBLE rows is in a report, with the arithmetic."""
+    run = json.loads((COMMITTED / "run.json").read_text())
+    assert run["rejudged"]["from"] == "docs/gpu-run/20261126T175757Z-legacy-2017"
+    assert run["rejudged"]["kit"]["git_dirty"] is False
+    doc = json.loads((COMMITTED / "report.json").read_text())
+    rows = [n for n in doc["numbers"] if n["id"].startswith("001-")]
+    assert len(rows) == 6
+    for n in rows:
+        (e,) = n["analysis"]["explanations"]
+        assert e["label"] == "EXPLAINED" and e["defect"] == "d001-no-sync"
+        assert e["inflation_there"] >= e["inflation_needed"] and "enough to explain it" in e["arithmetic"]
+
+
+@pytest.mark.parametrize("where", ["exists", "inside"])
+def test_an_unusable_out_is_one_line_and_exit_2(tmp_path, where):
+    out = tmp_path / "taken" if where == "exists" else H100 / "cells" / "again"
+    if where == "exists":
+        out.mkdir()
+    p = _report(str(H100), "--rejudge", str(out))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert ("already exists" if where == "exists" else "inside the run") in p.stderr
+    assert not (H100 / "cells" / "again").exists()
+
+
+def test_a_failure_midway_leaves_no_half_made_copy(tmp_path, monkeypatch):
+    def broken(rundir):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(results, "snapshot_data", broken)
+    with pytest.raises(OSError):
+        rejudge.rejudge(results.RunDir(H100), tmp_path / "again")
+    assert list(tmp_path.iterdir()) == []
