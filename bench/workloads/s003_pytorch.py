@@ -38,11 +38,15 @@ torch 2.11 only (not torch 1.3): eager_cudnn (forward, train), jit_static (forwa
 eager_fine_grained (forward, train) and jit_fine_grained_fixed (train), fp32, with framework-defaults
 twins of eager_cudnn and jit_fine_grained_fixed in the modern run. eager_static, jit_fine_grained,
 jit_static_fixed, the eager_*_fixed forwards and jit_fine_grained_fixed's forward have never run on
-a GPU.
+a GPU; nor has the as-published forwards' measurement of defect d003-no-final-sync (GPU only): the
+seconds one torch.cuda.synchronize() waits after the timed batches (time_per_batch_end_synced,
+seq_per_s_end_synced) and a launch-queue probe (extra.end_sync), which
+reprokit/analysis/defects.py's `drops_tail` reads.
 
 Python 3.5 syntax; imports only torch (numpy if present) and the standard library.
 """
 import real_work
+import timing
 
 from workloads import _lm003
 
@@ -310,6 +314,9 @@ def run(ctx):
                  if variant.startswith("jit") and not fixed else None)
         check = real_work.Check("train", state=lambda: _part_sums(model), still=still)
     t = _lm003.sample(ctx, step, before_timed=before_timed, real_work=check)
+    # defect d003-no-final-sync reproduced and measured: the device work still queued when the
+    # as-published forward timer stops (GPU only; a CPU has nothing queued)
+    tail = _end_sync_tail(torch) if gpu and phase == "forward" and not fixed else None
 
     ctx.describe(framework="torch", framework_version=torch.__version__, api=API[variant])
     if variant.startswith("jit"):
@@ -363,6 +370,64 @@ def run(ctx):
                      if gpu else
                      "n/a: CPU execution is synchronous (the per-step loss read is a no-op sync)")
     _lm003.record(ctx, t, batch, method, sync_desc, real_work=check)
+    if tail is not None:
+        _record_end_synced(ctx, torch, step, batch, tail)
+
+
+QUEUE_PROBE_MAX = 200  # forward batches launched at most while the device is held busy
+QUEUE_HOLD_S = 2.0  # how long the probe holds the device busy
+
+
+def _end_sync_tail(torch):
+    """Seconds torch.cuda.synchronize() waits right after the timed forward batches: the device
+    work a timer that stops without it (the original's) leaves out."""
+    t0 = timing.clock()
+    torch.cuda.synchronize()
+    return timing.clock() - t0
+
+
+def _launch_queue_batches(torch, step):
+    """How many forward batches the host launches while the device is held busy (one
+    torch.cuda._sleep kernel of about QUEUE_HOLD_S s) before a launch blocks on the full launch
+    queue: about the most batches still unfinished when a timer without a final synchronisation
+    stops. None when no launch blocked within QUEUE_PROBE_MAX batches."""
+    torch.cuda.synchronize()
+    t0 = timing.clock()
+    torch.cuda._sleep(10 ** 7)
+    torch.cuda.synchronize()
+    per_cycle = max((timing.clock() - t0) / 1e7, 1e-12)
+    torch.cuda._sleep(int(QUEUE_HOLD_S / per_cycle))
+    launched, blocked = 0, None
+    while launched < QUEUE_PROBE_MAX:
+        t0 = timing.clock()
+        step()
+        if timing.clock() - t0 > QUEUE_HOLD_S / 4:
+            blocked = launched
+            break
+        launched += 1
+    torch.cuda.synchronize()
+    return blocked
+
+
+def _record_end_synced(ctx, torch, step, batch, tail):
+    """time_per_batch_end_synced / seq_per_s_end_synced: the published loop's Avg and seq/s had its
+    timer waited for the device once at the end (the sync the original lacks), i.e. its Elapsed
+    plus the measured tail; and extra.end_sync with the launch-queue probe (defect
+    d003-no-final-sync, reprokit/analysis/defects.py `drops_tail`). Never run on a GPU yet."""
+    pub = ctx.metrics["time_per_batch"]["as_published"]
+    planned = pub["planned"]["iterations_per_segment"]
+    per_batch = pub["value"] + tail / planned
+    method = ("the as-published forward loop's Avg = (Elapsed + the seconds one "
+              "torch.cuda.synchronize() waited after the timed batches) / %d" % planned)
+    sync_desc = "torch.cuda.synchronize() once after the timed batches (the one the original lacks)"
+    ctx.record_single("time_per_batch_end_synced", per_batch, "s", method, sync_desc=sync_desc)
+    ctx.record_value("seq_per_s_end_synced", [batch / per_batch], "seq/s", method)
+    ctx.extra["end_sync"] = {
+        "tail_s": tail, "planned_batches": planned,
+        "launch_queue_batches": _launch_queue_batches(torch, step),
+        "probe": "forward batches launched while one torch.cuda._sleep kernel held the device "
+                 "about %g s, before a launch blocked (null: none blocked within %d)"
+                 % (QUEUE_HOLD_S, QUEUE_PROBE_MAX)}
 
 
 def _part_sums(model):

@@ -6,6 +6,8 @@ its timing inflated by at least `published / bound`. A defect of its source whos
 defect reproduced) and the metric of the same loop timed correctly; the cell measures both in one
 process. Their ratio here is the inflation the defect gives on this device.
 
+Mechanism `drops_tail` (a timer without a final synchronisation): see `_drops_tail`.
+
 Mechanism `hides_device_time` (a timer without device synchronisation): the timer sees the host-side
 launches, not the device's execution, so the inflation grows as the device's execution slows. On the
 publication's device it is about the inflation here x (this device's bound / the publication device's
@@ -50,6 +52,50 @@ def _max_rate(bound: dict, device: dict, precision: str) -> tuple[float | None, 
     return min(rates), why
 
 
+def _drops_tail(head: str, need: float, defect: str, ex: dict, metric: str, correct: str, metrics: dict,
+                cell: dict, meas: dict) -> dict:
+    """Mechanism `drops_tail` (a timer that stops without waiting for the device at the end): only
+    the work still queued when it stops is left out. Here: the as-published figure against the same
+    loop with that one synchronisation added (its Elapsed + the measured tail). There: the tail is
+    at most the launch queue's worth of batches (the cell's probe, extra.end_sync), so the inflation
+    is at most planned / (planned - queued). EXPLAINED when the inflation here reaches the need (a
+    slower device keeps the queue at least as full, assumed), UNEXPLAINED when even a full queue
+    falls short, NOT_DECIDED between the two."""
+    pub = metrics[metric].get("as_published") or {}
+    end = metrics[correct]["samples"]
+    probe = ((cell.get("extra") or {}).get("end_sync") or {})
+    if not pub.get("value") or not end or not probe.get("planned_batches"):
+        return {"label": NOT_DECIDED, "arithmetic": f"{head}; no as-published figure, end-synced "
+                f"figure or launch-queue probe for {defect} in this cell"}
+    a, b, unit = float(pub["value"]), float(end[0]), metrics[metric]["unit"]
+    f_here = a / b if unit.endswith("/s") else b / a
+    planned, queued = int(probe["planned_batches"]), probe.get("launch_queue_batches")
+    here = (f"{defect} inflates it {f_here:.3g}x here ({metric} as published {a:,.4g} against "
+            f"{b:,.4g} {unit} with one synchronisation after the timed batches, the device's tail "
+            f"{probe.get('tail_s', 0):.3g} s, 1 process on {meas['label']})")
+    if queued is None or queued + 1 >= planned:
+        held = "more batches than the probe launched" if queued is None else f"{queued} batches"
+        f_max, room = None, (f"the launch queue held {held} here, so all {planned} timed batches could "
+                             "be unfinished when the timer stopped: no upper limit")
+    else:
+        f_max = planned / (planned - (queued + 1))
+        room = (f"at most {queued + 1} of the {planned} timed batches fit in the launch queue (the "
+                f"probe's {queued}, plus the one being launched), so at most {f_max:.3g}x on any "
+                "device")
+    if f_here >= need:  # there at least as much, assumed: the decision's inflation is f_here
+        label, verdict, there = EXPLAINED, "enough to explain it", f_here
+    elif f_max is not None and f_max < need:  # there at most f_max
+        label, verdict, there = (UNEXPLAINED, f"short of it by {need / f_max:.3g}x: another cause must "
+                                 "add the rest", f_max)
+    else:
+        label, verdict, there = (NOT_DECIDED, "the publication's slower GPU may have held more of it "
+                                 "queued: not decided", None)
+    text = f"{head}; {here}; {room}: {verdict}"
+    if ex.get("assumption"):
+        text += f" (assumes {ex['assumption']})"
+    return {"label": label, "arithmetic": text, "inflation_here": f_here, "inflation_there": there}
+
+
 def explain(number: dict, bound: dict, cell: dict | None, meas: dict | None) -> list[dict]:
     """One label per defect of the number's source that could explain it: {"defect", "label",
     "arithmetic", "inflation_needed", "inflation_here", "inflation_there", "assumption", "source"}."""
@@ -67,6 +113,8 @@ def explain(number: dict, bound: dict, cell: dict | None, meas: dict | None) -> 
         ex = d.get("explains")
         if not ex or number["metric"] not in ex["variant"]:
             continue
+        if "defects" in number and d["id"] not in number["defects"]:  # its applies_to misses it
+            continue
         row = {"defect": d["id"], "inflation_needed": need, "inflation_here": None, "inflation_there": None,
                "assumption": ex.get("assumption"), "source": ex["source"]}
         out.append(row)
@@ -81,6 +129,9 @@ def explain(number: dict, bound: dict, cell: dict | None, meas: dict | None) -> 
             row.update(label=NOT_DECIDED, arithmetic=f"{head}; {d['id']} reproduces on "
                        f"{' or '.join(ex['devices']).upper()} only, and this cell ran on "
                        f"{(meas or {}).get('label', 'another device')}, where both timings are the same")
+            continue
+        if ex["mechanism"] == "drops_tail":
+            row.update(_drops_tail(head, need, d["id"], ex, number["metric"], correct, metrics, cell, meas))
             continue
         a, b = _median(metrics[number["metric"]]), _median(metrics[correct])
         precision, _ = devices.cell_precision(cell)

@@ -140,9 +140,10 @@ def _listing(items: list[str], limit: int = 3, sep: str = "; ") -> str:
 
 
 def _explained(rows: list[dict]) -> str:
-    """'; 6 EXPLAINED by d001-no-sync' / '; 2 UNEXPLAINED': what the defect catalogue says of impossible
-    or suspicious numbers (reprokit/analysis/defects.py), one label per number (EXPLAINED when any of
-    its source's defects explains it); '' when none was decided."""
+    """'; 6 EXPLAINED by d001-no-sync' / '; 2 UNEXPLAINED' / '; 3 not decided by the defect
+    catalogue': what the catalogue says of impossible or suspicious numbers
+    (reprokit/analysis/defects.py), one label per number (EXPLAINED when any of its source's defects
+    explains it); '' for numbers it was not asked about."""
     said: Counter = Counter()
     for r in rows:
         ex = (r.get("analysis") or {}).get("explanations") or []
@@ -151,6 +152,8 @@ def _explained(rows: list[dict]) -> str:
             said[f"EXPLAINED by {', '.join(by)}"] += 1
         elif any(e["label"] == defects.UNEXPLAINED for e in ex):
             said[defects.UNEXPLAINED] += 1
+        elif ex:
+            said["not decided by the defect catalogue"] += 1
     return "".join(f"; {n} {label}" for label, n in said.most_common())
 
 

@@ -11,6 +11,7 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_with_todays_data
 
 from reprokit import results
@@ -76,3 +77,73 @@ def test_the_report_of_a_run_with_todays_catalogue_says_explained(tmp_path):
     assert all("EXPLAINED by d001-no-sync: it needs its timing inflated at least" in r for r in rows)
     doc = json.loads((dst / "report.json").read_text())
     assert sum(1 for n in doc["numbers"] if "EXPLAINED" in n.get("labels", [])) == 6
+
+
+# -- d003-no-final-sync (mechanism drops_tail): the as-published PyTorch forward stops its timer without
+# waiting for the device. The stored H100 cell predates the end-synced figure; the tests give it one.
+STACKED = REPO / "docs" / "gpu-run" / "20261126T180107Z-stacked-lstm-2019"
+FORWARD = "003/pytorch/eager_cudnn/forward"
+SUSPECT = ("003-L428", "003-L429", "003-L430")
+
+
+def _suspects(inflation: float | None, queued: int | None) -> dict[str, list[dict]]:
+    rd = results.RunDir(STACKED)
+    cells = {c["cell_id"]: c for c in rd.load_cells()}
+    if inflation is not None:
+        cell = copy.deepcopy(cells[FORWARD])
+        avg = cell["metrics"]["time_per_batch"]["as_published"]["value"]
+        cell["metrics"]["time_per_batch_end_synced"] = {"unit": "s", "samples": [avg * inflation]}
+        cell["metrics"]["seq_per_s_end_synced"] = {"unit": "seq/s", "samples": [128 / (avg * inflation)]}
+        cell.setdefault("extra", {})["end_sync"] = {"tail_s": 50 * avg * (inflation - 1),
+                                                    "planned_batches": 50, "launch_queue_batches": queued}
+        cells[FORWARD] = cell
+    return {v["number_id"]: v["explanations"]
+            for v in verdicts.verdicts_for_run(suites.load_published("003"), cells, rd.load_run())
+            if v["number_id"] in SUSPECT}
+
+
+def test_without_the_end_synced_figure_the_missing_final_sync_is_not_decided():
+    """Before the catalogue said how to reproduce it, these read 'no known defect explains it'."""
+    got = _suspects(None, None)
+    assert set(got) == set(SUSPECT)
+    for ex in got.values():
+        (e,) = ex
+        assert e["defect"] == "d003-no-final-sync" and e["label"] == defects.NOT_DECIDED
+        assert "were not both measured in this run" in e["arithmetic"]
+
+
+def test_a_tail_as_large_as_the_need_explains_the_suspicious_forward_rows():
+    for ex in _suspects(1.5, 40).values():
+        (e,) = ex
+        assert e["label"] == defects.EXPLAINED and abs(e["inflation_here"] - 1.5) < 1e-9
+        assert "enough to explain it" in e["arithmetic"] and "1.5x here" in e["arithmetic"]
+
+
+def test_a_small_tail_and_a_short_launch_queue_leave_them_unexplained():
+    """3 batches queued (+1 being launched) of 50: at most 50/46 = 1.087x on any device < 1.31x."""
+    for ex in _suspects(1.02, 3).values():
+        (e,) = ex
+        assert e["label"] == defects.UNEXPLAINED and abs(e["inflation_there"] - 50 / 46) < 1e-9
+        assert "at most 4 of the 50 timed batches fit" in e["arithmetic"]
+        assert "another cause must add the rest" in e["arithmetic"]
+
+
+@pytest.mark.parametrize("queued", [30, None])
+def test_a_small_tail_with_room_in_the_queue_is_not_decided(queued):
+    for ex in _suspects(1.02, queued).values():
+        (e,) = ex
+        assert e["label"] == defects.NOT_DECIDED and e["inflation_there"] is None
+        assert "may have held more of it queued" in e["arithmetic"]
+        if queued is None:
+            assert "no upper limit" in e["arithmetic"]
+
+
+def test_a_defect_explains_only_the_numbers_it_applies_to():
+    """d003-no-final-sync applies to forward rows on the RTX: a train row with the same metric that
+    is suspicious is not given its label."""
+    (n,) = [dict(n) for n in suites.load_published("003") if n["id"] == "003-L428"]
+    n["defects"] = [d for d in n["defects"] if d != "d003-no-final-sync"]
+    bound = {"fraction_of_bound": 0.66, "tier": "SUSPICIOUS", "suspicious_fraction": 0.5,
+             "device": "GeForce RTX 2080 Ti"}
+    (e,) = defects.explain(n, bound, None, None)
+    assert e["defect"] is None and e["label"] == defects.UNEXPLAINED
