@@ -159,4 +159,5 @@ def test_the_report_shows_each_gpu_cells_energy(tmp_path):
                                                           ("time_per_batch", "measured")]
     md = (rd.path / "report.md").read_text()
     assert "## Energy per step (GPU cells)" in md
+    assert "This path had never run on a GPU when" in md  # until a GPU run has measured one
     assert "| 003/pytorch/eager_cudnn/train | time_per_batch | 6 |" in md
