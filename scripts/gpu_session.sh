@@ -89,7 +89,7 @@ run() {  # run NAME BUDGET SUITE CELLS...
 }
 
 # 2. the GPU tests (NVML fingerprint, GPU peak, GPU state) and the machine as the kit sees it
-step pytest-gpu 60 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/probes -o addopts=""
+step pytest-gpu 60 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/probes tests/stacks/test_end_sync_probe.py -o addopts=""
 step fingerprint 40 sh -c "'$PY' reproduce.py fingerprint > '$OUT/fingerprint.json'"
 # 3. an independent check of one 000 config, beside the kit's cells
 [ "$DEVICE" = gpu ] && step independent 60 "$PY" scripts/gpu_independent_check.py --out "$W/results/independent-check.json"
@@ -111,6 +111,9 @@ if [ "$PLAN" = third ]; then
   step legacy-000-small-3 90 "$PY" reproduce.py run --suite legacy-2017 --cells '000/pytorch/nn_lstm/b128-s30-h512' \
     --repeat 3 --device "$DEVICE" --runner local --results "$W/results" $STK
   pack
+  # issue 36: 003's suspicious PyTorch cuDNN forward rows (L428-L430) and its missing final sync: the
+  # as-published forward records the loop with that sync added and a launch-queue probe (GPU only)
+  run tail-003 45 stacked-lstm-2019 '003/pytorch/eager_cudnn/forward'
 elif [ "$PLAN" = first ]; then
   run legacy-2017-torch 110 legacy-2017 '000/pytorch/*' '001/*'
   run modern-torch 120 modern 'modern/000/pytorch/*' 'modern/001/pytorch/*' 'modern/003/pytorch/*'

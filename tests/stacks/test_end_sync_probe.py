@@ -89,3 +89,42 @@ def test_host_bound_loops_leave_almost_no_tail(gpu):
     for _ in range(50):
         step()
     assert w._end_sync_tail(torch) == pytest.approx(1e-3)  # only the last batch's device work
+
+
+@pytest.mark.gpu
+def test_on_a_real_gpu_a_held_device_blocks_the_launches_within_the_probe():
+    """The model above on the real thing (the gpu-marked tests of a GPU session): torch.cuda._sleep
+    holds the device, 20 small kernels make a 'batch', and a launch blocks before 200 batches (4,000
+    kernels) are queued. Skipped without a GPU, which is not passed."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    a = torch.ones(256, 256, device="cuda")
+
+    def step():
+        for _ in range(20):
+            a.mul_(1.0)
+
+    queued = w._launch_queue_batches(torch, step)
+    assert queued is not None and 1 <= queued < w.QUEUE_PROBE_MAX, queued
+    for _ in range(50):
+        step()
+    assert w._end_sync_tail(torch) >= 0.0
+
+
+def test_the_cell_records_the_end_synced_figures_and_the_probe(gpu):
+    """Through the real harness's recording (bench/harness.py CellContext): Avg with the sync the
+    original lacks = its Avg + tail / 50, seq/s from it, and extra.end_sync with the probe."""
+    import harness
+
+    g, torch = gpu(1024)
+    step = g.step(host_s=1e-4, kernels=300, device_s=3e-3)
+    ctx = harness.CellContext({"device": "gpu", "params": {}}, {})
+    ctx.metrics["time_per_batch"] = {"unit": "s", "as_published": {
+        "value": 1e-4, "planned": {"iterations_per_segment": 50, "segments": 1}}}
+    w._record_end_synced(ctx, torch, step, 128, tail=0.01)
+    m = ctx.metrics["time_per_batch_end_synced"]
+    assert m["samples"] == [pytest.approx(1e-4 + 0.01 / 50)] and m["unit"] == "s"
+    assert ctx.metrics["seq_per_s_end_synced"]["samples"] == [pytest.approx(128 / (1e-4 + 0.01 / 50))]
+    assert ctx.extra["end_sync"]["launch_queue_batches"] == 3
+    assert ctx.extra["end_sync"]["tail_s"] == 0.01 and ctx.extra["end_sync"]["planned_batches"] == 50
