@@ -136,9 +136,9 @@ def smoke_run(results: Path, *args: str, env: dict | None = None) -> Path:
 
 def run_with_todays_data(src: Path, dst: Path):
     """A copy of a stored run judged with today's reprokit/data (`report --rejudge`,
-    reprokit/report/rejudge.py): what a run recorded with today's data would render (issue 36's
+    reprokit/run/rejudge.py): what a run recorded with today's data would render (issue 36's
     catalogue and rules are newer than the committed runs' snapshots)."""
     from reprokit import results
-    from reprokit.report import rejudge
+    from reprokit.run import rejudge
 
     return rejudge.rejudge(results.RunDir(src), dst)

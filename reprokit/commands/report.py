@@ -4,7 +4,7 @@ First run.json is reconciled with the files on disk (reprokit/run/reconcile.py; 
 holds the run's lock): a result run.json does not list is adopted, an unreadable or invalid one is
 moved to cells/.invalid/, a deleted one is marked missing. The report renders every usable cell and
 lists the others. With --rejudge OUT the run's measurements are copied to OUT and judged with the
-kit's data as it is now (reprokit/report/rejudge.py); the run itself is left as it is. Exit status
+kit's data as it is now (reprokit/run/rejudge.py); the run itself is left as it is. Exit status
 as the run's own (reprokit/run/record.py `exit_code`): 0 when every cell
 finished ok, 1 when some cell failed, crashed, timed out, or is missing, invalid, interrupted or not
 run yet (one line says which, and how to resume a cell that did not run), 2 a user error.
@@ -48,7 +48,7 @@ def run(args) -> int:
         return 0
     rundir = results.resolve_run(args.run, Path(args.results))
     if args.rejudge:  # a copy with today's data; the original is only read
-        from reprokit.report import rejudge
+        from reprokit.run import rejudge
 
         rundir = rejudge.rejudge(rundir, Path(args.rejudge))
     # the report is written into the run directory: a read-only one is refused before rendering

@@ -31,7 +31,6 @@ from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
 from reprokit.reader import reconcile
 from reprokit.reader.cells import status_counts
-from reprokit.report import rejudge
 from reprokit.report.filters import flat, slug
 
 REPORT_VERSION = files.version("report")
@@ -521,6 +520,17 @@ def _cluster(run: dict, cell_list: list[dict], node_records: dict | None = None)
             "nodes": sorted(nodes.values(), key=lambda n: n["node"]), "note": note}
 
 
+def _rejudged(run: dict) -> dict | None:
+    """The first screen's note of a run judged again with later data (`report RUN --rejudge OUT`,
+    reprokit/run/rejudge.py): {"at", "kit", "copied_from", "started", "had_snapshot"}; None for a run
+    judged with the data it started with."""
+    r = run.get("rejudged")
+    if not r:
+        return None
+    return {"at": r["at"], "kit": r["kit"], "copied_from": r["from"], "started": run.get("started"),
+            "had_snapshot": bool(r.get("data_snapshot_before"))}
+
+
 def build_context(rundir: results.RunDir) -> dict:
     # run.json as the files on disk have it (reconcile.py): an unreadable, invalid or deleted result
     # is listed as such and the others are reported; nothing is written here
@@ -563,7 +573,7 @@ def build_context(rundir: results.RunDir) -> dict:
         "schema_version": REPORT_VERSION, "kind": "report",
         "run": {k: run.get(k) for k in ("run_id", "suite", "argv", "runner", "protocol", "quick",
                                          "started", "finished", "wall_s", "kit")},
-        "rejudged": rejudge.summary(run),
+        "rejudged": _rejudged(run),
         "suite_description": description, "suite_note": suite_note,
         "status_counts": counts,
         "devices": device_kinds, "device_labels": {d: _device_label(d, host) for d in device_kinds},

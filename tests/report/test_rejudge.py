@@ -1,4 +1,4 @@
-"""`report RUN --rejudge OUT` (reprokit/report/rejudge.py): a stored run's measurements judged with the
+"""`report RUN --rejudge OUT` (reprokit/run/rejudge.py): a stored run's measurements judged with the
 kit's data as it is now, in a copy, through the real command line; the run itself only read.
 
 The run is docs/gpu-run's H100 legacy-2017 run, recorded before the defect catalogue existed: its own
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reprokit import results
-from reprokit.report import rejudge
+from reprokit.run import rejudge
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "docs" / "gpu-run" / "20261126T175757Z-legacy-2017"

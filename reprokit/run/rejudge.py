@@ -5,10 +5,10 @@ change after a run; its measurements do not. A run's own report stays rendered f
 started with (its kit-data/ snapshot, reprokit/results.py). Rejudging copies the run's measurements
 (run.json, cells/, jobs/, logs/, warm-up records) into a new directory OUT, gives the copy a snapshot
 of today's reprokit/data in place of its own, records what was done in run.json `rejudged` (when,
-with which kit, from which directory, and the digests of the data the run started with), and
-renders the copy's report, which says on its first screen that it was judged again. The original
-run directory is only read. OUT is written beside itself and renamed into place, so a failure
-leaves no half-made run.
+with which kit, from which directory, and the digests of the data the run started with). The
+copy's report, rendered by the report command, says on its first screen that it was judged again
+(reprokit/report/context.py `_rejudged`). The original run directory is only read. OUT is written
+beside itself and renamed into place, so a failure leaves no half-made run.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from reprokit import checks, files, results
 from reprokit.errors import UserError
+from reprokit.run import record
 
 # what a run directory holds that is not a measurement: the old report and the old data snapshot
 NOT_COPIED = ("report.md", "report.html", "report.json", "plots", results.DATA_SNAPSHOT,
@@ -51,19 +52,9 @@ def rejudge(src: results.RunDir, out: Path) -> results.RunDir:
             "data_snapshot_before": run.get("data_snapshot"),
         }
         run["data_snapshot"] = snapshot
-        files.write_json_atomic(part / "run.json", run)
+        record.write_run(copy, run)  # the kit's one writer of run.json, schema-checked
         part.rename(out)
     except BaseException:
         shutil.rmtree(part, ignore_errors=True)
         raise
     return results.RunDir(out)
-
-
-def summary(run: dict) -> dict | None:
-    """The report's note of a rejudged run: {"at", "kit", "copied_from", "started", "had_snapshot"};
-    None for any other."""
-    r = run.get("rejudged")
-    if not r:
-        return None
-    return {"at": r["at"], "kit": r["kit"], "copied_from": r["from"], "started": run.get("started"),
-            "had_snapshot": bool(r.get("data_snapshot_before"))}
