@@ -140,8 +140,8 @@ def _listing(items: list[str], limit: int = 3, sep: str = "; ") -> str:
 
 
 def _explained(rows: list[dict]) -> str:
-    """'; 6 EXPLAINED by d001-no-sync' / '; 2 UNEXPLAINED' / '; 3 not decided by the defect
-    catalogue': what the catalogue says of impossible or suspicious numbers
+    """'; 6 EXPLAINED by d001-no-sync' / '; 2 UNEXPLAINED' / '; 3 d003-no-final-sync may explain (not
+    decided in this run)': what the defect catalogue says of impossible or suspicious numbers
     (reprokit/analysis/defects.py), one label per number (EXPLAINED when any of its source's defects
     explains it); '' for numbers it was not asked about."""
     said: Counter = Counter()
@@ -152,8 +152,11 @@ def _explained(rows: list[dict]) -> str:
             said[f"EXPLAINED by {', '.join(by)}"] += 1
         elif any(e["label"] == defects.UNEXPLAINED for e in ex):
             said[defects.UNEXPLAINED] += 1
-        elif ex:
-            said["not decided by the defect catalogue"] += 1
+        elif any(e["defect"] for e in ex):  # a defect that may explain it, not measured so here
+            may = sorted({e["defect"] for e in ex if e["defect"]})
+            said[f"{', '.join(may)} may explain (not decided in this run)"] += 1
+        elif ex:  # data recorded before the catalogue
+            said["not looked up (the run's data has no defect catalogue)"] += 1
     return "".join(f"; {n} {label}" for label, n in said.most_common())
 
 

@@ -91,3 +91,14 @@ def test_a_failure_midway_leaves_no_half_made_copy(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         rejudge.rejudge(results.RunDir(H100), tmp_path / "again")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_defect_not_measured_in_the_run_is_named_on_the_first_screen(tmp_path):
+    """The stored H100 stacked-lstm run predates the end-synced figure d003-no-final-sync needs: judged
+    again, its three suspicious forward rows are neither 'explained' nor 'unexplained'."""
+    src = REPO / "docs" / "gpu-run" / "20261126T180107Z-stacked-lstm-2019"
+    p = _report(str(src), "--rejudge", str(tmp_path / "again"))
+    assert p.returncode == 0, p.stderr
+    head = (tmp_path / "again" / "report.md").read_text().split("| | |")[0]
+    assert "3 suspicious (003-L428, 003-L429, 003-L430" in head
+    assert "3 d003-no-final-sync may explain (not decided in this run)" in head
