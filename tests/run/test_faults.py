@@ -656,13 +656,16 @@ def client():
 
 def containers_of(client, rundir: results.RunDir, all_: bool = True, process: int | None = None):
     """The run's containers (by its run id; the run ids of these tests' runs are unique on the
-    host only within a second, so also by the mounted run directory)."""
-    found = client.containers.list(all=all_, filters={"label": f"reprokit.run={rundir.path.name}"})
+    host only within a second, so also by the mounted run directory). Sparse: from the list call
+    alone, so a container that removes itself meanwhile cannot make a second inspect call fail
+    (a 404 that once failed the killed-driver test under two test workers)."""
+    found = client.containers.list(all=all_, sparse=True,
+                                   filters={"label": f"reprokit.run={rundir.path.name}"})
     mine = []
     for c in found:
         mounts = {m.get("Source") for m in c.attrs.get("Mounts") or []}
         if str(rundir.path.resolve()) in mounts and (
-                process is None or (c.labels or {}).get("reprokit.process") == str(process)):
+                process is None or (c.attrs.get("Labels") or {}).get("reprokit.process") == str(process)):
             mine.append(c)
     return mine
 
