@@ -62,17 +62,17 @@ def _drops_tail(head: str, need: float, defect: str, ex: dict, metric: str, corr
     slower device keeps the queue at least as full, assumed), UNEXPLAINED when even a full queue
     falls short, NOT_DECIDED between the two."""
     pub = metrics[metric].get("as_published") or {}
-    end = metrics[correct]["samples"]
+    end = _median(metrics[correct])  # one figure per process
     probe = ((cell.get("extra") or {}).get("end_sync") or {})
     if not pub.get("value") or not end or not probe.get("planned_batches"):
         return {"label": NOT_DECIDED, "arithmetic": f"{head}; no as-published figure, end-synced "
                 f"figure or launch-queue probe for {defect} in this cell"}
-    a, b, unit = float(pub["value"]), float(end[0]), metrics[metric]["unit"]
+    a, b, unit = float(pub["value"]), float(end), metrics[metric]["unit"]
     f_here = a / b if unit.endswith("/s") else b / a
     planned, queued = int(probe["planned_batches"]), probe.get("launch_queue_batches")
     here = (f"{defect} inflates it {f_here:.3g}x here ({metric} as published {a:,.4g} against "
             f"{b:,.4g} {unit} with one synchronisation after the timed batches, the device's tail "
-            f"{probe.get('tail_s', 0):.3g} s, 1 process on {meas['label']})")
+            f"{probe.get('tail_s', 0):.3g} s, {_processes(metrics[correct])} on {meas['label']})")
     if queued is None or queued + 1 >= planned:
         held = "more batches than the probe launched" if queued is None else f"{queued} batches"
         f_max, room = None, (f"the launch queue held {held} here, so all {planned} timed batches could "
