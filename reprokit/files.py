@@ -301,7 +301,6 @@ def load_data_path(path: Path | str, schema: str | None = None) -> Any:
     return doc
 
 
-
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
@@ -324,6 +323,7 @@ def temporary_directory(prefix: str):
                 tmp.cleanup()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
 
 # -- validated documents kept between processes ---------------------------------------------------
 DATA_CACHE_ENV = "REPROKIT_DATA_CACHE"

@@ -40,8 +40,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from reprokit.plan.compat import load_compat, requirement_holds, stack_from_compat
-from reprokit.plan.compat import version_tuple as _version_tuple
+from reprokit.plan.compat import load_compat, requirement_holds, stack_from_compat, version_tuple
 
 # How an image directory and flavour map to a local image tag (the build command's convention).
 IMAGE_TAG = "reprokit/{image}:{flavour}"
@@ -153,11 +152,11 @@ def mig_enabled(gpu: Mapping[str, Any]) -> bool | None:
 
 def _prefix_match(table: Iterable[Mapping[str, Any]], cuda: str) -> Mapping[str, Any] | None:
     """The table row whose `cuda` components are the longest prefix of `cuda`'s components."""
-    wanted = _version_tuple(cuda)
+    wanted = version_tuple(cuda)
     best = None
     for row in table:
-        key = _version_tuple(row["cuda"])
-        if wanted[: len(key)] == key and (best is None or len(key) > len(_version_tuple(best["cuda"]))):
+        key = version_tuple(row["cuda"])
+        if wanted[: len(key)] == key and (best is None or len(key) > len(version_tuple(best["cuda"]))):
             best = row
     return best
 
@@ -365,7 +364,7 @@ def _check_driver(
             reason=f"warning: {label} driver version unknown; CUDA {cuda} needs >= {row['min_driver']}",
         )
     else:
-        ok = _version_tuple(driver) >= _version_tuple(row["min_driver"])
+        ok = version_tuple(driver) >= version_tuple(row["min_driver"])
         fwd = None if ok else forward_compatibility(stack, gpu, compat)
         v.check(
             "driver",
@@ -377,7 +376,7 @@ def _check_driver(
             if fwd and fwd["ok"] else None,
         )
     driver_cuda = parse_cuda_driver_version(gpu.get("cuda_driver_version"))
-    wanted = _version_tuple(cuda)[:2]
+    wanted = version_tuple(cuda)[:2]
     if driver_cuda is not None and driver_cuda < wanted:
         have = f"{driver_cuda[0]}.{driver_cuda[1]}"
         same_major_mvc = driver_cuda[0] == wanted[0] and any(  # compat.yaml cuda_drivers
@@ -407,7 +406,7 @@ def forward_compatibility(stack: Mapping[str, Any], gpu: Mapping[str, Any],
                           compat: Mapping[str, Any]) -> dict[str, Any]:
     """Whether a stack newer than the driver's CUDA major runs through forward compatibility on this
     GPU (compat.yaml `forward_compatibility`): {"ok", "text"}."""
-    major = _version_tuple(stack.get("cuda") or "0")[0]
+    major = version_tuple(stack.get("cuda") or "0")[0]
     package = stack.get("cuda_compat")
     if not data_center_gpu(gpu, compat):
         return {"ok": False, "text": "driver too old for this stack; CUDA forward compatibility (a "
@@ -429,7 +428,7 @@ def _check_image_requirement(v: _Verdict, stack: Mapping[str, Any], gpu: Mapping
         return
     label = _gpu_label(gpu)
     driver_cuda = parse_cuda_driver_version(gpu.get("cuda_driver_version"))
-    driver = _version_tuple(gpu["driver_version"]) if gpu.get("driver_version") else None
+    driver = version_tuple(gpu["driver_version"]) if gpu.get("driver_version") else None
     holds = requirement_holds(text, driver_cuda, driver)
     var = (compat.get("container_requirement") or {}).get("variable", "NVIDIA_REQUIRE_CUDA")
     where = f"images/{stack.get('image')}/recipe.yaml"
