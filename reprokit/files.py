@@ -1,4 +1,4 @@
-"""Files: where the kit's parts are, how a file is written and read, and each format's version.
+"""Files: where the kit's parts are, and how a file is written and read.
 
 - Paths: `REPO` (the checkout), `BENCH`, `IMAGES`, `COMPOSE`, `DATA`, `SCHEMAS`, each defined once here.
 - Atomic writes (temp file in the same directory, fsync, rename; validated against a schema first when
@@ -6,8 +6,8 @@
 - `utcnow` and `kit_info`, the time stamp and the kit identity every record carries.
 - `bench_module(name)`: the one way host code loads a module of bench/ (by path, privately: bench/ is
   stack-side code and never on the host's sys.path).
-- `FORMATS`: the current `schema_version` of every file format the kit writes, with the history of
-  each (pyperf keeps one the same way); a test holds them equal to the schemas' `const`.
+- `read_json`: a stored document read, brought to its format's current version (reprokit/formats/)
+  and validated.
 - `load_data(name)`: the one loader of the kit's data files (reprokit/data/), validated against their
   schema, parsed once per process (libyaml's C loader where PyYAML has it) and shared. A validated
   document is also kept between processes in a cache addressed by the sha256 of the file and of its
@@ -49,31 +49,6 @@ COMPOSE = REPO / "compose"
 
 # schema_version of each format the kit writes: the current one and what each version changed.
 # Bump a version here and in its schema's `const` together; tests/core/test_files.py checks they agree.
-FORMATS: dict[str, tuple[int, dict[int, str]]] = {
-    "run": (1, {1: "first version (issue 1)"}),
-    "cell_result": (1, {1: "first version (issue 1); bench/harness.py SCHEMA_VERSION writes it"}),
-    "job": (1, {1: "first version (issue 1)"}),
-    "report": (2, {1: "report.json of the first kits, not validated",
-                   2: "validated against report.schema.json (verdicts, intervals, claims)"}),
-    "image_lock": (1, {1: "first version"}),
-    "image_archive": (1, {1: "first version"}),
-    "data_lock": (1, {1: "first version"}),
-    "data_check": (1, {1: "first version (`reproduce.py data --check --json`; no schema)"}),
-    "data_sets": (1, {1: "first version (`reproduce.py data --json`; no schema)"}),
-    "probe_cache": (1, {1: "first version"}),
-    "rerun_coverage": (1, {1: "first version"}),
-    "cell_times": (1, {1: "first version"}),
-    "stack_attempts": (1, {1: "first version"}),
-    "published": (1,
-                  {1: "first version (reprokit/catalog/published_csv.py writes it from the reference CSV)"}),
-}
-
-
-def version(fmt: str) -> int:
-    """The current schema_version of format `fmt` (a key of FORMATS)."""
-    return FORMATS[fmt][0]
-
-
 def utcnow() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
@@ -223,8 +198,10 @@ _READ_FIX = {
 
 
 def read_json(path: Path, schema: str) -> dict:
-    """A result file, strictly parsed and validated; a missing or unreadable file is a UserError."""
-    from reprokit import validate
+    """A stored document, strictly parsed, brought to its format's current version (an older one through
+    reprokit/formats' steps; a newer one is refused) and validated; a missing or unreadable file is a
+    UserError."""
+    from reprokit import formats, validate
     try:
         doc = loads_strict(read_text_bounded(path, schema if schema in READ_LIMITS else "record"))
     except FileNotFoundError as e:
@@ -232,6 +209,7 @@ def read_json(path: Path, schema: str) -> dict:
     except (OSError, ValueError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         fix = _READ_FIX.get(schema, "re-run the cell or remove the file")
         raise UserError(f"{path} is unreadable ({e}); {fix}") from e
+    doc = formats.upgrade(schema, doc, str(path))
     validate.check(schema, doc, str(path))
     return doc
 

@@ -6,10 +6,8 @@ are cells here: the process files are never loaded as cells of their own.
 
 Every write is atomic (temp file in the same directory, fsync, rename; reprokit/files.py) and
 validated against its schema first; every load validates too. run.json is read here (`load_run`)
-and written by reprokit/run/record.py `write_run` only; a run read back with its result files
-reconciled is reprokit/reader/'s. The pandas tables of a run are in
-reprokit/analysis/frames.py (`cells_frame`, `samples_frame`), the ETA's earlier cell times in
-reprokit/run/progress.py (`past_cell_times`); the old names here still resolve to them.
+and written by reprokit/run/record.py `write_run` only; a run read back whole, reconciled with its
+result files, is the model reprokit/reader/load.py builds.
 """
 
 from __future__ import annotations

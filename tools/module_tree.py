@@ -15,9 +15,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "reprokit"
 DOC = REPO / "docs" / "architecture.md"
-# the stages in the order the data passes (tests/core/test_import_cycles.py STAGES), then the rest
-ORDER = ["catalog", "probes", "plan", "reader", "containers", "runners", "run", "analysis", "report", "crate",
-         "commands", "schemas", "data"]
+sys.path.insert(0, str(REPO))
+from reprokit import STAGES  # noqa: E402  (the checkout's, not an installed one)
+
+# the packages in the order of the stages the data passes (reprokit.STAGES), then the rest
+ORDER = [name for names in STAGES[1:] for name in names] + ["schemas", "data"]
 START = "<!-- module tree: made by `python tools/module_tree.py --write`; tests/core/test_module_tree.py -->"
 END = "<!-- end of the module tree -->"
 WIDTH = 30

@@ -43,8 +43,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reprokit import files
-from reprokit.analysis import devices, flops, roofline, standins, stats, verdicts
+from reprokit.analysis import devices, flops, roofline, standins, stats, steady_state, verdicts
 from reprokit.catalog import suites
+from reprokit.reader.model import Machine, Run
 
 HOLDS, REVERSED, DIFFERS, INCONCLUSIVE, NOT_RUN = "HOLDS", "REVERSED", "DIFFERS", "INCONCLUSIVE", "NOT_RUN"
 NOT_TESTABLE_HERE, NOT_TESTABLE_STANDIN = "NOT_TESTABLE_HERE", "NOT_TESTABLE_STANDIN"
@@ -72,23 +73,23 @@ def load_claims() -> dict:
 
 
 # -- observations ----------------------------------------------------------------------------------
-def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[dict]:
+def observations_from_cells(run: Run) -> list[dict]:
     """One observation per metric of every finished ('ok') cell result of a run."""
     out = []
-    rule = verdicts.load_policy().get("roofline_class")  # absent from runs recorded before issue 36
-    for c in cells:
-        if c.get("status") != "ok":
+    rule = verdicts.load_policy().get("roofline_class")  # a policy may have none: class unknown
+    for c in run.cell_results():
+        if not c.ok:
             continue
-        dev = devices.measured_device(c, run)
+        dev = devices.measured_device(c, run.machine)
         mech = [x["short"] for x in standins.mechanisms(c)]
-        conf = stats.cell_confidence(run, c["cell_id"])  # a sequential cell's: wider than 95 %
-        for name, m in (c.get("metrics") or {}).items():
+        conf = stats.cell_confidence(run, c.cell_id)  # a sequential cell's: wider than 95 %
+        for name, m in c.metrics.items():
             if not m.get("samples"):
                 continue
             summ = verdicts.measured_summary(m, conf)[0]
             out.append(
                 {
-                    "cell_id": c["cell_id"],
+                    "cell_id": c.cell_id,
                     "metric": name,
                     "unit": m["unit"],
                     "device": dev["kind"],
@@ -97,11 +98,11 @@ def observations_from_cells(cells: list[dict], run: dict | None = None) -> list[
                     "count": dev["count"],
                     "standins": mech,
                     "exact": False,
-                    # the figure of the source's own definition where the cell records one (issue 13
-                    # item 2: a claim compares what the source compared), else the median
+                    # the figure of the source's own definition where the cell records one (a claim
+                    # compares what the source compared), else the median
                     "summary": summ,
                     "confidence": conf,
-                    # what bounds the cell on its device (issue 36: which ratios may carry across)
+                    # what bounds the cell on its device (which ratios may carry across)
                     "roofline": (roofline.cell_class(c, name, m["unit"], summ["median"], dev, rule)
                                  if summ.get("median") else None),
                     "groups": _groups(m),
@@ -123,11 +124,9 @@ def _groups(metric: dict) -> list[list[float]] | None:
         return [[v] for v in values] if len(values) >= 2 else None
     ss = summ.get("steady_state")
     if ss is None:
-        return stats.split_processes(metric.get("samples") or [], metric.get("processes"))
-    from reprokit.analysis import steady_state
-
+        return steady_state.split_processes(metric.get("samples") or [], metric.get("processes"))
     kept = steady_state.of_metric(metric)
-    return stats.split_processes(kept["samples"], kept["processes"])
+    return steady_state.split_processes(kept["samples"], kept["processes"])
 
 
 def observations_from_published(numbers: list[dict]) -> list[dict]:
@@ -223,7 +222,7 @@ class _Ctx:
     point_margin: float
     tolerance: float  # the source's: a table gap within it is no claim
     policy: dict
-    run: dict | None
+    machine: Machine | None  # the run's (which GPUs its host has)
 
 
 def _speedup(direction: str, b: tuple[float, float], w: tuple[float, float]) -> tuple[float, float]:
@@ -270,7 +269,7 @@ def _not_both_measured(ob: dict | None, ow: dict | None, devs: tuple[dict, dict]
     measured in this run, or was measured through a stand-in for the mechanism; else None."""
     for side_obs, dev in zip((ob, ow), devs):
         if side_obs is None:
-            why = devices.host_mismatch(dev, ctx.run) if dev["kind"] == "gpu" else None
+            why = devices.host_mismatch(dev, ctx.machine) if dev["kind"] == "gpu" else None
         else:
             why = devices.class_mismatch(dev, {"kind": side_obs["device"], "label": side_obs["label"],
                                                "count": side_obs["count"]})
@@ -396,14 +395,15 @@ def _roofline_classes(res: dict, ob: dict, ow: dict, rule: dict | None) -> None:
     res["carries"], res["carries_why"] = roofline.ratio_carries(cb["class"], cw["class"], rule)
 
 
-def pair_untestable(claim: dict, observations: list[dict], published: list[dict], run: dict | None,
+def pair_untestable(claim: dict, observations: list[dict], published: list[dict], machine: Machine | None,
                     tolerance: float) -> list[tuple[dict, dict, str | None, str | None]]:
     """(better side, worse side, status, why) of each pair of `claim` as far as `_pair` decides it
     before any value: NO_CLAIM, NOT_TESTABLE_HERE or NOT_RUN with the reason, or (None, None) when the
     values would decide it. `observations` need only the sides' cell, metric and device (a plan's
     prospective observations: reprokit/analysis/decidability.py)."""
     own = [n for n in published if n["provenance"]["source"] == claim["source"]]
-    ctx = _Ctx(observations, observations_from_published(own), 0.0, tolerance, verdicts.load_policy(), run)
+    ctx = _Ctx(observations, observations_from_published(own), 0.0, tolerance, verdicts.load_policy(),
+               machine)
     claimed = _claimed_range(claim, tolerance)
     out = []
     for better, worse in _pairs_of(claim):
@@ -504,13 +504,13 @@ def check_claim(
     default_tolerance: float = 0.10,
     point_margin: float = 0.10,
     published: list[dict] | None = None,
-    run: dict | None = None,
+    machine: Machine | None = None,
     source_tolerance: float | None = None,
 ) -> dict:
     """Status of one claim against the observations (see the module docstring).
 
     `published` are the published numbers of the claim's source (default: loaded from the data), used
-    for each side's publication hardware and for the no-claim rule; `run` is the run record (which
+    for each side's publication hardware and for the no-claim rule; `machine` is the run's (which
     GPUs the host has). Returns {"id", "source", "kind", "origin", "text", "reference", "hardware",
     "interpretation", "defects", "metric", "claimed_range", "status", "reason", "counts", "pairs":
     [{"better", "worse", "status", "reason", "speedup", "speedup_median", "published_speedup",
@@ -521,7 +521,7 @@ def check_claim(
     own = [n for n in published if n["provenance"]["source"] == claim["source"]]
     pub_obs = observations_from_published(own)
     tol = default_tolerance if source_tolerance is None else source_tolerance
-    ctx = _Ctx(observations, pub_obs, point_margin, tol, verdicts.load_policy(), run)
+    ctx = _Ctx(observations, pub_obs, point_margin, tol, verdicts.load_policy(), machine)
     claimed = _claimed_range(claim, default_tolerance)
     pairs = [_pair(claim, b, w, ctx, claimed) for b, w in _pairs_of(claim)]
     statuses = [p["status"] for p in pairs]
@@ -558,7 +558,7 @@ def check_claims(
     sources: list[str] | None = None,
     claims: dict | None = None,
     published: list[dict] | None = None,
-    run: dict | None = None,
+    machine: Machine | None = None,
 ) -> list[dict]:
     """check_claim for every claim (of the given sources only, when given)."""
     doc = claims or load_claims()
@@ -569,8 +569,8 @@ def check_claims(
         if sources is not None and c["source"] not in sources:
             continue
         pub = published if published is not None else suites.load_published(c["source"])
-        src_tol = (all_sources.get(c["source"]) or {}).get("tolerance", tol)
-        out.append(check_claim(c, observations, tol, margin, pub, run, src_tol))
+        src_tol = all_sources.get(c["source"], {}).get("tolerance", tol)
+        out.append(check_claim(c, observations, tol, margin, pub, machine, src_tol))
     return out
 
 
@@ -581,7 +581,7 @@ def ratio_text(pair: dict) -> str:
 
 
 def ratio_rows(results: list[dict]) -> list[dict]:
-    """One row per claim pair with a measured speed-up (issue 36 item 1): the ratio here with its
+    """One row per claim pair with a measured speed-up: the ratio here with its
     interval, the published ratio and the device it was published on, the claimed range, the pair's
     status, each side's roofline class and whether the ratio is expected to carry to another device."""
     rows = []

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from scipy import stats as sps
 
-from reprokit.analysis import diff, flops, stats, verdicts
+from reprokit.analysis import diff, stats, verdicts
+from reprokit.reader.model import Run
+from reprokit.reader.result import CellResult
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_THRESHOLD = 0.05
@@ -88,39 +90,33 @@ def metric_change(
     }
 
 
-def _node_of(run: dict, cell: dict) -> tuple[str | None, dict]:
+def _node_of(run: Run, cell: CellResult) -> tuple[str | None, dict]:
     """(node name, fingerprint) of the machine a cell ran on: its Slurm node's, recorded by the
     task (reprokit/runners/slurm_task.py), else the run's host (local and Docker runners)."""
-    r = cell.get("runner") or {}
+    r = cell.runner
     if r.get("node_fingerprint"):
         return r.get("node"), r["node_fingerprint"]
-    return "the run's host", run.get("host_fingerprint") or {}
+    return "the run's host", run.host
 
 
-def node_diff(run_a: dict, by_a: dict, run_b: dict, by_b: dict, common: list[str]) -> dict:
+def node_diff(run_a: Run, run_b: Run, common: list[str]) -> dict:
     """Cells that ran on different machines in the two runs (a run on a Slurm cluster spans
     nodes): {cell id: {"node_a", "node_b", "rows": the differing host fields}}; cells of two
     runs that each ran on their driver's host are left to host_diff."""
     out = {}
     for cid in common:
-        ra, rb = (by_a[cid].get("runner") or {}), (by_b[cid].get("runner") or {})
-        if not (ra.get("node_fingerprint") or rb.get("node_fingerprint")):
+        ca, cb = run_a.results[cid], run_b.results[cid]
+        if not (ca.runner.get("node_fingerprint") or cb.runner.get("node_fingerprint")):
             continue
-        (na, fa), (nb, fb) = _node_of(run_a, by_a[cid]), _node_of(run_b, by_b[cid])
+        (na, fa), (nb, fb) = _node_of(run_a, ca), _node_of(run_b, cb)
         rows = [r for r in diff.host_diff(fa, fb) if r["differs"]]
         if rows or na != nb:
             out[cid] = {"node_a": na, "node_b": nb, "rows": rows}
     return out
 
 
-def compare_runs(
-    run_a: dict,
-    cells_a: list[dict],
-    run_b: dict,
-    cells_b: list[dict],
-    alpha: float = DEFAULT_ALPHA,
-    threshold: float = DEFAULT_THRESHOLD,
-) -> dict:
+def compare_runs(run_a: Run, run_b: Run, alpha: float = DEFAULT_ALPHA,
+                 threshold: float = DEFAULT_THRESHOLD) -> dict:
     """Fingerprint diff (host and per stack) and per-metric changes from run A to run B.
 
     Returns {"run_a", "run_b", "alpha", "threshold", "host_diff": [{"field", "a", "b", "differs"}],
@@ -129,44 +125,39 @@ def compare_runs(
     "not_ok": [{"cell_id", "status_a", "status_b"}], "summary": {"compared", "significant", "faster",
     "slower"}}.
     """
-    by_a = {c["cell_id"]: c for c in cells_a}
-    by_b = {c["cell_id"]: c for c in cells_b}
+    by_a = {c.cell_id: c for c in run_a.cell_results()}
+    by_b = {c.cell_id: c for c in run_b.cell_results()}
     common = [cid for cid in by_a if cid in by_b]
     stacks: dict[str, list[dict]] = {}
     for cid in common:
-        st = by_a[cid].get("stack")
-        if (
-            st
-            and st not in stacks
-            and by_a[cid].get("stack_fingerprint")
-            and by_b[cid].get("stack_fingerprint")
-        ):
+        st = by_a[cid].stack
+        if st not in stacks and by_a[cid].stack_fingerprint and by_b[cid].stack_fingerprint:
             stacks[st] = diff.stack_diff(by_a[cid], by_b[cid])
     changes, not_ok = [], []
     for cid in common:
         ca, cb = by_a[cid], by_b[cid]
-        if ca.get("status") != "ok" or cb.get("status") != "ok":
-            not_ok.append({"cell_id": cid, "status_a": ca.get("status"), "status_b": cb.get("status")})
+        if not ca.ok or not cb.ok:
+            not_ok.append({"cell_id": cid, "status_a": ca.status, "status_b": cb.status})
             continue
-        ma, mb = ca.get("metrics") or {}, cb.get("metrics") or {}
+        ma, mb = ca.metrics, cb.metrics
         for name in ma:
             if name in mb and ma[name].get("samples") and mb[name].get("samples"):
                 changes.append(
                     {"cell_id": cid, "metric": name, **metric_change(ma[name], mb[name], alpha, threshold)}
                 )
     sig = [c for c in changes if c["significant"]]
-    host = diff.host_diff(run_a.get("host_fingerprint") or {}, run_b.get("host_fingerprint") or {})
-    pa, pb = flops.cpu_peak_of(run_a), flops.cpu_peak_of(run_b)
+    host = diff.host_diff(run_a.host, run_b.host)
+    pa, pb = run_a.machine.measured_cpu_peak, run_b.machine.measured_cpu_peak
     if (pa or pb) and not any(r["field"] == "cpu_peak.gflops" for r in host):
-        ga, gb = (pa or {}).get("gflops"), (pb or {}).get("gflops")
+        ga, gb = (p["gflops"] if p else None for p in (pa, pb))
         host.append({"field": "cpu_peak.gflops", "a": ga, "b": gb, "differs": ga != gb})
     return {
-        "run_a": run_a.get("run_id"),
-        "run_b": run_b.get("run_id"),
+        "run_a": run_a.run_id,
+        "run_b": run_b.run_id,
         "alpha": alpha,
         "threshold": threshold,
         "host_diff": host,
-        "node_diff": node_diff(run_a, by_a, run_b, by_b, common),
+        "node_diff": node_diff(run_a, run_b, common),
         "stack_diff": stacks,
         "changes": changes,
         "only_in_a": sorted(set(by_a) - set(by_b)),

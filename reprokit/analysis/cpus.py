@@ -298,7 +298,7 @@ def host_cpu(host: dict, clock: dict | None = None, threads: dict | None = None)
     known cycle count); when it has `ghz`, the peak uses it instead of the reported clock (a VM reports
     its base clock; boost is real). `threads`: the threads the cell's framework used ({"count",
     "source"}, bench/harness.py); fewer threads than cores count only those cores."""
-    cpu = (host or {}).get("cpu") if isinstance(host, dict) else None
+    cpu = host.get("cpu") if isinstance(host, dict) else None
     cpu = cpu if isinstance(cpu, dict) else {}
     vendor = cpu.get("vendor") or None
     family, model, stepping = _int(cpu.get("family")), _int(cpu.get("model")), _int(cpu.get("stepping"))
@@ -306,13 +306,13 @@ def host_cpu(host: dict, clock: dict | None = None, threads: dict | None = None)
     uarch = find_uarch(vendor, family, model, stepping, flags)
     cores, cores_how = _host_cores(cpu)
     clock_ghz, clock_how = _host_clock(cpu)
-    measured = _num((clock or {}).get("ghz")) if isinstance(clock, dict) else None
+    measured = _num(clock.get("ghz")) if isinstance(clock, dict) else None
     if measured:
         reported = f"; reported {_fmt(clock_ghz)} GHz" if clock_ghz else ""
         clock_ghz, clock_how = measured, f"{clock.get('method') or 'measured'}{reported}"
     elif isinstance(clock, dict) and clock.get("reason"):  # probed, but no clock to trust: say why
         clock_how = f"{clock_how}; measured clock not used: {clock['reason']}"
-    used = _num((threads or {}).get("count")) if isinstance(threads, dict) else None
+    used = _num(threads.get("count")) if isinstance(threads, dict) else None
     if used and cores and used < cores:
         cores = int(used) if float(used).is_integer() else used
         cores_how = (f"{cores_how}; the cell's framework used {_fmt(used)} thread"

@@ -1,4 +1,4 @@
-"""Impossible numbers explained by their defect (issue 36 item 2): EXPLAINED, UNEXPLAINED or not decided.
+"""Impossible numbers explained by their defect: EXPLAINED, UNEXPLAINED or not decided.
 
 A published number above its device's roofline bound (IMPLAUSIBLE, reprokit/analysis/roofline.py) needs
 its timing inflated by at least `published / bound`. A defect of its source whose `explains` block
@@ -23,6 +23,8 @@ import statistics
 
 from reprokit.analysis import devices
 from reprokit.catalog import suites
+from reprokit.reader.frozen import mapping
+from reprokit.reader.result import CellResult
 
 EXPLAINED, UNEXPLAINED, NOT_DECIDED = "EXPLAINED", "UNEXPLAINED", "NOT_DECIDED"
 
@@ -53,7 +55,7 @@ def _max_rate(bound: dict, device: dict, precision: str) -> tuple[float | None, 
 
 
 def _drops_tail(head: str, need: float, defect: str, ex: dict, metric: str, correct: str, metrics: dict,
-                cell: dict, meas: dict) -> dict:
+                cell: CellResult, meas: dict) -> dict:
     """Mechanism `drops_tail` (a timer that stops without waiting for the device at the end): only
     the work still queued when it stops is left out. Here: the as-published figure against the same
     loop with that one synchronisation added (its Elapsed + the measured tail). There: the tail is
@@ -61,9 +63,9 @@ def _drops_tail(head: str, need: float, defect: str, ex: dict, metric: str, corr
     is at most planned / (planned - queued). EXPLAINED when the inflation here reaches the need (a
     slower device keeps the queue at least as full, assumed), UNEXPLAINED when even a full queue
     falls short, NOT_DECIDED between the two."""
-    pub = metrics[metric].get("as_published") or {}
+    pub = mapping(metrics[metric].get("as_published"))
     end = _median(metrics[correct])  # one figure per process
-    probe = ((cell.get("extra") or {}).get("end_sync") or {})
+    probe = mapping(cell.extra.get("end_sync"))
     if not pub.get("value") or not end or not probe.get("planned_batches"):
         return {"label": NOT_DECIDED, "arithmetic": f"{head}; no as-published figure, end-synced "
                 f"figure or launch-queue probe for {defect} in this cell"}
@@ -96,7 +98,7 @@ def _drops_tail(head: str, need: float, defect: str, ex: dict, metric: str, corr
     return {"label": label, "arithmetic": text, "inflation_here": f_here, "inflation_there": there}
 
 
-def explain(number: dict, bound: dict, cell: dict | None, meas: dict | None) -> list[dict]:
+def explain(number: dict, bound: dict, cell: CellResult | None, meas: dict | None) -> list[dict]:
     """One label per defect of the number's source that could explain it: {"defect", "label",
     "arithmetic", "inflation_needed", "inflation_here", "inflation_there", "assumption", "source"}."""
     source = number["provenance"]["source"]
@@ -119,16 +121,17 @@ def explain(number: dict, bound: dict, cell: dict | None, meas: dict | None) -> 
                "assumption": ex.get("assumption"), "source": ex["source"]}
         out.append(row)
         correct = ex["variant"][number["metric"]]
-        metrics = (cell or {}).get("metrics") or {}
-        if (cell or {}).get("status") != "ok" or number["metric"] not in metrics or correct not in metrics:
+        metrics = cell.metrics if cell is not None else {}
+        if cell is None or not cell.ok or number["metric"] not in metrics or correct not in metrics:
             row.update(label=NOT_DECIDED,
                        arithmetic=f"{head}; {number['metric']} and {correct} were not both measured "
                                   "in this run")
             continue
-        if (meas or {}).get("kind") not in ex["devices"]:
+        if meas is None or meas.get("kind") not in ex["devices"]:
             row.update(label=NOT_DECIDED, arithmetic=f"{head}; {d['id']} reproduces on "
                        f"{' or '.join(ex['devices']).upper()} only, and this cell ran on "
-                       f"{(meas or {}).get('label', 'another device')}, where both timings are the same")
+                       f"{meas.get('label', 'another device') if meas else 'another device'}, where both "
+                       "timings are the same")
             continue
         if ex["mechanism"] == "drops_tail":
             row.update(_drops_tail(head, need, d["id"], ex, number["metric"], correct, metrics, cell, meas))
@@ -167,9 +170,9 @@ def explain(number: dict, bound: dict, cell: dict | None, meas: dict | None) -> 
             row.update(label=UNEXPLAINED, arithmetic=f"{head}; no known defect of source {source} explains "
                        f"it (none in sources.yaml says how to reproduce an inflation of {number['metric']}: "
                        "an `explains` block)")
-        else:  # data recorded before the catalogue: not looked up, so not "unexplained"
+        else:  # a source data without a catalogue: not looked up, so not "unexplained"
             row.update(label=NOT_DECIDED, arithmetic=f"{head}; the run's data has no defect catalogue "
-                       "(sources.yaml `explains`, issue 36): `report RUN --rejudge OUT` judges it with "
-                       "today's")
+                       "(no sources.yaml defect has an `explains` block): `report RUN --rejudge OUT` "
+                       "judges it with the kit's data of today")
         out.append(row)
     return out

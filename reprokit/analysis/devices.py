@@ -12,7 +12,7 @@ The class of a device is its kind plus, for GPUs, the count. Two devices of diff
 compared by any verdict (`class_mismatch` says why); two of the same class and model compare raw values
 (`same_model`); two of the same class and different models compare efficiency. Pure functions.
 
-Issue 20: a measured GPU device also carries "peaks" {"fp32": CUDA-core, "tf32": tensor (None without
+A measured GPU device also carries "peaks" {"fp32": CUDA-core, "tf32": tensor (None without
 TF32)}, all `count` GPUs, scaled by a MIG slice's SM fraction; "gpus" (what it was made of) and
 "gpus_source" (where the list came from: the cell's own `gpus`, its Slurm node's fingerprint, or the
 driver host's fingerprint as a labelled last resort). `peak_for(device, precision)` is the peak an
@@ -23,6 +23,9 @@ from __future__ import annotations
 
 from reprokit.analysis import cpus, flops
 from reprokit.catalog.suites import publication_hardware
+from reprokit.reader.frozen import mapping
+from reprokit.reader.model import Machine
+from reprokit.reader.result import CellResult
 
 
 def _gpu(label: str, count: int | None = None) -> dict:
@@ -54,71 +57,63 @@ def publication_device(number: dict) -> dict:
             "peak_source": cpu.get("derivation"), "entry": cpu.get("entry") or cpu.get("label")}
 
 
-def host_gpus(run: dict | None) -> list[str]:
-    host = (run or {}).get("host_fingerprint") or {}
-    return [str(g.get("name")) for g in host.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
-
-
 # The precision the published numbers ran in: every source is from 2017-2019, on GPUs without TF32
 # (Maxwell, Pascal, Volta, Turing) or on CPUs, in float32 (peaks.yaml header).
 PUBLISHED_PRECISION = "fp32"
 PRECISIONS = ("fp32", "tf32", "unknown")
 
 
-def cell_precision(cell: dict) -> tuple[str, str]:
+def cell_precision(cell: CellResult) -> tuple[str, str]:
     """(precision that ran: "fp32" | "tf32" | "unknown", why) of a cell result, from its `precision`
-    record (bench/harness.py, contract of issue 20). A result without one (written before issue 20):
-    on a CPU fp32, because the float32 CPU paths of these frameworks (Theano, TensorFlow, PyTorch,
-    JAX, MXNet on x86) have no reduced-precision default: TF32 is a GPU tensor-core mode; on a GPU
-    unknown, because PyTorch's cuDNN, TensorFlow 2.x and JAX run float32 matmuls in TF32 by default
-    on Ampere and later, and nothing recorded whether this one did."""
-    rec = cell.get("precision")
-    if isinstance(rec, dict) and rec.get("effective") in PRECISIONS:
+    record (bench/float_mode.py). A result that recorded none: on a CPU fp32, because the float32 CPU
+    paths of these frameworks (Theano, TensorFlow, PyTorch, JAX, MXNet on x86) have no
+    reduced-precision default: TF32 is a GPU tensor-core mode; on a GPU unknown, because PyTorch's
+    cuDNN, TensorFlow 2.x and JAX run float32 matmuls in TF32 by default on Ampere and later, and
+    nothing recorded whether this one did."""
+    rec = cell.precision
+    if rec is not None and rec.get("effective") in PRECISIONS:
         return rec["effective"], str(rec.get("why") or "recorded by the cell")
-    if (cell.get("device") or "cpu") != "gpu":
+    if (cell.device or "cpu") != "gpu":
         return "fp32", ("the cell recorded no precision; on a CPU it is fp32 (the frameworks' float32 CPU "
                         "paths have no reduced-precision default; TF32 is a GPU tensor-core mode)")
-    return "unknown", ("the GPU cell recorded no precision (a result from before the kit recorded it): "
-                       "its float32 matmuls may have run in TF32")
+    return "unknown", ("the GPU cell recorded no precision: its float32 matmuls may have run in TF32")
 
 
 def _fingerprint_gpu(g: dict) -> dict:
     """A host or node fingerprint's GPU as a cell-GPU entry; MIG mode on with no slice named: the
     cell's share of the GPU is unknown (sm_fraction None)."""
     mig = None
-    if (g.get("mig_mode") or {}).get("current"):
+    if mapping(g.get("mig_mode")).get("current"):
         mig = {"uuid": None, "parent_uuid": g.get("uuid"), "profile": None, "sm_fraction": None}
     return {"index": g.get("index"), "uuid": g.get("uuid"), "name": g.get("name"), "mig": mig,
             "power_limit_w": g.get("enforced_power_limit_w") or g.get("power_limit_w")}
 
 
-def _power_limit(g: dict, cell: dict) -> float | None:
+def _power_limit(g: dict, cell: CellResult) -> float | None:
     """A cell GPU's power limit: its own record, else the NVML state the cell recorded around it."""
     if isinstance(g.get("power_limit_w"), (int, float)):
         return float(g["power_limit_w"])
-    for snap in (cell.get("gpu_state") or {}).get("before") or []:
+    for snap in (cell.gpu_state.get("before") or [] if cell.gpu_state is not None else []):
         if snap.get("uuid") == g.get("uuid") and isinstance(snap.get("power_limit_w"), (int, float)):
             return float(snap["power_limit_w"])
     return None
 
 
-def cell_gpus(cell: dict, run: dict | None) -> tuple[list[dict], str]:
-    """(GPUs, where from) of a GPU cell: the cell's own `gpus` (issue 20: from its runner); else the
-    GPUs of the Slurm node it ran on (`runner.node_fingerprint`); else the driver host's fingerprint
-    GPUs, the first as many as the cell used, labelled as such (before issue 20 this was the only
-    source, and under Slurm it is the login node's)."""
-    count = int((cell.get("params") or {}).get("gpus") or 1)
-    own = [g for g in cell.get("gpus") or [] if isinstance(g, dict)]
+def cell_gpus(cell: CellResult, machine: Machine | None) -> tuple[list[dict], str]:
+    """(GPUs, where from) of a GPU cell: the cell's own `gpus` (from its runner); else the GPUs of the
+    Slurm node it ran on (`runner.node_fingerprint`); else the driver host's fingerprint GPUs, the
+    first as many as the cell used, labelled as such (under Slurm the login node's)."""
+    count = cell.gpu_count
+    own = [g for g in cell.gpus or [] if isinstance(g, dict)]
     if own:
-        return own, str(cell.get("gpus_source") or "the cell's recorded GPUs")
-    runner = cell.get("runner") or {}
-    node = [g for g in ((runner.get("node_fingerprint") or {}).get("gpus") or []) if isinstance(g, dict)]
+        return own, str(cell.gpus_source or "the cell's recorded GPUs")
+    runner = cell.runner
+    node = [g for g in Machine.of(runner.get("node_fingerprint")).gpus]
     if node:
         return ([_fingerprint_gpu(g) for g in node[:count]],
                 f"from the fingerprint of the Slurm node {runner.get('node') or '?'} "
                 "(the cell recorded no GPUs)")
-    host = [g for g in ((run or {}).get("host_fingerprint") or {}).get("gpus") or []
-            if isinstance(g, dict) and g.get("name")]
+    host = [g for g in (machine.gpus if machine is not None else []) if g.get("name")]
     if not host:
         return [], "the cell recorded no GPUs and the run's host fingerprint lists no GPU name"
     picked = host[:count] + [host[0]] * max(0, count - len(host))
@@ -126,9 +121,9 @@ def cell_gpus(cell: dict, run: dict | None) -> tuple[list[dict], str]:
         "from the driver host's fingerprint (the cell recorded no GPUs)"
 
 
-def _measured_gpu(cell: dict, run: dict | None) -> dict:
-    gpus, source = cell_gpus(cell, run)
-    base = {"kind": "gpu", "count": len(gpus) or int((cell.get("params") or {}).get("gpus") or 1),
+def _measured_gpu(cell: CellResult, machine: Machine | None) -> dict:
+    gpus, source = cell_gpus(cell, machine)
+    base = {"kind": "gpu", "count": len(gpus) or cell.gpu_count,
             "gpus": gpus, "gpus_source": source, "peaks": {"fp32": None, "tf32": None},
             "peak_tflops": None, "bandwidth_gbs": None, "peak_source": None, "verified": None}
     if not gpus:
@@ -171,47 +166,50 @@ def _measured_gpu(cell: dict, run: dict | None) -> dict:
             "sources": hits[0]["sources"], "reason": None}
 
 
-def cell_threads(cell: dict) -> dict | None:
+def cell_threads(cell: CellResult) -> dict | None:
     """The threads the cell's framework used: its `threads` record (bench/harness.py), else what its
     stack fingerprint says (torch num_threads; TensorFlow intra_op when set, 0 meaning all cores);
     None when unknown."""
-    t = cell.get("threads")
-    if isinstance(t, dict) and isinstance(t.get("count"), int) and t["count"] > 0:
+    t = cell.threads
+    if t is not None and isinstance(t.get("count"), int) and t["count"] > 0:
         return t
-    fw = ((cell.get("stack_fingerprint") or {}).get("framework") or {})
+    fw = cell.framework
     n = fw.get("num_threads")
     if isinstance(n, int) and n > 0:
         return {"count": n, "source": "torch.get_num_threads() in the stack fingerprint"}
-    intra = (fw.get("threads") or {}).get("intra_op") if isinstance(fw.get("threads"), dict) else None
+    intra = mapping(fw.get("threads")).get("intra_op")
     if isinstance(intra, int) and intra > 0:
         return {"count": intra, "source": "TensorFlow intra_op_parallelism_threads in the stack fingerprint"}
     return None
 
 
-def measured_device(cell: dict, run: dict | None) -> dict:
+def measured_device(cell: CellResult, machine: Machine | None) -> dict:
     """The device a cell ran on, with its theoretical peak (CPU: reprokit.analysis.cpus; GPU:
     peaks.yaml, of the GPUs `cell_gpus` finds) and, for a CPU, the run's measured GEMM probe as
     context. A Slurm cell's CPU is its node's (`runner.node_fingerprint`, the probe its
     `node_cpu_peak`), not the driver host's; one whose --repeat processes ran on several nodes
     (`runner.nodes`) has no peak, with the reason."""
-    host = (run or {}).get("host_fingerprint") or {}
-    if (cell.get("device") or "cpu") == "gpu":
-        return _measured_gpu(cell, run)
-    runner = cell.get("runner") or {}
-    node_fp = runner.get("node_fingerprint")
-    on_node = isinstance(node_fp, dict) and isinstance(node_fp.get("cpu"), dict)
-    threads = cell_threads(cell)
-    if on_node:  # a Slurm cell: its node's CPU and the GEMM rate measured there, not the driver's
-        node_peak = runner.get("node_cpu_peak")
-        probe = node_peak if isinstance(node_peak, dict) and node_peak.get("gflops") else None
-        c = cpus.host_cpu(node_fp, clock=(node_peak or {}).get("clock") if isinstance(node_peak, dict)
-                          else None, threads=threads)
-    else:
-        probe = flops.cpu_peak_of(run)
-        c = cpus.host_cpu(host, clock=((run or {}).get("cpu_peak") or {}).get("clock"), threads=threads)
+    if (cell.device or "cpu") == "gpu":
+        return _measured_gpu(cell, machine)
+    return _measured_cpu(cell.runner, cell_threads(cell), machine)
+
+
+def machine_cpu(machine: Machine) -> dict:
+    """The CPU of a run's machine as a measured device (all its cores): its peak and derivation."""
+    return _measured_cpu(mapping(None), None, machine)
+
+
+def _measured_cpu(runner: dict, threads: dict | None, machine: Machine | None) -> dict:
+    """The CPU a cell ran on: its Slurm node's (`runner`'s record), else the run's machine's."""
+    node = Machine.of(runner.get("node_fingerprint"), runner.get("node_cpu_peak"))
+    on_node = isinstance(node.host.get("cpu"), dict)
+    here = node if on_node else machine or Machine()  # a Slurm cell: its node's CPU and GEMM rate
+    probe = here.measured_cpu_peak if not on_node else \
+        (node.cpu_peak if node.cpu_peak is not None and node.cpu_peak.get("gflops") else None)
+    c = cpus.host_cpu(here.host, clock=here.clock, threads=threads)
     probe_tflops = probe["gflops"] / 1000.0 if probe else None
     d = {**c, "kind": "cpu", "count": 1, "entry": "cpu", "peak_source": c.get("derivation"),
-         "probe_tflops": probe_tflops, "probe_source": (probe or {}).get("method")}
+         "probe_tflops": probe_tflops, "probe_source": probe.get("method") if probe else None}
     if on_node:
         d["node"] = runner.get("node")
     nodes = [str(n) for n in runner.get("nodes") or []] if on_node else []
@@ -279,12 +277,12 @@ def class_mismatch(pub: dict, meas: dict) -> str | None:
     return None
 
 
-def host_mismatch(pub: dict, run: dict | None) -> str | None:
+def host_mismatch(pub: dict, machine: Machine | None) -> str | None:
     """For a number without a measurement: why this run's host could not have tested it (no GPU, too
-    few GPUs), or None (also when the run, and so its host, is unknown)."""
-    if pub["kind"] != "gpu" or not run:
+    few GPUs), or None (also when the machine is unknown)."""
+    if pub["kind"] != "gpu" or machine is None:
         return None
-    have = len(host_gpus(run))
+    have = len(machine.gpu_names)
     need = pub.get("count") or 1
     if have == 0:
         return f"published on a GPU ({pub['label']}); this host has no GPU"

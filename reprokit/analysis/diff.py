@@ -1,10 +1,10 @@
 """Environment diffs: the publication's environment against a run's, and one run's against another's.
 
-Pure functions over plain dicts: a published number (its `environment`), its source's environment
-(reprokit/data/sources.yaml), the run's host fingerprint (reprokit/probes/fingerprint.py) and a cell result
-(its stack fingerprint and `implementation`). Each row is {"field", "published", "measured",
-"differs"}; `differs` is None when one side is unknown (unstated, not recorded), so "not
-different" is never claimed without both values.
+Pure functions: a published number (its `environment`), its source's environment
+(reprokit/data/sources.yaml), the run's host fingerprint (reprokit/probes/fingerprint.py) and a cell
+result (reprokit/reader/result.py: its stack fingerprint and `implementation`). Each row is
+{"field", "published", "measured", "differs"}; `differs` is None when one side is unknown (unstated,
+not recorded), so "not different" is never claimed without both values.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import re
 from typing import Any
 
 from reprokit.analysis import cpus, flops
+from reprokit.reader.frozen import mapping
+from reprokit.reader.result import CellResult
 
 UNKNOWN = ("", "unstated", "unknown", "none", "null", "n/a")
 
@@ -56,42 +58,26 @@ def _row(field: str, published: Any, measured: Any, differs: bool | None) -> dic
     return {"field": field, "published": published, "measured": measured, "differs": differs}
 
 
-def _framework_block(cell: dict) -> dict:
-    return ((cell.get("stack_fingerprint") or {}).get("framework")) or {}
-
-
-def measured_cuda(cell: dict) -> str | None:
+def measured_cuda(cell: CellResult) -> str | None:
     """CUDA version the framework was built with (or the loaded runtime), as recorded by the stack."""
-    fw = _framework_block(cell)
-    build = fw.get("build_info") if isinstance(fw.get("build_info"), dict) else {}
-    for v in (
-        fw.get("cuda"),
-        build.get("cuda_version"),
-        (((cell.get("stack_fingerprint") or {}).get("cuda_libraries") or {}).get("cuda_runtime") or {}).get(
-            "version_str"
-        ),
-    ):
+    fw = cell.framework
+    for v in (fw.get("cuda"), mapping(fw.get("build_info")).get("cuda_version"),
+              _get(cell.stack_fingerprint, ("cuda_libraries", "cuda_runtime", "version_str"))):
         if _known(v):
             return str(v)
     return None
 
 
-def measured_cudnn(cell: dict) -> str | None:
-    fw = _framework_block(cell)
-    build = fw.get("build_info") if isinstance(fw.get("build_info"), dict) else {}
-    for v in (
-        fw.get("cudnn_version"),
-        build.get("cudnn_version"),
-        (((cell.get("stack_fingerprint") or {}).get("cuda_libraries") or {}).get("cudnn") or {}).get(
-            "version_str"
-        ),
-    ):
+def measured_cudnn(cell: CellResult) -> str | None:
+    fw = cell.framework
+    for v in (fw.get("cudnn_version"), mapping(fw.get("build_info")).get("cudnn_version"),
+              _get(cell.stack_fingerprint, ("cuda_libraries", "cudnn", "version_str"))):
         if _known(v):
             return str(v)
     return None
 
 
-def environment_diff(number: dict, source: dict | None, host: dict | None, cell: dict | None) -> list[dict]:
+def environment_diff(number: dict, source: dict | None, host: dict, cell: CellResult | None) -> list[dict]:
     """Publication environment vs the run, field by field.
 
     `number`: a published number; `source`: its entry of sources.yaml (environment.host/python/
@@ -99,11 +85,9 @@ def environment_diff(number: dict, source: dict | None, host: dict | None, cell:
     Fields: gpu, gpu_count, device, cpu, framework, framework_version, python, cuda, cudnn,
     substitutes, timing.
     """
-    env = number.get("environment") or {}
-    senv = (source or {}).get("environment") or {}
-    host = host or {}
-    cell = cell or {}
-    device = cell.get("device")
+    env = number["environment"]
+    senv = source.get("environment", {}) if source else {}
+    device = cell.device if cell is not None else None
     rows = []
 
     pub_gpu = env.get("gpu")
@@ -117,14 +101,12 @@ def environment_diff(number: dict, source: dict | None, host: dict | None, cell:
         differs = hit is None or hit["entry"] != pub_hit["entry"]
     else:
         pub_is_cpu = str(pub_gpu or "").lower().startswith("none")
-        differs = None if not cell else (pub_is_cpu != (device == "cpu")) or (not pub_is_cpu)
+        differs = None if cell is None else (pub_is_cpu != (device == "cpu")) or (not pub_is_cpu)
     rows.append(_row("gpu", pub_gpu, meas_gpu, differs))
     pub_count = (
         pub_hit["count"] if pub_hit else (0 if str(pub_gpu or "").lower().startswith("none") else None)
     )
-    meas_count = (
-        (int((cell.get("params") or {}).get("gpus") or 1) if device == "gpu" else 0) if cell else None
-    )
+    meas_count = None if cell is None else cell.gpu_count if device == "gpu" else 0
     rows.append(
         _row(
             "gpu_count",
@@ -141,7 +123,7 @@ def environment_diff(number: dict, source: dict | None, host: dict | None, cell:
             None if pub_count is None or device is None else (("cpu" if pub_count == 0 else "gpu") != device),
         )
     )
-    cpu_fp = host.get("cpu") or {}
+    cpu_fp = mapping(host.get("cpu"))
     cpu = cpu_fp.get("model_name")
     pub_host = senv.get("host")
     cpu_differs = None
@@ -149,7 +131,7 @@ def environment_diff(number: dict, source: dict | None, host: dict | None, cell:
         cpu_differs = str(cpu).lower() not in str(pub_host).lower()
     shown = f"{cpus.short_label(cpu_fp)} ('{cpu}')" if _known(cpu) else cpus.short_label(cpu_fp)
     rows.append(_row("cpu", pub_host, shown if cpu_fp else None, cpu_differs))
-    impl = cell.get("implementation") or {}
+    impl = cell.implementation.doc if cell is not None else {}
     rows.append(
         _row(
             "framework",
@@ -166,7 +148,7 @@ def environment_diff(number: dict, source: dict | None, host: dict | None, cell:
             versions_differ(env.get("framework_version"), impl.get("framework_version")),
         )
     )
-    py = ((cell.get("stack_fingerprint") or {}).get("python") or {}).get("version")
+    py = _get(cell.stack_fingerprint, ("python", "version")) if cell is not None else None
     rows.append(_row("python", senv.get("python"), py, versions_differ(senv.get("python"), py)))
     if device == "cpu":
         rows.append(_row("cuda", env.get("cuda"), "n/a (CPU run)", True if _known(env.get("cuda")) else None))
@@ -174,7 +156,7 @@ def environment_diff(number: dict, source: dict | None, host: dict | None, cell:
             _row("cudnn", env.get("cudnn"), "n/a (CPU run)", True if _known(env.get("cudnn")) else None)
         )
     else:
-        mc, md = measured_cuda(cell), measured_cudnn(cell)
+        mc, md = (measured_cuda(cell), measured_cudnn(cell)) if cell is not None else (None, None)
         rows.append(_row("cuda", env.get("cuda"), mc, versions_differ(env.get("cuda"), mc)))
         rows.append(_row("cudnn", env.get("cudnn"), md, versions_differ(env.get("cudnn"), md)))
     subs = [f"{s.get('used')} instead of {s.get('original')}" for s in impl.get("substitutes") or []]
@@ -186,7 +168,7 @@ def environment_diff(number: dict, source: dict | None, host: dict | None, cell:
             bool(subs) if impl else None,
         )
     )
-    metric = (cell.get("metrics") or {}).get(number.get("metric")) or {}
+    metric = (cell.metric(number["metric"]) if cell is not None else None) or {}
     timing = "; ".join(
         x for x in (metric.get("method"), metric.get("sync") and f"sync: {metric['sync']}") if x
     )
@@ -250,27 +232,27 @@ def _pairs(a: dict, b: dict, fields) -> list[dict]:
 def host_diff(host_a: dict, host_b: dict) -> list[dict]:
     """Selected host fingerprint fields of two runs: [{"field", "a", "b", "differs"}]; the GPUs are
     compared by name and count, the allow-listed environment variables one by one."""
-    la, lb = (cpus.short_label((h or {}).get("cpu") or {}) for h in (host_a, host_b))
+    la, lb = (cpus.short_label(mapping(h.get("cpu"))) for h in (host_a, host_b))
     rows = [{"field": "cpu", "a": la, "b": lb, "differs": la != lb}]  # what tells two CPUs apart
-    rows += _pairs(host_a or {}, host_b or {}, HOST_FIELDS)
-    ga = [g.get("name") for g in (host_a or {}).get("gpus") or []]
-    gb = [g.get("name") for g in (host_b or {}).get("gpus") or []]
+    rows += _pairs(host_a, host_b, HOST_FIELDS)
+    ga = [g.get("name") for g in host_a.get("gpus") or []]
+    gb = [g.get("name") for g in host_b.get("gpus") or []]
     if ga or gb:
         rows.append({"field": "gpus", "a": ga, "b": gb, "differs": ga != gb})
-    ea, eb = (host_a or {}).get("env") or {}, (host_b or {}).get("env") or {}
+    ea, eb = mapping(host_a.get("env")), mapping(host_b.get("env"))
     for k in sorted(set(ea) | set(eb)):
         rows.append({"field": f"env.{k}", "a": ea.get(k), "b": eb.get(k), "differs": ea.get(k) != eb.get(k)})
     return rows
 
 
-def stack_diff(cell_a: dict, cell_b: dict) -> list[dict]:
+def stack_diff(cell_a: CellResult, cell_b: CellResult) -> list[dict]:
     """Selected stack fingerprint fields (and the implementation) of the same stack in two runs."""
-    fa, fb = cell_a.get("stack_fingerprint") or {}, cell_b.get("stack_fingerprint") or {}
+    fa, fb = cell_a.stack_fingerprint, cell_b.stack_fingerprint
     rows = _pairs(fa, fb, STACK_FIELDS)
-    ea, eb = fa.get("env") or {}, fb.get("env") or {}
+    ea, eb = mapping(fa.get("env")), mapping(fb.get("env"))
     for k in sorted(set(ea) | set(eb)):
         rows.append({"field": f"env.{k}", "a": ea.get(k), "b": eb.get(k), "differs": ea.get(k) != eb.get(k)})
-    ia, ib = cell_a.get("implementation") or {}, cell_b.get("implementation") or {}
+    ia, ib = cell_a.implementation.doc, cell_b.implementation.doc
     for k in ("framework_version", "api"):
         if ia.get(k) is not None or ib.get(k) is not None:
             rows.append(

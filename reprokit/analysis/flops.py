@@ -116,7 +116,7 @@ def resolve_params(model: dict, params: dict) -> dict[str, float]:
     names = {**model.get("defaults", {}), **_numeric(params)}
     if model.get("corpus"):
         names.update(corpus_sizes(model["corpus"]))
-    dataset = str((params or {}).get("dataset") or "").lower()
+    dataset = str(params.get("dataset") or "").lower()
     table = model.get("by_dataset") or {}
     if table:
         hit = next((v for k, v in table.items() if k in dataset), None)
@@ -145,7 +145,7 @@ def number_params(number: dict) -> dict:
 def phase_of(model: dict, cell_id: str, metric: str) -> tuple[str, str | None]:
     """(phase 'forward'|'train', note) of a metric; raises NotApplicable when the model does not apply."""
     note = None
-    phase = (model.get("phase_by_metric") or {}).get(metric)
+    phase = model.get("phase_by_metric", {}).get(metric)
     if phase is None:
         for pat, ph in (model.get("phase_from_cell") or {}).items():
             if re.search(pat, cell_id):
@@ -307,14 +307,3 @@ def find_gpu(name: str | None, peaks: dict | None = None, power_limit_w: float |
 def _measured(method: str) -> str:
     """The probe's method as a peak source; the probe's text already says "measured: ..."."""
     return method if method.startswith("measured") else f"measured: {method}"
-
-
-def cpu_peak_of(run: dict | None) -> dict | None:
-    """The measured CPU GEMM peak stored in a run record (top-level `cpu_peak` or
-    `host_fingerprint.cpu_peak`, as written by reprokit.probes.cpu_peak.measure()), or None."""
-    if not run:
-        return None
-    for where in (run.get("cpu_peak"), (run.get("host_fingerprint") or {}).get("cpu_peak")):
-        if isinstance(where, dict) and where.get("gflops"):
-            return where
-    return None

@@ -20,7 +20,7 @@ process figures and the interval the order-statistic (or [min, max]) interval ov
 
 `summary(metric)` returns a dict shaped like `stats.summarize` (`median` holds the figure) so a verdict
 compares the published number with the figure of the same definition, or None when the metric records
-no such figure (results from before it existed, metrics whose source gave no definition).
+no such figure (a result that recorded none, a metric whose source gave no definition).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 
 from reprokit import files
 from reprokit.analysis import stats
+from reprokit.reader.frozen import mapping
 
 FIGURES = ("time_per_item", "rate", "time")
 N_BOOT = 2000
@@ -78,7 +79,7 @@ def value_of(ap: dict) -> float:
     segs = ap.get("segments") or []
     if not segs:
         raise Inconsistent("no segment to compute the published figure from")
-    planned = (ap.get("planned") or {}).get("iterations_per_segment")
+    planned = mapping(ap.get("planned")).get("iterations_per_segment")
     vals = [figure_of(ap["figure"], *segment_totals(s, planned), scale=float(ap.get("scale", 1.0)))
             for s in segs]
     return sum(vals) / len(vals)
@@ -90,14 +91,14 @@ def iterations(ap: dict) -> int:
 
 def complete(ap: dict) -> bool:
     """Every planned segment ran every planned iteration (recomputed, not taken from the record)."""
-    planned = ap.get("planned") or {}
+    planned = mapping(ap.get("planned"))
     per = int(planned.get("iterations_per_segment") or 1)
     segs = ap.get("segments") or []
     return len(segs) >= int(planned.get("segments") or 1) and all(len(s["seconds"]) >= per for s in segs)
 
 
 def short_name(ap: dict) -> str:
-    planned = ap.get("planned") or {}
+    planned = mapping(ap.get("planned"))
     p, s = int(planned.get("iterations_per_segment") or 0), int(planned.get("segments") or 1)
     text = SHORT.get(ap.get("definition"), ap.get("definition") or "the source's figure")
     return text.format(P=f"{p:,}", S=s, last=f"{p - 1:,}")
@@ -107,7 +108,7 @@ def label(ap: dict) -> str:
     """'as published: <definition>' or 'partial estimate, not the published figure: <what ran>'."""
     if complete(ap):
         return f"as published: {short_name(ap)}"
-    planned = ap.get("planned") or {}
+    planned = mapping(ap.get("planned"))
     p, s = int(planned.get("iterations_per_segment") or 0), int(planned.get("segments") or 1)
     segs = ap.get("segments") or []
     if s > 1:
@@ -124,7 +125,7 @@ def bootstrap_interval(ap: dict, confidence: float = stats.DEFAULT_CONFIDENCE, n
     """Percentile bootstrap of the figure: each segment's steady iterations resampled with replacement,
     its warm-up iterations and `other_seconds` kept. None when no segment has 2 steady iterations."""
     segs = ap.get("segments") or []
-    planned = int((ap.get("planned") or {}).get("iterations_per_segment") or 0)
+    planned = int(mapping(ap.get("planned")).get("iterations_per_segment") or 0)
     scale = float(ap.get("scale", 1.0))
     rng = np.random.default_rng(seed)
     per_segment = []

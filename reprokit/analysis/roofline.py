@@ -19,6 +19,7 @@ import math
 
 from reprokit.analysis import flops
 from reprokit.catalog import units
+from reprokit.reader.result import CellResult
 
 PLAUSIBLE = "PLAUSIBLE"
 SUSPICIOUS = "SUSPICIOUS"
@@ -178,19 +179,19 @@ def bound(number: dict, device: dict, models: dict | None = None) -> dict | None
     "verified", "suspicious_fraction", "arithmetic" (one sentence), ...}; the conventions behind every
     bound are CONVENTIONS (the report prints them once).
     """
-    peak = (device or {}).get("peak_tflops")
+    peak = device.get("peak_tflops") if device else None
     cell = number.get("cell")
     if not peak or peak <= 0 or not cell:
         return None
     doc = models or flops.load_models()
     metric, unit = number["metric"], number["unit"]
-    scale = float((number.get("transform") or {}).get("scale", 1))
+    scale = float(number.get("transform", {}).get("scale", 1))
     value = float(number["value"]) / scale
     try:
         w = work_per_item(cell, metric, flops.number_params(number), doc)
         published_ips = flops.items_per_second(value, unit, metric, w["_est"], doc)
         compute_ips = peak * 1e12 / w["flops_per_item"]
-        bw = (device or {}).get("bandwidth_gbs")
+        bw = device.get("bandwidth_gbs")
         memory_ips = bw * 1e9 / w["bytes_per_item"] if bw and w["bytes_per_item"] > 0 else None
         max_ips = compute_ips if memory_ips is None else min(compute_ips, memory_ips)
         bound_metric_value = value_at_rate(max_ips, unit, metric, w["_est"], doc)
@@ -256,12 +257,13 @@ def _arithmetic(number: dict, device: dict, w: dict, scale: float, bound_value: 
 
 
 # -- what bounds a measured cell (issue 36 item 1) ---------------------------------------------------
-NO_RULE = "no roofline_class rule in the run's data (recorded before issue 36)"
+NO_RULE = "no roofline_class rule in the run's data (verdict_policy.yaml)"
 COMPUTE, MEMORY, LAUNCH, OVERHEAD, MIXED, UNKNOWN = ("compute-bound", "memory-bound", "launch-bound",
                                                      "overhead-bound", "mixed", "unknown")
 
 
-def cell_class(cell: dict, metric: str, unit: str, value: float, device: dict, rule: dict | None) -> dict:
+def cell_class(cell: CellResult, metric: str, unit: str, value: float, device: dict,
+               rule: dict | None) -> dict:
     """The roofline class of a measured cell: {"class", "compute_fraction", "memory_fraction", "why"}.
 
     The fractions are the measured rate's share of the device's compute bound (the peak of the precision
@@ -280,7 +282,7 @@ def cell_class(cell: dict, metric: str, unit: str, value: float, device: dict, r
     if not peak:
         return {**out, "why": f"no compute bound: {why_no_peak}"}
     try:
-        w = work_per_item(cell["cell_id"], metric, cell.get("params") or {})
+        w = work_per_item(cell.cell_id, metric, cell.params)
         ips = flops.items_per_second(value, unit, metric, w["_est"])
     except flops.NotApplicable as e:
         return {**out, "why": f"no roofline for this metric: {e}"}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from reprokit import files
+from reprokit.reader.result import CellResult
 
 MECHANISM = "mechanism"
 KIND_ORDER = ("mechanism", "version", "api", "data", "workload", "state")
@@ -36,13 +37,12 @@ def classify(sub: dict) -> dict:
             "classified": False, "original": original, "used": used, "why": sub.get("why")}
 
 
-def of_cell(cell: dict | None) -> list[dict]:
+def of_cell(cell: CellResult | None) -> list[dict]:
     """Every substitution of a cell result, classified, mechanisms first."""
-    subs = ((cell or {}).get("implementation") or {}).get("substitutes") or []
-    out = [classify(s) for s in subs]
+    out = [classify(s) for s in (cell.implementation.substitutes if cell is not None else ())]
     return sorted(out, key=lambda s: KIND_ORDER.index(s["kind"]))
 
 
-def mechanisms(cell: dict | None) -> list[dict]:
+def mechanisms(cell: CellResult | None) -> list[dict]:
     """The substitutions of a cell that replace a mechanism (no verdict through them)."""
     return [s for s in of_cell(cell) if s["mechanism"]]

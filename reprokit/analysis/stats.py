@@ -46,7 +46,7 @@ from collections.abc import Sequence
 
 from reprokit import files
 from reprokit.analysis import steady_state
-from reprokit.analysis.steady_state import split_processes  # noqa: F401  (stats.split_processes)
+from reprokit.reader.model import Run
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_NOISY_CV = 0.10
@@ -199,7 +199,7 @@ def summarize(
     """
     xs = [float(x) for x in samples]
     n = len(xs)
-    groups = split_processes(xs, processes)
+    groups = steady_state.split_processes(xs, processes)
     out: dict = {"n": n, "stop_reason": stop_reason, "ci_confidence": confidence, "noisy_threshold": noisy_cv,
                  "processes": len(groups), "between": None}
     if n == 0:
@@ -258,16 +258,12 @@ def summarize_metric(metric: dict, steady: bool = True, **kw) -> dict:
     return s
 
 
-def cell_confidence(run: dict | None, cell_id: str | None) -> float:
+def cell_confidence(run: Run | None, cell_id: str | None) -> float:
     """The confidence of the cell's intervals: a sequentially designed cell's (run.json design.cells,
     1 - alpha / looks: reprokit/plan/design.py sequential_settings), else DEFAULT_CONFIDENCE."""
-    d = (((run or {}).get("design") or {}).get("cells") or {}).get(cell_id or "") or {}
-    return float(d["confidence"]) if d.get("sequential") and d.get("confidence") else DEFAULT_CONFIDENCE
-
-
-def summarize_cell(cell: dict, **kw) -> dict[str, dict]:
-    """{metric name: summarize_metric(...)} for every metric of a cell result."""
-    return {name: summarize_metric(m, **kw) for name, m in (cell.get("metrics") or {}).items()}
+    own = run.design.cell(cell_id or "") if run is not None and run.design is not None else None
+    return float(own.confidence) if own is not None and own.sequential and own.confidence \
+        else DEFAULT_CONFIDENCE
 
 
 def interval(summary: dict) -> tuple[float, float] | None:

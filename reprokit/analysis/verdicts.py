@@ -59,6 +59,8 @@ from reprokit import files
 from reprokit.analysis import defects, devices, flops, published_metric, roofline, standins, stats
 from reprokit.catalog import units
 from reprokit.probes import jit_cache
+from reprokit.reader.model import CellEntry, Machine, Run
+from reprokit.reader.result import CellResult
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -152,7 +154,7 @@ def published_value(number: dict, to_unit: str | None = None) -> tuple[float, st
     transform.scale is applied first: a value published as 50 x the metric (elapsed time of 50
     batches) is divided by 50; then the unit is converted with `convert`.
     """
-    scale = float((number.get("transform") or {}).get("scale", 1))
+    scale = float(number.get("transform", {}).get("scale", 1))
     value, unit = float(number["value"]) / scale, number["unit"]
     how = [f"{number['value']:g} {unit}"]
     if scale != 1:
@@ -174,14 +176,14 @@ def _version_equal(a: str | None, b: str | None) -> bool:
     return n > 0 and pa[:n] == pb[:n]
 
 
-def stack_match(number: dict, cell: dict) -> dict:
+def stack_match(number: dict, cell: CellResult) -> dict:
     """Whether the cell ran the published stack: same framework version and no substitutes."""
     env = number["environment"]
-    impl = cell.get("implementation") or {}
-    subs = impl.get("substitutes") or []
+    impl = cell.implementation
+    subs = impl.substitutes
     pub = f"{env.get('framework', '?')} {env.get('framework_version', '?')}"
-    meas = f"{impl.get('framework', '?')} {impl.get('framework_version', '?')}"
-    same = not subs and _version_equal(env.get("framework_version"), impl.get("framework_version"))
+    meas = f"{impl.doc.get('framework', '?')} {impl.doc.get('framework_version', '?')}"
+    same = not subs and _version_equal(env.get("framework_version"), impl.framework_version)
     return {
         "same": same,
         "published": pub,
@@ -211,20 +213,19 @@ def _rate(tflops: float) -> str:
 
 
 # -- the verdict -----------------------------------------------------------------------------------
-def _not_run_reason(number: dict, cell: dict | None, run_entry: dict | None) -> str | None:
+def _not_run_reason(number: dict, cell: CellResult | None, entry: CellEntry | None) -> str | None:
     metric = number["metric"]
     if cell is None:
         if number["cell"] is None:
             return "no cell of the kit reproduces this number"
-        if run_entry is None:
+        if entry is None:
             return f"cell {number['cell']} is not part of this run"
-        why = run_entry.get("reason") or "no result file"
-        return f"cell {number['cell']} {run_entry.get('status', 'not run')}: {why}"
-    if cell.get("status") != "ok":
-        return f"cell {cell['cell_id']} {cell.get('status')}: {cell.get('reason') or 'no reason given'}"
-    m = (cell.get("metrics") or {}).get(metric)
+        return f"cell {number['cell']} {entry.status}: {entry.reason or 'no result file'}"
+    if not cell.ok:
+        return f"cell {cell.cell_id} {cell.status}: {cell.reason or 'no reason given'}"
+    m = cell.metric(metric)
     if not m or not m.get("samples"):
-        return f"cell {cell['cell_id']} produced no '{metric}' samples"
+        return f"cell {cell.cell_id} produced no '{metric}' samples"
     return None
 
 
@@ -262,7 +263,7 @@ def _base(number: dict, tolerance: float) -> dict:
         "published": {
             "value": number["value"],
             "unit": number["unit"],
-            "scale": (number.get("transform") or {}).get("scale", 1),
+            "scale": number.get("transform", {}).get("scale", 1),
             "gpu": env.get("gpu"),
             "environment": env,
         },
@@ -317,13 +318,13 @@ def no_steady_state(summ: dict) -> str | None:
             f"({why}): no verdict on a measurement that never settled")
 
 
-def cold_compile(metric: str, cell: dict) -> str | None:
+def cold_compile(metric: str, cell: CellResult) -> str | None:
     """Why a GPU cell's compile time gets no verdict: its CUDA JIT cache shows the driver compiled PTX
     while it ran, or cannot show it (reprokit/probes/jit_cache.py), so the time may hold the PTX JIT. None
     for other metrics, CPU cells and a cache that shows no JIT (warm, or empty at both ends)."""
     if metric not in load_policy()["claims"]["compile_metrics"]:
         return None
-    state = jit_cache.state(cell)
+    state = jit_cache.state(cell.doc)
     if state in jit_cache.NO_JIT:
         return None
     why = {"compiled": "grew while the cell ran, so the time includes the driver's PTX JIT of its kernels",
@@ -385,7 +386,7 @@ def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float,
     return _undecided(v, verdict_, summ, text) or _finish(v, verdict_, text)
 
 
-def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas: dict) -> dict:
+def efficiency(number: dict, cell: CellResult, summ: dict, unit: str, pub: dict, meas: dict) -> dict:
     """Efficiency (achieved FLOP/s / theoretical peak) of the published number and of the measured
     median and interval. The measured side divides by its device's peak of the precision the cell ran
     in (reprokit.analysis.devices.cell_precision, peak_for: fp32 CUDA-core or TF32 tensor), the
@@ -403,11 +404,11 @@ def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas:
     metric = number["metric"]
     p_value, p_unit, _ = published_value(number)
     a_pub = flops.achieved(p_value, p_unit, metric, number["cell"], flops.number_params(number))
-    params = cell.get("params") or {}
+    params = cell.params
     lo, hi = stats.interval(summ)
-    a_med = flops.achieved(summ["median"], unit, metric, cell["cell_id"], params)
-    a_lo = flops.achieved(lo, unit, metric, cell["cell_id"], params)
-    a_hi = flops.achieved(hi, unit, metric, cell["cell_id"], params)
+    a_med = flops.achieved(summ["median"], unit, metric, cell.cell_id, params)
+    a_lo = flops.achieved(lo, unit, metric, cell.cell_id, params)
+    a_hi = flops.achieved(hi, unit, metric, cell.cell_id, params)
     e_vals = sorted([a_lo["tflops"] / peak_m, a_hi["tflops"] / peak_m])
     probe = meas.get("probe_tflops")
     return {
@@ -438,7 +439,7 @@ def efficiency(number: dict, cell: dict, summ: dict, unit: str, pub: dict, meas:
     }
 
 
-def above_peak(cell: dict, summ: dict, unit: str, metric: str, meas: dict) -> dict | None:
+def above_peak(cell: CellResult, summ: dict, unit: str, metric: str, meas: dict) -> dict | None:
     """The measurement's achieved rate when it exceeds its device's peak, else None (also when no FLOP
     model or peak applies). The work is the roofline's lower bound (reprokit.analysis.roofline), so an
     over-counting FLOP convention cannot raise the flag; the peak is the one of the precision that ran,
@@ -450,7 +451,7 @@ def above_peak(cell: dict, summ: dict, unit: str, metric: str, meas: dict) -> di
     if not peak or summ.get("median") is None:
         return None
     try:
-        w = roofline.work_per_item(cell["cell_id"], metric, cell.get("params") or {})
+        w = roofline.work_per_item(cell.cell_id, metric, cell.params)
         ips = flops.items_per_second(summ["median"], unit, metric, w["_est"])
     except flops.NotApplicable:
         return None
@@ -488,7 +489,7 @@ def peak_ratio(e: dict) -> float:
     return max(a, b) / min(a, b)
 
 
-def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str, pub: dict,
+def _efficiency_verdict(v: dict, number: dict, cell: CellResult, summ: dict, unit: str, pub: dict,
                         meas: dict) -> dict:
     pol = load_policy()["efficiency"]
     tol, max_ratio = float(pol["tolerance"]), float(pol["max_peak_ratio"])
@@ -527,7 +528,8 @@ def _efficiency_verdict(v: dict, number: dict, cell: dict, summ: dict, unit: str
     return _undecided(v, rule, summ, text) or _finish(v, rule, text)
 
 
-def _implausible(v: dict, number: dict, cell: dict | None, summ: dict | None, pub: dict, meas: dict | None,
+def _implausible(v: dict, number: dict, cell: CellResult | None, summ: dict | None, pub: dict,
+                 meas: dict | None,
                  unit: str | None) -> dict:
     """IMPLAUSIBLE from the published number alone; with a measurement, its hardware against the
     publication's (for the row's kind of re-measurement) and its own check against its device's peak:
@@ -554,58 +556,63 @@ def _implausible(v: dict, number: dict, cell: dict | None, summ: dict | None, pu
 
 def verdict(
     number: dict,
-    cell: dict | None,
-    run: dict | None = None,
+    cell: CellResult | None,
+    run: Run | None = None,
     tolerance: float | None = None,
-    run_entry: dict | None = None,
+    entry: CellEntry | None = None,
 ) -> dict:
     """The verdict of one published number (`_verdict`); a SUSPICIOUS one (above the suspicious share of
-    its device's bound) also gets its EXPLAINED / UNEXPLAINED label and arithmetic (issue 36 item 2),
-    as an IMPLAUSIBLE one does."""
-    v = _verdict(number, cell, run, tolerance, run_entry)
+    its device's bound) also gets its EXPLAINED / UNEXPLAINED label and arithmetic, as an IMPLAUSIBLE
+    one does."""
+    v = _verdict(number, cell, run, tolerance, entry)
     if v.get("tier") == SUSPICIOUS and v.get("explanations") is None and v.get("roofline"):
-        ran = cell is not None and cell.get("status") == "ok"
-        meas = devices.measured_device(cell, run) if ran else None
+        ran = cell is not None and cell.ok
+        meas = devices.measured_device(cell, _machine(run)) if ran else None
         v["explanations"] = defects.explain(number, v["roofline"], cell if ran else None, meas)
         found = [e["label"] for e in v["explanations"] if e["label"] != defects.NOT_DECIDED]
         v["labels"] += [x for x in found[:1] if x not in v["labels"]]
     return v
 
 
+def _machine(run: Run | None) -> Machine | None:
+    return run.machine if run is not None else None
+
+
 def _verdict(
     number: dict,
-    cell: dict | None,
-    run: dict | None = None,
+    cell: CellResult | None,
+    run: Run | None = None,
     tolerance: float | None = None,
-    run_entry: dict | None = None,
+    entry: CellEntry | None = None,
 ) -> dict:
     """The verdict on one published number (see the module docstring for the order of the checks).
 
-    `cell` is the cell result that measured number["cell"] (None when absent), `run` the run record
-    (host fingerprint, CPU probe), `tolerance` the source's (default 0.10), `run_entry` the run
-    record's line for the cell (gives the reason when no result file exists).
+    `cell` is the cell result that measured number["cell"] (None when absent), `run` the run (its
+    machine: host fingerprint, CPU probe; its design: a sequential cell's confidence), `tolerance` the
+    source's (default 0.10), `entry` the run's entry for the cell (gives the reason when no result
+    file exists).
     """
     tol = DEFAULT_TOLERANCE if tolerance is None else float(tolerance)
     v = _base(number, tol)
     pub = devices.publication_device(number)
     v["roofline"] = roofline.bound(number, pub)
-    v["tier"] = (v["roofline"] or {}).get("tier")
+    v["tier"] = v["roofline"]["tier"] if v["roofline"] else None
     v["hardware"] = {"published": pub, "measured": None, "same_class": None, "same_model": None}
-    why_not = _not_run_reason(number, cell, run_entry)
+    why_not = _not_run_reason(number, cell, entry)
     summ = meas = None
     if why_not is None:
-        metric = cell["metrics"][number["metric"]]
+        metric = cell.metrics[number["metric"]]
         unit = metric["unit"]
-        summ, v["basis"] = measured_summary(metric, stats.cell_confidence(run, cell["cell_id"]))
+        summ, v["basis"] = measured_summary(metric, stats.cell_confidence(run, cell.cell_id))
         v["measured"] = summ
-        meas = devices.measured_device(cell, run)
+        meas = devices.measured_device(cell, _machine(run))
         v["hardware"]["measured"] = meas
         v["stack"] = stack_match(number, cell)
         v["standins"] = standins.of_cell(cell)
     if v["tier"] == IMPLAUSIBLE:  # the measurement, shown as context, is still checked (issue 34)
         return _implausible(v, number, cell, summ, pub, meas, None if why_not else unit)
     if why_not is not None:
-        mismatch = devices.host_mismatch(pub, run)
+        mismatch = devices.host_mismatch(pub, _machine(run))
         if mismatch:
             v["hardware"]["same_class"] = False
             return _finish(v, NOT_TESTABLE_HERE, mismatch)
@@ -666,14 +673,13 @@ def _verdict(
     return _efficiency_verdict(v, number, cell, summ, unit, pub, meas)
 
 
-def verdicts_for_run(
-    numbers: list[dict], cells: dict[str, dict], run: dict | None = None, sources: dict | None = None
-) -> list[dict]:
-    """Verdicts for every published number. `cells` maps cell id -> cell result; `sources` is
+def verdicts_for_run(numbers: list[dict], run: Run, sources: dict) -> list[dict]:
+    """Verdicts for every published number on the run's cells; `sources` is
     reprokit.catalog.suites.load_sources() (for each source's tolerance; default 0.10)."""
-    entries = {c["cell_id"]: c for c in (run or {}).get("cells") or []}
-    out = []
-    for n in numbers:
-        src = (sources or {}).get(n["provenance"]["source"]) or {}
-        out.append(verdict(n, cells.get(n["cell"]), run, src.get("tolerance"), entries.get(n["cell"])))
-    return out
+    return [verdict(n, run.result(n["cell"]), run, tolerance(sources, n["provenance"]["source"]),
+                    run.entry(n["cell"]) if n["cell"] else None) for n in numbers]
+
+
+def tolerance(sources: dict, source: str) -> float | None:
+    """The source's tolerance from sources.yaml (None: the default)."""
+    return sources.get(source, {}).get("tolerance")

@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from reprokit import checks, files, validate
+from reprokit import checks, files, formats, validate
 from reprokit.errors import UserError
 
 STRICT_STATUSES = ("verified", "recomputed", "third-party")
@@ -94,7 +94,7 @@ def default_lock_path() -> Path:
 
 def load_lock(path: Path) -> dict:
     if not path.exists():
-        return {"schema_version": files.version("data_lock"), "kind": "data_lock", "files": {}}
+        return {"schema_version": formats.version("data_lock"), "kind": "data_lock", "files": {}}
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as e:
@@ -321,7 +321,7 @@ def check_dir(root: Path, lock_path: Path, names: list[str] | None = None,
         save_lock(lock_path, lock)
     if not any(s["status"] != "absent" for s in sets):
         problems.append("no data set files found")
-    return {"schema_version": files.version("data_check"), "kind": "data_check", "dir": str(root),
+    return {"schema_version": formats.version("data_check"), "kind": "data_check", "dir": str(root),
             "lock": str(lock_path), "strict": strict, "subset": subset, "checked": now, "datasets": sets,
             "problems": problems, "ok": not problems}
 
@@ -378,10 +378,10 @@ def cell_data_params(cell, data: dict | None) -> dict:
 
 
 # -- provenance of a cell result ----------------------------------------------------------------
-def provenance(cell_result: dict | None) -> dict | None:
-    """What data a cell ran on, from its extra.dataset labels: {"kind": "stand-in" | "real",
+def provenance(extra: dict) -> dict | None:
+    """What data a cell ran on, from its result's `extra.dataset` labels: {"kind": "stand-in" | "real",
     "text": ...}, or None when it records none (or a synthetic workload's own generated data)."""
-    ds = ((cell_result or {}).get("extra") or {}).get("dataset")
+    ds = extra.get("dataset")
     if not isinstance(ds, dict):
         return None
     labels = [ds] if "stand_in" in ds else [v for v in ds.values()

@@ -13,7 +13,7 @@ import csv
 import re
 from pathlib import Path
 
-from reprokit import files
+from reprokit import files, formats
 
 # The reference CSV inside the project: a byte-for-byte copy of the project reference's
 # published_numbers.csv (its sha256 and date in tests/data/README.md), so a clone on its own
@@ -136,7 +136,7 @@ def expected_files(csv_path: Path) -> dict[str, str]:
         by_source.setdefault(source, []).append(entry)
     out = {}
     for source, entries in by_source.items():
-        doc = {"schema_version": files.version("published"), "source": source,
+        doc = {"schema_version": formats.version("published"), "source": source,
                "imported_from": "shared/reference/published_numbers.csv (seed_workloads.md section 9)",
                "numbers": entries}
         out[f"{source}.yaml"] = HEADER + yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True)

@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from reprokit import checks, files
+from reprokit import checks, formats
 from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
 
@@ -81,7 +81,7 @@ def describe(lock_path: Path) -> dict:
         recorded = len(datasets.load_lock(lock_path)["files"])
     except UserError as e:
         recorded = str(e)
-    return {"schema_version": files.version("data_sets"), "kind": "data_sets", "datasets": sets,
+    return {"schema_version": formats.version("data_sets"), "kind": "data_sets", "datasets": sets,
             "lock": {"path": str(lock_path), "recorded_files": recorded}}
 
 

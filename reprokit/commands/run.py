@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 
 from reprokit import checks, results
-from reprokit.analysis import decidability
 from reprokit.reader.cells import status_counts
 from reprokit.run import driver
 from reprokit.run.record import exit_code
@@ -83,9 +82,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    rundir, run_record = driver.drive(RunRequest.from_args(args), sys.argv[:], say,
-                                      judge=decidability.judge,
-                                      sequential=decidability.sequential_status)
+    rundir, run_record = driver.drive(RunRequest.from_args(args), sys.argv[:], say)
     if (run_record.get("slurm") or {}).get("detached"):
         return 0  # the jobs run on: `status RUN` / `report RUN` / `--resume RUN` re-attach
     if not args.no_report:

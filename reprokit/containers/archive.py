@@ -30,7 +30,7 @@ import time
 import zlib
 from pathlib import Path
 
-from reprokit import checks, files, validate
+from reprokit import checks, files, formats, validate
 from reprokit.containers import images
 from reprokit.errors import UserError
 
@@ -86,10 +86,10 @@ def write_archive(c, dirs: list[str], flavour: str, out: Path, lock: Path | None
     if missing:
         raise UserError(f"not built (or not in the lock): {', '.join(missing)}; run `reproduce.py "
                         f"build --image {' '.join(missing)}` first")
-    lock_doc = {"schema_version": files.version("image_lock"), "kind": "image_lock",
+    lock_doc = {"schema_version": formats.version("image_lock"), "kind": "image_lock",
                 "images": chosen}
     lock_bytes = (json.dumps(lock_doc, indent=1) + "\n").encode()
-    manifest = {"schema_version": files.version("image_archive"), "kind": "image_archive",
+    manifest = {"schema_version": formats.version("image_archive"), "kind": "image_archive",
                 "created": files.utcnow(), "suite": suite, "flavour": flavour,
                 "kit": files.kit_info(), "lock_sha256": hashlib.sha256(lock_bytes).hexdigest(),
                 "images": []}

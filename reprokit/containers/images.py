@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from reprokit import files, validate
+from reprokit import files, formats, validate
 from reprokit.containers import recipes
 from reprokit.containers.recipes import IMAGES
 from reprokit.errors import UserError
@@ -265,7 +265,7 @@ def python_for_base(base: str) -> tuple[str, int]:
 def load_lock(path: Path | None = None) -> dict:
     p = lock_path(path)
     if not p.exists():
-        return {"schema_version": files.version("image_lock"), "kind": "image_lock", "images": {}}
+        return {"schema_version": formats.version("image_lock"), "kind": "image_lock", "images": {}}
     try:
         doc = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:

@@ -29,6 +29,7 @@ from dataclasses import replace
 
 from reprokit import files
 from reprokit.plan.plan import budget_for
+from reprokit.reader.model import Design, processes_of
 
 
 def settings() -> dict:
@@ -113,7 +114,7 @@ def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
             return None
         why = ("the published protocol fixes the iterations" if protocol != "budget" else
                "no costs recorded for this suite: tools/record_cell_costs.py RUN records them")
-        return {"processes": int(cfg["min_processes"]), "cells": {},
+        return {"kind": "fixed", "processes": int(cfg["min_processes"]), "cells": {},
                 "source": f"cell_costs.yaml design.min_processes ({why})",
                 "text": f"{cfg['min_processes']} processes per cell, the fewest a re-run interval needs "
                         f"({why}), each with the suite's own sampling budget"}
@@ -134,7 +135,7 @@ def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
     for d in out.values():
         d["planned_s"] = round(k * d["process_s"], 1)
     budget = budget_summary(out, cfg)
-    return {"processes": k, "cells": out, "budget": budget,
+    return {"kind": "fixed", "processes": k, "cells": out, "budget": budget,
             "source": f"cell_costs.yaml (run {header['run']}, {header['machine']}, {header['date']}); "
                       f"process-level CV {t_process:.3g} from {t_source}",
             "text": f"{k} processes per cell (the median of the cells' Kalibera & Jones designs within "
@@ -247,10 +248,8 @@ def sequential_settings() -> dict:
 
 
 def cell_processes(design: dict | None, cell_id: str, repeat: int) -> int:
-    """How many processes `cell_id` runs: its own count in a design by role, else the run's K."""
-    if design and design.get("kind") == "auto":
-        return int(((design.get("cells") or {}).get(cell_id) or {}).get("processes") or repeat)
-    return repeat
+    """How many processes `cell_id` runs under a planned design (reprokit/reader/model.py answers it)."""
+    return processes_of(Design.from_doc(design), cell_id, repeat)
 
 
 def default_options(plan, runner: str):

@@ -14,10 +14,11 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 
-from reprokit import files
+from reprokit import files, formats
 from reprokit.catalog import datasets
 from reprokit.catalog.suites import FP32, FRAMEWORK_DEFAULT, Cell, Suite, float_precision
 from reprokit.errors import UserError
+from reprokit.reader.status import Skip
 
 
 @dataclass
@@ -47,6 +48,8 @@ class Plan:
     runner: str | None = None
     host: dict | None = None
     verdicts: dict[str, dict] | None = None
+    # the cells --time-limit left, by id (their status is `skipped`, their reason the skip's words)
+    skips: dict[str, Skip] = field(default_factory=dict)
 
     def by_stack(self) -> dict[str, list[Cell]]:
         out: dict[str, list[Cell]] = {}
@@ -164,7 +167,7 @@ def make_job(plan: Plan, stack: str, run_id: str, kit: dict, out_dir: str,
              cells: list[Cell] | None = None) -> dict:
     """The job file of `stack`: its own cells, or `cells` (those a fallback chain moved to it too)."""
     cells = plan.by_stack()[stack] if cells is None else cells
-    job = {"schema_version": files.version("job"), "run_id": run_id, "stack": stack, "kit": kit,
+    job = {"schema_version": formats.version("job"), "run_id": run_id, "stack": stack, "kit": kit,
            "out_dir": out_dir, "device": plan.options.device,
            "cells": [job_cell(c, plan.suite, plan.options) for c in cells], "facts": bench_facts()}
     for jc in job["cells"]:  # preflight expects PTX JIT: more time (compat.yaml jit)

@@ -16,17 +16,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from reprokit import files, results, validate
+from reprokit import files, formats, results, validate
+from reprokit.errors import UserError
+from reprokit.reader.status import Skip
 
 # statuses that mean the cell's result is not (or no longer) there: --resume measures them again
 NOT_THERE = ("missing", "invalid", "interrupted", "pending")
 
 
 def cell_entry(cell_id: str, stack: str, status: str, reason: str | None,
-               wall: float | None) -> dict:
-    """A cell's entry in run.json `cells`."""
-    return {"cell_id": cell_id, "stack": stack, "status": status, "reason": reason,
-            "process_wall_s": wall, "result_file": f"cells/{results.cell_filename(cell_id)}"}
+               wall: float | None, skip: Skip | None = None) -> dict:
+    """A cell's entry in run.json `cells` (`skip`: the --time-limit left or stopped it)."""
+    entry = {"cell_id": cell_id, "stack": stack, "status": status, "reason": reason,
+             "process_wall_s": wall, "result_file": f"cells/{results.cell_filename(cell_id)}"}
+    if skip is not None:
+        entry["skip"] = skip.to_doc()
+    return entry
 
 
 def status_counts(entries: Iterable[dict]) -> dict[str, int]:
@@ -55,9 +60,11 @@ def check_result(path: Path, run_id: str, cell_id: str | None = None,
     if not text.strip():
         return None, "the file is empty"
     try:
-        doc = files.loads_strict(text)
+        doc = formats.upgrade("cell_result", files.loads_strict(text), str(path))
     except ValueError as e:
         return None, f"not valid JSON: truncated or corrupted ({e})"
+    except UserError as e:  # a newer kit's result
+        return None, str(e)
     errs = validate.errors("cell_result", doc)
     if errs:
         more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""

@@ -67,7 +67,7 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
     order = sorted(processes)
     ok = [processes[i] for i in order if processes[i]["status"] == "ok"]
     base = ok[0] if ok else processes[order[0]]
-    merged = {k: v for k, v in base.items() if k not in ("process", "traceback")}
+    merged = {k: v for k, v in base.items() if k not in ("process", "traceback", "skip")}
     cell_id = base["cell_id"]
 
     entries = []
@@ -87,22 +87,7 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
     merged["processes"] = entries
     merged["metrics"] = merge_metrics(ok)
 
-    bad = None  # (index, status, reason, result or None) of the first process that is not ok
-    for i in range(1, repeat + 1):
-        r = processes.get(i)
-        if r is None:
-            bad = (i, "pending", "not run yet (if the run was interrupted, --resume RUN runs it)", None)
-            break
-        if r["status"] != "ok":
-            bad = (i, r["status"], r.get("reason") or "no reason recorded", r)
-            break
-    if bad is None:
-        merged["status"], merged["reason"] = "ok", None
-    else:
-        i, status, reason, r = bad
-        merged["status"], merged["reason"] = status, f"process {i} of {repeat}: {reason}"
-        if r is not None and r.get("traceback"):
-            merged["traceback"] = r["traceback"]
+    _status(merged, processes, repeat)
 
     started = [r["started"] for r in processes.values() if r.get("started")]
     finished = [r["finished"] for r in processes.values() if r.get("finished")]
@@ -137,6 +122,29 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
             runner["nodes"] = nodes
         merged["runner"] = runner
     return merged
+
+
+def _status(merged: dict, processes: dict[int, dict], repeat: int) -> None:
+    """The merged status: ok when all K processes are, else the first process (by index) that is not
+    ok, or `pending` for one that has not run; with its reason, traceback and --time-limit `skip`."""
+    bad = None  # (index, status, reason, result or None) of the first process that is not ok
+    for i in range(1, repeat + 1):
+        r = processes.get(i)
+        if r is None:
+            bad = (i, "pending", "not run yet (if the run was interrupted, --resume RUN runs it)", None)
+            break
+        if r["status"] != "ok":
+            bad = (i, r["status"], r.get("reason") or "no reason recorded", r)
+            break
+    if bad is None:
+        merged["status"], merged["reason"] = "ok", None
+    else:
+        i, status, reason, r = bad
+        merged["status"], merged["reason"] = status, f"process {i} of {repeat}: {reason}"
+        if r is not None and r.get("traceback"):
+            merged["traceback"] = r["traceback"]
+        if r is not None and r.get("skip"):  # left or stopped by --time-limit
+            merged["skip"] = r["skip"]
 
 
 def load_processes(rundir: results.RunDir, cell_id: str, repeat: int,

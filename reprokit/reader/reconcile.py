@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Protocol
 
 from reprokit import files, results
-from reprokit.plan import design
 from reprokit.probes import processes
 from reprokit.reader import lock, merge
 from reprokit.reader.cells import cell_entry, check_result, valid_processes
+from reprokit.reader.model import Design, processes_of
 
 PROCESS_FILE = re.compile(r"^(?P<stem>.+)\.p(?P<n>\d+)\.json$")
 
@@ -118,6 +118,13 @@ class _Reconciler:
         if e.get("status") != status or e.get("reason") != reason:
             e["status"], e["reason"] = status, reason
             self.changed = True
+        skip = doc.get("skip") if doc is not None else None
+        if e.get("skip") != skip and (doc is not None or "skip" in e):  # the file says why it was left
+            if skip is None:
+                e.pop("skip", None)
+            else:
+                e["skip"] = skip
+            self.changed = True
         if doc is not None:
             wall = (doc.get("runner") or {}).get("process_wall_s")
             if isinstance(wall, (int, float)) and e.get("process_wall_s") != wall:
@@ -172,7 +179,7 @@ class _Reconciler:
         for cid in set(self.entries) | self.remerge:
             if cid in self.out.cells and cid not in self.remerge:
                 continue
-            k = design.cell_processes(self.run.get("design"), cid, repeat)
+            k = processes_of(Design.from_doc(self.run.get("design")), cid, repeat)
             procs = valid_processes(self.rundir, cid, k, self.run["run_id"])
             if not procs:
                 continue

@@ -7,8 +7,8 @@ import json
 import re
 from typing import Any
 
-from reprokit.analysis import report_rows
 from reprokit.printable import visible
+from reprokit.report import report_rows
 
 
 def fmt_num(v: Any, sig: int = 4) -> str:

@@ -1,6 +1,7 @@
 """The run report: results/<run>/report.md, report.html (self-contained) and report.json.
 
-`render(rundir)` builds the context (reprokit/report/context.py), validates it against
+`render(rundir)` reads the run into the model (reprokit/reader/load.py), builds the context
+(reprokit/report/context.py), validates it against
 report.schema.json, draws one SVG plot per published table (inline in the HTML, files under plots/ for
 the Markdown; reprokit/report/plots.py) and writes the three files atomically, through the templates of
 report_templates/ with the filters of reprokit/report/filters.py.
@@ -20,6 +21,7 @@ from reprokit import files, results, validate
 from reprokit.errors import UserError
 from reprokit.printable import visible
 from reprokit.report import plots
+from reprokit.reader.load import load
 from reprokit.report.context import build_context
 from reprokit.report.filters import flat, fmt_num, fmt_published, fmt_ratio, fmt_seconds, md_escape
 
@@ -69,8 +71,8 @@ def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
 
 def render(rundir: results.RunDir) -> list[Path]:
     """Write report.md, report.html and report.json (and plots/*.svg) into the run directory, from the
-    data the run started with (its kit-data/ snapshot; reprokit/data for older runs) unless the caller
-    already chose the data (`files.data_root`, as a crate's export and verify do).
+    data the run started with (its kit-data/ snapshot; reprokit/data for a run that kept none) unless
+    the caller already chose the data (`files.data_root`, as a crate's export and verify do).
 
     The context is validated against report.schema.json before anything is written."""
     if files.DATA == files.PACKAGE / "data":  # nobody chose the data: the run's own
@@ -81,7 +83,7 @@ def render(rundir: results.RunDir) -> list[Path]:
 
 def _render(rundir: results.RunDir) -> list[Path]:
     html_env, md_env = _environments()
-    context = build_context(rundir)
+    context = build_context(load(rundir))
     errs = validate.errors("report", context)
     if errs:
         raise ValueError(f"refusing to write the report of {rundir.path}: report schema: {errs[0]}")

@@ -19,11 +19,13 @@ import time
 from dataclasses import replace
 
 from reprokit import results
+from reprokit.analysis import decidability
 from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
 from reprokit.plan import design, time_limit
 from reprokit.plan.plan import Options, cell_specs, implemented_cells, make_plan
 from reprokit.probes import fingerprint
+from reprokit.reader.status import Skip
 from reprokit.run import inputs, lifecycle, reconcile
 from reprokit.run.execute import check_resume_repeat, execute
 from reprokit.run.request import RunRequest
@@ -64,7 +66,7 @@ TIME_LIMIT_RESERVE_S = 60.0
 
 
 def _plan(req: RunRequest, suite, options: Options, cells: list, byo_local: str | None, resumed, say,
-          judge=None, started: float | None = None):
+          started: float | None = None):
     """(plan, runner, why the runner and device) for the request: the runner and device chosen from
     the cells' stacks and environments, then the plan made once for them, with the default design
     unless --repeat K or a sampling override (a resumed run keeps its own K and design)."""
@@ -78,10 +80,10 @@ def _plan(req: RunRequest, suite, options: Options, cells: list, byo_local: str 
     plan = make_plan(suite, replace(options, device=device), on_cpu)
     judgment = None
     if req.repeat is None and resumed is None and req.min_samples is None and req.time_budget is None:
-        if req.design == "auto" and judge is not None and options.protocol == "budget" \
+        if req.design == "auto" and options.protocol == "budget" \
                 and suite.sources:  # a suite with nothing published (smoke): its own budget
             host = slurm_setup.planning_host(runner, device) or fingerprint.host_fingerprint()
-            judgment = judge(suite, plan.runnable, device, host)
+            judgment = decidability.judge(suite, plan.runnable, device, host)
             d = design.auto_design(plan, runner.name, judgment)
             plan = replace(plan, options=replace(plan.options, repeat=d["processes"], design=d))
         else:
@@ -114,13 +116,12 @@ def _fit_time_limit(plan, runner_name: str, limit_s: float, judgment: dict | Non
     fitted = time_limit.fit([c.id for c in plan.runnable], roles, costs, limit_s,
                             reserve_s=TIME_LIMIT_RESERVE_S)
     by_id = {c.id: c for c in plan.runnable}
-    left = [(by_id[cid], "skipped", f"left by --time-limit {limit_s / 60:.4g} min: it would take about "
-             + (f"{cost / 60:.1f} min" if cost else "an unknown time") + " (run it without --time-limit, "
-             "or with --cells)") for cid, cost in fitted.left]
+    skips = {cid: Skip("planned", limit_s=limit_s, needs_s=cost or None) for cid, cost in fitted.left}
+    left = [(by_id[cid], "skipped", skip.reason()) for cid, skip in skips.items()]
     options = replace(o, time_limit_s=limit_s, time_limit_text=fitted.text,
                       deadline=started + limit_s)
     return replace(plan, options=options, runnable=[by_id[c] for c in fitted.order],
-                   not_runnable=list(plan.not_runnable) + left)
+                   not_runnable=list(plan.not_runnable) + left, skips={**plan.skips, **skips})
 
 
 def plan_lines(plan) -> list[str]:
@@ -141,14 +142,11 @@ def plan_lines(plan) -> list[str]:
     return out
 
 
-def drive(req: RunRequest, argv: list[str], say, judge=None,
-          sequential=None) -> tuple[results.RunDir, dict]:
+def drive(req: RunRequest, argv: list[str], say) -> tuple[results.RunDir, dict]:
     """Run what `req` asks for; returns the run directory and its finished record. `argv`: the
-    command line, as run.json records it; `say` prints one progress line. `judge(suite, cells,
-    device, host)` says what each cell can decide here (reprokit/analysis/decidability.py judge,
-    passed by the command: the run stage does not import analysis); without it, or with `--design
-    full`, the fixed design. `sequential(run, cells, cell ids)`: the stopping rule of the cells
-    that decide (decidability.sequential_status); without it they run all their processes."""
+    command line, as run.json records it; `say` prints one progress line. With `--design auto` what
+    each cell can decide here (reprokit/analysis/decidability.py judge) sets its design; the cells
+    that decide run sequentially, stopped by decidability.sequential_status (reprokit/run/serial.py)."""
     started = time.time()  # --time-limit counts from here
     suite = suites.load_suite(req.suite)
     resumed = results.resolve_run(req.resume, req.results) if req.resume else None
@@ -177,8 +175,7 @@ def drive(req: RunRequest, argv: list[str], say, judge=None,
     if req.data:
         options = replace(options, data=datasets.prepare_run(cells, req.data, req.data_lock, say=say,
                                                              subset=req.data_subset))
-    plan, runner, chosen = _plan(req, suite, options, cells, byo_local, resumed, say, judge,
-                                 started)
+    plan, runner, chosen = _plan(req, suite, options, cells, byo_local, resumed, say, started)
     inputs.check_space(req, plan, resumed)
     say(chosen)
     for line in plan_lines(plan):
@@ -204,6 +201,4 @@ def drive(req: RunRequest, argv: list[str], say, judge=None,
         decide(plan, runner.name, host or fingerprint.host_fingerprint(),
                **slurm_setup.launcher_images(runner, plan.runnable, plan.options.device)),
         runner, plan.options.device)
-    seq_cells = [c for c in ((plan.options.design or {}).get("cells") or {}).values() if c.get("sequential")]
-    extra = {"sequential": sequential} if sequential is not None and seq_cells else {}
-    return rundir, execute(plan, runner, rundir, argv, resume=bool(req.resume), say=say, **extra)
+    return rundir, execute(plan, runner, rundir, argv, resume=bool(req.resume), say=say)

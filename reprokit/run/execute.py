@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from reprokit import files, results
+from reprokit import files, formats, results
 from reprokit.catalog.suites import Cell, load_stacks
 from reprokit.errors import UserError
 from reprokit.plan import design, fallback
@@ -123,7 +123,7 @@ def _driver() -> dict:
 
 
 def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
-            resume: bool = False, say=print, sequential=None) -> dict:
+            resume: bool = False, say=print) -> dict:
     """Run the plan into rundir (holding its lock; see reprokit/run/lifecycle.py for the signals).
 
     run.json is written before the CPU probe and the first cell, with every cell of the plan
@@ -137,7 +137,7 @@ def execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
     # not (a test, a script) gets it for the run only
     taken = None if lock.holds(rundir.path) else lifecycle.acquire(rundir.path, argv)
     try:
-        return _execute_guarded(plan, runner, rundir, argv, resume, say, sequential)
+        return _execute_guarded(plan, runner, rundir, argv, resume, say)
     finally:
         if taken is not None:
             taken.release()
@@ -151,27 +151,26 @@ class _Driving:
     progress: Progress | None = None
 
 
-def _ok_processes(rundir: results.RunDir, plan: Plan, run_id: str) -> int:
+def _ok_processes(rec: RunRecord, plan: Plan) -> int:
     """How many of the plan's cell processes of this run finished ok (`_kept_processes`, the ones a
     resume keeps): what an interrupted `--repeat K` run keeps although none of its cells has all K yet."""
-    return sum(len(_kept_processes(rundir, run_id, c, design.cell_processes(plan.options.design, c.id,
-                                                                             plan.options.repeat)))
+    return sum(len(_kept_processes(rec.rundir, rec.run["run_id"], c, rec.processes_of(c.id)))
                for c in plan.runnable)
 
 
 def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str],
-                     resume: bool, say, sequential=None) -> dict:
+                     resume: bool, say) -> dict:
     started = time.time()
     state = _Driving()
     with lifecycle.signal_guard():
         try:
-            return _execute(plan, runner, rundir, argv, resume, say, started, state, sequential)
+            return _execute(plan, runner, rundir, argv, resume, say, started, state)
         except lifecycle.Interrupted as e:
             cell_text = _stop(rundir, runner, plan, state, started, "interrupted",
                               f"interrupted by {e.signame}", say)
             ok = status_counts(state.rec.run["cells"] if state.rec else []).get("ok", 0)
             k = plan.options.repeat
-            done = _ok_processes(rundir, plan, state.rec.run["run_id"]) if state.rec else 0
+            done = _ok_processes(state.rec, plan) if state.rec else 0
             kept = f"{ok} cell(s)" if k == 1 else \
                 f"{ok} cell(s) with all {k} processes and {done} ok cell process(es)"
             raise lifecycle.Interrupted(e.signum, (
@@ -224,7 +223,7 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, state: _Driving, s
         if process is None:
             set_entry(run, cell, doc["status"], doc["reason"], None)
         else:
-            k = design.cell_processes(plan.options.design, cell.id, plan.options.repeat)
+            k = state.rec.processes_of(cell.id)
             merged = merge.merge(valid_processes(rundir, cell.id, k, run_id), k)
             rundir.write_cell(merged)
             set_entry(run, cell, merged["status"], merged["reason"], None)
@@ -263,7 +262,7 @@ def _open_record(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[
         state.rec = RunRecord(rundir, run, started)
     else:
         run = {
-            "schema_version": files.version("run"), "kind": "run", "run_id": rundir.path.name,
+            "schema_version": formats.version("run"), "kind": "run", "run_id": rundir.path.name,
             "suite": plan.suite.name, "argv": argv, "runner": runner.name,
             "protocol": plan.options.protocol, "quick": plan.options.quick,
             "repeat": plan.options.repeat, "started": files.utcnow(), "finished": None, "wall_s": None,
@@ -303,7 +302,7 @@ def _todo(plan: Plan, rec: RunRecord, entries: dict[str, dict], resume: bool,
     todo: list[tuple[Cell, list]] = []
     kept_s: dict[str, list[float]] = {}
     for c in plan.runnable:
-        k = design.cell_processes(plan.options.design, c.id, repeat)  # a design by role: its own
+        k = rec.processes_of(c.id)  # a design by role: its own
         procs: list = [None] if repeat == 1 else list(range(1, k + 1))
         if resume and repeat == 1 and entries.get(c.id, {}).get("status") == "ok":
             say(f"resume: {c.id} already measured, kept")
@@ -391,7 +390,7 @@ class StackJobs:
 
 
 def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str], resume: bool,
-             say, started: float, state: _Driving, sequential=None) -> dict:
+             say, started: float, state: _Driving) -> dict:
     stacks = load_stacks()
     repeat = plan.options.repeat
     if repeat < 1:
@@ -401,8 +400,9 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     run_id = run["run_id"]
     entries = {e["cell_id"]: e for e in run["cells"]}
     for cell, status, reason in plan.not_runnable:
-        rundir.write_cell(placeholder_result(run_id, cell, status, reason, plan.options.device))
-        rec.record(cell, status, reason, None)
+        skip = plan.skips.get(cell.id)
+        rundir.write_cell(placeholder_result(run_id, cell, status, reason, plan.options.device, skip))
+        rec.record(cell, status, reason, None, skip)
 
     if plan.verdicts is None or plan.runner != runner.name:  # a plan not decided for this runner
         plan = decide(plan, runner.name, run["host_fingerprint"])
@@ -416,14 +416,14 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                **design_times(run.get("design"))}  # per-cell costs of the design that runs
     progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
                         repeat=repeat, kept=kept_s,
-                        processes={c.id: design.cell_processes(plan.options.design, c.id, repeat)
+                        processes={c.id: rec.processes_of(c.id)
                                    for c, _ in todo})
     state.progress = progress
     by_stack: dict[str, list[tuple[Cell, list]]] = {}
     for c, procs in todo:  # by the stack whose image runs the cell (a fallback link, else its own)
         by_stack.setdefault(plan.run_stack(c), []).append((c, procs))
     ex = Execution(plan, runner, rec, by_stack, StackJobs(plan, runner, rec, progress, stacks, say).prepare,
-                   progress, stacks, say, resume, sequential)
+                   progress, stacks, say, resume)
     if getattr(runner, "concurrent", False):  # a cluster runner: every cell submitted, outcomes
         # collected as they finish (reprokit/run/execute_concurrent.py)
         if run_concurrent(ex):

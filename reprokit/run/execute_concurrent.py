@@ -28,7 +28,7 @@ from typing import Any
 
 from reprokit import files, results
 from reprokit.errors import UserError
-from reprokit.plan import design, fallback, probe_cache
+from reprokit.plan import fallback, probe_cache
 from reprokit.reader import lock
 from reprokit.reader.cells import status_counts
 from reprokit.run import jit_warmup, lifecycle, reconcile, record
@@ -98,7 +98,7 @@ def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
     if task.process is None:
         c.rec.record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
     else:
-        k = design.cell_processes(c.rec.run.get("design"), task.cell.id, c.repeat)
+        k = c.rec.processes_of(task.cell.id)
         c.rec.record_merged(task.cell, record.merge_cell(rundir, task.cell.id, k, c.run_id))
     if c.progress is not None:
         c.progress.start(task.cell, process=task.process)
@@ -146,7 +146,7 @@ def run_concurrent(h: Execution) -> bool:
     for r in records[len(warm):]:
         say(f"slurm: submitted {len(r['tasks'])} cell(s) of {r['stack']} as job array {r['job_id']} "
             f"({r['launcher']} launcher, {r['time_limit_min']} min each"
-            + ("" if "--exclusive" in r.get("sbatch", []) else ", nodes shared")
+            + ("" if r["exclusive"] else ", nodes shared")
             + (f", after JIT warm-up job {r['after']}" if r.get("after") else "") + ")")
     for t in tasks.values():
         if t.process in (None, 1) or repeat == 1:

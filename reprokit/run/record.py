@@ -29,10 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reprokit import files, results
+from reprokit import files, formats, results
 from reprokit.probes import cell_gpus, gpu_state, jit_cache
 from reprokit.reader import merge
 from reprokit.reader.cells import cell_entry, check_result
+from reprokit.reader.model import Design, processes_of
+from reprokit.reader.status import Skip, Stop
 from reprokit.run import lifecycle
 from reprokit.runners.base import CellOutcome
 
@@ -62,11 +64,12 @@ class RecordWriter:
         write_run(self.rundir, run)
 
 
-def set_entry(run: dict, cell: Any, status: str, reason: str | None, wall: float | None) -> dict:
+def set_entry(run: dict, cell: Any, status: str, reason: str | None, wall: float | None,
+              skip: Skip | None = None) -> dict:
     """Put `cell`'s entry (a suites.Cell: its id and stack) into run["cells"]: in its place when
     listed, else last. Returns the entry."""
     entries = {e["cell_id"]: e for e in run["cells"]}
-    entry = entries[cell.id] = cell_entry(cell.id, cell.stack, status, reason, wall)
+    entry = entries[cell.id] = cell_entry(cell.id, cell.stack, status, reason, wall, skip)
     run["cells"] = list(entries.values())
     return entry
 
@@ -104,8 +107,9 @@ class RunRecord:
     def wall(self) -> float:
         return self.prior_wall + time.time() - (self.started or time.time())
 
-    def record(self, cell: Any, status: str, reason: str | None, wall: float | None) -> None:
-        set_entry(self.run, cell, status, reason, wall)
+    def record(self, cell: Any, status: str, reason: str | None, wall: float | None,
+               skip: Skip | None = None) -> None:
+        set_entry(self.run, cell, status, reason, wall, skip)
         if self.started is not None:
             self.run["current"] = None
             self.current = None
@@ -114,7 +118,24 @@ class RunRecord:
 
     def record_merged(self, cell: Any, merged: dict) -> None:
         """A `--repeat K` cell's entry from its merged result (reprokit/reader/merge.py)."""
-        self.record(cell, merged["status"], merged["reason"], processes_wall(merged))
+        self.record(cell, merged["status"], merged["reason"], processes_wall(merged),
+                    Skip.from_doc(merged.get("skip")))
+
+    def design(self) -> Design | None:
+        """The run's design as it runs now (a sequential cell that stopped has its own count)."""
+        return Design.from_doc(self.run.get("design"))
+
+    def processes_of(self, cell_id: str) -> int:
+        """How many processes the cell runs, as run.json's design says now."""
+        return processes_of(self.design(), cell_id, int(self.run.get("repeat") or 1))
+
+    def record_stop(self, cell: Any, stop: Stop) -> None:
+        """A sequential cell stopped after `stop.after` processes: run.json's design says so (its
+        processes become those it ran). The plan's design is left as planned."""
+        entry = self.run["design"]["cells"][cell.id]
+        entry["processes"], entry["stop"] = stop.after, stop.to_doc()
+        entry.pop("stopped", None)
+        write_run(self.rundir, self.run)
 
     def start(self, cell: Any, process: int | None) -> None:
         """The cell about to run, on record first: a driver killed now leaves it in run.json."""
@@ -140,21 +161,22 @@ class Execution:
     stacks: dict  # the stacks' data (suites.load_stacks)
     say: Callable[[str], None]
     resume: bool
-    # a design by role's stopping rule: (run, {cell id: merged result}, cell ids) -> {cell id: what is
-    # still open} (reprokit/analysis/decidability.py sequential_status, passed down by the command)
-    sequential: Callable[[dict, dict, list], dict] | None = None
 
 
 # -- cell result files ------------------------------------------------------------------------------
-def placeholder_result(run_id: str, cell: Any, status: str, reason: str, device: str) -> dict:
-    """A result file for a cell that produced none itself (not run, crashed, timed out)."""
-    return {
-        "schema_version": files.version("cell_result"), "kind": "cell_result", "run_id": run_id,
+def placeholder_result(run_id: str, cell: Any, status: str, reason: str, device: str,
+                       skip: Skip | None = None) -> dict:
+    """A result file for a cell that produced none itself (not run, crashed, timed out, left)."""
+    doc = {
+        "schema_version": formats.version("cell_result"), "kind": "cell_result", "run_id": run_id,
         "cell_id": cell.id, "source": cell.source, "stack": cell.stack, "workload": cell.workload,
         "variant": cell.variant, "params": cell.params, "status": status, "reason": reason,
         "started": None, "finished": files.utcnow(), "wall_s": None, "device": device,
         "metrics": {}, "implementation": {}, "stack_fingerprint": {}, "kit": files.kit_info(),
     }
+    if skip is not None:
+        doc["skip"] = skip.to_doc()
+    return doc
 
 
 def move_aside(rundir: results.RunDir, path: Path) -> Path:
@@ -197,7 +219,7 @@ def finish_result(rundir: results.RunDir, run_id: str, cell: Any, outcome: CellO
                   stack_spec: dict, runner_name: str, device: str,
                   process: int | None = None, prepared: dict | None = None,
                   substitution: dict | None = None, host: dict | None = None,
-                  jit: dict | None = None) -> dict:
+                  jit: dict | None = None, skip: Skip | None = None) -> dict:
     """Merge what the runner saw into the harness's result (or make one if there is none).
 
     With `process` N (run --repeat K) this is the process file cells/<stem>.p<N>.json; the
@@ -205,7 +227,7 @@ def finish_result(rundir: results.RunDir, run_id: str, cell: Any, outcome: CellO
     existing, outcome = _existing_result(rundir, run_id, cell, outcome, process)
     if existing is None or outcome.status in ("timeout", "oom", "crashed"):
         reason = outcome.reason or "no result written"
-        result = placeholder_result(run_id, cell, outcome.status, reason, device)
+        result = placeholder_result(run_id, cell, outcome.status, reason, device, skip)
         if process is not None:
             result["process"] = process
     else:

@@ -13,10 +13,14 @@ import time
 import traceback
 from dataclasses import replace
 
-from reprokit.plan import design, fallback, probe_cache
+from reprokit.analysis import decidability
+from reprokit.plan import fallback, probe_cache
 from reprokit.probes import gpu_state
 from reprokit.reader import merge
 from reprokit.reader.cells import valid_processes
+from reprokit.reader.model import CellDesign, Run
+from reprokit.reader.result import CellResult
+from reprokit.reader.status import Skip, Stop
 from reprokit.run import jit_warmup, lifecycle, record
 from reprokit.run.record import Execution
 from reprokit.runners import cell_process
@@ -63,35 +67,33 @@ def run_serial(ex: Execution) -> None:
                     raw_gpu = monitor.stop() if monitor is not None else None
                 if raw_gpu is not None:  # gpu_state.attach makes it the result's gpu_state
                     outcome.runner_info["gpu_state"] = raw_gpu
+                skip = None
                 if outcome.status == "timeout" and job_cell.get("time_limit_stop"):
-                    own = job_cell["time_limit_stop"]
-                    outcome = replace(outcome, status="skipped", reason=(
-                        f"stopped at the run's --time-limit after {outcome.process_wall_s:.0f} s (the "
-                        f"limit left it {job_cell['timeout_s']:.0f} s of its {own:.0f} s; run it "
-                        "without --time-limit, or with --cells)"))
+                    skip = Skip("while_running", limit_s=plan.options.time_limit_s,
+                                left_s=job_cell["timeout_s"], needs_s=job_cell["time_limit_stop"],
+                                ran_s=outcome.process_wall_s)
+                    outcome = replace(outcome, status="skipped", reason=skip.reason())
                 res = record.finish_result(rundir, run_id, c, outcome, spec, runner.name,
                                            plan.options.device, rnd, prepared,
                                            fallback.substitution(verdicts[c.id]),
-                                           host=run["host_fingerprint"], jit=jit)
+                                           host=run["host_fingerprint"], jit=jit, skip=skip)
                 if probe_cache.is_probe(c.workload):
                     probe_cache.record_cell(res, run["host_fingerprint"], runner.name,
                                             plan.options.device, say)
                 if rnd is None:
-                    rec.record(c, res["status"], res["reason"], outcome.process_wall_s)
+                    rec.record(c, res["status"], res["reason"], outcome.process_wall_s, skip)
                 else:
-                    k = design.cell_processes(getattr(plan.options, "design", None), c.id, repeat)
-                    rec.record_merged(c, record.merge_cell(rundir, c.id, k, run_id))
+                    rec.record_merged(c, record.merge_cell(rundir, c.id, rec.processes_of(c.id), run_id))
                 progress.done(c, res["status"], outcome.process_wall_s, res["reason"], process=rnd)
         if rnd is not None:
             look(ex, rnd)
 
 
-def _sequential(ex: Execution) -> dict[str, dict]:
-    """{cell id: design entry} of the run's sequentially designed cells (a design by role)."""
-    d = getattr(ex.plan.options, "design", None) or {}
-    if d.get("kind") != "auto":
-        return {}
-    return {cid: e for cid, e in (d.get("cells") or {}).items() if e.get("sequential")}
+def _sequential(ex: Execution) -> dict[str, CellDesign]:
+    """{cell id: its design} of the run's sequentially designed cells (a design by role), as run.json
+    says now."""
+    d = ex.rec.design()
+    return d.sequential() if d is not None else {}
 
 
 def look(ex: Execution, rnd: int) -> None:
@@ -100,22 +102,23 @@ def look(ex: Execution, rnd: int) -> None:
     its cap it stops undecided, with what it would need (reprokit/analysis/decidability.py
     sequential_status). A stopped cell's processes are the ones it ran (run.json design)."""
     seq = _sequential(ex)
-    if not seq or ex.sequential is None:
+    if not seq:
         return
     looking = [(c, procs) for items in ex.by_stack.values() for c, procs in items
-               if c.id in seq and not seq[c.id].get("stopped") and rnd in procs
-               and rnd >= int(seq[c.id].get("first_look") or 2)]
+               if c.id in seq and seq[c.id].stop is None and rnd in procs
+               and rnd >= (seq[c.id].first_look or 2)]
     if not looking:
         return
     rundir, run_id = ex.rec.rundir, ex.rec.run["run_id"]
     merged = {}  # each as far as it ran: a cell still running has `rnd` processes, a stopped one its own
     for cid, e in seq.items():
-        k = int(e["processes"]) if e.get("stopped") else rnd
+        k = e.processes if e.stop is not None else rnd
         done = valid_processes(rundir, cid, k, run_id)
         if done:
-            merged[cid] = merge.merge(done, max(done))
+            merged[cid] = CellResult.from_doc(merge.merge(done, max(done)))
     try:
-        still = ex.sequential(ex.rec.run, merged, [c.id for c, _ in looking])
+        run = Run.from_doc(ex.rec.run, merged)
+        still = decidability.sequential_status(run, [c.id for c, _ in looking])
     except Exception as e:  # the stopping rule must never cost the run: the cells run on
         ex.say(f"sequential design: the look after process {rnd} failed ({type(e).__name__}: {e}); "
                "the cells run all their processes")
@@ -124,25 +127,22 @@ def look(ex: Execution, rnd: int) -> None:
         open_items = still.get(c.id) or []
         if open_items and rnd < max(procs):
             continue
-        why = (f"decided after {rnd} processes: every verdict and claim pair it feeds" if not open_items
-               else f"undecided after {rnd} processes (the design's cap): " + "; ".join(open_items))
-        stop_sequential(ex, c, procs, rnd, why)
+        stop_sequential(ex, c, procs, Stop("cap", rnd, tuple(open_items)) if open_items
+                        else Stop("decided", rnd))
 
 
-def stop_sequential(ex: Execution, c, procs: list, done: int, why: str) -> None:
-    """Stop a sequential cell after `done` processes: no later process runs, its result is merged from
-    the `done` it ran, and run.json's design says so."""
-    for d in (getattr(ex.plan.options, "design", None), ex.rec.run.get("design")):  # one object or,
-        entry = ((d or {}).get("cells") or {}).get(c.id)  # on a resumed run, two equal ones
-        if entry is not None:
-            entry["processes"], entry["stopped"] = done, why
+def stop_sequential(ex: Execution, c, procs: list, stop: Stop) -> None:
+    """Stop a sequential cell after `stop.after` processes: no later process runs, its result is merged
+    from those it ran, and run.json's design says so (reprokit/run/record.py record_stop)."""
+    done = stop.after
+    ex.rec.record_stop(c, stop)
     later = [p for p in procs if p > done]
     procs[:] = [p for p in procs if p <= done]
     for p in later:
         ex.progress.remaining.pop((c.id, p), None)
     run_id = ex.rec.run["run_id"]
     ex.rec.record_merged(c, record.merge_cell(ex.rec.rundir, c.id, done, run_id))
-    ex.say(f"{c.id}: {why}")
+    ex.say(f"{c.id}: {stop.text()}")
 
 
 def process_estimate(ex: Execution, cell_id: str) -> float | None:
@@ -151,9 +151,10 @@ def process_estimate(ex: Execution, cell_id: str) -> float | None:
     here = ex.progress.estimate(cell_id)  # this run's pace, where it knows one
     if here is not None:
         return here
-    d = ((ex.plan.options.design or {}).get("cells") or {}).get(cell_id) or {}
-    if d.get("planned_s"):
-        return float(d["planned_s"]) / max(1, int(d.get("processes") or 1))
+    d = ex.rec.design()
+    own = d.cell(cell_id) if d is not None else None
+    if own is not None and own.planned_s:
+        return float(own.planned_s) / max(1, own.processes)
     return None
 
 
@@ -172,24 +173,22 @@ def _within_limit(ex: Execution, c, rnd, job_cell: dict) -> dict | None:
             return job_cell
         return {**job_cell, "timeout_s": round(left, 1), "time_limit_stop": own}
     seq = _sequential(ex).get(c.id)
-    if seq and rnd is not None and rnd > int(seq.get("first_look") or 2):
+    if seq and rnd is not None and rnd > (seq.first_look or 2):
         procs = next(p for items in ex.by_stack.values() for x, p in items if x.id == c.id)
-        stop_sequential(ex, c, procs, rnd - 1, f"stopped by --time-limit after {rnd - 1} processes, "
-                        "before it was decided")
+        stop_sequential(ex, c, procs, Stop("time_limit", rnd - 1))
         return None
     rec, rundir = ex.rec, ex.rec.rundir
-    reason = (f"left by --time-limit {ex.plan.options.time_limit_s / 60:.4g} min: "
-              + (f"{max(left, 0):.0f} s were left, it needs about {need:.0f} s" if need else
-                 "the limit had passed") + " (run it without --time-limit, or with --cells)")
-    doc = record.placeholder_result(rec.run["run_id"], c, "skipped", reason, ex.plan.options.device)
+    skip = Skip("before_start", limit_s=ex.plan.options.time_limit_s, left_s=max(left, 0.0),
+                needs_s=need)
+    reason = skip.reason()
+    doc = record.placeholder_result(rec.run["run_id"], c, "skipped", reason, ex.plan.options.device, skip)
     if rnd is None:
         rundir.write_cell(doc)
-        rec.record(c, "skipped", reason, None)
+        rec.record(c, "skipped", reason, None, skip)
     else:
         doc["process"] = rnd
         rundir.write_process(doc)
-        k = design.cell_processes(ex.plan.options.design, c.id, ex.plan.options.repeat)
-        rec.record_merged(c, record.merge_cell(rundir, c.id, k, rec.run["run_id"]))
+        rec.record_merged(c, record.merge_cell(rundir, c.id, rec.processes_of(c.id), rec.run["run_id"]))
     ex.progress.done(c, "skipped", 0.0, reason, process=rnd)
     ex.say(f"{c.id}: {reason}")
     return None

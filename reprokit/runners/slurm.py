@@ -393,7 +393,8 @@ class SlurmRunner:
             records.append({"job_id": array, "stack": stack, "submitted": files.utcnow(),
                             "time_limit_min": minutes, "gpus": gpus, "launcher": self.launcher.name,
                             "folder": str(Path("slurm") / sub), "tasks": rec_tasks,
-                            "sbatch": argv, **({"after": after} if after else {})})
+                            "sbatch": argv, "exclusive": "--exclusive" in argv,
+                            **({"after": after} if after else {})})
         return records
 
     def adopt(self, rundir: results.RunDir, jobs: list[dict], tasks: dict[tuple, Task],

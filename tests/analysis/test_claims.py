@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from reprokit import results
-from reprokit.analysis import claims, stats
+from reprokit.analysis import claims, stats, steady_state
 from reprokit.catalog import suites
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
@@ -129,7 +129,7 @@ def obs(cell, median, spread=0.01, unit="words/s", n=30, metric="m"):
         "standins": [],
         "exact": False,
         "summary": stats.summarize(xs, processes=counts),
-        "groups": stats.split_processes(xs, counts),
+        "groups": steady_state.split_processes(xs, counts),
         "origin": "test",
     }
 

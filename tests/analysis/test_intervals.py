@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from reprokit import results
-from reprokit.analysis import bootstrap, claims, run_health, stats, verdicts
+from reprokit.analysis import bootstrap, claims, stats, steady_state, verdicts
+from reprokit.report import run_health
 from reprokit.catalog import suites
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
@@ -88,7 +89,7 @@ def test_ratio_bootstrap_resamples_both_levels():
     rng = random.Random(5)
     a, ca = two_level(rng, 4, 15, 0.03, 0.01)
     b, cb = two_level(rng, 4, 15, 0.03, 0.01, shift=0.5)
-    ga, gb = stats.split_processes(a, ca), stats.split_processes(b, cb)
+    ga, gb = steady_state.split_processes(a, ca), steady_state.split_processes(b, cb)
     r = bootstrap.ratio_interval(gb, ga)
     assert r["levels"] == ["processes", "iterations"] and r["processes"] == [4, 4]
     assert r["low"] < r["ratio"] < r["high"] and r["low"] < 1.5 < r["high"]
@@ -113,7 +114,7 @@ def test_a_claim_states_its_effect_with_the_bootstrap_interval():
     rng = random.Random(8)
     a, ca = two_level(rng, 3, 10, 0.02, 0.01, shift=0.3)
     b, cb = two_level(rng, 3, 10, 0.02, 0.01)
-    sides = [obs("A", stats.split_processes(a, ca)), obs("B", stats.split_processes(b, cb))]
+    sides = [obs("A", steady_state.split_processes(a, ca)), obs("B", steady_state.split_processes(b, cb))]
     r = claims.check_claim(CLAIM, sides, published=[])["pairs"][0]
     assert r["status"] == "HOLDS", r["reason"]
     assert r["speedup_interval"]["method"] == "hierarchical_bootstrap"

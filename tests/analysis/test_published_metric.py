@@ -19,7 +19,7 @@ import pytest
 
 from reprokit import validate
 from reprokit.analysis import published_metric, verdicts
-from reprokit.analysis.report_rows import row as report_row
+from reprokit.report.report_rows import row as report_row
 from reprokit.catalog import suites
 from reprokit.plan.plan import bench_facts
 

@@ -391,7 +391,7 @@ def test_an_impossible_published_number_still_has_its_measurement_checked_agains
     published number) used to return before that check: the rows now carry ABOVE_PEAK with the
     arithmetic, and their hardware (a P100 publication, an H100 measurement: same class, another
     model) instead of 'hardware unknown'."""
-    from reprokit.analysis import reproduction
+    from reprokit.report import reproduction
 
     gpu_run = Path(__file__).resolve().parents[2] / "docs" / "gpu-run"
     rd = results.RunDir(gpu_run / "20261126T175757Z-legacy-2017")

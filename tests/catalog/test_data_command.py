@@ -309,7 +309,7 @@ def _check_real_result(rundir, data_dir, data_dir_in_cell):
     assert ds["sha256"] == sha(data_dir / "ptb" / "ptb.train.txt")
     assert ds["sha256_verified"] is True  # the harness checked the digest the host passed
     assert res["params"]["data_dir"] == data_dir_in_cell
-    assert datasets.provenance(res)["kind"] == "real"
+    assert datasets.provenance(res["extra"])["kind"] == "real"
     run = json.loads(rundir.run_file.read_text())
     assert run["data"]["datasets"]["ptb"]["data_dir"] == str((data_dir / "ptb").resolve())
     return res
@@ -382,16 +382,16 @@ def test_container_job_rewrites_data_dirs(tmp_path):
 def test_provenance_of_stand_in_real_and_synthetic_results():
     c = datasets.bench_corpora()
     stand = c.stand_in("ptb", "valid", vocab_size=20, n_tokens=200).label()
-    assert datasets.provenance({"extra": {"dataset": stand}}) == {
+    assert datasets.provenance({"dataset": stand}) == {
         "kind": "stand-in", "text": "stand-in data (ptb)"}
     nested = {"train": dict(stand, name="wikitext-2-kawakami"), "valid": stand}
-    assert datasets.provenance({"extra": {"dataset": nested}})["kind"] == "stand-in"
+    assert datasets.provenance({"dataset": nested})["kind"] == "stand-in"
     real = {"name": "ptb", "stand_in": False, "file": "ptb.train.txt", "sha256": "ab" * 32}
-    assert datasets.provenance({"extra": {"dataset": real}})["text"] == \
+    assert datasets.provenance({"dataset": real})["text"] == \
         "real files (ptb.train.txt sha256 abababababab)"
     synthetic = {"name": "synthetic", "stand_in": False, "n_samples": 10}
-    assert datasets.provenance({"extra": {"dataset": synthetic}}) is None
-    assert datasets.provenance({"extra": {}}) is None and datasets.provenance(None) is None
+    assert datasets.provenance({"dataset": synthetic}) is None
+    assert datasets.provenance({}) is None
 
 
 def test_junk_files_are_not_a_data_set_and_nothing_is_recorded(repo, tmp_path, lock):

@@ -7,23 +7,23 @@ import re
 
 import pytest
 
-from reprokit import files, validate
+from reprokit import files, formats, validate
 from reprokit.errors import UserError
 
 
 def test_format_versions_match_their_schemas():
     """Every format with a schema has the version its schema's `const` demands, and a history entry
     for every version up to it."""
-    for name, (current, history) in files.FORMATS.items():
-        assert sorted(history) == list(range(1, current + 1)), name
+    for name, fmt in formats.FORMATS.items():
+        assert sorted(fmt.history) == list(range(1, fmt.current + 1)), name
         if (files.SCHEMAS / f"{name}.schema.json").exists():
-            assert validate.schema(name)["properties"]["schema_version"]["const"] == current, name
+            assert validate.schema(name)["properties"]["schema_version"]["const"] == fmt.current, name
 
 
 def test_bench_harness_writes_the_cell_result_version():
     """bench/ cannot import reprokit: its constant is checked here instead."""
     text = (files.BENCH / "harness.py").read_text()
-    assert int(re.search(r"^SCHEMA_VERSION = (\d+)$", text, re.M).group(1)) == files.version("cell_result")
+    assert int(re.search(r"^SCHEMA_VERSION = (\d+)$", text, re.M).group(1)) == formats.version("cell_result")
 
 
 def test_paths_point_into_the_checkout():

@@ -1,22 +1,15 @@
 """The kit's host modules import in one direction, stage by stage, and in no cycle, counting the
-imports placed inside functions (issue 22: four cycles hid behind them).
+imports placed inside functions (cycles hide behind them).
 
-Stages, earliest first: the formats (flat: errors, files, validate, results, ...) -> catalog
--> probes -> plan -> reader -> containers -> runners -> run -> analysis -> report -> crate -> commands
--> cli: one stage per package, in the order of docs/architecture.md (the generated-files registry,
-once a package of its own sharing the commands' stage, is the `generate` command's module).
-A module may import its own stage and earlier ones; an import of a later stage fails, unless it is one
-of the EXCEPTIONS below, each named with its reason. An exception that is no longer used fails too, so
-the list only shrinks: it is empty since host_preflight (which probes the engine, images and
-environments) moved from the plan stage to the runners'. The last cycle, run.execute <->
-run.execute_concurrent, went when both began to write the run's record through
-reprokit/run/record.py; KNOWN names none. runners and containers shared a stage, which hid a package
-cycle, until the container spec moved to containers/spec.py and the process helpers to
-reprokit/probes/processes.py (issue 37).
+The stages are reprokit.STAGES (reprokit/__init__.py), earliest first: the flat modules and the
+formats -> catalog -> probes -> reader -> analysis -> plan -> containers -> runners -> run -> report
+-> crate -> commands -> cli, one stage per package, in the order of docs/architecture.md. A module may
+import its own stage and earlier ones; an import of a later stage fails, unless it is one of the
+EXCEPTIONS below, each named with its reason (none is left). KNOWN names the cycles known (none).
 
-Two more rules (issue 37): the analysis and the report read a run through reprokit/reader/ and import
-nothing of run/ or runners/ (execution code), and reprokit/run/record.py is the one module that
-writes run.json."""
+More rules: the analysis and the report read a run through reprokit/reader/ and import nothing of run/
+or runners/ (execution code); the run stage imports the analysis it needs, never receives it as a
+callback; reprokit/run/record.py is the one module that writes run.json."""
 
 from __future__ import annotations
 
@@ -25,25 +18,12 @@ import re
 import shutil
 from pathlib import Path
 
+import reprokit
+
 PACKAGE = Path(__file__).resolve().parents[2] / "reprokit"
 KNOWN: list[set[str]] = []
 
-STAGES = [
-    {"reprokit", "errors", "files", "validate", "console", "printable", "checks", "results", "schemas",
-     "data"},
-    {"catalog"},
-    {"probes"},
-    {"plan"},
-    {"reader"},
-    {"containers"},
-    {"runners"},
-    {"run"},
-    {"analysis"},
-    {"report"},
-    {"crate"},
-    {"commands"},
-    {"cli"},
-]
+STAGES = [{"reprokit", *names} if i == 0 else set(names) for i, names in enumerate(reprokit.STAGES)]
 
 EXCEPTIONS: dict[tuple[str, str], str] = {}  # (importer, imported): why; none left
 
@@ -119,7 +99,7 @@ def stage(module: str) -> int:
     """The rank of a module's stage: reprokit.X and reprokit.X.* are stage X's."""
     top = module.split(".")[1] if "." in module else module
     ranks = [i for i, names in enumerate(STAGES) if top in names]
-    assert ranks, f"{module} is in no stage: add it to STAGES (tests/core/test_import_cycles.py)"
+    assert ranks, f"{module} is in no stage: add it to reprokit.STAGES (reprokit/__init__.py)"
     return ranks[0]
 
 
@@ -205,12 +185,12 @@ def test_the_analysis_and_the_report_import_nothing_of_run_or_runners():
 
 
 def test_the_execution_check_sees_an_import_inside_a_function():
-    graph = {"reprokit.analysis.run_health": {"reprokit.reader.cells"},
+    graph = {"reprokit.report.run_health": {"reprokit.reader.cells"},
              "reprokit.report.context": {"reprokit.reader.reconcile"}}
     assert _execution_imports(graph) == []
-    graph["reprokit.analysis.run_health"].add("reprokit.run.reconcile")
+    graph["reprokit.report.run_health"].add("reprokit.run.reconcile")
     graph["reprokit.report.context"].add("reprokit.runners")
-    assert _execution_imports(graph) == [("reprokit.analysis.run_health", "reprokit.run.reconcile"),
+    assert _execution_imports(graph) == [("reprokit.report.run_health", "reprokit.run.reconcile"),
                                          ("reprokit.report.context", "reprokit.runners")]
 
 
@@ -281,7 +261,7 @@ def test_the_writer_check_finds_a_second_writer(tmp_path):
     planted = {
         "run/execute_concurrent.py": "    files.write_json_atomic(rundir.run_file, run, \"run\")\n",
         "run/jit_warmup.py": "    (rundir.path / \"run.json\").write_text(json.dumps(run))\n",
-        "analysis/run_health.py": "    files.write_json_atomic(path, run, \"run\")\n",
+        "report/run_health.py": "    files.write_json_atomic(path, run, \"run\")\n",
         "report/context.py": ("    with open(rundir.path / \"run.json\", \"w\") as f:\n"
                               "        f.write(\"{}\")\n"),
         "run/reconcile.py": "    shutil.copy(tmp, rundir.path / \"run.json\")\n",

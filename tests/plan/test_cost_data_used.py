@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from reprokit.analysis import run_health
+from reprokit.report import run_health
 from reprokit.catalog import suites
 from reprokit.plan import design
 from reprokit.plan.design import default_options

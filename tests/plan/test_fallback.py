@@ -233,7 +233,8 @@ def test_the_substitution_is_the_first_entry_of_the_results_substitutes(tmp_path
     assert subs[0] == fallback.substitution(v) and len(subs) == 2
     assert rundir.load_cell(cell.id)["implementation"]["substitutes"][0]["used"].startswith("fallback link")
     from reprokit.analysis import standins
-    kinds = {s["id"]: s["kind"] for s in standins.of_cell(res)}
+    from reprokit.reader.result import CellResult
+    kinds = {s["id"]: s["kind"] for s in standins.of_cell(CellResult.from_doc(res))}
     assert kinds.get("gpu-fallback-link") == "version"
 
 

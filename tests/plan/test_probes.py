@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import results, validate
+from reprokit import formats, results, validate
 from reprokit.catalog import suites
 from reprokit.catalog.suites import Suite
 from reprokit.errors import UserError
@@ -584,7 +584,7 @@ def test_the_collector_of_a_slurm_run_records_a_probe_under_its_node(tmp_path, m
     c = suites.load_suite("gpu-smoke").cell("gpu-smoke/tf-1.2")
     rundir = results.RunDir(tmp_path / "20261125T100000Z-gpu-smoke")
     rundir.cells_dir.mkdir(parents=True)
-    run = {"schema_version": files.version("run"), "kind": "run", "run_id": rundir.path.name,
+    run = {"schema_version": formats.version("run"), "kind": "run", "run_id": rundir.path.name,
            "suite": "gpu-smoke", "runner": "slurm", "protocol": "budget", "started": "2026-11-25T09:00:00Z",
            "finished": None, "wall_s": None, "host_fingerprint": login_host(), "kit": files.kit_info(),
            "cells": [], "current": None, "stacks": {},

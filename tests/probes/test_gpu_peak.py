@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import files, results, validate
-from reprokit.analysis import flops, run_health
+from reprokit import files, formats, results, validate
+from reprokit.analysis import flops
+from reprokit.report import run_health
 from reprokit.probes import gpu_peak
 from reprokit.report import report
 from reprokit.run import execute
@@ -119,7 +120,7 @@ def test_the_report_shows_the_gemm_probe_of_a_gpu_host(tmp_path):
     rundir.path.mkdir()
     host = {"gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}],
             "nvidia": {"available": True, "driver_version": "580.95.05"}}
-    run = {"schema_version": files.version("run"), "kind": "run", "run_id": "r", "suite": "smoke",
+    run = {"schema_version": formats.version("run"), "kind": "run", "run_id": "r", "suite": "smoke",
            "argv": ["test"], "runner": "local", "protocol": "budget", "quick": True, "repeat": 1,
            "started": "2026-11-26T00:00:00Z", "finished": "2026-11-26T00:01:00Z", "wall_s": 60.0,
            "host_fingerprint": host, "kit": files.kit_info(), "stacks": {}, "current": None,

@@ -22,8 +22,8 @@ import pynvml
 import pytest
 from packaging.version import Version
 
-from reprokit import files, results, validate
-from reprokit.analysis import run_health
+from reprokit import files, formats, results, validate
+from reprokit.report import run_health
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.plan.plan import Options, make_plan
 from reprokit.probes import gpu_state
@@ -280,7 +280,7 @@ def test_processes_of_a_repeated_cell_merge_into_one_state():
 
 
 def _cell(cell_id, **kw):
-    doc = {"schema_version": files.version("cell_result"), "kind": "cell_result", "run_id": "r",
+    doc = {"schema_version": formats.version("cell_result"), "kind": "cell_result", "run_id": "r",
            "cell_id": cell_id, "source": "smoke", "stack": "smoke-python", "workload": "w", "variant": "v",
            "params": {}, "status": "ok", "reason": None, "started": None, "finished": None, "wall_s": 1.0,
            "device": "gpu", "metrics": {}, "implementation": {}, "stack_fingerprint": {},
@@ -410,7 +410,7 @@ def test_a_published_number_measured_by_a_throttled_cell_says_so_in_its_row(tmp_
 def _synthetic_run(tmp_path, cells, suite="smoke"):
     rundir = results.RunDir(tmp_path / "synthetic")
     rundir.path.mkdir(parents=True)
-    run = {"schema_version": files.version("run"), "kind": "run", "run_id": "synthetic", "suite": suite,
+    run = {"schema_version": formats.version("run"), "kind": "run", "run_id": "synthetic", "suite": suite,
            "argv": ["test"], "runner": "local", "protocol": "budget", "quick": True, "repeat": 1,
            "started": "2026-11-26T00:00:00Z", "finished": "2026-11-26T00:01:00Z", "wall_s": 60.0,
            "host_fingerprint": {"gpus": [], "nvidia": {"available": False, "reason": "synthetic"}},

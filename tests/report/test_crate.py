@@ -24,7 +24,7 @@ import pytest
 from conftest import smoke_run
 
 from reprokit import files, results
-from reprokit.analysis import reproduction
+from reprokit.report import reproduction
 from reprokit.catalog import suites
 from reprokit.crate import METADATA, profile
 from reprokit.errors import UserError

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from reprokit import results, validate
-from reprokit.analysis import report_rows as cp
-from reprokit.analysis import run_health, verdicts
+from reprokit.report import report_rows as cp
+from reprokit.analysis import verdicts
+from reprokit.report import run_health
 from reprokit.catalog import suites
 from reprokit.errors import UserError
 from reprokit.report import context, plots, report

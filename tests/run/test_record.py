@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from reprokit import files, results, validate
+from reprokit import files, formats, results, validate
 from reprokit.catalog.suites import Cell
 from reprokit.reader.cells import cell_entry, check_result, status_counts, valid_processes
 from reprokit.run import reconcile, record
@@ -34,7 +34,7 @@ def new_run(tmp_path, cells=()) -> results.RunDir:
     """A run directory holding a run.json that lists `cells` pending."""
     rundir = results.RunDir(tmp_path / RUN_ID)
     rundir.cells_dir.mkdir(parents=True)
-    run = {"schema_version": files.version("run"), "kind": "run", "run_id": RUN_ID, "suite": "test",
+    run = {"schema_version": formats.version("run"), "kind": "run", "run_id": RUN_ID, "suite": "test",
            "runner": "local", "protocol": "budget", "started": "2026-01-01T00:00:00Z",
            "finished": None, "wall_s": None, "host_fingerprint": {}, "kit": files.kit_info(),
            "cells": [], "current": None, "stacks": {},

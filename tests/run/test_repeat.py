@@ -20,6 +20,7 @@ from reprokit.analysis import frames
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.plan.plan import Options, make_plan
 from reprokit.reader import merge
+from reprokit.reader.load import load
 from reprokit.run import progress
 from reprokit.run.execute import execute
 from reprokit.run.progress import Progress
@@ -119,10 +120,10 @@ def test_rounds_interleave_the_cells_and_the_progress_counts_every_process(smoke
 
 def test_the_frames_see_merged_cells_with_the_process_of_each_sample(smoke_repeat2):
     rundir, _ = smoke_repeat2
-    cf = frames.cells_frame(rundir)
+    cf = frames.cells_frame(load(rundir))
     assert set(cf["cell_id"]) == {"smoke/python/matmul/n24", "smoke/pytorch/nn_lstm/b8-s5-h32"}
     assert set(cf["repeat"]) == {2}
-    sf = frames.samples_frame(rundir)
+    sf = frames.samples_frame(load(rundir))
     merged = rundir.load_cell("smoke/python/matmul/n24")
     rows = sf[(sf.cell_id == "smoke/python/matmul/n24") & (sf.metric == "matmul_time")]
     n1, n2 = merged["metrics"]["matmul_time"]["processes"]
@@ -196,7 +197,7 @@ def test_repeat_1_writes_no_process_files_and_no_process_fields(tmp_path):
     for m in c["metrics"].values():
         assert not {"processes", "stop_reasons"} & set(m)
     assert "(process" not in p.stderr
-    assert set(frames.samples_frame(rundir)["process"]) == {1}
+    assert set(frames.samples_frame(load(rundir))["process"]) == {1}
     assert rundir.load_run()["repeat"] == 1
 
 
@@ -250,7 +251,7 @@ def test_a_failed_process_makes_the_cell_not_ok_and_keeps_the_other_processes_sa
     # the crashed process wrote nothing: the host's placeholder is its process file
     segv = rundir.load_cell("test/repeat/segv1")
     check_merged(segv, 2)
-    sf = frames.samples_frame(rundir)
+    sf = frames.samples_frame(load(rundir))
     assert set(sf[sf.cell_id == "test/repeat/segv1"]["process"]) == {2}  # the process that measured
     assert set(sf[sf.cell_id == "test/repeat/raise2"]["process"]) == {1}
     placeholder = rundir.load_cell("test/repeat/segv1", 1)
@@ -343,8 +344,8 @@ def test_process_files_are_not_cells_of_their_own(tmp_path):
         rundir.write_process(process_result(i))
     rundir.write_cell(merge.merge({i: rundir.load_cell("a/b", i) for i in (1, 2)}, 2))
     assert [c["cell_id"] for c in rundir.load_cells()] == ["a/b"]
-    assert len(frames.cells_frame(rundir)) == 1
-    assert list(frames.samples_frame(rundir)["process"]) == [1, 1, 2, 2]
+    assert len(frames.cells_frame(load(rundir))) == 1
+    assert list(frames.samples_frame(load(rundir))["process"]) == [1, 1, 2, 2]
 
 
 # -- the ETA counts K x cells of work -----------------------------------------------------------

@@ -1,7 +1,7 @@
-"""The report's gathering of the cells' real-work checks (reprokit/analysis/real_work.py; the checks
+"""The report's gathering of the cells' real-work checks (reprokit/report/real_work.py; the checks
 themselves: bench/real_work.py, tests/stacks/test_real_work.py). Pure logic on hand-made cell results."""
 
-from reprokit.analysis import real_work
+from reprokit.report import real_work
 
 
 def _metric(rw=None, stop="max_samples"):

@@ -1,4 +1,4 @@
-"""What the real-work checks of a run's cells say (issue 36 item 3; the checks: bench/real_work.py).
+"""What the real-work checks of a run's cells say (the checks: bench/real_work.py).
 
 Each timed metric of a cell may carry `real_work` (phase, checks, ok, reason): over timed training
 steps the weights must move (per part, where the workload digests parts), and the last timed
@@ -9,11 +9,13 @@ it shows among the failed cells too; here the report gathers, per run:
 * the failed checks with their reasons;
 * the published defects the checks saw by running (a part of the model a defect keeps from
   training stayed still: `expected_still`);
-* the cells that ran ok without a check on some timed metric (recorded before the check existed,
-  or a workload without one), so a missing check is never read as a passed one.
+* the cells that ran ok without a check on some timed metric (a result that recorded none, or a
+  workload without one), so a missing check is never read as a passed one.
 """
 
 from __future__ import annotations
+
+from reprokit.reader.result import CellResult
 
 
 def _timed(metric: dict) -> bool:
@@ -22,30 +24,30 @@ def _timed(metric: dict) -> bool:
     return isinstance(metric, dict) and "raw_seconds" in metric and metric.get("stop_reason") != "single"
 
 
-def summary(cell_list: list[dict]) -> dict:
+def summary(cell_list: list[CellResult]) -> dict:
     """{"cells_checked", "metrics_checked", "metrics_passed", "failed": [{cell, metric, reason}],
     "defects_seen": [{cell, metric, defect, parts}], "unchecked": [{cell, metrics}]}."""
     cells_checked = metrics_checked = passed = 0
     failed, seen, unchecked = [], [], []
     for c in cell_list:
-        timed = {name: m for name, m in sorted((c.get("metrics") or {}).items()) if _timed(m)}
+        timed = {name: m for name, m in sorted(c.metrics.items()) if _timed(m)}
         missing = [name for name, m in timed.items() if not isinstance(m.get("real_work"), dict)]
         checked = {name: m["real_work"] for name, m in timed.items() if name not in missing}
         if checked:
             cells_checked += 1
-        if missing and c.get("status") == "ok":
-            unchecked.append({"cell": c["cell_id"], "metrics": missing})
+        if missing and c.ok:
+            unchecked.append({"cell": c.cell_id, "metrics": missing})
         for name, rw in checked.items():
             metrics_checked += 1
             if rw.get("ok"):
                 passed += 1
             else:
-                failed.append({"cell": c["cell_id"], "metric": name, "reason": rw.get("reason") or ""})
+                failed.append({"cell": c.cell_id, "metric": name, "reason": rw.get("reason") or ""})
             still: dict[str, list[str]] = {}
             for check in rw.get("checks") or []:
                 if isinstance(check, dict) and check.get("expected_still") and check.get("ok"):
                     still.setdefault(check["expected_still"], []).append(str(check.get("part")))
             for defect, parts in sorted(still.items()):
-                seen.append({"cell": c["cell_id"], "metric": name, "defect": defect, "parts": parts})
+                seen.append({"cell": c.cell_id, "metric": name, "defect": defect, "parts": parts})
     return {"cells_checked": cells_checked, "metrics_checked": metrics_checked, "metrics_passed": passed,
             "failed": failed, "defects_seen": seen, "unchecked": unchecked}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprokit import validate
-from reprokit.analysis import run_health
+from reprokit.report import run_health
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = REPO / "tests" / "data" / "runs"

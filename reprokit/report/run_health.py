@@ -11,22 +11,26 @@ processes (`gpu_health`) and the measured GEMM rate beside the datasheet peak (`
 from __future__ import annotations
 
 from reprokit import files
-from reprokit.analysis import stats
+from reprokit.analysis import flops, stats
 from reprokit.probes import jit_cache
-from reprokit.reader.cells import incomplete
+from reprokit.reader.cells import NOT_THERE
+from reprokit.reader.frozen import mapping
+from reprokit.reader.model import Run
+from reprokit.reader.result import CellResult
 
 
-def driver_overhead(run: dict, cells: dict[str, dict]) -> dict:
+def driver_overhead(run: Run) -> dict:
     per_cell = []
     total = 0.0
-    for e in run["cells"]:
-        pw = e.get("process_wall_s")
-        w = (cells.get(e["cell_id"]) or {}).get("wall_s")
+    for e in run.entries:
+        pw = e.process_wall_s
+        cell = run.result(e.cell_id)
+        w = cell.wall_s if cell is not None else None
         if pw is not None:
             total += pw
-        per_cell.append({"cell_id": e["cell_id"], "process_wall_s": pw, "wall_s": w,
+        per_cell.append({"cell_id": e.cell_id, "process_wall_s": pw, "wall_s": w,
                          "overhead_s": pw - w if pw is not None and w is not None else None})
-    wall = run.get("wall_s")
+    wall = run.wall_s
     return {"run_wall_s": wall, "cells_process_wall_s": total,
             "driver_overhead_s": wall - total if wall is not None else None, "cells": per_cell}
 
@@ -52,16 +56,16 @@ LEVELS_TEXT = {"process": "iterations of one process: covers that process only",
                "rerun": "processes and their iterations: covers a re-run of the same design"}
 
 
-def interval_summary(cells: list[dict], run: dict) -> dict:
+def interval_summary(run: Run) -> dict:
     """How the run's intervals were made: per label (coverage) and method, how many timed metrics; the
     median CV; with run --repeat K the spread between process medians against the within-process
     interval; and the kit's measured run-to-run coverage (context)."""
     kinds: dict[tuple, dict] = {}
     cvs, spreads, halves = [], [], []
-    for c in cells:
-        if c.get("status") != "ok":
+    for c in run.cell_results():
+        if not c.ok:
             continue
-        for m in (c.get("metrics") or {}).values():
+        for m in c.metrics.values():
             if not m.get("samples"):
                 continue
             summ = stats.summarize_metric(m)
@@ -82,7 +86,7 @@ def interval_summary(cells: list[dict], run: dict) -> dict:
             k["metrics"] += 1
             if summ.get("ci_coverage") is not None:  # the least any interval of this kind covers
                 k["coverage"] = min(k["coverage"] if k["coverage"] is not None else 1.0, summ["ci_coverage"])
-    repeat = int(run.get("repeat") or 1)
+    repeat = run.repeat
     between = None
     if spreads:
         spread, half = _upper_median(spreads), _upper_median(halves)
@@ -96,27 +100,26 @@ def interval_summary(cells: list[dict], run: dict) -> dict:
             "metrics": sum(k["metrics"] for k in kinds.values())}
 
 
-def plan_summary(run: dict) -> dict | None:
-    """What the run planned by role and under --time-limit (issue 33): {"judgment" (what it can
-    decide here), "design" (how each role is measured), "time_limit_s", "left" (cells the limit left,
-    with why)}; None for a run without a design by role or a time limit."""
-    d = run.get("design") or {}
-    limit = (run.get("options") or {}).get("time_limit_s")
-    if d.get("kind") != "auto" and not limit:
+def plan_summary(run: Run) -> dict | None:
+    """What the run planned by role and under --time-limit: {"judgment" (what it can decide here),
+    "design" (how each role is measured), "time_limit_s", "left" (cells the limit left, with why)};
+    None for a run without a design by role or a time limit."""
+    by_role = run.design is not None and run.design.by_role
+    limit = run.options.time_limit_s
+    if not by_role and not limit:
         return None
-    left = [{"cell_id": e["cell_id"], "reason": e.get("reason")} for e in run.get("cells") or []
-            if e.get("status") == "skipped" and "--time-limit" in str(e.get("reason") or "")]
-    return {"judgment": d.get("judgment") if d.get("kind") == "auto" else None,
-            "design": d.get("text") if d.get("kind") == "auto" else None,
-            "time_limit_s": limit, "left": left}
+    left = [{"cell_id": e.cell_id, "reason": e.reason} for e in run.entries
+            if e.status == "skipped" and e.skip is not None]
+    return {"judgment": run.design.judgment if by_role else None,
+            "design": run.design.text if by_role else None, "time_limit_s": limit, "left": left}
 
 
-def _design_text(run: dict) -> str | None:
-    """The default design's own account of its processes and its time against the recorded one-process
-    time (run.json design.text), for runs whose design states its budget (reprokit/plan/design.py
-    budget_summary); None with --repeat K and in runs made before it."""
-    d = run.get("design") or {}
-    return d["text"] if d.get("budget") else None
+def _design_text(run: Run) -> str | None:
+    """The design's own account of its processes and its time against the recorded one-process time
+    (run.json design.text), for a design that states its budget (reprokit/plan/design.py
+    budget_summary); None without one (--repeat K, or a design that does not state it)."""
+    d = run.design
+    return d.text if d is not None and d.budget is not None else None
 
 
 def _upper_median(values: list[float]) -> float:
@@ -124,16 +127,11 @@ def _upper_median(values: list[float]) -> float:
     return values[len(values) // 2]
 
 
-def _run_device(run: dict | None) -> str:
-    """'gpu' for a run whose cells ran on GPUs (its options' device), else 'cpu'."""
-    return "gpu" if ((run or {}).get("options") or {}).get("device") == "gpu" else "cpu"
-
-
-def rerun_coverage(repeat: int = 1, run: dict | None = None) -> dict | None:
+def rerun_coverage(repeat: int = 1, run: Run | None = None) -> dict | None:
     """The kit's own measurement of run-to-run spread on one machine (reprokit/data/rerun_coverage.json,
     written by scripts/bench_rerun_coverage.py with its command, machine and date) made with one process
     per cell when `repeat` is 1, else with several; None when there is none. `current`: it measured the
-    intervals the kit makes today (re-run intervals over processes, issue 21), not an older kind."""
+    intervals the kit makes today (re-run intervals over processes), not an older kind."""
     if not files.data_exists("rerun_coverage.json"):
         return None
     doc = files.load_data("rerun_coverage.json")
@@ -149,8 +147,8 @@ def rerun_coverage(repeat: int = 1, run: dict | None = None) -> dict | None:
             f"(median over metrics; {s['shift_p90']:.0%} at the 90th percentile) while the intervals' median "
             f"half-width was {s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']}"
             + _loads(m) + ")")
-    other = run is not None and _run_device(run) != m.get("device", "cpu")  # issue 33: never another
-    # device's calibration quoted as this run's
+    other = run is not None and run.device != m.get("device", "cpu")  # never another device's
+    # calibration quoted as this run's
     return {"text": text, "short": short, "command": m["command"], "machine": m["machine"], "date": m["date"],
             "current": any("re-run" in label or "prediction" in label for label in s["interval_labels"]),
             "other_device": other, **s}
@@ -162,27 +160,26 @@ def _loads(m: dict) -> str:
     return f"; the highest 1-minute load of each run: {', '.join(f'{x:.1f}' for x in loads)}" if loads else ""
 
 
-def machine_load(run: dict, cells: list[dict]) -> dict:
+def machine_load(run: Run) -> dict:
     """The 1-minute load average around every cell against the host's core count. A cell can keep
     every usable core busy itself, and its own threads are in the average read just after it (and,
     decaying, before the next one), so a cell counts as loaded only above cores + 1: at least one
     runnable thread more than the benchmark can account for. The CPU peak probe, which runs before
     any cell, counts as loaded above the core count."""
-    host = run.get("host_fingerprint") or {}
-    cpu = host.get("cpu") or {}
+    cpu = run.machine.cpu
     cores = cpu.get("usable_cores") or cpu.get("logical_cores")
     limit = cores + 1 if cores else None
     per_cell = []
+    cells = run.cell_results()
     for c in cells:
-        la = c.get("load_avg") or {}
-        before, after = ((la.get(k) or [None])[0] for k in ("before", "after"))
+        before, after = ((c.load_avg.get(k) or [None])[0] for k in ("before", "after"))
         if before is None and after is None:
             continue
         worst = max(x for x in (before, after) if x is not None)
-        per_cell.append({"cell_id": c["cell_id"], "before_1min": before, "after_1min": after,
+        per_cell.append({"cell_id": c.cell_id, "before_1min": before, "after_1min": after,
                          "high": limit is not None and worst > limit})
-    start = host.get("load_avg")
-    probe = (run.get("cpu_peak") or {}).get("load_avg_1min")
+    start = run.host.get("load_avg")
+    probe = run.cpu_peak.get("load_avg_1min") if run.cpu_peak is not None else None
     high = [c["cell_id"] for c in per_cell if c["high"]]
     return {"cores": cores, "limit_1min": limit, "host_at_start": start if isinstance(start, list) else None,
             "cpu_peak_probe_1min": probe,
@@ -193,18 +190,19 @@ def machine_load(run: dict, cells: list[dict]) -> dict:
             "warning": bool(high), "effect": load_effect(cells, set(high), len(per_cell), limit)}
 
 
-def load_effect(cells: list[dict], high: set[str], measured: int, limit: float | None) -> dict | None:
-    """What the load did to the intervals (issue 21 item 6): how many cells ran loaded, and the median
+def load_effect(cells: list[CellResult], high: set[str], measured: int,
+                limit: float | None) -> dict | None:
+    """What the load did to the intervals: how many cells ran loaded, and the median
     relative half-width and CV of their timed metrics against the other cells'; None without a loaded
     cell. `text` says it in one sentence (the report's load warning, instead of a list of cell ids)."""
     if not high:
         return None
     groups: dict[bool, dict[str, list[float]]] = {True: {"half": [], "cv": []}, False: {"half": [], "cv": []}}
     for c in cells:
-        if c.get("status") != "ok":
+        if not c.ok:
             continue
-        g = groups[c["cell_id"] in high]
-        for m in (c.get("metrics") or {}).values():
+        g = groups[c.cell_id in high]
+        for m in c.metrics.values():
             if len(m.get("samples") or []) < 2:
                 continue
             summ = stats.summarize_metric(m)
@@ -235,30 +233,31 @@ def load_effect(cells: list[dict], high: set[str], measured: int, limit: float |
     return out
 
 
-def cells_not_run(run: dict, cells: dict[str, dict]) -> list[dict]:
+def cells_not_run(run: Run) -> list[dict]:
     out = []
     seen = set()
-    for e in run["cells"]:
-        c = cells.get(e["cell_id"])
-        status = c["status"] if c else e["status"]
-        seen.add(e["cell_id"])
-        if status != "ok":
-            out.append({"cell_id": e["cell_id"], "stack": e["stack"], "status": status,
-                        "reason": (c or e).get("reason") or ("no result file" if not c else None),
-                        "log_file": (c or {}).get("log_file")})
-    for cid, c in cells.items():
-        if cid not in seen and c["status"] != "ok":
-            out.append({"cell_id": cid, "stack": c["stack"], "status": c["status"],
-                        "reason": c.get("reason"), "log_file": c.get("log_file")})
+    for e in run.entries:
+        c = run.result(e.cell_id)
+        seen.add(e.cell_id)
+        if c is None and e.status != "ok":
+            out.append({"cell_id": e.cell_id, "stack": e.stack, "status": e.status,
+                        "reason": e.reason or "no result file", "log_file": None})
+        elif c is not None and not c.ok:
+            out.append({"cell_id": e.cell_id, "stack": e.stack, "status": c.status, "reason": c.reason,
+                        "log_file": c.log_file})
+    for cid, c in run.results.items():
+        if cid not in seen and not c.ok:
+            out.append({"cell_id": cid, "stack": c.stack, "status": c.status,
+                        "reason": c.reason, "log_file": c.log_file})
     return out
 
 
-def incomplete_cells(run: dict) -> list[dict]:
+def incomplete_cells(run: Run) -> list[dict]:
     """Cells with no usable result (missing, invalid, interrupted, pending), each with its reason:
     the report says so at the top instead of claiming every cell ran."""
-    return [{"cell_id": e["cell_id"], "stack": e.get("stack"), "status": e["status"],
-             "label": e["status"].upper(), "reason": e.get("reason")}
-            for e in incomplete(run)]
+    return [{"cell_id": e.cell_id, "stack": e.stack, "status": e.status,
+             "label": e.status.upper(), "reason": e.reason}
+            for e in run.entries if e.status in NOT_THERE]
 
 
 def _short_uuid(uuid: str | None) -> str:
@@ -269,7 +268,7 @@ NOT_RECORDED = ("the cell's result was written, but its driver was stopped befor
                 "added the GPU state it observed (the run adopted the result on resume)")
 
 
-def gpu_health(cells: list[dict]) -> dict:
+def gpu_health(cells: list[CellResult]) -> dict:
     """The NVML state of every GPU cell (its `gpu_state`, reprokit/probes/gpu_state.py): per cell and GPU the
     SM clock, power and temperature before and after it, and which cells ran throttled (a reason of
     reprokit/data/gpu_clock_reasons.yaml that counts as throttling, seen in any sample) or beside
@@ -277,15 +276,15 @@ def gpu_health(cells: list[dict]) -> dict:
     cell has no `gpu_state` and is not listed."""
     per_cell, throttled, shared, errors = [], [], [], []
     for c in cells:
-        st = c.get("gpu_state")
-        if not isinstance(st, dict):
-            if c.get("device") == "gpu" and c.get("status") == "ok" and "runner" not in c:
+        st = c.gpu_state
+        if st is None:
+            if c.device == "gpu" and c.ok and not c.runner:
                 # the cell wrote its result, but its driver was stopped before it added what it
                 # observed around the process (runner, GPUs, NVML state); the run adopted the result
-                per_cell.append({"cell_id": c["cell_id"], "gpus": [], "throttled": [], "shared": [],
+                per_cell.append({"cell_id": c.cell_id, "gpus": [], "throttled": [], "shared": [],
                                  "unattributed": [], "samples": None, "error": NOT_RECORDED,
-                                 "jit": jit_cache.describe(c)})
-                errors.append(c["cell_id"])
+                                 "jit": jit_cache.describe(c.doc)})
+                errors.append(c.cell_id)
             continue
         seen = st.get("reasons_seen") or {}
         samples = st.get("samples")
@@ -300,7 +299,7 @@ def gpu_health(cells: list[dict]) -> dict:
         before = {s.get("uuid"): s for s in st.get("before") or []}
         gpus = []
         for u in uuids:
-            b, a = before.get(u) or {}, after.get(u) or {}
+            b, a = mapping(before.get(u)), mapping(after.get(u))
             gpus.append({"uuid": u, "gpu": _short_uuid(u),
                          "sm_clock_before_mhz": b.get("sm_clock_mhz"),
                          "sm_clock_after_mhz": a.get("sm_clock_mhz"),
@@ -311,16 +310,16 @@ def gpu_health(cells: list[dict]) -> dict:
                          "temperature_after_c": a.get("temperature_c")})
         unknown = [f"pid {p.get('pid')} on {_short_uuid(p.get('gpu_uuid'))}"
                    for p in st.get("unattributed") or []]
-        entry = {"cell_id": c["cell_id"], "gpus": gpus, "throttled": reasons, "shared": others,
-                 "unattributed": unknown, "jit": jit_cache.describe(c),
+        entry = {"cell_id": c.cell_id, "gpus": gpus, "throttled": reasons, "shared": others,
+                 "unattributed": unknown, "jit": jit_cache.describe(c.doc),
                  "error": st.get("error"), "samples": samples}
         per_cell.append(entry)
         if reasons:
-            throttled.append(c["cell_id"])
+            throttled.append(c.cell_id)
         if others:
-            shared.append(c["cell_id"])
+            shared.append(c.cell_id)
         if st.get("error") and not gpus:
-            errors.append(c["cell_id"])
+            errors.append(c.cell_id)
     labels = {c["cell_id"]: "; ".join(
         (["GPU throttled: " + ", ".join(n.split(" (")[0] for n in c["throttled"])] if c["throttled"] else [])
         + (["GPU shared with another process"] if c["shared"] else []))
@@ -329,14 +328,12 @@ def gpu_health(cells: list[dict]) -> dict:
             "unread_cells": errors, "warning": bool(throttled or shared), "labels": labels}
 
 
-def gpu_peak_summary(run: dict) -> dict | None:
+def gpu_peak_summary(run: Run) -> dict | None:
     """The run's measured GPU GEMM rates (run.json `gpu_peak`, reprokit/probes/gpu_peak.py) beside the
     datasheet peaks of peaks.yaml (fp32 CUDA-core and TF32 tensor), as `cpu_peak` is shown beside the
-    CPU's theoretical peak; None for a run that has no `gpu_peak` (older runs)."""
-    from reprokit.analysis import flops
-
-    peak = run.get("gpu_peak")
-    if not isinstance(peak, dict):
+    CPU's theoretical peak; None for a run that did not record one."""
+    peak = run.gpu_peak
+    if peak is None:
         return None
     if "gpus" not in peak:
         why = peak.get("skipped") or peak.get("error") or "no GPU measured"

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from reprokit.analysis import defects, devices, stats, verdicts
+from reprokit.reader.model import CellEntry, Run
+from reprokit.reader.result import CellResult
 
 # What a ratio measured/published means, per kind of unit.
 DIRECTIONS = {
@@ -60,40 +62,41 @@ def to_published_unit(value: float | None, measured_unit: str, number: dict) -> 
     units cannot be converted)."""
     if value is None:
         return None
-    scale = float((number.get("transform") or {}).get("scale", 1.0))
+    scale = float(number.get("transform", {}).get("scale", 1.0))
     return verdicts.convert(value, measured_unit, number["unit"]) * scale
 
 
-def _cell_state(number: dict, cell: dict | None, run_entry: dict | None) -> tuple[str | None, str | None]:
+def _cell_state(number: dict, cell: CellResult | None,
+                entry: CellEntry | None) -> tuple[str | None, str | None]:
     if number["cell"] is None:
         return None, None
     if cell is not None:
-        return cell["status"], cell.get("reason")
-    if run_entry is not None:
-        return run_entry.get("status"), run_entry.get("reason") or "no result file"
+        return cell.status, cell.reason
+    if entry is not None:
+        return entry.status, entry.reason or "no result file"
     return "not in run", None
 
 
-def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None = None) -> dict:
+def row(number: dict, verdict: dict, cell: CellResult | None, entry: CellEntry | None = None) -> dict:
     """One report row: the published number as written, the measurement in its unit (the figure of
     the source's own definition when the cell recorded one, else the median; its interval, min-max,
     CV, noisy flag; `basis` says which, `robust_median` and its interval give the median beside a
     figure), the ratio in words and the verdict (label, reason, and the whole verdict dict under
     `analysis`)."""
     prov, env = number["provenance"], number["environment"]
-    status, cell_reason = _cell_state(number, cell, run_entry)
+    status, cell_reason = _cell_state(number, cell, entry)
     out: dict[str, Any] = {
         "id": number["id"], "source": prov["source"], "table": prov["table"],
         "row_label": prov["row_label"], "metric": number["metric"],
         "metric_as_published": number.get("metric_as_published", number["metric"]),
         "published": number["value"], "unit": number["unit"],
-        "scale": float((number.get("transform") or {}).get("scale", 1.0)),
+        "scale": float(number.get("transform", {}).get("scale", 1.0)),
         "cell": number["cell"], "cell_status": status, "cell_reason": cell_reason,
         "in_run": status not in (None, "not in run"),
-        "device": (cell or {}).get("device"),
+        "device": cell.device if cell is not None else None,
         "published_gpu": env["gpu"],
         "published_on_gpu": devices.publication_device(number)["kind"] == "gpu",
-        "published_device": (verdict.get("hardware") or {}).get("published", {}).get("label"),
+        "published_device": verdict["hardware"]["published"].get("label"),
         "defects": list(number.get("defects", [])),
         "measured": None, "ci_low": None, "ci_high": None, "measured_min": None, "measured_max": None,
         "n": 0, "cv": None, "noisy": None, "ci_method": None, "ci_note": None, "stop_reason": None,
@@ -149,7 +152,7 @@ def row(number: dict, verdict: dict, cell: dict | None, run_entry: dict | None =
 def ci_scope(summ: dict) -> str | None:
     """What an interval covers, in words beside its label: 'this process only' (iterations of one
     process); over K >= 3 processes the re-run prediction interval beside the confidence interval
-    (issue 33); 're-run of K processes' (the older re-run interval of stored runs); None otherwise."""
+    're-run of K processes' (the re-run interval over processes); None otherwise."""
     if summ.get("ci_low") is None:
         return None
     if summ.get("ci_covers") == "median":
@@ -167,15 +170,16 @@ def ci_scope(summ: dict) -> str | None:
 def steady_note(summ: dict) -> str | None:
     """The steady-state detection's line when it changed something (iterations dropped, a process with
     no steady state), else None (reprokit/analysis/steady_state.py)."""
-    ss = summ.get("steady_state") or (summ.get("robust") or {}).get("steady_state")
+    robust = summ.get("robust")
+    ss = summ.get("steady_state") or (robust["steady_state"] if robust else None)
     if not ss or not (sum(ss["dropped"]) or ss["no_steady_state"]):
         return None
     return ss["summary"]
 
 
-def _state(cell: dict | None, metric: str) -> str | None:
+def _state(cell: CellResult | None, metric: str) -> str | None:
     """What the measurement started from when that matters (a compile cache: cold or warm)."""
-    m = ((cell or {}).get("metrics") or {}).get(metric) or {}
+    m = (cell.metric(metric) if cell is not None else None) or {}
     states = [s for s in dict.fromkeys(m.get("states") or [m.get("state")]) if s]
     return "; ".join(states) or None
 
@@ -190,7 +194,7 @@ def _bound_text(verdict: dict) -> str | None:
 
 
 def policy_note(verdict: dict) -> str | None:
-    """What the efficiency policy of issue 20 did to this number, in one line, or None: shown as context
+    """What the efficiency policy did to this number, in one line, or None: shown as context
     instead of a verdict (and what the band rule alone would have said), no efficiency for an unknown
     precision, or flagged for a measurement above its device's peak."""
     labels = verdict.get("labels") or []
@@ -228,18 +232,18 @@ def _standin_text(verdict: dict) -> str | None:
     return "; ".join(dict.fromkeys(shown)) or None
 
 
-def unmatched(published: list[dict], cells: list[dict]) -> list[dict]:
+def unmatched(published: list[dict], run: Run) -> list[dict]:
     """Metrics of ok cells that no published number refers to, with their summaries."""
     wanted = {(n["cell"], n["metric"]) for n in published if n["cell"]}
     rows = []
-    for c in cells:
-        if c["status"] != "ok":
+    for c in run.cell_results():
+        if not c.ok:
             continue
-        for name, metric in (c.get("metrics") or {}).items():
-            if (c["cell_id"], name) in wanted:
+        for name, metric in c.metrics.items():
+            if (c.cell_id, name) in wanted:
                 continue
-            rows.append({"cell": c["cell_id"], "source": c.get("source"), "stack": c["stack"],
-                         "variant": c.get("variant"), "metric": name, "device": c.get("device"),
+            rows.append({"cell": c.cell_id, "source": c.source, "stack": c.stack,
+                         "variant": c.variant, "metric": name, "device": c.device,
                          "state": _state(c, name),
                          **stats.summarize_metric(metric)})
     return rows

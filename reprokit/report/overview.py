@@ -1,6 +1,6 @@
 """The report's first screen: one line per source that answers "does it hold here?".
 
-Pure functions over the report rows (reprokit.analysis.report_rows.row, one per published number) and
+Pure functions over the report rows (reprokit.report.report_rows.row, one per published number) and
 the checked claims (reprokit.analysis.claims) of a source. Each line says what was tested on this
 run's hardware and how it came out, what cannot be tested here and why, and what is physically
 impossible (with the roofline bound), in that order.
@@ -38,7 +38,7 @@ WORDS = {
 
 def _not_comparable_cause(row: dict) -> str:
     """Why a NOT_COMPARABLE number is context, in words: its labels and policy say which rule kept it."""
-    a = row.get("analysis") or {}
+    a = row["analysis"]
     labels = a.get("labels") or []
     policy = a.get("policy") or {}
     if verdicts.ABOVE_PEAK in labels:
@@ -127,7 +127,7 @@ def _inconclusive_cause(r: dict) -> str:
 
 
 def _device_of(r: dict) -> str:
-    pub = (r.get("analysis") or {}).get("hardware", {}).get("published") or {}
+    pub = r["analysis"]["hardware"]["published"]
     count = pub.get("count") or 1
     label = r.get("published_device") or r.get("published_gpu")
     if pub.get("kind") == "gpu":
@@ -146,7 +146,7 @@ def _explained(rows: list[dict]) -> str:
     explains it); '' for numbers it was not asked about."""
     said: Counter = Counter()
     for r in rows:
-        ex = (r.get("analysis") or {}).get("explanations") or []
+        ex = r["analysis"].get("explanations") or []
         by = sorted({e["defect"] for e in ex if e["label"] == defects.EXPLAINED})
         if by:
             said[f"EXPLAINED by {', '.join(by)}"] += 1
@@ -155,7 +155,7 @@ def _explained(rows: list[dict]) -> str:
         elif any(e["defect"] for e in ex):  # a defect that may explain it, not measured so here
             may = sorted({e["defect"] for e in ex if e["defect"]})
             said[f"{', '.join(may)} may explain (not decided in this run)"] += 1
-        elif ex:  # data recorded before the catalogue
+        elif ex:  # data without a defect catalogue
             said["not looked up (the run's data has no defect catalogue)"] += 1
     return "".join(f"; {n} {label}" for label, n in said.most_common())
 
@@ -191,7 +191,7 @@ def source_line(sid: str, title: str | None, rows: list[dict], claim_results: li
         by_device = Counter(_device_of(r) for r in here)
         untestable.append(_listing([f"{n} published on {d}" for d, n in by_device.most_common()]))
     if standin:
-        mech = sorted({s["short"] for r in standin for s in (r.get("analysis") or {}).get("standins") or []
+        mech = sorted({s["short"] for r in standin for s in r["analysis"].get("standins") or []
                        if s["mechanism"]})
         untestable.append(f"{len(standin)} measured through a stand-in for their mechanism "
                           f"({'; '.join(mech) or 'unclassified'})")

@@ -1,0 +1,21 @@
+"""report.json, the report's data: versions. An output: a report is rendered again from its run, never
+upgraded in place, so its steps only let a reader of an old report.json (compare, a crate check) see
+the current shape."""
+
+from __future__ import annotations
+
+from reprokit.formats.chain import Format
+
+HISTORY = {
+    1: "2026-11-21: report.json of the first kits, not validated",
+    2: "2026-11-22 (0562910): validated against report.schema.json (verdicts, intervals, claims); "
+       "fields added since were optional",
+}
+
+
+def to_2(doc: dict) -> dict:
+    """Version 1 was never validated: nothing can be brought up; the schema names what is wrong."""
+    return doc
+
+
+FORMAT = Format("report", HISTORY, {2: to_2}, stamped_from=1)
