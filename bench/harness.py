@@ -35,7 +35,7 @@ import gpu_runtime  # noqa: E402
 import ran_on  # noqa: E402
 import timing  # noqa: E402
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 5
 
 
 def utcnow():
