@@ -13,6 +13,7 @@ import sys
 
 from reprokit import checks
 from reprokit.errors import UserError
+from reprokit.reader.model import Run
 
 
 def add_arguments(p) -> None:
@@ -112,17 +113,19 @@ def _print(result: dict, show_all: bool) -> None:
     )
 
 
-def load(arg: str, root) -> tuple[dict, list[dict]]:
-    """A run's record and cell results, for comparison. Whatever the reader raises on a damaged
-    run (unreadable or invalid JSON, a schema violation, a sample that is not a finite number
-    >= 0) is one line naming the run and the fix (exit 2), never an internal error."""
+def load(arg: str, root) -> Run:
+    """A run, for comparison: every result file must be valid (a damaged one is refused, not listed
+    as the report lists it). Whatever the reader raises on a damaged run (unreadable or invalid JSON,
+    a schema violation, a sample that is not a finite number >= 0) is one line naming the run and the
+    fix (exit 2), never an internal error."""
     from reprokit import results
+    from reprokit.reader.load import load as load_run
 
     rundir = results.resolve_run(arg, root)
     try:
-        run, cells = rundir.load_run(), rundir.load_cells()
-        for c in cells:
+        for c in rundir.load_cells():
             checks.samples_ok(c, str(rundir.cells_dir / results.cell_filename(c["cell_id"])))
+        return load_run(rundir)
     except UserError as e:
         fix = "" if "; " in str(e) else ("; move the file aside and re-measure its cell with "
                                          f"`reproduce.py run --suite SUITE --resume {arg}`")
@@ -130,7 +133,6 @@ def load(arg: str, root) -> tuple[dict, list[dict]]:
     except (OSError, ValueError, TypeError, KeyError) as e:  # a reader's own error on a bad file
         raise UserError(f"cannot compare {arg}: {rundir.path} is unreadable ({type(e).__name__}: "
                         f"{e}); check the run with `reproduce.py report {rundir.path}`") from None
-    return run, cells
 
 
 def run(args) -> int:
@@ -143,13 +145,11 @@ def run(args) -> int:
     ra, rb = results.resolve_run(args.run_a, root), results.resolve_run(args.run_b, root)
     if ra.path.resolve() == rb.path.resolve():
         raise UserError(f"RUN_A and RUN_B are the same run ({ra.path}); compare two different runs")
-    (run_a, cells_a), (run_b, cells_b) = load(args.run_a, root), load(args.run_b, root)
-    if run_a.get("suite") != run_b.get("suite"):
-        raise UserError(f"RUN_A is a run of suite {run_a.get('suite')} and RUN_B of suite "
-                        f"{run_b.get('suite')}: two suites share no cell, so nothing can be compared; "
-                        "compare two runs of one suite")
-    result = compare_runs(run_a, cells_a, run_b, cells_b, alpha=args.alpha,
-                          threshold=args.threshold)
+    run_a, run_b = load(args.run_a, root), load(args.run_b, root)
+    if run_a.suite != run_b.suite:
+        raise UserError(f"RUN_A is a run of suite {run_a.suite} and RUN_B of suite {run_b.suite}: two "
+                        "suites share no cell, so nothing can be compared; compare two runs of one suite")
+    result = compare_runs(run_a, run_b, alpha=args.alpha, threshold=args.threshold)
     if args.json:
         print(json.dumps(result, indent=1, default=str))
     else:

@@ -61,10 +61,10 @@ def _environment_note(env_of, stack: str) -> str:
     preflight judged (local runner, GPU cells), else ''."""
     from reprokit.runners import byo
 
-    rec = (getattr(env_of, "seen", None) or {}).get(stack)
+    rec = env_of.seen.get(stack) if hasattr(env_of, "seen") else None
     if not rec or rec.get("not_built"):
         return ""
-    pin = (suites.load_stacks()[stack].get("original") or {}).get("framework_version")
+    pin = suites.load_stacks()[stack].get("original", {}).get("framework_version")
     same = byo.pin_matches(pin, rec.get("version"))
     label = "" if same is not False else f", a substitution for {pin}"
     return f" via {rec.get('python')} ({rec.get('framework')} {rec.get('version') or '?'}{label})"

@@ -1,13 +1,13 @@
 """`reproduce.py report RUN`: re-render a run's report from its stored results alone.
 
-First run.json is reconciled with the files on disk (reprokit/run/reconcile.py; not while a driver
-holds the run's lock): a result run.json does not list is adopted, an unreadable or invalid one is
-moved to cells/.invalid/, a deleted one is marked missing. The report renders every usable cell and
-lists the others. With --rejudge OUT the run's measurements are copied to OUT and judged with the
-kit's data as it is now (reprokit/run/rejudge.py); the run itself is left as it is. Exit status
-as the run's own (reprokit/run/record.py `exit_code`): 0 when every cell
-finished ok, 1 when some cell failed, crashed, timed out, or is missing, invalid, interrupted or not
-run yet (one line says which, and how to resume a cell that did not run), 2 a user error.
+The run is only read (reprokit/reader/load.py): run.json reconciled with the files on disk in memory
+(an unreadable or invalid result is listed as such, a deleted one as missing, an unlisted one adopted),
+and nothing but the report (report.md, report.html, report.json, plots/) is written. A Slurm run's jobs
+are not collected here: `reproduce.py status RUN` does that, and the report says when jobs are still
+out. With --rejudge OUT the run's measurements are copied to OUT and judged with the kit's data as it
+is now (reprokit/run/rejudge.py); the run itself is left as it is. Exit status as the run's own: 0
+when every cell finished ok, 1 when some cell failed, crashed, timed out, or is missing, invalid,
+interrupted or not run yet (one line says which, and how to measure it), 2 a user error.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def run(args) -> int:
 
     from reprokit import checks, results
     from reprokit.reader import cells
+    from reprokit.reader.load import load
     from reprokit.report import report
-    from reprokit.run import reconcile
 
     if Path(args.run).is_file():  # a crate: rendered from its files alone (reprokit/crate/checks.py)
         from reprokit.crate import checks
@@ -54,26 +54,23 @@ def run(args) -> int:
     # the report is written into the run directory: a read-only one is refused before rendering
     checks.writable_dir(rundir.path, f"the run directory {rundir.path}", "make it writable, or "
                         "copy the run to a writable disk and report the copy")
-    from reprokit.run import execute_concurrent
-
-    if not args.rejudge:  # a Slurm run left with --detach: collect what ended since (not into a copy)
-        execute_concurrent.attach(rundir)
-    with results.run_data(rundir):  # the data the run started with (older runs: reprokit/data)
-        rec = reconcile.reconcile(rundir, modify=True)
-        for p in report.render(rundir):
+    run = load(rundir)
+    with results.run_data(rundir, run.doc):  # the data the run started with (none kept: reprokit/data)
+        for p in report.write(run):
             print(p)
-    bad = cells.incomplete(rec.run)
+    bad = run.incomplete()
     if bad:
-        shown = ", ".join(f"{n} {s.upper()}" for s, n in cells.status_counts(bad).items())
-        print(f"reproduce.py: the run is incomplete: {shown} ({', '.join(e['cell_id'] for e in bad[:3])}"
-              f"{', ...' if len(bad) > 3 else ''}); the report lists them; `run --suite "
-              f"{rec.run.get('suite')} --resume {rundir.path}` measures them", file=sys.stderr)
+        shown = ", ".join(f"{n} {s.upper()}" for s, n in
+                          cells.status_counts({"status": e.status} for e in bad).items())
+        how = (f"`reproduce.py status {rundir.path}` collects what its Slurm jobs finished"
+               if run.runner == "slurm" and not run.finished else
+               f"`run --suite {run.suite} --resume {rundir.path}` measures them")
+        print(f"reproduce.py: the run is incomplete: {shown} ({', '.join(e.cell_id for e in bad[:3])}"
+              f"{', ...' if len(bad) > 3 else ''}); the report lists them; {how}", file=sys.stderr)
         return 1
-    from reprokit.run.record import not_ok_cells
-
-    failed = not_ok_cells(rec.run)  # the run's own exit status: a failed or crashed cell is 1 here too
+    failed = run.not_ok()  # the run's own exit status: a failed or crashed cell is 1 here too
     if failed:
-        ids = ", ".join(c["cell_id"] for c in failed[:3]) + (", ..." if len(failed) > 3 else "")
+        ids = ", ".join(e.cell_id for e in failed[:3]) + (", ..." if len(failed) > 3 else "")
         print(f"reproduce.py: {len(failed)} cell(s) did not finish ok ({ids}); the report gives "
               "each reason", file=sys.stderr)
         return 1

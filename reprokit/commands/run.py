@@ -13,8 +13,8 @@ import sys
 
 from reprokit import checks, results
 from reprokit.reader.cells import status_counts
+from reprokit.reader.load import load
 from reprokit.run import driver
-from reprokit.run.record import exit_code
 from reprokit.run.request import RunRequest
 from reprokit.runners import slurm_setup
 
@@ -82,14 +82,15 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    rundir, run_record = driver.drive(RunRequest.from_args(args), sys.argv[:], say)
-    if (run_record.get("slurm") or {}).get("detached"):
+    rundir, _ = driver.drive(RunRequest.from_args(args), sys.argv[:], say)
+    run = load(rundir)  # the run as its files say, read as every later reader reads it
+    if run.slurm is not None and run.slurm.detached:
         return 0  # the jobs run on: `status RUN` / `report RUN` / `--resume RUN` re-attach
     if not args.no_report:
         from reprokit.report import report
-        with results.run_data(rundir, run_record):  # the data the run started with
+        with results.run_data(rundir):  # the data the run started with
             for p in report.render(rundir):
                 say(f"report: {p}")
-    counts = status_counts(run_record["cells"])
-    say(f"done in {run_record['wall_s']:.0f} s: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-    return exit_code(run_record)
+    counts = status_counts({"status": e.status} for e in run.entries)
+    say(f"done in {run.wall_s or 0:.0f} s: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return run.exit_code

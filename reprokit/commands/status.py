@@ -27,34 +27,28 @@ def run(args) -> int:
 
     from reprokit import checks, results
     from reprokit.reader import cells
-    from reprokit.run import execute_concurrent, reconcile
+    from reprokit.reader.load import load
+    from reprokit.run import execute_concurrent
 
     rundir = results.resolve_run(args.run, Path(args.results))
-    run = rundir.load_run()
-    if run.get("runner") == "slurm" and not run.get("finished"):
+    run = load(rundir)
+    if run.runner == "slurm" and not run.finished:  # collect what its jobs finished, then read again
         checks.writable_dir(rundir.path, f"the run directory {rundir.path}", "make it writable "
                             "to collect the jobs' results into it")
-        attached = execute_concurrent.attach(rundir, wait_s=float("inf") if args.wait else 0.0)
-        if attached is not None:
-            run = attached
-    rec = reconcile.reconcile(rundir, run, modify=False)
-    run = rec.run
-    runner_of = {}
-    for cell in rec.cells.values():
-        r = cell.get("runner") or {}
-        runner_of[cell["cell_id"]] = r
+        execute_concurrent.attach(rundir, wait_s=float("inf") if args.wait else 0.0)
+        run = load(rundir)
     if args.json:
-        print(json.dumps(run["cells"], indent=1))
+        print(json.dumps(run.doc["cells"], indent=1))
     else:
-        for e in run["cells"]:
-            r = runner_of.get(e["cell_id"], {})
+        for e in run.entries:
+            cell = run.result(e.cell_id)
+            r = cell.runner if cell is not None else {}
             where = " ".join(x for x in (f"job {r['job_id']}" if r.get("job_id") else "",
                                          f"on {r['node']}" if r.get("node") else "") if x)
-            print(f"{e['status']:<12} {e['cell_id']}" + (f"  [{where}]" if where else "")
-                  + (f"  {e['reason']}" if e.get("reason") and e["status"] != "ok" else ""))
-        state = "finished" if run.get("finished") else "not finished"
+            print(f"{e.status:<12} {e.cell_id}" + (f"  [{where}]" if where else "")
+                  + (f"  {e.reason}" if e.reason and e.status != "ok" else ""))
+        state = "finished" if run.finished else "not finished"
         print(f"{rundir.path.name}: {state}; "
-              + ", ".join(f"{n} {s}" for s, n in cells.status_counts(run["cells"]).items()),
+              + ", ".join(f"{n} {s}" for s, n in cells.status_counts(run.doc["cells"]).items()),
               file=sys.stderr)
-    bad = cells.incomplete(run)
-    return 1 if bad or not run.get("finished") else 0
+    return 1 if run.incomplete() or not run.finished else 0

@@ -22,6 +22,8 @@ from reprokit.reader.status import Skip
 
 # statuses that mean the cell's result is not (or no longer) there: --resume measures them again
 NOT_THERE = ("missing", "invalid", "interrupted", "pending")
+# statuses that are not failures: `run` and `report` exit 0 when every cell has one of them
+NOT_FAILED = ("ok", "not_implemented", "skipped")
 
 
 def cell_entry(cell_id: str, stack: str, status: str, reason: str | None,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprokit.reader.cells import NOT_FAILED, NOT_THERE
 from reprokit.reader.frozen import EMPTY, NONE, FrozenDict, FrozenList, freeze, items, mapping
 from reprokit.reader.result import CellResult
 from reprokit.reader.status import Skip, Stop
@@ -335,6 +336,20 @@ class Run:
     def processes_of(self, cell_id: str) -> int:
         """How many processes the cell runs (its design's count, else the run's K)."""
         return processes_of(self.design, cell_id, self.repeat)
+
+    def not_ok(self) -> list[CellEntry]:
+        """The entries of cells that did not finish ok (not run yet, interrupted, missing and invalid
+        ones too; a cell not implemented or skipped is not a failure)."""
+        return [e for e in self.entries if e.status not in NOT_FAILED]
+
+    def incomplete(self) -> list[CellEntry]:
+        """The entries of cells with no usable result: missing, invalid, interrupted, pending."""
+        return [e for e in self.entries if e.status in NOT_THERE]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when some cell did not finish ok, else 0: `run` and `report` exit with it."""
+        return 1 if self.not_ok() else 0
 
     # -- the run --------------------------------------------------------------------------------
     @property

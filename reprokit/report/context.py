@@ -109,6 +109,18 @@ def _rejudged(run: Run) -> dict | None:
             "started": run.started, "had_snapshot": r.had_snapshot}
 
 
+def _incidents(run: Run) -> list[dict]:
+    """What stopped or changed the run, and for a Slurm run not finished, that its jobs were not all
+    collected when the report was made (collecting them is `status`'s work, never the report's)."""
+    out = [{"kind": i.kind, "at": i.at, "cell_id": i.cell_id, "text": i.text} for i in run.incidents]
+    if run.runner == "slurm" and run.finished is None and run.slurm is not None and run.slurm.jobs:
+        out.append({"kind": "uncollected", "at": None, "cell_id": None,
+                    "text": "the run's Slurm jobs were not all collected when this report was made: "
+                            f"`reproduce.py status {run.run_id}` collects what they finished, then "
+                            "`reproduce.py report` shows it"})
+    return out
+
+
 def _by_stack(cell_list: list[CellResult]) -> dict[str, list[CellResult]]:
     out: dict[str, list[CellResult]] = {}
     for c in cell_list:
@@ -185,8 +197,7 @@ def build_context(run: Run) -> dict:
         **({"precision_twins": twins} if twins["ran"] or twins["not_run"] else {}),
         "not_run": run_health.cells_not_run(run),
         "incomplete": run_health.incomplete_cells(run),
-        "incidents": [{"kind": i.kind, "at": i.at, "cell_id": i.cell_id, "text": i.text}
-                      for i in run.incidents],
+        "incidents": _incidents(run),
         "environments": {
             "host": environments.host(run),
             "stacks": [environments.stack(s, cs, run.stacks.get(s, {}))

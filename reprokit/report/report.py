@@ -20,8 +20,9 @@ from markupsafe import Markup
 from reprokit import files, results, validate
 from reprokit.errors import UserError
 from reprokit.printable import visible
-from reprokit.report import plots
 from reprokit.reader.load import load
+from reprokit.reader.model import Run
+from reprokit.report import plots
 from reprokit.report.context import build_context
 from reprokit.report.filters import flat, fmt_num, fmt_published, fmt_ratio, fmt_seconds, md_escape
 
@@ -82,8 +83,15 @@ def render(rundir: results.RunDir) -> list[Path]:
 
 
 def _render(rundir: results.RunDir) -> list[Path]:
+    return write(load(rundir))
+
+
+def write(run: Run) -> list[Path]:
+    """Write the report of `run` (read by reprokit/reader/load.py) into its directory, with the data
+    chosen now (see `render`)."""
+    rundir = results.RunDir(run.path)
     html_env, md_env = _environments()
-    context = build_context(load(rundir))
+    context = build_context(run)
     errs = validate.errors("report", context)
     if errs:
         raise ValueError(f"refusing to write the report of {rundir.path}: report schema: {errs[0]}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 from reprokit import files
 from reprokit.analysis import flops, stats
 from reprokit.probes import jit_cache
-from reprokit.reader.cells import NOT_THERE
 from reprokit.reader.frozen import mapping
 from reprokit.reader.model import Run
 from reprokit.reader.result import CellResult
@@ -257,7 +256,7 @@ def incomplete_cells(run: Run) -> list[dict]:
     the report says so at the top instead of claiming every cell ran."""
     return [{"cell_id": e.cell_id, "stack": e.stack, "status": e.status,
              "label": e.status.upper(), "reason": e.reason}
-            for e in run.entries if e.status in NOT_THERE]
+            for e in run.incomplete()]
 
 
 def _short_uuid(uuid: str | None) -> str:
@@ -286,7 +285,7 @@ def gpu_health(cells: list[CellResult]) -> dict:
                                  "jit": jit_cache.describe(c.doc)})
                 errors.append(c.cell_id)
             continue
-        seen = st.get("reasons_seen") or {}
+        seen = mapping(st.get("reasons_seen"))
         samples = st.get("samples")
         reasons = [f"{n} ({seen[n]} of {samples} samples)" if n in seen and samples else n
                    for n in st.get("throttled") or []]

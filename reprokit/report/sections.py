@@ -28,7 +28,7 @@ CATEGORY_MEANINGS = {
 CLAIM_ORDER = claims.PRECEDENCE
 
 
-def _defects_of(source: dict, ids: list[str], corrected_by: dict[str, list[str]] | None = None
+def _defects_of(source: dict, ids: list[str], corrected_by: dict[str, list[str]]
                 ) -> list[dict]:
     """The defects with their summary, kind and how the kit deals with them: the suite's cells that
     correct them (`corrected_by`) or the defect's own `correction` text."""
@@ -36,7 +36,7 @@ def _defects_of(source: dict, ids: list[str], corrected_by: dict[str, list[str]]
     return [{"id": i, "summary": by_id.get(i, {}).get("summary", "(no summary in sources.yaml)"),
              "reference": by_id.get(i, {}).get("reference"), "kind": by_id.get(i, {}).get("kind"),
              "correction": by_id.get(i, {}).get("correction"),
-             "corrected_by": list((corrected_by or {}).get(i, []))} for i in ids]
+             "corrected_by": list(corrected_by.get(i, []))} for i in ids]
 
 
 def _corrected_by(labelled: list[suites.Cell]) -> dict[str, list[str]]:

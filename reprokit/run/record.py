@@ -32,14 +32,11 @@ from typing import Any
 from reprokit import files, formats, results
 from reprokit.probes import cell_gpus, gpu_state, jit_cache
 from reprokit.reader import merge
-from reprokit.reader.cells import cell_entry, check_result
+from reprokit.reader.cells import NOT_FAILED, cell_entry, check_result
 from reprokit.reader.model import Design, processes_of
 from reprokit.reader.status import Skip, Stop
 from reprokit.run import lifecycle
 from reprokit.runners.base import CellOutcome
-
-# statuses that are not failures: `run` and `report` exit 0 when every cell has one of them
-NOT_FAILED = ("ok", "not_implemented", "skipped")
 
 
 # -- run.json ---------------------------------------------------------------------------------------

@@ -181,7 +181,7 @@ def _execution_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 def test_the_analysis_and_the_report_import_nothing_of_run_or_runners():
     """They read results through reprokit/reader/ (and results.py): no exception."""
     assert _execution_imports(_graph()) == []
-    assert "reprokit.reader.reconcile" in _graph()["reprokit.report.context"]
+    assert "reprokit.reader.load" in _graph()["reprokit.report.report"]
 
 
 def test_the_execution_check_sees_an_import_inside_a_function():
@@ -190,8 +190,53 @@ def test_the_execution_check_sees_an_import_inside_a_function():
     assert _execution_imports(graph) == []
     graph["reprokit.report.run_health"].add("reprokit.run.reconcile")
     graph["reprokit.report.context"].add("reprokit.runners")
-    assert _execution_imports(graph) == [("reprokit.report.run_health", "reprokit.run.reconcile"),
-                                         ("reprokit.report.context", "reprokit.runners")]
+    assert _execution_imports(graph) == [("reprokit.report.context", "reprokit.runners"),
+                                         ("reprokit.report.run_health", "reprokit.run.reconcile")]
+
+
+# -- no callback into the analysis ------------------------------------------------------------------
+def _analysis_passed(path: Path) -> list[str]:
+    """'line: name' of every analysis function a module passes as an argument (a callback), found
+    from the names its imports bind to analysis modules."""
+    tree = ast.parse(path.read_text())
+    bound = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+             and (n.module or "") == "reprokit.analysis" for a in n.names}
+    bound |= {a.asname or a.name.rsplit(".", 1)[-1] for n in ast.walk(tree) if isinstance(n, ast.Import)
+              for a in n.names if a.name.startswith("reprokit.analysis.")}
+    out = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id in bound \
+                    and _is_function(arg.value.id, arg.attr):
+                out.append(f"{arg.lineno}: {arg.value.id}.{arg.attr}")
+    return out
+
+
+def _is_function(module: str, name: str) -> bool:
+    """Whether reprokit.analysis.<module>.<name> is a function (a constant passed on is no callback)."""
+    import importlib
+    import inspect
+
+    try:
+        return inspect.isfunction(getattr(importlib.import_module(f"reprokit.analysis.{module}"), name))
+    except (ImportError, AttributeError):
+        return True
+
+
+def test_no_analysis_function_is_passed_as_a_callback():
+    """The run loop imports the decision functions it needs (analysis is an earlier stage than run):
+    a callback passed down from a command is an import the import test cannot see."""
+    passed = {str(p.relative_to(PACKAGE)): found for p in PACKAGE.rglob("*.py")
+              if "analysis" not in p.parts and (found := _analysis_passed(p))}
+    assert passed == {}
+    assert "reprokit.analysis.decidability" in _graph()["reprokit.run.serial"]
+    assert "reprokit.analysis.decidability" in _graph()["reprokit.run.driver"]
+
+
+def test_the_callback_check_sees_one(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from reprokit.analysis import decidability\n\ndrive(x, judge=decidability.judge)\n")
+    assert _analysis_passed(f) == ["3: decidability.judge"]
 
 
 # -- one writer of run.json ---------------------------------------------------------------------------
