@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
-from reprokit import files, validate
+from reprokit import files, formats, validate
 from reprokit.crate import (
     DATA_DIR,
     IMAGE_ARCHIVE,
@@ -260,7 +260,7 @@ def check_schemas(crate: Crate) -> int:
             continue
         n += 1
         try:
-            doc = _parse(crate.root / rel)
+            doc = formats.upgrade(schema, _parse(crate.root / rel), rel)  # an older kit's: upgraded
         except ValueError as e:
             bad.append(f"{rel} cannot be parsed ({' '.join(str(e).split())})")
             continue

@@ -4,6 +4,7 @@ the current shape."""
 
 from __future__ import annotations
 
+from reprokit.errors import UserError
 from reprokit.formats.chain import Format
 
 HISTORY = {
@@ -14,8 +15,10 @@ HISTORY = {
 
 
 def to_2(doc: dict) -> dict:
-    """Version 1 was never validated: nothing can be brought up; the schema names what is wrong."""
-    return doc
+    """Version 1 was never validated, so nothing says what it holds: it is refused, and rendered again
+    from its run instead."""
+    raise UserError("a report.json of format version 1 (the first kits' unvalidated report) cannot be "
+                    "read; render the report again from its run: `reproduce.py report RUN`")
 
 
 FORMAT = Format("report", HISTORY, {2: to_2}, stamped_from=1)

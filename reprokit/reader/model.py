@@ -289,7 +289,7 @@ class Run:
     node_records: FrozenDict = EMPTY  # Slurm: node -> its record of the run (slurm/nodes/*.json)
     changes: tuple[str, ...] = ()  # what reconciling with the files found
     path: Path | None = None
-    doc: FrozenDict = EMPTY  # run.json as reconciled, frozen
+    doc: FrozenDict = field(default=EMPTY, repr=False)  # run.json as reconciled, frozen
 
     @classmethod
     def from_doc(cls, doc: dict, results: dict[str, CellResult] | None = None,

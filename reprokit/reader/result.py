@@ -29,7 +29,7 @@ class Implementation:
     substitutes: FrozenList = NONE  # each {"short", "what", ...}: reprokit/analysis/standins.py reads them
     notes: FrozenList = NONE
     scan_loop: str | None = None
-    doc: FrozenDict = EMPTY
+    doc: FrozenDict = field(default=EMPTY, repr=False)
 
     @classmethod
     def from_doc(cls, doc: Any) -> Implementation:
@@ -107,7 +107,7 @@ class CellResult:
     gpus_source: str | None = None
     environment: FrozenDict | None = None
     load_avg: FrozenDict = EMPTY
-    doc: FrozenDict = EMPTY
+    doc: FrozenDict = field(default=EMPTY, repr=False)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

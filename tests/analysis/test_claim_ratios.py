@@ -18,8 +18,10 @@ from conftest import run_with_todays_data
 
 from reprokit import files, results
 from reprokit.analysis import claims, roofline
+from reprokit.reader import load
 from reprokit.report.report import render
 from reprokit.run.record import write_run
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "docs" / "gpu-run" / "20261126T180107Z-stacked-lstm-2019"
@@ -35,9 +37,8 @@ def test_the_h100_cells_are_launch_bound_mixed_or_without_a_roofline():
     """The H100 ran 003's fine-grained cells at 1.4 % of its fp32 bound: kernel launches bound them, so
     a ratio between them says nothing about another GPU; cuDNN's fused LSTM reached 22 % (mixed); the JIT
     cells' FLOP model is withheld by d003-jit-broken."""
-    rd = results.RunDir(H100)
     got = {(o["cell_id"], o["metric"]): o["roofline"]
-           for o in claims.observations_from_cells(rd.load_cells(), rd.load_run())}
+           for o in claims.observations_from_cells(load.load(H100))}
     fine = got[("003/pytorch/eager_fine_grained/forward", "time_per_batch")]
     assert fine["class"] == roofline.LAUNCH and fine["compute_fraction"] < RULE["launch_fraction"]
     assert fine["memory_fraction"] < RULE["launch_fraction"]
@@ -47,7 +48,8 @@ def test_the_h100_cells_are_launch_bound_mixed_or_without_a_roofline():
 
 
 def _fine_cell():
-    return json.loads((H100 / "cells" / "003__pytorch__eager_fine_grained__forward.json").read_text())
+    """The stored cell result, brought to today's version of the format."""
+    return files.read_json(H100 / "cells" / "003__pytorch__eager_fine_grained__forward.json", "cell_result")
 
 
 @pytest.mark.parametrize("device, want", [
@@ -60,10 +62,10 @@ def _fine_cell():
     ({"kind": "gpu", "peaks": {}, "bandwidth_gbs": 3350.0}, roofline.UNKNOWN),
 ])
 def test_the_class_follows_the_shares_of_the_two_bounds(device, want):
-    cell = _fine_cell()
-    samples = sorted(cell["metrics"]["time_per_batch"]["samples"])
+    cell = models.cell(_fine_cell())
+    samples = sorted(cell.metrics["time_per_batch"]["samples"])
     median = samples[len(samples) // 2]
-    got = roofline.cell_class(cell, "time_per_batch", cell["metrics"]["time_per_batch"]["unit"], median,
+    got = roofline.cell_class(cell, "time_per_batch", cell.metrics["time_per_batch"]["unit"], median,
                               device, RULE)
     assert got["class"] == want, got
     assert roofline.cell_class(cell, "time_per_batch", "s", median, device, None)["why"] == roofline.NO_RULE

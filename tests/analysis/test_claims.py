@@ -4,23 +4,21 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import results
 from reprokit.analysis import claims, stats, steady_state
 from reprokit.catalog import suites
+from reprokit.reader import load
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 
 
 def run_obs(name):
-    rd = results.RunDir(RUNS / name)
-    return claims.observations_from_cells(rd.load_cells(), rd.load_run())
+    return claims.observations_from_cells(load.load(RUNS / name))
 
 
 def run_claims(name, sources):
-    rd = results.RunDir(RUNS / name)
-    run = rd.load_run()
-    return by_id(claims.check_claims(claims.observations_from_cells(rd.load_cells(), run), sources=sources,
-                                     run=run))
+    run = load.load(RUNS / name)
+    return by_id(claims.check_claims(claims.observations_from_cells(run), sources=sources,
+                                     machine=run.machine))
 
 
 def by_id(res):

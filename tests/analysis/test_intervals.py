@@ -11,8 +11,8 @@ import pytest
 
 from reprokit import results
 from reprokit.analysis import bootstrap, claims, stats, steady_state, verdicts
-from reprokit.report import run_health
 from reprokit.catalog import suites
+from reprokit.report import run_health
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 

@@ -19,9 +19,9 @@ import pytest
 
 from reprokit import validate
 from reprokit.analysis import published_metric, verdicts
-from reprokit.report.report_rows import row as report_row
 from reprokit.catalog import suites
 from reprokit.plan.plan import bench_facts
+from reprokit.report.report_rows import row as report_row
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))

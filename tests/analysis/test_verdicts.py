@@ -1,5 +1,6 @@
 """Verdicts on published numbers from stored runs (tests/data/runs, made by tests/data/make_runs.py)."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -8,26 +9,35 @@ from reprokit import results, validate
 from reprokit.analysis import devices, diff, flops, roofline, verdicts
 from reprokit.catalog import suites
 from reprokit.probes import cpu_peak
+from reprokit.reader import load as reader
+from reprokit.reader.frozen import freeze, thaw
+from tests import models
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 
 
 def load(name):
-    rd = results.RunDir(RUNS / name)  # load_run/load_cells validate against the schemas
-    return rd.load_run(), {c["cell_id"]: c for c in rd.load_cells()}
+    """A stored run as the model (reprokit/reader/load.py validates run.json and each result)."""
+    return reader.load(RUNS / name)
 
 
 def by_id(run_name, sources=("000", "001")):
-    run, cells = load(run_name)
+    run = load(run_name)
     nums = [n for s in sources for n in suites.load_published(s)]
-    return {v["number_id"]: v for v in verdicts.verdicts_for_run(nums, cells, run, suites.load_sources())}
+    return {v["number_id"]: v for v in verdicts.verdicts_for_run(nums, run, suites.load_sources())}
+
+
+def with_cpu_peak(run, **fields):
+    """The run with its CPU probe's fields replaced."""
+    return dataclasses.replace(run, cpu_peak=freeze({**run.cpu_peak, **fields}))
 
 
 def test_stored_runs_validate():
     for name in ("m40-same", "cpu-a", "cpu-b", "haswell-same", "v100-other"):
-        run, cells = load(name)
-        assert not validate.errors("run", run)
-        assert cells and all(not validate.errors("cell_result", c) for c in cells.values())
+        rd = results.RunDir(RUNS / name)  # load_run/load_cells validate against the schemas
+        cells = rd.load_cells()
+        assert not validate.errors("run", rd.load_run())
+        assert cells and all(not validate.errors("cell_result", c) for c in cells)
 
 
 def test_same_gpu_same_stack_verdicts():
@@ -54,8 +64,15 @@ def test_same_gpu_other_stack_says_so():
 def test_not_run_reasons():
     v = by_id("m40-same")
     assert v["000-L024"]["verdict"] == "NOT_RUN" and "failed: ValueError" in v["000-L024"]["reason"]
-    assert "skipped: preflight" in v["000-L030"]["reason"]
     assert "not part of this run" in v["000-L015"]["reason"]
+    # the stored run lists 000-L030's cell as skipped by preflight but has no result file for it (the
+    # kit writes a placeholder): read from the files, it is missing; as run.json recorded it, skipped
+    assert v["000-L030"]["verdict"] == "NOT_RUN" and "is missing" in v["000-L030"]["reason"]
+    rd = results.RunDir(RUNS / "m40-same")
+    recorded = models.run(rd.load_run(), rd.load_cells())
+    n = next(n for n in suites.load_published("000") if n["id"] == "000-L030")
+    got = verdicts.verdict(n, recorded.result(n["cell"]), recorded, None, recorded.entry(n["cell"]))
+    assert got["verdict"] == "NOT_RUN" and "skipped: preflight" in got["reason"]
 
 
 def test_gpu_numbers_are_not_testable_on_a_cpu_host():
@@ -80,20 +97,21 @@ def test_multi_gpu_numbers_need_that_many_gpus():
     assert all("published on 8 GPUs" in x["reason"] and "this host has 1" in x["reason"] for x in eight)
 
 
-def _with_precision(cells, effective="fp32"):
+def _with_precision(run, effective="fp32"):
     """The stored GPU cells predate issue 20's precision record: give them one (synthetic)."""
-    return {k: {**c, "precision": {"requested": "fp32", "effective": effective, "why": "synthetic",
-                                   "settings": {}, "env": {}, "autotune": {}}}
-            for k, c in cells.items()}
+    rec = {"requested": "fp32", "effective": effective, "why": "synthetic", "settings": {}, "env": {},
+           "autotune": {}}
+    cells = [models.cell({**thaw(c.doc), "precision": rec}) for c in run.cell_results()]
+    return dataclasses.replace(run, results=freeze({c.cell_id: c for c in cells}))
 
 
 def test_same_gpu_class_other_model_compares_efficiency(monkeypatch):
-    run, cells = load("v100-other")
+    run = load("v100-other")
     nums = [n for n in suites.load_published("000")]
-    fp32 = _with_precision(cells)
+    fp32 = _with_precision(run)
     # a V100 (15.7 TFLOP/s) against an M40 (7.0): 2.24x apart, beyond the policy's max_peak_ratio (1.5),
     # so the efficiencies are context; the band rule's answer is kept beside them
-    v = {x["number_id"]: x for x in verdicts.verdicts_for_run(nums, fp32, run, suites.load_sources())}
+    v = {x["number_id"]: x for x in verdicts.verdicts_for_run(nums, fp32, suites.load_sources())}
     for nid, rule in (("000-L012", "EFFICIENCY_SIMILAR"), ("000-L013", "EFFICIENCY_HIGHER"),
                       ("000-L009", "EFFICIENCY_LOWER")):
         assert v[nid]["verdict"] == "NOT_COMPARABLE" and v[nid]["labels"] == ["NOT_COMPARABLE",
@@ -109,7 +127,7 @@ def test_same_gpu_class_other_model_compares_efficiency(monkeypatch):
     pol = verdicts.load_policy()
     wide = {**pol, "efficiency": {**pol["efficiency"], "max_peak_ratio": 3.0}}
     monkeypatch.setattr(verdicts, "load_policy", lambda: wide)
-    v = {x["number_id"]: x for x in verdicts.verdicts_for_run(nums, fp32, run, suites.load_sources())}
+    v = {x["number_id"]: x for x in verdicts.verdicts_for_run(nums, fp32, suites.load_sources())}
     assert v["000-L012"]["verdict"] == "EFFICIENCY_SIMILAR"
     assert v["000-L013"]["verdict"] == "EFFICIENCY_HIGHER"
     assert v["000-L009"]["verdict"] == "EFFICIENCY_LOWER"
@@ -150,11 +168,11 @@ def test_cpu_published_numbers_get_cpu_verdicts():
 def test_no_flop_model_or_no_cpu_peak_is_not_comparable():
     v = by_id("cpu-a", ("003",))
     assert v["003-L395"]["verdict"] == "NOT_COMPARABLE" and "d003-jit-broken" in v["003-L395"]["reason"]
-    run, cells = load("cpu-a")
-    cpu = {k: x for k, x in run["host_fingerprint"]["cpu"].items() if k not in ("mhz", "model_name")}
-    run = {**run, "host_fingerprint": {**run["host_fingerprint"], "cpu": cpu}}
+    run = load("cpu-a")
+    cpu = {k: x for k, x in run.host["cpu"].items() if k not in ("mhz", "model_name")}
+    run = dataclasses.replace(run, host=freeze({**run.host, "cpu": cpu}))
     n = next(n for n in suites.load_published("003") if n["id"] == "003-L380")
-    got = verdicts.verdict(n, cells[n["cell"]], run)
+    got = verdicts.verdict(n, run.result(n["cell"]), run)
     assert got["verdict"] == "NOT_COMPARABLE" and "no 'cpu MHz'" in got["reason"]
 
 
@@ -295,12 +313,12 @@ def test_flop_models_cover_published_throughputs():
 
 
 def test_environment_diff_fields():
-    run, cells = load("m40-same")
+    run = load("m40-same")
     n = next(n for n in suites.load_published("000") if n["id"] == "000-L012")
     rows = {
         r["field"]: r
         for r in diff.environment_diff(
-            n, suites.load_sources()["000"], run["host_fingerprint"], cells[n["cell"]]
+            n, suites.load_sources()["000"], run.host, run.result(n["cell"])
         )
     }
     assert rows["gpu"]["differs"] is False and rows["framework_version"]["differs"] is False
@@ -309,7 +327,7 @@ def test_environment_diff_fields():
     rows = {
         r["field"]: r
         for r in diff.environment_diff(
-            theano, suites.load_sources()["000"], run["host_fingerprint"], cells[theano["cell"]]
+            theano, suites.load_sources()["000"], run.host, run.result(theano["cell"])
         )
     }
     assert rows["framework_version"]["differs"] is True and rows["substitutes"]["differs"] is True
@@ -326,9 +344,9 @@ def test_a_cpu_cells_device_carries_the_runs_probe_as_context():
     called, is gone): the run's GEMM probe is context beside the theoretical peak, its method quoted."""
     from reprokit.analysis.devices import measured_device
     probe = cpu_peak.measure(sizes=(64,), repeats=1)
-    dev = measured_device({"device": "cpu"}, {"cpu_peak": probe, "host_fingerprint": {}})
+    dev = measured_device(models.cell(device="cpu"), models.machine({}, probe))
     assert dev["probe_source"] == probe["method"] and dev["probe_tflops"] == probe["gflops"] / 1000.0
-    none = measured_device({"device": "cpu"}, {"host_fingerprint": {}})
+    none = measured_device(models.cell(device="cpu"), models.machine({}))
     assert none["probe_tflops"] is None and none["probe_source"] is None
 
 
@@ -336,13 +354,13 @@ def test_a_cpu_cells_device_carries_the_runs_probe_as_context():
                                                  (8000.0, "DEVIATES_LOWER")])
 def test_memory_on_the_same_gpu_deviates_higher_or_lower(measured_mb, verdict):
     """Metrics that are not speeds (GPU memory) deviate HIGHER/LOWER, not faster/slower."""
-    run, cells = load("v100-other")
+    run = load("v100-other")
     n = next(n for n in suites.load_published("002") if n["id"] == "002-L061")  # 15360 MB, 1x V100
-    cell = {"cell_id": n["cell"], "status": "ok", "device": "gpu", "params": {"gpus": 1},
+    cell = models.cell({"cell_id": n["cell"], "status": "ok", "device": "gpu", "params": {"gpus": 1},
             "implementation": {"framework": "tensorflow", "framework_version": "1.8.0", "substitutes": []},
             "metrics": {"gpu_memory": {"unit": "MB",
                                        "samples": [measured_mb * (1 + i / 1000) for i in range(6)],
-                                       "processes": [2, 2, 2]}}}
+                                       "processes": [2, 2, 2]}}})
     v = verdicts.verdict(n, cell, run)
     assert v["verdict"] == verdict and v["comparison"].startswith("same_hardware")
     if verdict != "REPRODUCED":
@@ -352,12 +370,12 @@ def test_memory_on_the_same_gpu_deviates_higher_or_lower(measured_mb, verdict):
 def test_a_measured_gemm_rate_above_the_theoretical_peak_replaces_it():
     """A VM reports its base clock: when the run's GEMM probe beats cores x clock x FLOP/cycle, the
     theoretical figure is provably too low and the measured rate is the peak (a lower bound)."""
-    run, _ = load("cpu-a")  # Zen 3, 8 cores x 2.45 GHz x 32 = 627 GFLOP/s theoretical
-    fast = {**run, "cpu_peak": {**run["cpu_peak"], "gflops": 900.0}}
-    d = devices.measured_device({"device": "cpu"}, fast)
+    run = load("cpu-a")  # Zen 3, 8 cores x 2.45 GHz x 32 = 627 GFLOP/s theoretical
+    fast = with_cpu_peak(run, gflops=900.0)
+    d = devices.measured_device(models.cell(device="cpu"), fast.machine)
     assert d["peak_tflops"] == pytest.approx(0.9) and d["theoretical_tflops"] == pytest.approx(0.6272)
     assert d["verified"] is False and "exceeds the theoretical" in d["peak_source"]
-    slow = devices.measured_device({"device": "cpu"}, run)  # probe 100 GFLOP/s: context only
+    slow = devices.measured_device(models.cell(device="cpu"), run.machine)  # probe 100 GFLOP/s: context only
     assert slow["peak_tflops"] == pytest.approx(0.6272) and slow["probe_tflops"] == pytest.approx(0.1)
 
 
@@ -376,12 +394,11 @@ def test_a_hypervisor_model_number_does_not_hide_amx():
 def test_a_peak_known_only_as_a_lower_bound_concludes_only_lower():
     """With the GEMM probe as the peak (a lower bound), the run's efficiency is an upper bound: HIGHER or
     SIMILAR cannot be concluded (INCONCLUSIVE, said why), LOWER still can."""
-    run, cells = load("cpu-a")
-    fast = {**run, "cpu_peak": {**run["cpu_peak"], "gflops": 900.0}}  # beats 627 GFLOP/s theoretical
+    fast = with_cpu_peak(load("cpu-a"), gflops=900.0)  # beats 627 GFLOP/s theoretical
     nums = {n["id"]: n for n in suites.load_published("003")}
-    higher = verdicts.verdict(nums["003-L377"], cells[nums["003-L377"]["cell"]], fast)
+    higher = verdicts.verdict(nums["003-L377"], fast.result(nums["003-L377"]["cell"]), fast)
     assert higher["verdict"] == "INCONCLUSIVE" and "known only as a lower bound" in higher["reason"]
-    lower = verdicts.verdict(nums["003-L392"], cells[nums["003-L392"]["cell"]], fast)
+    lower = verdicts.verdict(nums["003-L392"], fast.result(nums["003-L392"]["cell"]), fast)
     assert lower["verdict"] == "EFFICIENCY_LOWER"
 
 
@@ -394,13 +411,11 @@ def test_an_impossible_published_number_still_has_its_measurement_checked_agains
     from reprokit.report import reproduction
 
     gpu_run = Path(__file__).resolve().parents[2] / "docs" / "gpu-run"
-    rd = results.RunDir(gpu_run / "20261126T175757Z-legacy-2017")
-    run = rd.load_run()
-    cells = {c["cell_id"]: c for c in rd.load_cells()}
-    rows = [n for n in suites.load_published("001") if n["cell"] in cells]
+    run = reader.load(gpu_run / "20261126T175757Z-legacy-2017")
+    rows = [n for n in suites.load_published("001") if n["cell"] in run.results]
     assert rows
     for n in rows:
-        v = verdicts.verdict(n, cells[n["cell"]], run)
+        v = verdicts.verdict(n, run.result(n["cell"]), run)
         assert v["verdict"] == "IMPLAUSIBLE" and "ABOVE_PEAK" in v["labels"], (n["id"], v["labels"])
         assert "faster than its own device can compute too" in v["reason"] and v["above_peak"]["fraction"] > 1
         assert v["hardware"]["same_class"] is True and v["hardware"]["same_model"] is False

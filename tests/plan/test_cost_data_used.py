@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from reprokit.report import run_health
 from reprokit.catalog import suites
 from reprokit.plan import design
 from reprokit.plan.design import default_options
 from reprokit.plan.plan import Options, make_plan
+from reprokit.report import run_health
 from reprokit.run.progress import Progress, design_times
 
 

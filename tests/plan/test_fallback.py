@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reprokit import formats
 from reprokit.catalog import suites
 from reprokit.plan import compat as compat_data
 from reprokit.plan import fallback, preflight, probe_cache
@@ -53,7 +54,8 @@ def probes_ok(fp: dict, stacks, tmp_path: Path) -> list[dict]:
     """Probe-cache entries as a gpu-smoke run on this host leaves them, each probe passed."""
     cache = tmp_path / "probes.json"
     for stack in stacks:
-        result = {"schema_version": 1, "kind": "cell_result", "run_id": "20261125T100000Z-gpu-smoke",
+        result = {"schema_version": formats.version("cell_result"), "kind": "cell_result",
+                  "run_id": "20261125T100000Z-gpu-smoke",
                   "cell_id": f"gpu-smoke/{stack}", "stack": stack,
                   "workload": suites.load_suite("gpu-smoke").cell(f"gpu-smoke/{stack}").workload,
                   "params": {"cuda_force_ptx_jit": True}, "device": "gpu", "status": "ok", "reason": None,

@@ -65,7 +65,8 @@ def verdict(stack, host, probes=None, runner="docker", probe_cell=False):
 def probe_result(stack, fp, status="ok", reason=None, when="2026-11-25T10:00:00Z", **runner):
     """What a finished gpu-smoke cell's result holds after a GPU run through the Docker runner (the
     fields reprokit/plan/probe_cache.py reads), as the harness and record.finish_result write them."""
-    return {"schema_version": 1, "kind": "cell_result", "run_id": "20261125T100000Z-gpu-smoke",
+    return {"schema_version": formats.version("cell_result"), "kind": "cell_result",
+            "run_id": "20261125T100000Z-gpu-smoke",
             "cell_id": f"gpu-smoke/{stack}", "stack": stack, "workload":
             suites.load_suite("gpu-smoke").cell(f"gpu-smoke/{stack}").workload,
             "params": {"cuda_force_ptx_jit": True}, "device": "gpu", "status": status,

@@ -19,9 +19,8 @@ import pytest
 
 from reprokit import files, formats, results, validate
 from reprokit.analysis import flops
-from reprokit.report import run_health
 from reprokit.probes import gpu_peak
-from reprokit.report import report
+from reprokit.report import report, run_health
 from reprokit.run import execute
 from reprokit.run.record import write_run
 

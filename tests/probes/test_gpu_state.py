@@ -23,12 +23,11 @@ import pytest
 from packaging.version import Version
 
 from reprokit import files, formats, results, validate
-from reprokit.report import run_health
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.plan.plan import Options, make_plan
 from reprokit.probes import gpu_state
 from reprokit.reader import merge
-from reprokit.report import report
+from reprokit.report import report, run_health
 from reprokit.run.execute import execute
 from reprokit.run.record import write_run
 from reprokit.runners import host_preflight

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import results
+from reprokit import formats, results
 from reprokit.report import report
 from reprokit.run.record import write_run
 
@@ -47,7 +47,8 @@ def _metric(unit, samples):
 
 def _cell(cell_id, variant, status, reason=None, metrics=None):
     return {
-        "schema_version": 1, "kind": "cell_result", "run_id": RUN_ID, "cell_id": cell_id, "source": "000",
+        "schema_version": formats.version("cell_result"), "kind": "cell_result", "run_id": RUN_ID,
+        "cell_id": cell_id, "source": "000",
         "stack": "tf-1.2", "workload": "s000_tensorflow", "variant": variant, "params": {"batch": 128},
         "status": status, "reason": reason, "started": "2026-01-01T00:00:01Z",
         "finished": "2026-01-01T00:00:09Z", "wall_s": 8.0, "device": "gpu", "protocol": "budget",
@@ -71,7 +72,7 @@ def make_hostile_run(root: Path) -> results.RunDir:
         _cell(FAILED_CELL, "fastlstm", "failed", reason=f"RuntimeError: {SCRIPT} {IMG}"),
     ]
     run = {
-        "schema_version": 1, "kind": "run", "run_id": RUN_ID, "suite": "legacy-2017",
+        "schema_version": formats.version("run"), "kind": "run", "run_id": RUN_ID, "suite": "legacy-2017",
         "argv": ["reproduce.py", "run", "--suite", "legacy-2017"], "runner": "local", "protocol": "budget",
         "quick": True, "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:30Z",
         "wall_s": 30.0,

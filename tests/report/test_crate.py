@@ -24,11 +24,10 @@ import pytest
 from conftest import smoke_run
 
 from reprokit import files, results
-from reprokit.report import reproduction
 from reprokit.catalog import suites
 from reprokit.crate import METADATA, profile
 from reprokit.errors import UserError
-from reprokit.report import report
+from reprokit.report import report, reproduction
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO / "docs" / "sample-run").glob("*/run.json"))

@@ -1,11 +1,12 @@
-"""The report puts each framework-defaults twin beside its fp32 cell (issue 20 item 1: "so a user sees
-what TF32 buys"); on a CPU run the twins are not run, and the report says why in one line."""
+"""The report puts each framework-defaults twin beside its fp32 cell, so a user sees what TF32 buys; on a
+CPU run the twins are not run, and the report says why in one line."""
 
 from __future__ import annotations
 
 from conftest import REPO
 
-from reprokit.report import context
+from reprokit.report import variants
+from tests import models
 
 FP32 = "modern/000/pytorch/nn_lstm/b128-s30-h512"
 TWIN = FP32 + "/framework-defaults"
@@ -19,7 +20,7 @@ def _cell(cid: str, seconds: list[float], effective: str, status: str = "ok") ->
 
 def test_a_twin_that_ran_is_beside_its_fp32_cell_with_the_ratio():
     cells = {FP32: _cell(FP32, [2.0] * 7, "fp32"), TWIN: _cell(TWIN, [1.0] * 7, "tf32")}
-    twins = context._precision_twins("modern", cells)
+    twins = variants.precision_twins(models.run(suite="modern", cells=cells))
     (row,) = twins["ran"]
     assert row["cell"] == TWIN and row["fp32_cell"] == FP32
     assert row["precision"] == {"fp32": "fp32", "defaults": "tf32"}
@@ -31,10 +32,11 @@ def test_a_twin_that_ran_is_beside_its_fp32_cell_with_the_ratio():
 def test_twins_not_run_are_counted_by_reason():
     skipped = {**_cell(TWIN, [], "fp32", "skipped"),
                "reason": "framework defaults are fp32 on a CPU: same as the fp32 cell"}
-    twins = context._precision_twins("modern", {FP32: _cell(FP32, [2.0] * 7, "fp32"), TWIN: skipped})
+    twins = variants.precision_twins(models.run(suite="modern", cells=[_cell(FP32, [2.0] * 7, "fp32"),
+                                                                       skipped]))
     assert twins == {"ran": [], "not_run": [
         {"reason": "framework defaults are fp32 on a CPU: same as the fp32 cell", "cells": 1}]}
-    assert context._precision_twins("legacy-2017", {}) == {"ran": [], "not_run": []}  # no twins
+    assert variants.precision_twins(models.run(suite="legacy-2017")) == {"ran": [], "not_run": []}
 
 
 def test_a_cpu_run_of_twins_renders_the_section(tmp_path):

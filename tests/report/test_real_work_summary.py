@@ -2,6 +2,7 @@
 themselves: bench/real_work.py, tests/stacks/test_real_work.py). Pure logic on hand-made cell results."""
 
 from reprokit.report import real_work
+from tests import models
 
 
 def _metric(rw=None, stop="max_samples"):
@@ -28,7 +29,7 @@ def test_counts_failures_defects_seen_and_cells_without_a_check():
         {"cell_id": "d", "status": "ok", "metrics": {"t": _metric(), "u": _metric(_train())}},
         {"cell_id": "e", "status": "failed", "metrics": {"t": _metric()}},  # failed before any check
     ]
-    s = real_work.summary(cells)
+    s = real_work.summary([models.cell(c) for c in cells])
     assert (s["cells_checked"], s["metrics_checked"], s["metrics_passed"]) == (4, 4, 3)
     assert s["failed"] == [{"cell": "c", "metric": "t", "reason": "the head did not change"}]
     assert s["defects_seen"] == [{"cell": "b", "metric": "t", "defect": "d003-jit-broken", "parts": ["rnn"]}]
@@ -37,6 +38,6 @@ def test_counts_failures_defects_seen_and_cells_without_a_check():
     assert s["unchecked"] == [{"cell": "d", "metrics": ["t"]}]
 
 
-def test_a_run_recorded_before_the_checks_has_every_cell_unchecked():
-    s = real_work.summary([{"cell_id": "x", "status": "ok", "metrics": {"m": _metric()}}])
+def test_a_result_that_recorded_no_check_has_every_cell_unchecked():
+    s = real_work.summary([models.cell({"cell_id": "x", "status": "ok", "metrics": {"m": _metric()}})])
     assert s["metrics_checked"] == 0 and s["unchecked"] == [{"cell": "x", "metrics": ["m"]}]

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import results, validate
-from reprokit.report import report_rows as cp
+from reprokit import formats, results, validate
 from reprokit.analysis import verdicts
-from reprokit.report import run_health
 from reprokit.catalog import suites
 from reprokit.errors import UserError
-from reprokit.report import context, plots, report
+from reprokit.reader.load import load
+from reprokit.report import context, plots, report, run_health
+from reprokit.report import report_rows as cp
 from reprokit.run.record import write_run
+from tests import models
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "runs"
 HOSTILE = "<script>alert(1)</script>"
@@ -36,7 +37,8 @@ def _metric(unit, samples, items=1):
 def _cell(cell_id, stack, status, reason=None, metrics=None, wall=None, load=None):
     source, framework, variant, _ = cell_id.split("/")
     c = {
-        "schema_version": 1, "kind": "cell_result", "run_id": RUN_ID, "cell_id": cell_id,
+        "schema_version": formats.version("cell_result"), "kind": "cell_result", "run_id": RUN_ID,
+        "cell_id": cell_id,
         "source": source, "stack": stack, "workload": f"s{source}_{framework}", "variant": variant,
         "params": {"batch": 128}, "status": status, "reason": reason,
         "started": "2026-01-01T00:00:01Z", "finished": "2026-01-01T00:00:09Z", "wall_s": wall,
@@ -73,7 +75,7 @@ def make_run(root):
     ]
     process_wall = {OK_CELL: 10.0, EXTRA_CELL: 6.0, FAILED_CELL: 1.5, NOT_IMPL_CELL: None}
     run = {
-        "schema_version": 1, "kind": "run", "run_id": RUN_ID, "suite": "legacy-2017",
+        "schema_version": formats.version("run"), "kind": "run", "run_id": RUN_ID, "suite": "legacy-2017",
         "argv": ["reproduce.py", "run", "--suite", "legacy-2017"], "runner": "local",
         "protocol": "budget", "quick": True, "started": "2026-01-01T00:00:00Z",
         "finished": "2026-01-01T00:00:30Z", "wall_s": 30.0,
@@ -279,10 +281,9 @@ def test_load_above_core_count_plus_one_is_warned(rendered):
 
 def test_a_cell_keeping_all_cores_busy_itself_is_not_called_loaded():
     # 2 usable cores: a cell's own 2 threads put the 1-minute average just above 2 after it
-    run = {"host_fingerprint": {"cpu": {"usable_cores": 2}}, "cells": []}
     own = {"cell_id": "a", "load_avg": {"before": [0.3], "after": [2.1]}}
     other = {"cell_id": "b", "load_avg": {"before": [2.0], "after": [3.2]}}
-    load = run_health.machine_load(run, [own, other])
+    load = run_health.machine_load(models.run(host={"cpu": {"usable_cores": 2}}, cells=[own, other]))
     assert load["high_cells"] == ["b"] and load["limit_1min"] == 3 and load["warning"] is True
 
 
@@ -309,7 +310,13 @@ def test_report_schema_rejects_a_broken_report(rendered, tmp_path):
     assert any("PROBABLY_FINE" in e for e in validate.errors("report", wrong))
     path = tmp_path / "report.json"
     path.write_text(json.dumps(dict(doc, schema_version=1)))
+    with pytest.raises(UserError, match="render the report again"):
+        report.load_report(path)
+    path.write_text(json.dumps(dict(doc, verdict_counts="broken", summary="broken")))
     with pytest.raises(UserError, match="report schema"):
+        report.load_report(path)
+    path.write_text(json.dumps(dict(doc, schema_version=formats.version("report") + 1)))
+    with pytest.raises(UserError, match="newer kit"):
         report.load_report(path)
 
 
@@ -323,7 +330,7 @@ def test_missing_templates_is_a_clear_error(tmp_path, monkeypatch):
 # -- stored runs (tests/data/runs, made by tests/data/make_runs.py) ----------------------------
 def test_summary_counts_of_a_same_gpu_stored_run(tmp_path):
     rd = stored(tmp_path, "m40-same")
-    ctx = context.build_context(rd)
+    ctx = context.build_context(load(rd))
     sm = ctx["summary"]
     total = len(_published("000", "001"))
     assert sm["published_numbers"] == total == len(ctx["numbers"])
@@ -348,9 +355,9 @@ def test_summary_counts_of_a_same_gpu_stored_run(tmp_path):
 def test_summary_counts_agree_with_the_verdicts_module(tmp_path):
     for name in ("m40-same", "cpu-a"):
         rd = stored(tmp_path, name)
-        run, cells = rd.load_run(), {c["cell_id"]: c for c in rd.load_cells()}
-        vs = verdicts.verdicts_for_run(_published("000", "001"), cells, run, suites.load_sources())
-        sm = context.build_context(rd)["summary"]
+        run = load(rd)
+        vs = verdicts.verdicts_for_run(_published("000", "001"), run, suites.load_sources())
+        sm = context.build_context(run)["summary"]
         by = {}
         for v in vs:
             by[v["verdict"]] = by.get(v["verdict"], 0) + 1
@@ -436,7 +443,8 @@ def test_one_unit_conversion_function():
     assert cp.reading(2.0, "MiB") == "2x more memory"
     number = {"id": "x", "value": 30.0, "unit": "s", "metric": "time_per_batch", "transform": {"scale": 50}}
     assert cp.to_published_unit(600.0, "ms", number) == pytest.approx(30.0)
-    assert cp.to_published_unit(1.0, "MiB", {**number, "unit": "MB", "transform": None}) == \
+    unscaled = {k: v for k, v in number.items() if k != "transform"}
+    assert cp.to_published_unit(1.0, "MiB", {**unscaled, "unit": "MB"}) == \
         pytest.approx(1.048576)
     with pytest.raises(ValueError):
         cp.to_published_unit(1.0, "ms", {**number, "unit": "words/s"})
@@ -448,8 +456,8 @@ def test_row_in_the_published_unit_with_scale():
               "provenance": {"source": "003", "table": "T", "row_label": "r"},
               "environment": {"gpu": "none (CPU)", "framework": "f", "framework_version": "1"},
               "workload": {}}
-    cell = {"cell_id": "c", "status": "ok", "device": "cpu",
-            "metrics": {"time_per_batch": _metric("ms", [500.0, 700.0, 600.0, 610.0, 590.0, 605.0, 595.0])}}
+    cell = models.cell({"cell_id": "c", "status": "ok", "device": "cpu", "metrics": {
+        "time_per_batch": _metric("ms", [500.0, 700.0, 600.0, 610.0, 590.0, 605.0, 595.0])}})
     v = verdicts.verdict(number, cell)
     row = cp.row(number, v, cell)
     assert row["measured"] == pytest.approx(30.0)

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from reprokit import results, validate
+from reprokit import formats, results, validate
 from reprokit.analysis import frames
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.plan.plan import Options, make_plan
@@ -288,7 +288,8 @@ def process_result(i, status="ok", samples=(1.0, 2.0), reason=None):
         "items_per_sample": 1, "derivation": "1000 * seconds", "warmup": 1,
         "warmup_seconds": [0.5], "stop_reason": "time_budget" if i == 1 else "max_samples",
         "method": "m", "sync": "n/a"}}
-    return {"schema_version": 1, "kind": "cell_result", "run_id": "r", "cell_id": "a/b",
+    return {"schema_version": formats.version("cell_result"), "kind": "cell_result", "run_id": "r",
+            "cell_id": "a/b",
             "stack": "s", "workload": "w", "status": status, "reason": reason, "process": i,
             "started": f"2026-01-01T00:00:0{i}Z", "finished": f"2026-01-01T00:00:0{i}Z",
             "wall_s": 1.0, "metrics": metrics, "log_file": f"logs/a__b.p{i}.log",

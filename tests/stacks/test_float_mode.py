@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import validate
+from reprokit import formats, validate
 from reprokit.catalog import suites
 from reprokit.plan import plan
 from reprokit.plan.plan import Options, bench_facts, job_cell, make_job, make_plan
@@ -103,7 +103,8 @@ def test_real_framework_sets_and_reads_back(backend, requested):
         assert rec["env"] == {} and out["applied"] == {"set": [], "absent": [], "errors": []}
     if backend == "torch":
         assert rec["autotune"]["cudnn_benchmark"] is False
-    validate.check("cell_result", {"schema_version": 1, "kind": "cell_result", "run_id": "r",
+    validate.check("cell_result", {"schema_version": formats.version("cell_result"),
+                                   "kind": "cell_result", "run_id": "r",
                                    "cell_id": "c", "stack": "s", "workload": "w", "status": "ok",
                                    "reason": None, "metrics": {}, "precision": rec,
                                    "ran_on": where}, "test")
