@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import cli, results
+from reprokit import cli
 from reprokit.analysis import compare_runs, diff
+from reprokit.reader import load
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 
 
 def compared():
-    a, b = results.RunDir(RUNS / "cpu-a"), results.RunDir(RUNS / "cpu-b")
-    return compare_runs.compare_runs(a.load_run(), a.load_cells(), b.load_run(), b.load_cells())
+    return compare_runs.compare_runs(load.load(RUNS / "cpu-a"), load.load(RUNS / "cpu-b"))
 
 
 def change(result, cell, metric):

@@ -13,6 +13,7 @@ import yaml
 from reprokit import validate
 from reprokit.analysis import cpus
 from reprokit.errors import UserError
+from tests import models
 
 HASWELL = "none (CPU: 6-core/12-thread Intel family 6 model 63)"
 C5_18XL = "none (AWS c5.18xlarge CPU)"
@@ -272,9 +273,9 @@ def test_devices_use_cpus():
     pub = devices.publication_device({"environment": {"gpu": C5_XL}})
     assert pub["kind"] == "cpu" and pub["peak_tflops"] == pytest.approx(0.384)
     assert pub["peak_source"].startswith("2 cores x 3 GHz x 64 fp32 FLOP/cycle")
-    run = {"host_fingerprint": host(vendor="GenuineIntel", family="6", model="85", stepping="4",
-                                    flags=("avx512f", "fma"), mhz=(3000.0,))}
-    meas = devices.measured_device({"device": "cpu"}, run)
+    machine = models.machine(host(vendor="GenuineIntel", family="6", model="85", stepping="4",
+                                  flags=("avx512f", "fma"), mhz=(3000.0,)))
+    meas = devices.measured_device(models.cell(device="cpu"), machine)
     assert meas["kind"] == "cpu" and meas["probe_tflops"] is None
     assert devices.same_model(pub, meas)
     unknown = devices.publication_device({"environment": {"gpu": "none (laptop)"}})

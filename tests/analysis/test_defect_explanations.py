@@ -7,17 +7,19 @@ cell is the sample run's (docs/sample-run), where the two timings are the same."
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from conftest import run_with_todays_data
 
-from reprokit import results
 from reprokit.analysis import defects, verdicts
 from reprokit.catalog import suites
+from reprokit.reader import load
+from reprokit.reader.frozen import freeze, thaw
 from reprokit.report.report import render
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "docs" / "gpu-run" / "20261126T175757Z-legacy-2017"
@@ -25,15 +27,19 @@ H100 = REPO / "docs" / "gpu-run" / "20261126T175757Z-legacy-2017"
 CELL = "001/pytorch/word_lm/b128-s128-h1024"
 
 
-def _implausible(rundir: Path, cells: dict | None = None) -> list[dict]:
-    rd = results.RunDir(rundir)
-    cells = cells or {c["cell_id"]: c for c in rd.load_cells()}
-    return [v for v in verdicts.verdicts_for_run(suites.load_published("001"), cells, rd.load_run())
+def _with_cell(run, doc: dict):
+    """The run with one cell's result replaced by `doc` (a cell result document)."""
+    cell = models.cell(doc)
+    return dataclasses.replace(run, results=freeze({**run.results, cell.cell_id: cell}))
+
+
+def _implausible(run) -> list[dict]:
+    return [v for v in verdicts.verdicts_for_run(suites.load_published("001"), run, suites.load_sources())
             if v["verdict"] == verdicts.IMPLAUSIBLE]
 
 
 def test_the_six_h100_rows_are_explained_by_the_missing_synchronisation():
-    rows = _implausible(H100)
+    rows = _implausible(load.load(H100))
     assert len(rows) == 6
     for v in rows:
         (e,) = v["explanations"]
@@ -46,21 +52,19 @@ def test_the_six_h100_rows_are_explained_by_the_missing_synchronisation():
 
 
 def test_a_defect_that_inflates_too_little_leaves_the_number_unexplained():
-    rd = results.RunDir(H100)
-    cells = {c["cell_id"]: c for c in rd.load_cells()}
-    cell = copy.deepcopy(cells[CELL])
+    run = load.load(H100)
+    cell = thaw(run.result(CELL).doc)
     for m in ("train_wps", "eval_wps"):  # the unsynchronised loop only 1.1x its synchronised rate
         synced = sorted(cell["metrics"][f"{m}_synced"]["samples"])
         cell["metrics"][m]["samples"] = [1.1 * x for x in synced]
-    cells[CELL] = cell
-    for v in _implausible(H100, cells):
+    for v in _implausible(_with_cell(run, cell)):
         (e,) = v["explanations"]
         assert e["label"] == defects.UNEXPLAINED and "another cause must add the rest" in e["arithmetic"]
         assert verdicts.UNEXPLAINED in v["labels"]
 
 
 def test_on_a_cpu_the_defect_cannot_reproduce_and_nothing_is_decided():
-    for v in _implausible(SAMPLE):
+    for v in _implausible(load.load(SAMPLE)):
         (e,) = v["explanations"]
         assert e["label"] == defects.NOT_DECIDED and "reproduces on GPU only" in e["arithmetic"]
         assert not {verdicts.EXPLAINED, verdicts.UNEXPLAINED} & set(v["labels"])
@@ -87,18 +91,17 @@ SUSPECT = ("003-L428", "003-L429", "003-L430")
 
 
 def _suspects(inflation: float | None, queued: int | None) -> dict[str, list[dict]]:
-    rd = results.RunDir(STACKED)
-    cells = {c["cell_id"]: c for c in rd.load_cells()}
+    run = load.load(STACKED)
     if inflation is not None:
-        cell = copy.deepcopy(cells[FORWARD])
+        cell = thaw(run.result(FORWARD).doc)
         avg = cell["metrics"]["time_per_batch"]["as_published"]["value"]
         cell["metrics"]["time_per_batch_end_synced"] = {"unit": "s", "samples": [avg * inflation]}
         cell["metrics"]["seq_per_s_end_synced"] = {"unit": "seq/s", "samples": [128 / (avg * inflation)]}
         cell.setdefault("extra", {})["end_sync"] = {"tail_s": 50 * avg * (inflation - 1),
                                                     "planned_batches": 50, "launch_queue_batches": queued}
-        cells[FORWARD] = cell
+        run = _with_cell(run, cell)
     return {v["number_id"]: v["explanations"]
-            for v in verdicts.verdicts_for_run(suites.load_published("003"), cells, rd.load_run())
+            for v in verdicts.verdicts_for_run(suites.load_published("003"), run, suites.load_sources())
             if v["number_id"] in SUSPECT}
 
 

@@ -11,6 +11,10 @@ import pytest
 from reprokit import results
 from reprokit.analysis import devices, flops, verdicts
 from reprokit.catalog import suites
+from reprokit.reader import load as reader
+from reprokit.reader.frozen import thaw
+from reprokit.reader.result import CellResult
+from tests import models
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 FP32 = {"requested": "fp32", "effective": "fp32", "why": "set and read back (synthetic)",
@@ -53,8 +57,8 @@ def test_pre_ampere_gpus_have_no_tf32_peak():
 
 # -- synthetic results -------------------------------------------------------------------------------
 def load(name):
-    rd = results.RunDir(RUNS / name)
-    return rd.load_run(), {c["cell_id"]: c for c in rd.load_cells()}
+    run = reader.load(RUNS / name)
+    return run, run.results
 
 
 NUMBERS = {n["id"]: n for n in suites.load_published("000")}
@@ -62,20 +66,23 @@ NUMBERS = {n["id"]: n for n in suites.load_published("000")}
 
 def scaled(cell, metric, factor):
     """The cell with every sample of `metric` (and its as-published figure, if any) times `factor`."""
-    m = cell["metrics"][metric]
-    m2 = {**m, "samples": [x * factor for x in m["samples"]]}
-    if isinstance(m2.get("as_published"), dict):
-        m2["as_published"] = {k: (v * factor if isinstance(v, float) else v)
-                              for k, v in m2["as_published"].items()}
-    return {**cell, "metrics": {**cell["metrics"], metric: m2}}
+    doc = thaw(cell.doc)
+    m = doc["metrics"][metric]
+    m["samples"] = [x * factor for x in m["samples"]]
+    if isinstance(m.get("as_published"), dict):
+        m["as_published"] = {k: (v * factor if isinstance(v, float) else v)
+                             for k, v in m["as_published"].items()}
+    return models.cell(doc)
 
 
 def on_gpu(cell, name, precision=None, mig=None):
-    gpus = [{"index": 0, "uuid": "GPU-synthetic", "name": name, "visible_as": "0", "mig": mig}]
-    out = {**cell, "gpus": gpus, "gpus_source": "synthetic: Docker device ids"}
+    """The cell (a CellResult or a stored document) as if it recorded its GPU (and precision)."""
+    doc = thaw(cell.doc if isinstance(cell, CellResult) else cell)
+    doc["gpus"] = [{"index": 0, "uuid": "GPU-synthetic", "name": name, "visible_as": "0", "mig": mig}]
+    doc["gpus_source"] = "synthetic: Docker device ids"
     if precision:
-        out["precision"] = precision
-    return out
+        doc["precision"] = precision
+    return models.cell(doc)
 
 
 def verdict_of(nid, cell, run):
@@ -133,19 +140,19 @@ def test_a_result_above_the_peak_is_flagged_never_a_verdict():
 
 # -- the device a cell ran on ------------------------------------------------------------------------
 def test_precision_of_cells_without_a_record():
-    assert devices.cell_precision({"device": "cpu"})[0] == "fp32"
-    assert "no reduced-precision default" in devices.cell_precision({"device": "cpu"})[1]
-    assert devices.cell_precision({"device": "gpu"})[0] == "unknown"
-    assert devices.cell_precision({"device": "gpu", "precision": TF32}) == ("tf32", TF32["why"])
+    assert devices.cell_precision(models.cell(device="cpu"))[0] == "fp32"
+    assert "no reduced-precision default" in devices.cell_precision(models.cell(device="cpu"))[1]
+    assert devices.cell_precision(models.cell(device="gpu"))[0] == "unknown"
+    assert devices.cell_precision(models.cell(device="gpu", precision=TF32)) == ("tf32", TF32["why"])
 
 
 def test_cell_gpus_are_preferred_over_the_driver_hosts_fingerprint():
     run, cells = load("v100-other")  # the host fingerprint says Tesla V100-SXM2-16GB
     cell = next(iter(cells.values()))
-    d = devices.measured_device(on_gpu(cell, "NVIDIA H200 NVL"), run)
+    d = devices.measured_device(on_gpu(cell, "NVIDIA H200 NVL"), run.machine)
     assert d["label"] == "NVIDIA H200 NVL" and d["entry"] == "h200-nvl"
     assert d["gpus_source"] == "synthetic: Docker device ids"
-    host = devices.measured_device(cell, run)
+    host = devices.measured_device(cell, run.machine)
     assert host["entry"] == "v100-sxm2"
     assert host["gpus_source"] == "from the driver host's fingerprint (the cell recorded no GPUs)"
     assert "from the driver host's fingerprint" in host["peak_source"]
@@ -154,9 +161,10 @@ def test_cell_gpus_are_preferred_over_the_driver_hosts_fingerprint():
 def test_a_slurm_cells_node_gpus_come_before_the_login_nodes():
     run, cells = load("v100-other")
     cell = next(iter(cells.values()))
-    login = {**run, "host_fingerprint": {**run["host_fingerprint"], "gpus": []}}
-    node = {**cell, "runner": {**(cell.get("runner") or {}), "node": "gpu07",
-                               "node_fingerprint": {"gpus": [{"index": 0, "name": "NVIDIA A100-SXM4-80GB"}]}}}
+    login = models.machine({**run.host, "gpus": []}, run.cpu_peak)
+    node = models.cell({**thaw(cell.doc), "runner": {
+        **thaw(cell.runner), "node": "gpu07",
+        "node_fingerprint": {"gpus": [{"index": 0, "name": "NVIDIA A100-SXM4-80GB"}]}}})
     d = devices.measured_device(node, login)
     assert d["entry"] == "a100" and "Slurm node gpu07" in d["gpus_source"]
     assert devices.measured_device(cell, login)["peak_tflops"] is None  # no GPU anywhere: no peak
@@ -166,16 +174,17 @@ def test_a_mig_slice_scales_the_peak_or_refuses_it():
     run, cells = load("v100-other")
     cell = next(iter(cells.values()))
     mig = {"uuid": "MIG-x", "parent_uuid": "GPU-synthetic", "profile": "1g.10gb", "sm_fraction": 14 / 98}
-    d = devices.measured_device(on_gpu(cell, "NVIDIA A100-SXM4-80GB", mig=mig), run)
+    d = devices.measured_device(on_gpu(cell, "NVIDIA A100-SXM4-80GB", mig=mig), run.machine)
     assert d["peaks"]["fp32"] == pytest.approx(19.5 * 14 / 98)
     assert d["peaks"]["tf32"] == pytest.approx(156.0 * 14 / 98)
     assert d["entry"] != "a100" and "MIG 1g.10gb" in d["label"]
     no_fraction = {**mig, "sm_fraction": None}
-    unknown = devices.measured_device(on_gpu(cell, "NVIDIA A100-SXM4-80GB", mig=no_fraction), run)
+    unknown = devices.measured_device(on_gpu(cell, "NVIDIA A100-SXM4-80GB", mig=no_fraction), run.machine)
     assert unknown["peak_tflops"] is None and "MIG slice" in unknown["reason"]
     # MIG mode on the host's GPU and no slice recorded by the cell: its share is unknown as well
-    mig_host = {**run, "host_fingerprint": {**run["host_fingerprint"], "gpus": [
-        {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "mig_mode": {"current": True, "pending": True}}]}}
+    mig_host = models.machine({**run.host, "gpus": [
+        {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "mig_mode": {"current": True, "pending": True}}]},
+        run.cpu_peak)
     assert devices.measured_device(cell, mig_host)["peak_tflops"] is None
     n = NUMBERS["000-L012"]
     v = verdict_of("000-L012", on_gpu(cells[n["cell"]], "NVIDIA A100-SXM4-80GB", FP32,
@@ -194,7 +203,7 @@ def test_the_report_labels_the_numbers_the_policy_keeps_from_a_verdict(tmp_path)
     shutil.copytree(RUNS / "v100-other", dst)
     for f in (dst / "cells").glob("*cudnn_lstm*.json"):
         c = json.loads(f.read_text())
-        f.write_text(json.dumps(on_gpu(c, "NVIDIA H200", TF32)))
+        f.write_text(json.dumps(on_gpu(c, "NVIDIA H200", TF32).doc))
     rd = results.RunDir(dst)
     report.render(rd)
     md = (dst / "report.md").read_text()
@@ -214,7 +223,6 @@ def test_every_stored_gpu_fingerprint_has_fp32_and_tf32_peaks(name):
     import json
 
     fp = json.loads((RUNS.parent / "fingerprints" / f"{name}.json").read_text())
-    run = {"host_fingerprint": fp}
-    d = devices.measured_device({"device": "gpu"}, run)
+    d = devices.measured_device(models.cell(device="gpu"), models.machine(fp))
     assert d["peaks"]["fp32"] and d["peaks"]["tf32"], (name, d.get("reason"))
     assert d["gpus_source"] == "from the driver host's fingerprint (the cell recorded no GPUs)"

@@ -1,7 +1,6 @@
 """Intervals from all levels (issue 21 item 2): the re-run interval over processes (t, df = processes - 1),
 one process decides no verdict, and claims get a hierarchical-bootstrap interval of the ratio."""
 
-import copy
 import math
 import random
 import statistics
@@ -12,7 +11,10 @@ import pytest
 from reprokit import results
 from reprokit.analysis import bootstrap, claims, stats, steady_state, verdicts
 from reprokit.catalog import suites
+from reprokit.reader import load
+from reprokit.reader.frozen import thaw
 from reprokit.report import run_health
+from tests import models
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 
@@ -50,38 +52,36 @@ def test_rerun_interval_covers_the_next_runs_median_where_one_process_does_not()
 
 
 def m40():
-    rd = results.RunDir(RUNS / "m40-same")
-    return rd.load_run(), {c["cell_id"]: c for c in rd.load_cells()}
+    return load.load(RUNS / "m40-same")
 
 
 def test_one_process_decides_no_verdict_and_says_why():
-    run, cells = m40()
+    run = m40()
     num = next(n for n in suites.load_published("000") if n["id"] == "000-L012")
-    cell = copy.deepcopy(cells[num["cell"]])
-    assert verdicts.verdict(num, cell, run)["verdict"] == "REPRODUCED"  # 3 processes
-    m = cell["metrics"][num["metric"]]
+    assert verdicts.verdict(num, run.result(num["cell"]), run)["verdict"] == "REPRODUCED"  # 3 processes
+    doc = thaw(run.result(num["cell"]).doc)
+    m = doc["metrics"][num["metric"]]
     m.pop("processes")  # the same samples as one process
     m.pop("as_published", None)
-    v = verdicts.verdict(num, cell, run)
+    v = verdicts.verdict(num, models.cell(doc), run)
     assert v["verdict"] == "INCONCLUSIVE" and v["undecided_rule"] == "REPRODUCED"
     assert "one process: its interval covers that process only" in v["reason"]
     assert v["measured"]["ci_covers"] == "process" and v["measured"]["ci_levels"] == ["iterations"]
 
 
 def test_efficiency_on_one_process_is_not_decided_either():
-    rd = results.RunDir(RUNS / "cpu-a")
-    run, cells = rd.load_run(), {c["cell_id"]: c for c in rd.load_cells()}
+    run = load.load(RUNS / "cpu-a")
     nums = [n for n in suites.load_published("003")]
-    vs = verdicts.verdicts_for_run(nums, cells, run, suites.load_sources())
+    vs = verdicts.verdicts_for_run(nums, run, suites.load_sources())
     decided = [v for v in vs if v["verdict"].startswith("EFFICIENCY_")]
     assert decided
     v0 = decided[0]
-    cell = copy.deepcopy(cells[v0["cell_id"]])
-    for m in cell["metrics"].values():
+    doc = thaw(run.result(v0["cell_id"]).doc)
+    for m in doc["metrics"].values():
         m.pop("processes", None)
         m.pop("as_published_processes", None)
     num = next(n for n in nums if n["id"] == v0["number_id"])
-    v = verdicts.verdict(num, cell, run, suites.load_sources()["003"].get("tolerance"))
+    v = verdicts.verdict(num, models.cell(doc), run, suites.load_sources()["003"].get("tolerance"))
     assert v["verdict"] == "INCONCLUSIVE" and v["undecided_rule"] == v0["verdict"], v["reason"]
 
 

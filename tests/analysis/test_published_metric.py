@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import validate
+from reprokit import formats, validate
 from reprokit.analysis import published_metric, verdicts
 from reprokit.catalog import suites
 from reprokit.plan.plan import bench_facts
 from reprokit.report.report_rows import row as report_row
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
@@ -48,17 +49,24 @@ def timed(warm, raw, wall=None):
 
 
 def cell_for(n, ctx, device="gpu", framework="tensorflow", version=None, params=None):
-    return {"schema_version": 1, "kind": "cell_result", "run_id": "synthetic", "cell_id": n["cell"],
-            "source": n["provenance"]["source"], "stack": "synthetic", "workload": "synthetic",
-            "status": "ok", "reason": None, "device": device, "params": params or {},
-            "implementation": {"framework": framework,
-                               "framework_version": version or n["environment"]["framework_version"],
-                               "substitutes": [], "notes": []},
-            "metrics": copy.deepcopy(ctx.metrics)}
+    """The cell result of `n`'s cell with the metrics `ctx` recorded."""
+    return models.cell({
+        "schema_version": formats.version("cell_result"), "kind": "cell_result", "run_id": "synthetic",
+        "cell_id": n["cell"], "source": n["provenance"]["source"], "stack": "synthetic",
+        "workload": "synthetic", "status": "ok", "reason": None, "device": device, "params": params or {},
+        "implementation": {"framework": framework,
+                           "framework_version": version or n["environment"]["framework_version"],
+                           "substitutes": [], "notes": []},
+        "metrics": copy.deepcopy(ctx.metrics)})
+
+
+def stored_run(path, cells=()):
+    """The run.json of a stored run with `cells` as its results."""
+    return models.run(json.loads((path / "run.json").read_text()), cells=cells)
 
 
 def gpu_run(name):
-    return {"host_fingerprint": {"gpus": [{"index": 0, "name": name}]}}
+    return models.run(host={"gpus": [{"index": 0, "name": name}]})
 
 
 def test_000_mean_over_the_published_1000_iterations():
@@ -69,13 +77,13 @@ def test_000_mean_over_the_published_1000_iterations():
     ctx.record_timed("train_time_per_example", timed([], raw), "ms", "ms_per_item", 128, "synthetic")
     _lstm000.record_as_published(ctx, "train_time_per_example", 128)
     n = number("000-L012")
-    run = json.loads((M40_RUN / "run.json").read_text())
+    run = stored_run(M40_RUN)
     cell = cell_for(n, ctx, version="1.2.1", params={"batch": 128, "seq_len": 30, "hidden": 512})
-    assert not validate.errors("cell_result", cell)
+    assert not validate.errors("cell_result", cell.doc)
     v = verdicts.verdict(n, cell, run)
     mean_ms = 1000 * sum(raw) / (1000 * 128)
     assert v["measured"]["median"] == pytest.approx(mean_ms)
-    assert statistics.median(cell["metrics"]["train_time_per_example"]["samples"]) == pytest.approx(0.140625)
+    assert statistics.median(cell.metrics["train_time_per_example"]["samples"]) == pytest.approx(0.140625)
     assert v["basis"]["statistic"] == "as_published" and v["basis"]["definition"] == "mean_over_iterations"
     # one process: INCONCLUSIVE, the band rule says DEVIATES_SLOWER (the median alone would be REPRODUCED)
     assert v["verdict"] == "INCONCLUSIVE" and v["undecided_rule"] == "DEVIATES_SLOWER", v["reason"]
@@ -161,7 +169,7 @@ def test_003_elapsed_of_the_50_batches_after_warm_up():
     t = timed([0.9] * 10, raw)  # the 10 warm-up batches are not part of Elapsed
     _lm003.record(ctx, t, 128, "synthetic", None)
     n = number("003-L380")
-    run = json.loads((HASWELL_RUN / "run.json").read_text())
+    run = stored_run(HASWELL_RUN)
     cell = cell_for(n, ctx, device="cpu", framework="torch", version="1.3.0",
                     params={"batch": 128, "seq_len": 50, "hidden": 256})
     v = verdicts.verdict(n, cell, run)
@@ -258,7 +266,6 @@ def test_000_claims_compare_the_figures_as_published_not_the_medians():
     and one comparing the published figures says it is REVERSED."""
     from reprokit.analysis import claims
 
-    run = json.loads((M40_RUN / "run.json").read_text())
     cells = []
     for variant, raw in (("cudnn_lstm", [0.018] * 980 + [0.5] * 20), ("fused_lstm", [0.022] * 1000)):
         ctx = context()
@@ -269,12 +276,13 @@ def test_000_claims_compare_the_figures_as_published_not_the_medians():
                  and x["metric"] == "train_time_per_example")
         cells.append(cell_for(n, ctx, version="1.2.1", params={"batch": 128, "seq_len": 30, "hidden": 512}))
     claim = next(c for c in claims.load_claims()["claims"] if c["id"] == "c000-train-s30-h512")
-    res = claims.check_claim(claim, claims.observations_from_cells(cells, run), run=run)
+    run = stored_run(M40_RUN, cells)
+    res = claims.check_claim(claim, claims.observations_from_cells(run), machine=run.machine)
     pair = next(p for p in res["pairs"] if p["better"].endswith("cudnn_lstm/b128-s30-h512")
                 and p["worse"].endswith("fused_lstm/b128-s30-h512"))
     # one process per side: not decided (issue 21), but the figures give the reversed order
     assert pair["status"] == "INCONCLUSIVE" and "ran in one process" in pair["reason"], pair["reason"]
     assert pair["speedup"][1] < 1 and pair["speedup_median"] < 1
     assert pair["better_value"]["statistic"] == "as_published"
-    samples = cells[0]["metrics"]["train_time_per_example"]["samples"]
+    samples = cells[0].metrics["train_time_per_example"]["samples"]
     assert pair["better_value"]["median"] == pytest.approx(sum(samples) / len(samples))  # the mean

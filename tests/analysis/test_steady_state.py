@@ -2,7 +2,6 @@
 warm-up and slowdown dropped and reported, no steady state refused a verdict. Synthetic series with
 known shapes, stored runs, and a real TorchScript cell through the harness under --quick."""
 
-import copy
 import json
 import os
 import random
@@ -16,6 +15,9 @@ from reprokit import files, results
 from reprokit.analysis import stats, steady_state, verdicts
 from reprokit.catalog import suites
 from reprokit.plan.plan import bench_facts
+from reprokit.reader import load
+from reprokit.reader.frozen import thaw
+from tests import models
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "docs" / "sample-run" / "20261124T200755Z-legacy-2017"
@@ -121,11 +123,9 @@ def test_stored_sample_run_word_lm_warmup_is_dropped_and_flat_cells_untouched():
 
 def test_a_process_without_steady_state_gets_no_verdict():
     """Same device, same stack, a median inside the band, but one process never settled: INCONCLUSIVE."""
-    rd = results.RunDir(ROOT / "tests" / "data" / "runs" / "m40-same")
-    run = rd.load_run()
-    cells = {c["cell_id"]: c for c in rd.load_cells()}
+    run = load.load(ROOT / "tests" / "data" / "runs" / "m40-same")
     num = next(n for n in suites.load_published("000") if n["id"] == "000-L012")
-    cell = copy.deepcopy(cells[num["cell"]])
+    cell = thaw(run.result(num["cell"]).doc)
     m = cell["metrics"][num["metric"]]
     base = m["samples"]
     moving = [x * f for x, f in zip(noisy(1.0, 35, rel=0.002),
@@ -135,7 +135,7 @@ def test_a_process_without_steady_state_gets_no_verdict():
              warmup=0)
     for k in ("as_published", "processes"):
         m.pop(k, None)
-    v = verdicts.verdict(num, cell, run)
+    v = verdicts.verdict(num, models.cell(cell), run)
     assert v["verdict"] == "INCONCLUSIVE" and "reached no steady state" in v["reason"]
 
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from reprokit import results
+from reprokit import formats, results
 from reprokit.analysis import claims
 from reprokit.catalog import suites
 from reprokit.report import report
@@ -132,16 +132,17 @@ def _all_cells_run(tmp_path, suite_name):
     entries = []
     for c in suite.cells:
         rd.write_cell({
-            "schema_version": 1, "kind": "cell_result", "run_id": run_id, "cell_id": c.id,
-            "source": c.source, "stack": c.stack, "workload": c.workload, "variant": c.variant,
-            "params": {}, "status": "failed", "reason": "synthetic: not run", "device": "cpu",
-            "protocol": "budget", "metrics": {}, "implementation": {"notes": [], "substitutes": []},
+            "schema_version": formats.version("cell_result"), "kind": "cell_result", "run_id": run_id,
+            "cell_id": c.id, "source": c.source, "stack": c.stack, "workload": c.workload,
+            "variant": c.variant, "params": {}, "status": "failed", "reason": "synthetic: not run",
+            "device": "cpu", "protocol": "budget", "metrics": {},
+            "implementation": {"notes": [], "substitutes": []},
             "kit": {"version": "test", "git_commit": "test"}})
         entries.append({"cell_id": c.id, "stack": c.stack, "status": "failed",
                         "reason": "synthetic: not run",
                         "result_file": "cells/" + results.cell_filename(c.id)})
     write_run(rd, {
-        "schema_version": 1, "kind": "run", "run_id": run_id, "suite": suite_name,
+        "schema_version": formats.version("run"), "kind": "run", "run_id": run_id, "suite": suite_name,
         "argv": ["reproduce.py"], "runner": "local", "protocol": "budget", "quick": True,
         "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z", "wall_s": 1.0,
         "host_fingerprint": {"kind": "host_fingerprint", "cpu": {"model_name": "Test CPU"},

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from reprokit import results
+from reprokit import formats, results
 from reprokit.catalog import suites
 from reprokit.errors import UserError
+from reprokit.reader import load
 from reprokit.report import context, report
 from reprokit.run.record import write_run
 
@@ -63,9 +64,9 @@ def _metric(unit, samples, state=None):
 
 def _cell(cell_id, stack, metrics):
     source, framework, variant, _ = cell_id.split("/")
-    return {"schema_version": 1, "kind": "cell_result", "run_id": RUN_ID, "cell_id": cell_id,
-            "source": source, "stack": stack, "workload": f"s{source}_{framework}", "variant": variant,
-            "params": {"batch": 128}, "status": "ok", "reason": None, "device": "cpu",
+    return {"schema_version": formats.version("cell_result"), "kind": "cell_result", "run_id": RUN_ID,
+            "cell_id": cell_id, "source": source, "stack": stack, "workload": f"s{source}_{framework}",
+            "variant": variant, "params": {"batch": 128}, "status": "ok", "reason": None, "device": "cpu",
             "protocol": "budget", "metrics": metrics,
             "implementation": {"framework": framework, "notes": [], "substitutes": []},
             "kit": {"version": "test", "git_commit": "test"}}
@@ -92,7 +93,7 @@ def run(tmp_path, monkeypatch):
     for c in cells:
         rd.write_cell(c)
     write_run(rd, {
-        "schema_version": 1, "kind": "run", "run_id": RUN_ID, "suite": "legacy-2017",
+        "schema_version": formats.version("run"), "kind": "run", "run_id": RUN_ID, "suite": "legacy-2017",
         "argv": ["reproduce.py"], "runner": "local", "protocol": "budget", "quick": True,
         "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z", "wall_s": 1.0,
         "host_fingerprint": {"kind": "host_fingerprint", "cpu": {"model_name": "Test CPU"},
@@ -104,7 +105,7 @@ def run(tmp_path, monkeypatch):
 
 
 def test_report_puts_the_corrected_cell_beside_its_as_published_one(run):
-    ctx = context.build_context(run)
+    ctx = context.build_context(load.load(run))
     variants = {v["cell"]: v for v in ctx["variants"]}
     assert set(variants) == {FIXED}  # the alternative Theano cell is not in this run
     v = variants[FIXED]
