@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from reprokit import files, results, validate  # noqa: E402
-from reprokit.analysis import cpus, stats, steady_state  # noqa: E402
+from reprokit.analysis import cpus, steady_state  # noqa: E402
 from reprokit.errors import UserError  # noqa: E402
 
 OUT = REPO / "reprokit" / "data" / "cell_costs.yaml"
@@ -61,7 +61,7 @@ def cell_costs(cell: dict, entry: dict | None) -> dict | None:
         return None
     m = metrics[0]
     kept = steady_state.of_metric({**m, "samples": m["raw_seconds"]})
-    groups = stats.split_processes(kept["samples"], kept["processes"])
+    groups = steady_state.split_processes(kept["samples"], kept["processes"])
     pooled = [x for g in groups for x in g]
     iteration = statistics.median(pooled)
     within = statistics.median([statistics.stdev(g) / statistics.fmean(g) for g in groups if len(g) >= 2])

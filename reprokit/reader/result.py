@@ -102,7 +102,7 @@ class CellResult:
     jit_warmup_s: float | None = None
     threads: FrozenDict | None = None
     energy: FrozenDict = EMPTY  # per timed metric
-    jit_cache: FrozenDict | None = None
+    jit_cache: str | None = None  # compiled, cold, unknown, warm, none, n/a (reprokit/probes/jit_cache.py)
     gpus: FrozenList | None = None  # None: not recorded (the model reads the host's, labelled)
     gpus_source: str | None = None
     environment: FrozenDict | None = None
@@ -131,7 +131,7 @@ class CellResult:
             log_file=d.get("log_file"), runner=mapping(d.get("runner")), gpu_state=_opt(d.get("gpu_state")),
             precision=_opt(d.get("precision")), ran_on=_opt(d.get("ran_on")),
             jit_warmup_s=d.get("jit_warmup_s"), threads=_opt(d.get("threads")),
-            energy=mapping(d.get("energy")), jit_cache=_opt(d.get("jit_cache")),
+            energy=mapping(d.get("energy")), jit_cache=d.get("jit_cache"),
             gpus=d.get("gpus") if isinstance(d.get("gpus"), list) else None,
             gpus_source=d.get("gpus_source"), environment=_opt(d.get("environment")),
             load_avg=mapping(d.get("load_avg")), doc=d)

@@ -154,7 +154,8 @@ class _Driving:
 def _ok_processes(rec: RunRecord, plan: Plan) -> int:
     """How many of the plan's cell processes of this run finished ok (`_kept_processes`, the ones a
     resume keeps): what an interrupted `--repeat K` run keeps although none of its cells has all K yet."""
-    return sum(len(_kept_processes(rec.rundir, rec.run["run_id"], c, rec.processes_of(c.id)))
+    k = plan.options.repeat
+    return sum(len(_kept_processes(rec.rundir, rec.run["run_id"], c, rec.processes_of(c.id, k)))
                for c in plan.runnable)
 
 
@@ -223,7 +224,7 @@ def _stop(rundir: results.RunDir, runner: Runner, plan: Plan, state: _Driving, s
         if process is None:
             set_entry(run, cell, doc["status"], doc["reason"], None)
         else:
-            k = state.rec.processes_of(cell.id)
+            k = state.rec.processes_of(cell.id, plan.options.repeat)
             merged = merge.merge(valid_processes(rundir, cell.id, k, run_id), k)
             rundir.write_cell(merged)
             set_entry(run, cell, merged["status"], merged["reason"], None)
@@ -302,7 +303,7 @@ def _todo(plan: Plan, rec: RunRecord, entries: dict[str, dict], resume: bool,
     todo: list[tuple[Cell, list]] = []
     kept_s: dict[str, list[float]] = {}
     for c in plan.runnable:
-        k = rec.processes_of(c.id)  # a design by role: its own
+        k = rec.processes_of(c.id, repeat)  # a design by role: its own
         procs: list = [None] if repeat == 1 else list(range(1, k + 1))
         if resume and repeat == 1 and entries.get(c.id, {}).get("status") == "ok":
             say(f"resume: {c.id} already measured, kept")
@@ -416,7 +417,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
                **design_times(run.get("design"))}  # per-cell costs of the design that runs
     progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
                         repeat=repeat, kept=kept_s,
-                        processes={c.id: rec.processes_of(c.id)
+                        processes={c.id: rec.processes_of(c.id, repeat)
                                    for c, _ in todo})
     state.progress = progress
     by_stack: dict[str, list[tuple[Cell, list]]] = {}

@@ -98,7 +98,7 @@ def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
     if task.process is None:
         c.rec.record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
     else:
-        k = c.rec.processes_of(task.cell.id)
+        k = c.rec.processes_of(task.cell.id, c.repeat)
         c.rec.record_merged(task.cell, record.merge_cell(rundir, task.cell.id, k, c.run_id))
     if c.progress is not None:
         c.progress.start(task.cell, process=task.process)

@@ -122,9 +122,10 @@ class RunRecord:
         """The run's design as it runs now (a sequential cell that stopped has its own count)."""
         return Design.from_doc(self.run.get("design"))
 
-    def processes_of(self, cell_id: str) -> int:
-        """How many processes the cell runs, as run.json's design says now."""
-        return processes_of(self.design(), cell_id, int(self.run.get("repeat") or 1))
+    def processes_of(self, cell_id: str, repeat: int | None = None) -> int:
+        """How many processes the cell runs, as run.json's design says now (a cell it does not list:
+        `repeat`, else the run's K)."""
+        return processes_of(self.design(), cell_id, repeat or int(self.run.get("repeat") or 1))
 
     def record_stop(self, cell: Any, stop: Stop) -> None:
         """A sequential cell stopped after `stop.after` processes: run.json's design says so (its

@@ -83,7 +83,8 @@ def run_serial(ex: Execution) -> None:
                 if rnd is None:
                     rec.record(c, res["status"], res["reason"], outcome.process_wall_s, skip)
                 else:
-                    rec.record_merged(c, record.merge_cell(rundir, c.id, rec.processes_of(c.id), run_id))
+                    rec.record_merged(c, record.merge_cell(rundir, c.id, rec.processes_of(c.id, repeat),
+                                                              run_id))
                 progress.done(c, res["status"], outcome.process_wall_s, res["reason"], process=rnd)
         if rnd is not None:
             look(ex, rnd)
@@ -188,7 +189,8 @@ def _within_limit(ex: Execution, c, rnd, job_cell: dict) -> dict | None:
     else:
         doc["process"] = rnd
         rundir.write_process(doc)
-        rec.record_merged(c, record.merge_cell(rundir, c.id, rec.processes_of(c.id), rec.run["run_id"]))
+        rec.record_merged(c, record.merge_cell(rundir, c.id, rec.processes_of(c.id, ex.plan.options.repeat),
+                                                  rec.run["run_id"]))
     ex.progress.done(c, "skipped", 0.0, reason, process=rnd)
     ex.say(f"{c.id}: {reason}")
     return None

@@ -38,7 +38,7 @@ files.kit_info = functools.cache(files.kit_info)
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_SOURCES = [REPO / "tests" / "data" / "runs" / n for n in
-               ("cpu-a", "cpu-b", "haswell-same", "m40-same", "v100-other")]
+               ("cpu-a", "cpu-b", "haswell-same", "m40-same", "v100-other", "smoke-current")]
 RUN_SOURCES += sorted((REPO / "docs" / "sample-run").iterdir())
 SCRATCH_RUN = REPO / "tests" / "data" / "runs" / "cpu-a"  # the run the run/cell targets work in
 SEP = b"\n\0\0LOCK\0\0\n"  # archive target: the manifest's bytes, SEP, the lock's bytes

@@ -13,6 +13,7 @@ from reprokit.plan.design import default_options
 from reprokit.plan.plan import Options, make_plan
 from reprokit.report import run_health
 from reprokit.run.progress import Progress, design_times
+from tests import models
 
 
 def test_a_designed_runs_eta_comes_from_the_cells_recorded_costs_from_the_start():
@@ -39,13 +40,13 @@ def test_the_load_warning_counts_the_loaded_cells_and_says_what_load_did_to_thei
     rng = random.Random(3)
     cells = [_cell(f"quiet{i}", 1.0, 0.01, rng) for i in range(6)] + \
             [_cell(f"busy{i}", 6.0, 0.08, rng) for i in range(3)]
-    run = {"host_fingerprint": {"cpu": {"usable_cores": 2}}, "cells": []}
-    load = run_health.machine_load(run, cells)
+    host = {"cpu": {"usable_cores": 2}}
+    load = run_health.machine_load(models.run(host=host, cells=cells))
     e = load["effect"]
     assert e["loaded_cells"] == 3 and e["cells"] == 9
     assert e["loaded_half_width_median"] > 3 * e["other_half_width_median"]
     assert e["text"].startswith("3 of 9 cells ran with the 1-minute load above 3: their intervals' median "
                                 "half-width was")
     assert "busy0" not in e["text"]  # a count and an effect, not a paragraph of cell ids
-    quiet = run_health.machine_load(run, cells[:6])
+    quiet = run_health.machine_load(models.run(host=host, cells=cells[:6]))
     assert quiet["effect"] is None and quiet["warning"] is False

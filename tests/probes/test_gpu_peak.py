@@ -23,6 +23,7 @@ from reprokit.probes import gpu_peak
 from reprokit.report import report, run_health
 from reprokit.run import execute
 from reprokit.run.record import write_run
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,7 +100,7 @@ MEASURED = {"gpus": [{"index": 0, "uuid": "GPU-1", "name": "NVIDIA H100 80GB HBM
 
 
 def test_the_measured_rate_is_shown_beside_the_datasheet_peak():
-    s = run_health.gpu_peak_summary({"gpu_peak": MEASURED})
+    s = run_health.gpu_peak_summary(models.run(gpu_peak=MEASURED))
     h100, v100 = s["gpus"]
     sheet = flops.find_gpu("NVIDIA H100 80GB HBM3")
     assert h100["datasheet_fp32_tflops"] == sheet["fp32_tflops"]
@@ -109,9 +110,9 @@ def test_the_measured_rate_is_shown_beside_the_datasheet_peak():
     if sheet.get("tf32_tensor_tflops"):
         assert h100["tf32_fraction"] == pytest.approx(370.0 / sheet["tf32_tensor_tflops"])
     assert v100["tf32_tflops"] is None and v100["text"].endswith("compute capability 7.0 has no TF32")
-    assert run_health.gpu_peak_summary({"gpu_peak": {"skipped": "a CPU run (device cpu)"}}) == {
+    assert run_health.gpu_peak_summary(models.run(gpu_peak={"skipped": "a CPU run (device cpu)"})) == {
         "measured": False, "text": "skipped: a CPU run (device cpu)", "gpus": [], "method": None}
-    assert run_health.gpu_peak_summary({}) is None  # a run made before gpu_peak: nothing shown
+    assert run_health.gpu_peak_summary(models.run()) is None  # a run made before gpu_peak: nothing shown
 
 
 def test_the_report_shows_the_gemm_probe_of_a_gpu_host(tmp_path):

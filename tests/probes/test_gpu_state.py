@@ -32,6 +32,7 @@ from reprokit.run.execute import execute
 from reprokit.run.record import write_run
 from reprokit.runners import host_preflight
 from reprokit.runners.local import LocalRunner
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 UUID_A, UUID_B = "GPU-aaaaaaaa-0000-0000-0000-000000000000", "GPU-bbbbbbbb-0000-0000-0000-000000000000"
@@ -288,6 +289,11 @@ def _cell(cell_id, **kw):
     return doc
 
 
+def _health(cells):
+    """run_health.gpu_health on the model of these cell documents."""
+    return run_health.gpu_health([models.cell(c) for c in cells])
+
+
 # -- through the real driver and report ------------------------------------------------------------
 BUDGET = {"min_samples": 5, "max_samples": 5, "time_budget_s": 0, "warmup": 0}
 
@@ -343,10 +349,10 @@ def test_a_gpu_cell_adopted_without_its_drivers_record_says_its_state_was_not_re
     adopted = _cell("a/adopted")  # no runner, no gpu_state: only what bench wrote
     nvml_failed = _cell("a/no-nvml", runner={"name": "local"})  # the driver ran, NVML gave nothing
     cpu = _cell("a/cpu", device="cpu")
-    h = run_health.gpu_health([adopted, nvml_failed, cpu])
+    h = _health([adopted, nvml_failed, cpu])
     assert [c["cell_id"] for c in h["cells"]] == ["a/adopted"] and h["unread_cells"] == ["a/adopted"]
     assert h["cells"][0]["error"] == run_health.NOT_RECORDED and h["warning"] is False
-    assert run_health.gpu_health([_cell("a/failed", status="failed")])["cells"] == []
+    assert _health([_cell("a/failed", status="failed")])["cells"] == []
 
 
 def test_the_report_labels_throttled_and_shared_cells(tmp_path):
@@ -363,15 +369,15 @@ def test_the_report_labels_throttled_and_shared_cells(tmp_path):
     calm = _cell("a/calm", gpu_state={"before": [snap], "after": [snap], "throttled": [], "shared": [],
                                       "error": None})
     cpu = _cell("a/cpu", device="cpu")
-    h = run_health.gpu_health([hot, busy, calm, cpu])
+    h = _health([hot, busy, calm, cpu])
     assert h["throttled_cells"] == ["a/hot"] and h["shared_cells"] == ["a/busy"] and h["warning"]
     assert [c["cell_id"] for c in h["cells"]] == ["a/hot", "a/busy", "a/calm"]
     assert h["cells"][0]["throttled"] == ["SwPowerCap (9 of 12 samples)"]
     assert h["cells"][1]["shared"] == ["pid 4242 (2048 MiB) on GPU-aaaaaaaa"]
-    assert run_health.gpu_health([calm, cpu])["warning"] is False
+    assert _health([calm, cpu])["warning"] is False
     assert h["labels"] == {"a/hot": "GPU throttled: SwPowerCap", "a/busy": "GPU shared with another process"}
-    assert run_health.gpu_health([cpu]) == {"cells": [], "throttled_cells": [], "shared_cells": [],
-                                            "unread_cells": [], "warning": False, "labels": {}}
+    assert _health([cpu]) == {"cells": [], "throttled_cells": [], "shared_cells": [],
+                              "unread_cells": [], "warning": False, "labels": {}}
 
     rundir = _synthetic_run(tmp_path, [hot, busy, calm])
     report.render(rundir)

@@ -10,24 +10,34 @@ such a reading into no clock with the reason (test_the_gpu_hosts_17_ghz_is_rejec
 """
 
 import copy
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from reprokit import files, results
+from reprokit import files
 from reprokit.analysis import cpus, devices, verdicts
 from reprokit.catalog import suites
 from reprokit.probes import cpu_peak
+from reprokit.reader import load as reader
+from reprokit.reader.frozen import freeze
+from tests import models
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "data" / "runs"
 
 
 def load(name):
-    rd = results.RunDir(RUNS / name)
-    return rd.load_run(), {c["cell_id"]: c for c in rd.load_cells()}
+    """A stored run as the model (reprokit/reader/load.py) and its cell results by id."""
+    run = reader.load(RUNS / name)
+    return run, dict(run.results)
+
+
+def with_cpu_peak(run, **fields):
+    """The run with its CPU probe's fields replaced."""
+    return dataclasses.replace(run, cpu_peak=freeze({**run.cpu_peak, **fields}))
 
 
 def test_the_clock_probe_measures_a_clock_from_dependent_adds():
@@ -157,11 +167,11 @@ def test_the_gemm_probe_carries_the_clock():
 def test_a_measured_clock_makes_the_peak():
     run, _ = load("cpu-a")  # Zen 3, 8 cores, 2.45 GHz reported, 32 fp32 FLOP/cycle
     clock = {"ghz": 3.5, "method": "measured: test"}
-    c = cpus.host_cpu(run["host_fingerprint"], clock=clock)
+    c = cpus.host_cpu(run.host, clock=clock)
     assert c["clock_ghz"] == 3.5 and c["clock_measured"] is True
     assert c["peak_tflops"] == pytest.approx(8 * 3.5 * 32 / 1000)
     assert "measured: test; reported 2.45 GHz" in c["derivation"]
-    reported = cpus.host_cpu(run["host_fingerprint"])
+    reported = cpus.host_cpu(run.host)
     assert reported["clock_ghz"] == 2.45 and reported["clock_measured"] is False
 
 
@@ -173,8 +183,8 @@ def test_a_clock_the_chains_disagree_on_builds_no_peak_from_it():
               {"role": "cross_check", "asm": "imulq %0, %0", "latency_cycles": 3, "ghz": 3.8}]
     bad = {"ghz": None, "method": None, "reason": cpu_peak.disagreement(chains, 0.1), "chains": chains,
            "agreement": {"tolerance": 0.1, "spread": 17.3 / 3.8 - 1}}
-    c = cpus.host_cpu(run["host_fingerprint"], clock=bad)
-    plain = cpus.host_cpu(run["host_fingerprint"])
+    c = cpus.host_cpu(run.host, clock=bad)
+    plain = cpus.host_cpu(run.host)
     assert c["peak_tflops"] == plain["peak_tflops"] and c["cores"] == plain["cores"]
     assert c["clock_ghz"] == 2.45 and c["clock_measured"] is False
     # the report says why the measured clock was not used (both chains' figures), beside the reported one
@@ -184,14 +194,15 @@ def test_a_clock_the_chains_disagree_on_builds_no_peak_from_it():
 
 def test_the_peak_counts_the_threads_the_framework_used():
     run, _ = load("cpu-a")
-    c = cpus.host_cpu(run["host_fingerprint"], threads={"count": 2, "source": "test"})
+    c = cpus.host_cpu(run.host, threads={"count": 2, "source": "test"})
     assert c["cores"] == 2 and c["peak_tflops"] == pytest.approx(2 * 2.45 * 32 / 1000)
     assert "used 2 threads (test), so 2 cores counted" in c["derivation"]
     # from an older result's stack fingerprint (torch num_threads)
-    cell = {"device": "cpu", "stack_fingerprint": {"framework": {"num_threads": 1}}}
-    d = devices.measured_device(cell, run)
+    cell = models.cell(device="cpu", stack_fingerprint={"framework": {"num_threads": 1}})
+    d = devices.measured_device(cell, run.machine)
     assert d["cores"] == 1 and d["threads_used"] == 1
-    assert devices.cell_threads({"stack_fingerprint": {"framework": {"threads": {"intra_op": 0}}}}) is None
+    no_count = models.cell(stack_fingerprint={"framework": {"threads": {"intra_op": 0}}})
+    assert devices.cell_threads(no_count) is None
 
 
 def test_the_harness_records_the_threads_a_real_torch_used():
@@ -212,17 +223,17 @@ def test_a_measured_clock_turns_a_lower_bound_peak_into_decided_verdicts():
     run, cells = load("cpu-a")
     nums = {n["id"]: n for n in suites.load_published("003")}
     n = nums["003-L377"]
-    fast = {**run, "cpu_peak": {**run["cpu_peak"], "gflops": 900.0}}
+    fast = with_cpu_peak(run, gflops=900.0)
     assert verdicts.verdict(n, cells[n["cell"]], fast)["verdict"] == "INCONCLUSIVE"
-    measured = {**fast, "cpu_peak": {**fast["cpu_peak"], "clock": {"ghz": 3.6, "method": "measured: test"}}}
+    measured = with_cpu_peak(fast, clock={"ghz": 3.6, "method": "measured: test"})
     v = verdicts.verdict(n, cells[n["cell"]], measured)
     assert v["verdict"].startswith("EFFICIENCY_") and v["verdict"] != "INCONCLUSIVE", v["reason"]
     meas = v["hardware"]["measured"]
     assert meas["clock_measured"] and not meas.get("peak_is_lower_bound")
     assert "measured: test" in meas["peak_source"]
     # a clock the two chains disagreed on (ghz None) is no clock: the lower-bound peak, INCONCLUSIVE
-    untrusted = {**fast, "cpu_peak": {**fast["cpu_peak"], "clock": {
-        "ghz": None, "method": None, "reason": "the clock is not measured: 'addq $1, %0' reads 17.3 GHz"}}}
+    untrusted = with_cpu_peak(fast, clock={
+        "ghz": None, "method": None, "reason": "the clock is not measured: 'addq $1, %0' reads 17.3 GHz"})
     u = verdicts.verdict(n, cells[n["cell"]], untrusted)
     assert u["verdict"] == "INCONCLUSIVE" and "lower bound" in u["reason"]
     assert u["hardware"]["measured"]["clock_measured"] is False

@@ -24,10 +24,13 @@ from reprokit.catalog.suites import Cell, Suite
 from reprokit.errors import UserError
 from reprokit.plan.plan import Options, bench_facts, make_job, make_plan, raise_timeout
 from reprokit.probes import jit_cache
+from reprokit.reader.frozen import thaw
+from reprokit.reader.load import load
 from reprokit.run import jit_warmup
 from reprokit.run.execute import execute
 from reprokit.runners import host_preflight
 from reprokit.runners.local import LocalRunner
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = json.loads((REPO / "tests" / "data" / "fingerprints" / "h100.json").read_text())
@@ -242,11 +245,10 @@ def test_the_raised_limit_reaches_the_job_the_harness_reads(tmp_path, cuda_cache
 
 # -- compile-time verdicts only on a warm cache ------------------------------------------------------
 def _m40():
-    run = json.loads((REPO / "tests" / "data" / "runs" / "m40-same" / "run.json").read_text())
-    cells = {}
-    for p in (REPO / "tests" / "data" / "runs" / "m40-same" / "cells").glob("*.json"):
-        c = json.loads(p.read_text())
-        cells[c["cell_id"]] = c
+    """The stored M40 run as the model, its cell results as plain documents (to change a copy of one
+    and build it again with models.cell), and source 000's published numbers by id."""
+    run = load(REPO / "tests" / "data" / "runs" / "m40-same")
+    cells = {c.cell_id: thaw(c.doc) for c in run.cell_results()}
     numbers = {n["id"]: n for n in suites.load_published("000")}
     return run, cells, numbers
 
@@ -258,10 +260,10 @@ def test_a_gpu_compile_time_off_a_warm_cache_gets_no_verdict(state, words):
     run, cells, numbers = _m40()
     n = numbers["000-L008"]  # compile time, 3 samples: DEVIATES_FASTER on a warm cache
     cell = cells[n["cell"]]
-    assert verdicts.verdict(n, cell, run)["verdict"] == "DEVIATES_FASTER"
+    assert verdicts.verdict(n, models.cell(cell), run)["verdict"] == "DEVIATES_FASTER"
     odd = copy.deepcopy(cell)
     odd["jit_cache"] = state
-    got = verdicts.verdict(n, odd, run)
+    got = verdicts.verdict(n, models.cell(odd), run)
     assert got["verdict"] == "INCONCLUSIVE"
     assert words in got["reason"] and f"jit_cache {state}" in got["reason"]
     assert "compile times get a verdict only where the cache shows no JIT" in got["reason"]
@@ -272,11 +274,11 @@ def test_older_gpu_results_are_read_from_their_fingerprint():
     n = numbers["000-L008"]
     cell = copy.deepcopy(cells[n["cell"]])
     del cell["jit_cache"]
-    assert verdicts.verdict(n, cell, run)["verdict"] == "INCONCLUSIVE"  # nothing recorded
+    assert verdicts.verdict(n, models.cell(cell), run)["verdict"] == "INCONCLUSIVE"  # nothing recorded
     cell["stack_fingerprint"]["cuda_cache"] = {"cold": False, "disabled": False}
-    assert verdicts.verdict(n, cell, run)["verdict"] == "DEVIATES_FASTER"
+    assert verdicts.verdict(n, models.cell(cell), run)["verdict"] == "DEVIATES_FASTER"
     cell["stack_fingerprint"]["cuda_cache"]["cold"] = True
-    assert "jit_cache cold" in verdicts.verdict(n, cell, run)["reason"]
+    assert "jit_cache cold" in verdicts.verdict(n, models.cell(cell), run)["reason"]
 
 
 def test_other_metrics_and_cpu_cells_are_unchanged():
@@ -284,9 +286,9 @@ def test_other_metrics_and_cpu_cells_are_unchanged():
     n = numbers["000-L012"]  # cudnn train time: not a compile time
     cell = copy.deepcopy(cells[n["cell"]])
     cell["jit_cache"] = "cold"
-    assert verdicts.verdict(n, cell, run)["verdict"] == "REPRODUCED"
-    assert verdicts.cold_compile("compile_time", {"device": "cpu"}) is None
-    assert verdicts.cold_compile("compile_time", {"device": "cpu", "jit_cache": "n/a"}) is None
+    assert verdicts.verdict(n, models.cell(cell), run)["verdict"] == "REPRODUCED"
+    assert verdicts.cold_compile("compile_time", models.cell(device="cpu")) is None
+    assert verdicts.cold_compile("compile_time", models.cell(device="cpu", jit_cache="n/a")) is None
 
 
 # -- bench side ---------------------------------------------------------------------------------------

@@ -399,7 +399,7 @@ class _Cluster:
         self.queue = list(tasks)
         self.submitted = [(t.cell.id, t.process) for t in tasks]
         return [{"job_id": "9", "stack": "tf-1.8", "launcher": "local", "time_limit_min": 2,
-                 "tasks": [{"index": i, "cell_id": t.cell.id, "process": t.process}
+                 "exclusive": True, "tasks": [{"index": i, "cell_id": t.cell.id, "process": t.process}
                            for i, t in enumerate(tasks)]}]
 
     def outstanding(self):

@@ -26,6 +26,7 @@ from reprokit.run.execute import execute
 from reprokit.run.progress import Progress
 from reprokit.run.record import exit_code
 from reprokit.runners.local import LocalRunner
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET = {"min_samples": 3, "max_samples": 20, "time_budget_s": 0, "warmup": 1}
@@ -345,8 +346,9 @@ def test_process_files_are_not_cells_of_their_own(tmp_path):
         rundir.write_process(process_result(i))
     rundir.write_cell(merge.merge({i: rundir.load_cell("a/b", i) for i in (1, 2)}, 2))
     assert [c["cell_id"] for c in rundir.load_cells()] == ["a/b"]
-    assert len(frames.cells_frame(load(rundir))) == 1
-    assert list(frames.samples_frame(load(rundir))["process"]) == [1, 1, 2, 2]
+    run = models.run(run_id="r", cells=rundir.load_cells())
+    assert len(frames.cells_frame(run)) == 1
+    assert list(frames.samples_frame(run)["process"]) == [1, 1, 2, 2]
 
 
 # -- the ETA counts K x cells of work -----------------------------------------------------------
@@ -440,15 +442,17 @@ def test_an_interrupted_runs_message_counts_the_processes_it_keeps(tmp_path):
     from reprokit.catalog import suites
     from reprokit.plan.plan import Options, make_plan
     from reprokit.run.execute import _ok_processes
+    from reprokit.run.record import RunRecord
 
     src = Path(__file__).resolve().parents[2] / "docs" / "readme-run" / "20261126T205102Z-legacy-2017"
     run = tmp_path / src.name
     shutil.copytree(src / "cells", run / "cells")
     plan = make_plan(suites.load_suite("legacy-2017"), Options(repeat=3))
-    assert _ok_processes(results.RunDir(run), plan, run.name) == 111  # 37 cells x 3 processes
+    rec = RunRecord(results.RunDir(run), {"run_id": run.name, "repeat": 3})
+    assert _ok_processes(rec, plan) == 111  # 37 cells x 3 processes
     for f in (run / "cells").glob("*.p3.json"):
         f.unlink()
-    assert _ok_processes(results.RunDir(run), plan, run.name) == 74  # 37 cells x 2 rounds
+    assert _ok_processes(rec, plan) == 74  # 37 cells x 2 rounds
 
 
 def test_a_run_resumed_by_another_kit_says_so_and_its_new_processes_record_that_kit(smoke_repeat2, tmp_path):

@@ -9,6 +9,7 @@ before the fault is still on disk, byte for byte. Needs root (CI runs as root): 
 cannot be started fails the tests, it does not skip them.
 """
 
+import hashlib
 import json
 import os
 import signal
@@ -285,6 +286,12 @@ def _comparable(report_json: Path) -> dict:
         "runner": doc["run"]["runner"], "suite": doc["run"]["suite"]}
 
 
+def _digests(root: Path) -> dict[str, str]:
+    """{path relative to `root`: sha256} of every file under it."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def test_detach_then_report_gives_the_report_of_a_run_that_waited(cluster, tmp_path):
     waited = cli("run", "--suite", "smoke", "--runner", "slurm", "--quick", "--results",
                  str(tmp_path / "waited"), timeout=600)
@@ -297,11 +304,24 @@ def test_detach_then_report_gives_the_report_of_a_run_that_waited(cluster, tmp_p
     run = rundir.load_run()
     assert run["finished"] is None and run["slurm"]["detached"] is True
     assert not (rundir.path / "report.md").exists()
+    # `report` only reads: it collects no job (that is `status`'s work) and changes no file; it writes
+    # the report, which says the jobs are out, and exits 1 naming `status`
+    before = _digests(rundir.path)
+    r = cli("report", str(rundir.path))
+    assert r.returncode == 1 and "reproduce.py status" in r.stderr, r.stderr
+    after = _digests(rundir.path)
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert {k.split("/")[0] for k in set(after) - set(before)} <= {"report.md", "report.html",
+                                                                  "report.json", "plots"}
+    assert "were not all collected" in (rundir.path / "report.md").read_text()
     s = cli("status", str(rundir.path), "--wait", timeout=600)
     assert s.returncode == 0, s.stdout + s.stderr
     assert all(line.startswith("ok") for line in s.stdout.splitlines()), s.stdout
     r = cli("report", str(rundir.path))
     assert r.returncode == 0, r.stderr
+    collected = _digests(rundir.path)
+    assert cli("report", str(rundir.path)).returncode == 0
+    assert _digests(rundir.path) == collected  # rendered again byte for byte, nothing else touched
     run = rundir.load_run()
     assert run["finished"] and not run.get("incidents"), run.get("incidents")
     for c in rundir.load_cells():
