@@ -19,9 +19,10 @@ from markupsafe import Markup
 from reprokit import files, results, validate
 from reprokit.errors import UserError
 from reprokit.printable import visible
-from reprokit.report import plots
+from reprokit.report import blocks, plots
 from reprokit.report.context import build_context
 from reprokit.report.filters import flat, fmt_num, fmt_published, fmt_ratio, fmt_seconds, md_escape
+from reprokit.report.inline import MarkdownText, write_html, write_md, write_text
 
 TEMPLATES = files.REPO / "report_templates"
 
@@ -49,6 +50,16 @@ def _html_finalize(value: Any) -> Any:
     return value
 
 
+def _md_finalize(value: Any) -> Any:
+    """Every value escaped by md_escape, but Markdown the inline writer escaped already."""
+    return value if isinstance(value, MarkdownText) else md_escape(value)
+
+
+def _md_row(cells: list) -> MarkdownText:
+    """A Markdown table row of inline cells."""
+    return MarkdownText("|" + "".join(" " + write_md(c) + " |" for c in cells))
+
+
 @cache
 def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
     """The HTML and Markdown environments (cached: each keeps its compiled templates)."""
@@ -60,10 +71,12 @@ def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
                               finalize=_html_finalize,
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     md = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, autoescape=False,
-                            finalize=md_escape, keep_trailing_newline=True, trim_blocks=True,
+                            finalize=_md_finalize, keep_trailing_newline=True, trim_blocks=True,
                             lstrip_blocks=True)
     for env in (html, md):
         env.filters.update(filters)
+    html.filters.update(inline=write_html, plain=write_text)
+    md.filters.update(inline=write_md, md_row=_md_row)
     return html, md
 
 
@@ -103,8 +116,19 @@ def _render(rundir: results.RunDir) -> list[Path]:
             if old.name not in written:
                 old.unlink()
     out = [rundir.path / "report.md", rundir.path / "report.html", rundir.path / "report.json"]
-    files.write_text_atomic(out[0], md_env.get_template("report.md.j2").render(r=context, nums=nums))
-    files.write_text_atomic(out[1], html_env.get_template("report.html.j2")
-                            .render(r=context, nums=nums, svgs=svgs))
+    md, html = render_texts(context, svgs)
+    files.write_text_atomic(out[0], md)
+    files.write_text_atomic(out[1], html)
     files.write_text_atomic(out[2], json.dumps(context, indent=1, ensure_ascii=False) + "\n")
     return out
+
+
+def render_texts(context: dict, svgs: dict[str, Markup]) -> tuple[str, str]:
+    """report.md and report.html of a context: its text built once (reprokit/report/blocks.py), laid
+    out by each template."""
+    html_env, md_env = _environments()
+    nums = {r["id"]: r for r in context["numbers"]}
+    b = blocks.build(context)
+    md = md_env.get_template("report.md.j2").render(r=context, nums=nums, b=b)
+    html = html_env.get_template("report.html.j2").render(r=context, nums=nums, svgs=svgs, b=b)
+    return md, html

@@ -1,0 +1,29 @@
+"""The report's text, built once from the context for both templates: each sentence, count and table
+row as inline pieces (reprokit/report/inline.py), grouped by the part of the report it belongs to.
+
+`build(context)` calls the parts' builders (reprokit/report/part_*.py); report.py passes the result
+to report.md.j2 and report.html.j2, which lay it out. An optional paragraph or table is a list of
+zero or one, so that a template loops over it. The blocks are not part of report.json."""
+
+from __future__ import annotations
+
+from reprokit.report import part_head, part_run
+
+
+def build(r: dict) -> dict:
+    return {
+        "title": part_head.title(r),
+        "no_source": part_head.NO_SOURCE,
+        "incomplete": part_head.incomplete(r),
+        "resumed": part_head.resumed(r),
+        "rejudged": part_head.rejudged(r),
+        "first_screen": part_head.first_screen(r),
+        "plan": part_head.plan(r),
+        "one_process": part_head.one_process(r),
+        "run_rows": part_run.run_rows(r),
+        "suite_note": part_head.suite_note(r),
+        "cluster_note": part_head.cluster_note(r),
+        "nodes": part_head.nodes(r),
+        "load_warning": part_head.load_warning(r),
+        "gpu_warning": part_head.gpu_warning(r),
+    }
