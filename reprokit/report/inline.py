@@ -57,6 +57,11 @@ def strong(*inner: Piece, cls: str | None = None) -> tuple:
     return ("strong", list(inner), cls)
 
 
+def html_strong(*inner: Piece) -> tuple:
+    """Bold in HTML, plain in Markdown."""
+    return ("span", "", list(inner), "strong")
+
+
 def em(*inner: Piece) -> tuple:
     return ("em", list(inner))
 
@@ -68,12 +73,12 @@ def code(*inner: Piece) -> tuple:
 
 def mono(*inner: Piece) -> tuple:
     """Monospace in HTML (an id, a path), plain in Markdown."""
-    return ("span", "mono", list(inner))
+    return ("span", "mono", list(inner), "span")
 
 
 def span(cls: str, *inner: Piece) -> tuple:
     """Styled in HTML (`<span class=cls>`), plain in Markdown."""
-    return ("span", cls, list(inner))
+    return ("span", cls, list(inner), "span")
 
 
 def link(href: Piece, *inner: Piece) -> tuple:
@@ -232,7 +237,7 @@ def _html_tag(p: tuple) -> tuple[str, str | None, Piece]:
         return "em", None, p[1]
     if p[0] == "code":
         return "span", "mono", p[1]
-    return "span", p[1], p[2]  # span
+    return p[3], p[1], p[2]  # span, html_strong
 
 
 def _text(p: Piece, out: list[str]) -> None:
