@@ -7,7 +7,7 @@ zero or one, so that a template loops over it. The blocks are not part of report
 
 from __future__ import annotations
 
-from reprokit.report import part_head, part_intervals, part_run, part_verdicts
+from reprokit.report import part_head, part_intervals, part_published, part_run, part_verdicts
 
 
 def build(r: dict) -> dict:
@@ -27,8 +27,13 @@ def build(r: dict) -> dict:
         "nodes": part_head.nodes(r),
         "load_warning": part_head.load_warning(r),
         "gpu_warning": part_head.gpu_warning(r),
-        "verdicts": {"intro": part_verdicts.intro(r), "rows": part_verdicts.verdict_rows(r, nums),
-                     "policy": part_verdicts.policy(nums), "claims": part_verdicts.claims_summary(r)},
+        "verdicts": {
+            "intro": part_verdicts.intro(r),
+            "rows": part_verdicts.verdict_rows(r, nums),
+            "policy": part_verdicts.policy(nums),
+            "claims": part_verdicts.claims_summary(r),
+        },
         "bounds": part_verdicts.bounds(r, nums),
         "intervals": part_intervals.intervals(r),
+        "published": {"intro": part_published.intro(r), "sources": part_published.sources(r)},
     }

@@ -97,7 +97,8 @@ def anchor(name: Piece) -> tuple:
 
 
 def wrap(md: str, html: str) -> tuple:
-    """Whitespace where the two reports wrap their lines differently (kit text, written as it is)."""
+    """What separates two pieces in each format, written as it is: where the two reports wrap their
+    lines differently, or a separator in Markdown that is a `<br>` in HTML."""
     return ("wrap", md, html)
 
 
@@ -119,6 +120,7 @@ def html_only(*inner: Piece) -> tuple:
     return ("alt", [], list(inner))
 
 
+BR = wrap("", "<br>")  # a line break inside an HTML table cell, nothing in Markdown
 NL = wrap("\n", "\n")  # a line break in both
 NL_MD = wrap("\n", " ")  # a line break in Markdown, a space in HTML
 NL_HTML = wrap(" ", "\n")  # a space in Markdown, a line break in HTML

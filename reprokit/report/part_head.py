@@ -247,12 +247,12 @@ def load_warning(r: dict) -> list:
 
 
 def _probe_under_load(ld: dict) -> list:
-    """The Markdown report writes this sentence's `> ` on the line before it, which ends there."""
+    """The sentence follows the one before it without a break (in Markdown, its `> ` too)."""
     if not ld["cpu_peak_probe_high"]:
         return []
     return t(
         "{}{} also ran under load ({}); it is shown as context only.{}",
-        wrap("> ", "\n"),
+        wrap("> ", ""),
         per_format(t("The CPU peak probe"), t("The CPU GEMM probe")),
         fmt_num(ld["cpu_peak_probe_1min"]),
         wrap("\n", ""),
