@@ -7,7 +7,17 @@ zero or one, so that a template loops over it. The blocks are not part of report
 
 from __future__ import annotations
 
-from reprokit.report import part_head, part_intervals, part_published, part_run, part_verdicts
+from reprokit.report import (
+    part_cells,
+    part_claims,
+    part_environments,
+    part_head,
+    part_intervals,
+    part_machine,
+    part_published,
+    part_run,
+    part_verdicts,
+)
 
 
 def build(r: dict) -> dict:
@@ -36,4 +46,19 @@ def build(r: dict) -> dict:
         "bounds": part_verdicts.bounds(r, nums),
         "intervals": part_intervals.intervals(r),
         "published": {"intro": part_published.intro(r), "sources": part_published.sources(r)},
+        "claims": part_claims.claims(r),
+        "energy": part_cells.energy(r),
+        "real_work": part_cells.real_work(r),
+        "unmatched": part_cells.unmatched(r),
+        "variants": part_cells.variants(r),
+        "precision_twins": part_cells.precision_twins(r),
+        "not_run": part_cells.not_run(r),
+        "environments": {
+            "publications": part_environments.publications(r),
+            "host": part_environments.host(r),
+            "stacks": part_environments.stacks(r),
+        },
+        "load": part_machine.load(r),
+        "gpu_state": part_machine.gpu_state(r),
+        "overhead": part_machine.overhead(r),
     }

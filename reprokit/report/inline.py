@@ -12,18 +12,21 @@ filter), each escaping text its own way:
   `>` escaped in HTML;
 - a list is its pieces one after the other;
 - a tuple names its markup, made by the functions below: `strong`, `em`, `code` (backticks in
-  Markdown, monospace in HTML), `mono` and `span` (a class for HTML only), `link` (a link in both),
-  `ref` (a link in HTML, its text in Markdown: the Markdown report has no such anchors), `anchor` (an
-  anchor Markdown needs; the HTML gives the element the id), `wrap` (where a line breaks: each format
-  keeps its own wrapping), `entity` (one character spelled per format) and `per_format` (wording that
-  differs between the two reports: kept side by side, here, until the reports are unified).
+  Markdown, monospace in HTML), `mono`, `span` and `html_strong` (styled in HTML only), `link` (a link
+  in both), `ref` (a link in HTML, its text in Markdown: the Markdown report has no such anchors),
+  `anchor` (an anchor Markdown needs; the HTML gives the element the id), `wrap` (what separates two
+  pieces in each format: the reports wrap their lines differently, and a table cell's `<br>` is a
+  separator in Markdown), `entity` (one character spelled per format) and `per_format`, `md_only`,
+  `html_only` (where the two reports word a sentence differently: both wordings side by side, here).
+
+`when` and `joined` help build pieces; `jn` joins values into one text, as the templates' `join` did.
 
 The writers return `MarkdownText` and `Markup`: text escaped for its format, which the templates'
 finalize passes as it is (reprokit/report/report.py)."""
 
 from __future__ import annotations
 
-import html
+from html import escape as escape_kit
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -54,6 +57,7 @@ def t(fmt: str, *args: Piece) -> list:
 
 
 def strong(*inner: Piece, cls: str | None = None) -> tuple:
+    """Bold in both; `cls` a class for HTML."""
     return ("strong", list(inner), cls)
 
 
@@ -121,13 +125,13 @@ def html_only(*inner: Piece) -> tuple:
 
 
 BR = wrap("", "<br>")  # a line break inside an HTML table cell, nothing in Markdown
-NL = wrap("\n", "\n")  # a line break in both
 NL_MD = wrap("\n", " ")  # a line break in Markdown, a space in HTML
 NL_HTML = wrap(" ", "\n")  # a space in Markdown, a line break in HTML
 
 
 def when(condition: Any, *pieces: Piece) -> list:
-    """The pieces if the condition holds, else nothing."""
+    """The pieces if the condition holds, else nothing (the pieces are made either way: a piece that
+    needs the condition to be made at all is written with `if`)."""
     return list(pieces) if condition else []
 
 
@@ -148,12 +152,14 @@ def jn(items: Any, sep: str = ", ") -> str:
 
 # -- the writers -------------------------------------------------------------------------------
 def write_md(pieces: Piece) -> MarkdownText:
+    """The pieces as Markdown (the `inline` filter of report.md.j2)."""
     out: list[str] = []
     _md(pieces, out)
     return MarkdownText("".join(out))
 
 
 def write_html(pieces: Piece) -> Markup:
+    """The pieces as HTML (the `inline` filter of report.html.j2)."""
     out: list[str] = []
     _html(pieces, out)
     return Markup("".join(out))
@@ -210,7 +216,7 @@ def _html(p: Piece, out: list[str]) -> None:
         for x in p:
             _html(x, out)
     elif isinstance(p, Kit):
-        out.append(html.escape(p, quote=False))
+        out.append(escape_kit(p, quote=False))
     elif not isinstance(p, tuple):
         out.append(_html_value(p))
     elif p[0] == "wrap":

@@ -103,7 +103,7 @@ def rejudged(r: dict) -> list:
 
 
 def first_screen(r: dict) -> dict:
-    """ "Does it hold here?": the sentence above the lines, one line per source (its id and pieces)."""
+    """The first screen ("Does it hold here?"): the sentence above its lines, one line per source."""
     intro = t(
         "Measured on this {}. One line per source: what holds on this hardware, what cannot be\n"
         "tested here and why, what is physically impossible.",
@@ -111,19 +111,15 @@ def first_screen(r: dict) -> dict:
     )
     return {
         "intro": intro,
-        "answers": [
-            {
-                "source": f["source"],
-                "text": t(
-                    "{}{}: {}",
-                    strong("Source ", f["source"]),
-                    when(f["title"], t(" ({})", f["title"])),
-                    f["answer"],
-                ),
-            }
-            for f in r["first_screen"]
-        ],
+        "answers": [{"source": f["source"], "text": answer(f)} for f in r["first_screen"]],
     }
+
+
+def answer(f: dict) -> list:
+    """A source's line of the first screen: its id and title, and what holds here."""
+    return t(
+        "{}{}: {}", strong("Source ", f["source"]), when(f["title"], t(" ({})", f["title"])), f["answer"]
+    )
 
 
 def plan(r: dict) -> list:
@@ -286,7 +282,7 @@ def gpu_warning(r: dict) -> list:
 
 
 def _cells_with(cells: list[dict], key: str) -> list:
-    """ "cell: a, b; cell: c": the cells with something under `key`, and what."""
+    """The cells with something under `key`, and what: "cell: a, b; cell: c"."""
     return joined([t("{}: {}", c["cell_id"], jn(c[key])) for c in cells if c[key]], "; ")
 
 

@@ -30,56 +30,54 @@ ARROW = entity("->", "→")
 
 
 def number_row(row: dict, table_anchor: str) -> dict:
-    """The row of one published number: `md` the Markdown table's cells, the rest the HTML row's."""
+    """The row of one published number: its HTML cells by name, and `md` the Markdown table's cells
+    (the same pieces, and the columns the HTML row puts inside others: id, bound, n, kind, reason)."""
     measured = row["measured"] is not None
-    label = [
-        row["row_label"],
-        wrap(" (", "<br>"),
-        span("muted", row["metric_as_published"], html_only(t(" · {}", row["id"]))),
-        md_only(")"),
-        html_only(BR, span("muted mono", row["cell"])),
-    ]
-    published = t("{} {}", fmt_published(row["published"]), row["unit"])
-    figure = _measured(row) if measured else _not_measured(row)
-    cv = _cv(row)
-    ratio = _ratio(row)
-    defects = joined([link(["#", table_anchor, "-", d], d) for d in row["defects"]])
+    cells = {
+        "label": [
+            row["row_label"],
+            wrap(" (", "<br>"),
+            span("muted", row["metric_as_published"], html_only(t(" · {}", row["id"]))),
+            md_only(")"),
+            html_only(BR, span("muted mono", row["cell"])),
+        ],
+        "published": [
+            span("nw", t("{} {}", fmt_published(row["published"]), row["unit"])),
+            html_only(BR, span("muted", row["published_device"] or row["published_gpu"]), _bound(row)),
+        ],
+        "figure": _measured(row) if measured else _not_measured(row),
+        "cv": _cv(row),
+        "ratio": _ratio(row),
+        "verdict": per_format(
+            jn(row["labels"], " "), joined([span("v v-" + str(v), v) for v in row["labels"]], " · ")
+        ),
+        "standin": row["standin"] or "",
+        "defects": joined([link(["#", table_anchor, "-", d], d) for d in row["defects"]]),
+    }
     kind = [row["reproduction"]["label"]] if row.get("reproduction") else []
     md = [
-        t("{} ({})", row["row_label"], row["metric_as_published"]),
+        cells["label"],
         row["id"],
-        published,
+        cells["published"],
         t("{}{}", row["bound"] or "", when(row["tier"], t(" {}", row["tier"]))),
-        figure,
+        cells["figure"],
         row["n"] if measured else "",
-        cv,
-        ratio,
-        jn(row["labels"], " "),
+        cells["cv"],
+        cells["ratio"],
+        cells["verdict"],
         kind[0] if kind else "",
         row["reason_shown"] or "",
-        row["standin"] or "",
-        defects,
+        cells["standin"],
+        cells["defects"],
     ]
     return {
+        **cells,
         "md": md,
         "anchor": row["anchor"],
         "measured": measured,
-        "label": label,
-        "published": [
-            span("nw", published),
-            BR,
-            span("muted", row["published_device"] or row["published_gpu"]),
-            _bound(row),
-        ],
-        "figure": figure,
-        "cv": cv,
-        "ratio": ratio,
-        "verdict": joined([span("v v-" + str(v), v) for v in row["labels"]], " · "),
         "reason": [row["reason_shown"]] if row["reason_shown"] else [],
         "kind": kind,
         "note": [row["note"]] if measured and row["note"] else [],
-        "standin": row["standin"] or "",
-        "defects": defects,
         "envdiff": [_envdiff(row)] if row["deviates"] else [],
     }
 

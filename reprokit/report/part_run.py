@@ -7,10 +7,12 @@ from reprokit.report.filters import fmt_seconds
 from reprokit.report.inline import jn, joined, mono, per_format, ref, span, t, when
 
 
-def row(label: object, value: object, only: str | None = None, cls: str | None = None) -> dict:
+def row(
+    label: object, value: object, only: str | None = None, cls: str | None = None, glued: bool = False
+) -> dict:
     """A row of a two-column table: `only` "md" or "html" for a row one report alone shows, `cls` the
-    HTML class of its value cell."""
-    return {"label": label, "value": value, "only": only, "cls": cls}
+    HTML class of its value cell, `glued` for a row the HTML report writes on one line with the next."""
+    return {"label": label, "value": value, "only": only, "cls": cls, "glued": glued}
 
 
 def run_rows(r: dict) -> list[dict]:

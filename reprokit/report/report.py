@@ -2,8 +2,9 @@
 
 `render(rundir)` builds the context (reprokit/report/context.py), validates it against
 report.schema.json, draws one SVG plot per published table (inline in the HTML, files under plots/ for
-the Markdown; reprokit/report/plots.py) and writes the three files atomically, through the templates of
-report_templates/ with the filters of reprokit/report/filters.py.
+the Markdown; reprokit/report/plots.py) and writes the three files atomically. The text of both reports
+is built once from the context (reprokit/report/blocks.py); the templates of report_templates/ lay it
+out, each escaping it its own way (reprokit/report/inline.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from reprokit.errors import UserError
 from reprokit.printable import visible
 from reprokit.report import blocks, plots
 from reprokit.report.context import build_context
-from reprokit.report.filters import flat, fmt_num, fmt_published, fmt_ratio, fmt_seconds, md_escape
+from reprokit.report.filters import md_escape
 from reprokit.report.inline import MarkdownText, write_html, write_md, write_text
 
 TEMPLATES = files.REPO / "report_templates"
@@ -62,9 +63,8 @@ def _md_row(cells: list) -> MarkdownText:
 
 @cache
 def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
-    """The HTML and Markdown environments (cached: each keeps its compiled templates)."""
-    filters = {"num": fmt_num, "pub": fmt_published, "ratio": fmt_ratio, "secs": fmt_seconds,
-               "flat": flat}
+    """The HTML and Markdown environments (cached: each keeps its compiled templates), each with the
+    `inline` filter that writes the blocks' pieces in its format."""
     loader = jinja2.FileSystemLoader(templates)
     html = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
                               autoescape=jinja2.select_autoescape(("html", "html.j2"), default=True),
@@ -73,8 +73,6 @@ def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
     md = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, autoescape=False,
                             finalize=_md_finalize, keep_trailing_newline=True, trim_blocks=True,
                             lstrip_blocks=True)
-    for env in (html, md):
-        env.filters.update(filters)
     html.filters.update(inline=write_html, plain=write_text)
     md.filters.update(inline=write_md, md_row=_md_row)
     return html, md
@@ -93,7 +91,7 @@ def render(rundir: results.RunDir) -> list[Path]:
 
 
 def _render(rundir: results.RunDir) -> list[Path]:
-    html_env, md_env = _environments()
+    _environments()  # the templates are there before anything is drawn
     context = build_context(rundir)
     errs = validate.errors("report", context)
     if errs:
@@ -127,8 +125,6 @@ def render_texts(context: dict, svgs: dict[str, Markup]) -> tuple[str, str]:
     """report.md and report.html of a context: its text built once (reprokit/report/blocks.py), laid
     out by each template."""
     html_env, md_env = _environments()
-    nums = {r["id"]: r for r in context["numbers"]}
     b = blocks.build(context)
-    md = md_env.get_template("report.md.j2").render(r=context, nums=nums, b=b)
-    html = html_env.get_template("report.html.j2").render(r=context, nums=nums, svgs=svgs, b=b)
-    return md, html
+    return (md_env.get_template("report.md.j2").render(b=b),
+            html_env.get_template("report.html.j2").render(b=b, svgs=svgs))
