@@ -3,8 +3,9 @@
 `render(rundir)` reads the run into the model (reprokit/reader/load.py), builds the context
 (reprokit/report/context.py), validates it against
 report.schema.json, draws one SVG plot per published table (inline in the HTML, files under plots/ for
-the Markdown; reprokit/report/plots.py) and writes the three files atomically, through the templates of
-report_templates/ with the filters of reprokit/report/filters.py.
+the Markdown; reprokit/report/plots.py) and writes the three files atomically. The text of both reports
+is built once from the context (reprokit/report/blocks.py); the templates of report_templates/ lay it
+out, each escaping it its own way (reprokit/report/inline.py).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from reprokit.errors import UserError
 from reprokit.printable import visible
 from reprokit.reader.load import load
 from reprokit.reader.model import Run
-from reprokit.report import plots
+from reprokit.report import blocks, plots
 from reprokit.report.context import build_context
-from reprokit.report.filters import flat, fmt_num, fmt_published, fmt_ratio, fmt_seconds, md_escape
+from reprokit.report.filters import md_escape
+from reprokit.report.inline import MarkdownText, write_html, write_md, write_text
 
 TEMPLATES = files.REPO / "report_templates"
 
@@ -52,21 +54,30 @@ def _html_finalize(value: Any) -> Any:
     return value
 
 
+def _md_finalize(value: Any) -> Any:
+    """Every value escaped by md_escape, but Markdown the inline writer escaped already."""
+    return value if isinstance(value, MarkdownText) else md_escape(value)
+
+
+def _md_row(cells: list) -> MarkdownText:
+    """A Markdown table row of inline cells."""
+    return MarkdownText("|" + "".join(" " + write_md(c) + " |" for c in cells))
+
+
 @cache
 def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
-    """The HTML and Markdown environments (cached: each keeps its compiled templates)."""
-    filters = {"num": fmt_num, "pub": fmt_published, "ratio": fmt_ratio, "secs": fmt_seconds,
-               "flat": flat}
+    """The HTML and Markdown environments (cached: each keeps its compiled templates), each with the
+    `inline` filter that writes the blocks' pieces in its format."""
     loader = jinja2.FileSystemLoader(templates)
     html = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
                               autoescape=jinja2.select_autoescape(("html", "html.j2"), default=True),
                               finalize=_html_finalize,
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     md = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, autoescape=False,
-                            finalize=md_escape, keep_trailing_newline=True, trim_blocks=True,
+                            finalize=_md_finalize, keep_trailing_newline=True, trim_blocks=True,
                             lstrip_blocks=True)
-    for env in (html, md):
-        env.filters.update(filters)
+    html.filters.update(inline=write_html, plain=write_text)
+    md.filters.update(inline=write_md, md_row=_md_row)
     return html, md
 
 
@@ -90,7 +101,7 @@ def write(run: Run) -> list[Path]:
     """Write the report of `run` (read by reprokit/reader/load.py) into its directory, with the data
     chosen now (see `render`)."""
     rundir = results.RunDir(run.path)
-    html_env, md_env = _environments()
+    _environments()  # the templates are there before anything is drawn
     context = build_context(run)
     errs = validate.errors("report", context)
     if errs:
@@ -113,8 +124,17 @@ def write(run: Run) -> list[Path]:
             if old.name not in written:
                 old.unlink()
     out = [rundir.path / "report.md", rundir.path / "report.html", rundir.path / "report.json"]
-    files.write_text_atomic(out[0], md_env.get_template("report.md.j2").render(r=context, nums=nums))
-    files.write_text_atomic(out[1], html_env.get_template("report.html.j2")
-                            .render(r=context, nums=nums, svgs=svgs))
+    md, html = render_texts(context, svgs)
+    files.write_text_atomic(out[0], md)
+    files.write_text_atomic(out[1], html)
     files.write_text_atomic(out[2], json.dumps(context, indent=1, ensure_ascii=False) + "\n")
     return out
+
+
+def render_texts(context: dict, svgs: dict[str, Markup]) -> tuple[str, str]:
+    """report.md and report.html of a context: its text built once (reprokit/report/blocks.py), laid
+    out by each template."""
+    html_env, md_env = _environments()
+    b = blocks.build(context)
+    return (md_env.get_template("report.md.j2").render(b=b),
+            html_env.get_template("report.html.j2").render(b=b, svgs=svgs))
