@@ -9,8 +9,8 @@ stage is the flat modules of reprokit/ and the formats.
 __version__ = "0.1.0"
 
 STAGES: tuple[tuple[str, ...], ...] = (
-    ("errors", "formats", "files", "validate", "console", "printable", "checks", "results", "schemas",
-     "data"),
+    ("errors", "formats", "files", "kitdata", "validate", "console", "printable", "checks", "results",
+     "schemas", "data"),
     ("catalog",),  # the kit's data: suites, stacks, published numbers, claims
     ("probes",),  # this host: fingerprints, peaks, GPU state
     ("reader",),  # a stored run read back into the model (reprokit/reader/model.py)

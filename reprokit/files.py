@@ -1,6 +1,7 @@
 """Files: where the kit's parts are, and how a file is written and read.
 
-- Paths: `REPO` (the checkout), `BENCH`, `IMAGES`, `COMPOSE`, `DATA`, `SCHEMAS`, each defined once here.
+- Paths: `REPO` (the checkout), `BENCH`, `IMAGES`, `COMPOSE`, `SCHEMAS`, each defined once here (the
+  kit's data files: reprokit/kitdata.py).
 - Atomic writes (temp file in the same directory, fsync, rename; validated against a schema first when
   one is named) and strict JSON reads (NaN, Infinity and overflowing numbers are errors).
 - `utcnow` and `kit_info`, the time stamp and the kit identity every record carries.
@@ -8,13 +9,7 @@
   stack-side code and never on the host's sys.path).
 - `read_json`: a stored document read, brought to its format's current version (reprokit/formats/)
   and validated.
-- `load_data(name)`: the one loader of the kit's data files (reprokit/data/), validated against their
-  schema, parsed once per process (libyaml's C loader where PyYAML has it) and shared. A validated
-  document is also kept between processes in a cache addressed by the sha256 of the file and of its
-  schema (`~/.cache/reprokit/data`, `$REPROKIT_DATA_CACHE` overrides, empty turns it off), so a
-  command that only reads data neither parses YAML nor imports jsonschema when nothing changed.
-
-Only the standard library, PyYAML and reprokit.validate (these two imported where they are needed)
+Only the standard library and reprokit.validate and reprokit.formats (imported where they are needed)
 are used, so any module may import this one without pulling in pandas, jinja2 or docker.
 """
 
@@ -22,15 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
-import hmac
 import importlib.util
 import json
-import marshal
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -41,7 +32,6 @@ from reprokit.errors import UserError
 
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
-DATA = PACKAGE / "data"
 SCHEMAS = PACKAGE / "schemas"
 BENCH = REPO / "bench"
 IMAGES = REPO / "images"
@@ -107,6 +97,10 @@ def write_json_atomic(path: Path, doc: Any, schema: str | None = None) -> None:
 
 def write_text_atomic(path: Path, text: str) -> None:
     _write_atomic(path, lambda f: f.write(text), sync=False)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    _write_atomic(path, lambda f: f.write(data), sync=False, mode="wb")
 
 
 def _reject_constant(name: str):
@@ -214,71 +208,6 @@ def read_json(path: Path, schema: str) -> dict:
     return doc
 
 
-# -- the kit's data files (reprokit/data) ---------------------------------------------------------
-# A file in one of these folders is validated against the folder's schema; any other file against the
-# schema named like the file (stacks.yaml -> stacks.schema.json).
-_FOLDER_SCHEMAS = {"suites": "suite", "published": "published"}
-# How to repair a file a tool writes, where that is not "fix the file" by hand.
-_REPAIR = {"rerun_coverage.json": "re-write it with scripts/bench_rerun_coverage.py --write"}
-
-
-def data_relpath(name: str) -> str:
-    """'stacks' -> 'stacks.yaml', 'suites/smoke' -> 'suites/smoke.yaml'; a name with its suffix
-    ('rerun_coverage.json') is kept."""
-    return name if name.endswith((".yaml", ".json")) else f"{name}.yaml"
-
-
-def data_schema(name: str) -> str:
-    """The schema of data file `name` (see _FOLDER_SCHEMAS)."""
-    folder, _, stem = data_relpath(name).rpartition("/")
-    return _FOLDER_SCHEMAS.get(folder) or stem.rsplit(".", 1)[0]
-
-
-def data_exists(name: str) -> bool:
-    return (DATA / data_relpath(name)).is_file()
-
-
-def load_data(name: str) -> Any:
-    """reprokit/data/<name>.yaml (or a .json named with its suffix), validated against its schema
-    (`data_schema`), parsed and validated once per process. The document is shared by every caller,
-    who must not modify it (`copy.deepcopy` first). A missing file, a syntax error or a schema
-    violation is a one-line UserError naming the file and the fix."""
-    return load_data_file(data_relpath(name), data_schema(name))
-
-
-@cache
-def load_data_file(relpath: str, schema: str | None = None) -> Any:
-    """reprokit/data/<relpath>, validated against `schema` when one is given (once per process and
-    schema; from the cache between processes); shared like `load_data`."""
-    raw = _read_data(relpath)
-    if not schema:
-        return _parse_data(relpath, raw)
-    key = _validated_key(relpath, raw, schema)
-    doc = _cached_validated(key, raw)
-    if doc is None:
-        from reprokit import validate
-        doc = _parse_data(relpath, raw)
-        validate.check(schema, doc, f"reprokit/data/{relpath}")
-        _store_validated(key, doc, raw)
-    return doc
-
-
-def load_data_path(path: Path | str, schema: str | None = None) -> Any:
-    """A data file outside reprokit/data (an edited copy under test, a user's own file): parsed and,
-    with `schema`, validated exactly as `load_data` does it, with the same one-line errors, but
-    neither cached nor shared."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise UserError(f"cannot read {path} ({e.strerror or e}); check the path") from e
-    doc = _parse_data(path.name, raw, where=str(path))
-    if schema:
-        from reprokit import validate
-        validate.check(schema, doc, str(path))
-    return doc
-
-
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
@@ -301,150 +230,3 @@ def temporary_directory(prefix: str):
                 tmp.cleanup()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-
-# -- validated documents kept between processes ---------------------------------------------------
-DATA_CACHE_ENV = "REPROKIT_DATA_CACHE"
-# Change it when the cached form changes. Form 3: the header, the key the blob was stored under
-# (64 hex digits), an HMAC-SHA256 of the payload keyed with the data file's own bytes (64 hex
-# digits), then the marshalled document. A plain sha256 of the payload could be recomputed by anyone
-# who edits a blob (issue 35: a forged blob was used silently, a forged garbage one was exit 3); the
-# HMAC cannot be made without the data file the blob claims to come from, and a blob that does not
-# carry it is ignored and rebuilt.
-_DATA_CACHE_FORMAT = b"reprokit-data-cache 3\0"
-
-
-def data_cache_dir() -> Path | None:
-    """Where validated data documents are kept; None when $REPROKIT_DATA_CACHE is set empty."""
-    env = os.environ.get(DATA_CACHE_ENV)
-    if env is not None:
-        return Path(env) if env else None
-    return Path.home() / ".cache" / "reprokit" / "data"
-
-
-def _validated_key(relpath: str, raw: bytes, schema: str) -> str | None:
-    """sha256 over the data file's bytes, the schema's name and its file: any change to either is a
-    miss. None when the schema file cannot be read (validation then reports it)."""
-    h = hashlib.sha256(_DATA_CACHE_FORMAT)
-    h.update(relpath.encode() + b"\0" + raw)
-    try:
-        h.update(b"\0" + schema.encode() + b"\0" + (SCHEMAS / f"{schema}.schema.json").read_bytes())
-    except OSError:
-        return None
-    return h.hexdigest()
-
-
-def _mac(raw: bytes, payload: bytes) -> bytes:
-    return hmac.new(raw, payload, hashlib.sha256).hexdigest().encode()
-
-
-def _cached_validated(key: str | None, raw: bytes) -> Any:
-    """The document stored under `key` for the data file whose bytes are `raw`, or None (no cache,
-    no entry, or an entry unreadable, forged or from other bytes)."""
-    where = data_cache_dir()
-    if key is None or where is None:
-        return None
-    try:
-        blob = read_bounded(where / f"{key}.marshal", "data")
-    except OSError:
-        return None
-    head = len(_DATA_CACHE_FORMAT)
-    stored_key, digest, payload = blob[head:head + 64], blob[head + 64:head + 128], blob[head + 128:]
-    # a blob from another key (copied or planted under this name) or edited since it was written is
-    # ignored, and the file is parsed and validated again: it is checked before marshal reads it
-    if (not blob.startswith(_DATA_CACHE_FORMAT) or stored_key != key.encode()
-            or not hmac.compare_digest(digest, _mac(raw, payload))):
-        return None
-    try:
-        doc = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return None
-    return doc if isinstance(doc, (dict, list)) else None
-
-
-def _store_validated(key: str | None, doc: Any, raw: bytes) -> None:
-    """Keep a validated document (marshal: data types only) for the next process; any failure to
-    write (read-only home, full disk, a type marshal cannot hold) only costs that process a parse."""
-    where = data_cache_dir()
-    if key is None or where is None:
-        return
-    try:
-        payload = marshal.dumps(doc)
-        blob = _DATA_CACHE_FORMAT + key.encode() + _mac(raw, payload) + payload
-        _write_atomic(where / f"{key}.marshal", lambda f: f.write(blob), sync=False, mode="wb")
-    except (OSError, ValueError):
-        pass
-
-
-def _read_data(relpath: str) -> bytes:
-    if _reads is not None:
-        _reads.append(relpath)
-    try:
-        return read_bounded(DATA / relpath, "data")
-    except UnreadableFile as e:
-        raise UserError(f"{DATA / relpath} is unreadable ({e.strerror}); restore it from the "
-                        "repository") from e
-    except FileNotFoundError as e:
-        if DATA != PACKAGE / "data":
-            raise UserError(f"{relpath} is missing from the data snapshot {DATA}; the snapshot holds "
-                            "only the files the report read when it was made") from e
-        raise UserError(f"reprokit/data/{relpath} is missing; restore it from the repository") from e
-
-
-def _parse_data(relpath: str, raw: bytes, where: str | None = None) -> Any:
-    """The document in `raw`, the bytes of reprokit/data/<relpath> (JSON or YAML by its suffix), or
-    of the file named `where`."""
-    where = where or f"reprokit/data/{relpath}"
-    repair = _REPAIR.get(relpath, "fix the file")
-    try:
-        text = raw.decode()
-    except UnicodeDecodeError as e:  # found by tests/fuzz (data_yaml): was an internal error, exit 3
-        raise UserError(f"{where} is not UTF-8 text (byte {e.start}: {e.reason}); {repair}") from e
-    if relpath.endswith(".json"):
-        try:
-            return loads_strict(text)
-        except ValueError as e:
-            raise UserError(f"{where} is not valid JSON ({e}); {repair}") from e
-    import yaml
-    try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as e:
-        raise UserError(f"{where} is not valid YAML ({' '.join(str(e).split())}); {repair}") from e
-    except (ValueError, OverflowError) as e:  # found by tests/fuzz (data_yaml): a date such as
-        # 1021-13-25 parses as YAML but its constructor raises: was an internal error, exit 3
-        raise UserError(f"{where} holds a value YAML cannot build ({e}); {repair}") from e
-
-
-def clear_data_cache() -> None:
-    """Forget every data file loaded in this process (for tests and tools that rewrite reprokit/data)."""
-    load_data_file.cache_clear()
-
-
-_reads: list[str] | None = None  # relative paths of the data files read, while data_root records them
-
-
-@contextlib.contextmanager
-def data_root(root: Path, reads: list[str] | None = None):
-    """Read the kit's data files from `root` (a snapshot with reprokit/data's relative layout, e.g. the
-    one a crate carries: reprokit/crate) instead of reprokit/data until the block ends; with `reads`,
-    append the relative path of every data file read meanwhile. Every cached result in the kit's
-    modules (functools caches: parsed files, suites, sources) is forgotten on entry and on exit, so
-    nothing read from one root is used under the other and every file used is read (and recorded)."""
-    global DATA, _reads
-    saved = DATA, _reads
-    DATA, _reads = Path(root), reads
-    _forget_cached()
-    try:
-        yield DATA
-    finally:
-        DATA, _reads = saved
-        _forget_cached()
-
-
-def _forget_cached() -> None:
-    for name, mod in list(sys.modules.items()):
-        if not (name == "reprokit" or name.startswith("reprokit.")):
-            continue
-        for obj in list(vars(mod).values()):
-            if callable(getattr(obj, "cache_clear", None)) and getattr(obj, "__module__", None) == name:
-                obj.cache_clear()

@@ -31,14 +31,14 @@ def snapshot_data(rundir: RunDir) -> dict:
     import hashlib
     import shutil
 
-    from reprokit import files
+    from reprokit import files, kitdata
 
     dst = rundir.path / DATA_SNAPSHOT
     part = rundir.path / f".{DATA_SNAPSHOT}.part"
     shutil.rmtree(part, ignore_errors=True)
     digests = {}
-    for src in sorted(files.DATA.rglob("*")):
-        rel = src.relative_to(files.DATA).as_posix()
+    for src in sorted(kitdata.PACKAGED.rglob("*")):
+        rel = src.relative_to(kitdata.PACKAGED).as_posix()
         if not src.is_file() or src.suffix not in (".yaml", ".json") or "__pycache__" in rel:
             continue
         raw = files.read_bounded(src, "data")
@@ -76,14 +76,12 @@ def snapshot_root(rundir: RunDir, run: dict) -> Path | None:
 
 
 def run_data(rundir: RunDir, run: dict | None = None):
-    """A context in which the kit's data files are the run's snapshot (files.data_root), or
-    reprokit/data as it is for a run without one."""
-    import contextlib
-
-    from reprokit import files
+    """The kit data a run is judged with: its snapshot (each file checked against run.json), or the
+    packaged reprokit/data as it is for a run that kept none (reprokit/kitdata.py KitData)."""
+    from reprokit import kitdata
 
     root = snapshot_root(rundir, run if run is not None else rundir.load_run())
-    return files.data_root(root) if root is not None else contextlib.nullcontext()
+    return kitdata.KitData(root) if root is not None else kitdata.KitData.packaged()
 
 
 def new_run_id(suite: str) -> str:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reprokit import files  # noqa: E402
+from reprokit import files, kitdata  # noqa: E402
 from reprokit.catalog import published_csv  # noqa: E402
 
-OUT = files.DATA / "published"
+OUT = kitdata.PACKAGED / "published"
 
 
 def main(csv_path: str) -> None:

@@ -30,7 +30,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from reprokit import files, results, validate  # noqa: E402
+from reprokit import files, kitdata, results, validate  # noqa: E402
 from reprokit.analysis import cpus, steady_state  # noqa: E402
 from reprokit.errors import UserError  # noqa: E402
 
@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
     design = yaml.safe_dump({"design": doc.pop("design")}, sort_keys=False, width=110)
     measured = yaml.safe_dump({"measurements": doc["measurements"]}, sort_keys=False, width=110)
     files.write_text_atomic(OUT, HEADER + "schema_version: 1\n" + design + measured)
-    files.load_data_file.cache_clear()
+    kitdata.forget()
     print(f"wrote {OUT.relative_to(REPO)}: {sum(len(m['cells']) for m in doc['measurements'])} cells")
     return 0
 

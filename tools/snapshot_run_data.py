@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from reprokit import files, results
+from reprokit import files, kitdata, results
 from reprokit.crate.export import render_recording
 from reprokit.run.record import write_run
 
@@ -30,12 +30,12 @@ def snapshot(run_path: Path) -> dict:
         shutil.copytree(run_path, copy, ignore=shutil.ignore_patterns(".lock", results.DATA_SNAPSHOT))
         run_copy = {k: v for k, v in run.items() if k != "data_snapshot"}
         write_run(results.RunDir(copy), run_copy)
-        reads = render_recording(copy, files.DATA)
+        reads = render_recording(copy, kitdata.PACKAGED)
     dst = run_path / results.DATA_SNAPSHOT
     shutil.rmtree(dst, ignore_errors=True)
     digests = {}
     for rel in reads:
-        raw = files.read_bounded(files.DATA / rel, "data")
+        raw = files.read_bounded(kitdata.PACKAGED / rel, "data")
         (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         (dst / rel).write_bytes(raw)
         digests[rel] = hashlib.sha256(raw).hexdigest()

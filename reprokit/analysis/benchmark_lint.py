@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprokit import files
+from reprokit import files, kitdata
 from reprokit.analysis import claims, devices, flops, roofline
 from reprokit.catalog import suites
 from reprokit.errors import UserError
@@ -173,7 +173,7 @@ def _todos(value, path: str = "") -> list[tuple[str, str]]:
 
 def _file_todos(relpath: str) -> list[tuple[str, str]]:
     """(line N, text) of every line of reprokit/data/<relpath> that is not a comment and says TODO."""
-    path = files.DATA / relpath
+    path = kitdata.current().root / relpath
     if not path.is_file():
         return []
     return [(f"line {i}", line.strip()) for i, line in enumerate(path.read_text().splitlines(), 1)

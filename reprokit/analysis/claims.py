@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.analysis import devices, flops, roofline, standins, stats, steady_state, verdicts
 from reprokit.catalog import suites
 from reprokit.reader.model import Machine, Run
@@ -69,7 +69,7 @@ MEANINGS = {
 
 def load_claims() -> dict:
     """The whole claims.yaml document (validated)."""
-    return files.load_data("claims")
+    return kitdata.load("claims")
 
 
 # -- observations ----------------------------------------------------------------------------------

@@ -24,10 +24,9 @@ Pure functions; the data file is loaded and validated once.
 from __future__ import annotations
 
 import re
-from functools import cache
 from typing import Any
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.errors import UserError
 
 VENDOR_SHORT = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
@@ -37,10 +36,10 @@ CLOCK_NOTE = ("max 'cpu MHz' reported in /proc/cpuinfo at fingerprint time; boos
 _GHZ_IN_NAME = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*GHz", re.IGNORECASE)
 
 
-@cache
+@kitdata.memoized
 def load() -> dict:
     """The whole cpus.yaml document (validated; ids unique, publication CPUs name a known entry)."""
-    doc = files.load_data("cpus")
+    doc = kitdata.load("cpus")
     ids = [e["id"] for e in doc["microarchitectures"]]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:

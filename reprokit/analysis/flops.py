@@ -11,9 +11,8 @@ from __future__ import annotations
 import ast
 import operator
 import re
-from functools import cache
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.catalog import suites, units
 from reprokit.catalog.suites import GPU_COUNT
 
@@ -30,12 +29,12 @@ class NotCovered(NotApplicable):
 # -- data ------------------------------------------------------------------------------------------
 def load_models() -> dict:
     """The whole flops.yaml document (validated, shared)."""
-    return files.load_data("flops")
+    return kitdata.load("flops")
 
 
 def load_peaks() -> dict:
     """The whole peaks.yaml document (validated, shared)."""
-    return files.load_data("peaks")
+    return kitdata.load("peaks")
 
 
 # -- safe arithmetic -------------------------------------------------------------------------------
@@ -93,7 +92,7 @@ def _numeric(params: dict) -> dict[str, float]:
     }
 
 
-@cache
+@kitdata.memoized
 def corpus_sizes(corpus: str) -> dict[str, float]:
     """{"corpus_vocab", "corpus_tokens"} of a reading of datasets.yaml (its vocabulary and train token
     count): the sizes of the data the cells read (the stand-ins get the same figures through the job

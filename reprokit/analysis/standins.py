@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.reader.result import CellResult
 
 MECHANISM = "mechanism"
@@ -21,7 +21,7 @@ KIND_ORDER = ("mechanism", "version", "api", "data", "workload", "state")
 
 def load() -> dict:
     """The whole standins.yaml document (validated)."""
-    return files.load_data("standins")
+    return kitdata.load("standins")
 
 
 def classify(sub: dict) -> dict:

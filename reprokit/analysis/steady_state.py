@@ -24,9 +24,8 @@ import math
 import statistics
 import warnings
 from collections.abc import Sequence
-from functools import lru_cache
 
-from reprokit import files
+from reprokit import kitdata
 
 FLAT = "flat"
 WARMUP = "warmup"
@@ -38,7 +37,7 @@ CLASSES = (FLAT, WARMUP, SLOWDOWN, NO_STEADY_STATE, UNCLASSIFIED)
 
 def settings() -> dict:
     """reprokit/data/steady_state.yaml (validated)."""
-    return files.load_data("steady_state")
+    return kitdata.load("steady_state")
 
 
 def change_points(series: Sequence[float]) -> list[int]:
@@ -47,7 +46,7 @@ def change_points(series: Sequence[float]) -> list[int]:
     return list(_change_points(tuple(float(x) for x in series)))
 
 
-@lru_cache(maxsize=4096)
+@kitdata.memoized  # per data: the detector's settings are data
 def _change_points(xs: tuple[float, ...]) -> tuple[int, ...]:
     import numpy as np
     import ruptures

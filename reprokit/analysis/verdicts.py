@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import re
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.analysis import defects, devices, flops, published_metric, roofline, standins, stats
 from reprokit.catalog import units
 from reprokit.probes import jit_cache
@@ -139,7 +139,7 @@ MEANINGS = {
 
 def load_policy() -> dict:
     """data/verdict_policy.yaml (validated): efficiency tolerance, claim thresholds, with reasons."""
-    return files.load_data("verdict_policy")
+    return kitdata.load("verdict_policy")
 
 
 # -- units: one table for the whole code base (reprokit/catalog/units.py) ---------------------------------

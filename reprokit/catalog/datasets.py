@@ -17,21 +17,20 @@ import fnmatch
 import hashlib
 import json
 import os
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from reprokit import checks, files, formats, validate
+from reprokit import checks, files, formats, kitdata, validate
 from reprokit.errors import UserError
 
 STRICT_STATUSES = ("verified", "recomputed", "third-party")
 LOCK_ENV = "REPROKIT_DATA_LOCK"
 
 
-@cache
+@kitdata.memoized
 def catalogue() -> dict[str, dict]:
     """datasets.yaml's `datasets`, validated."""
-    return files.load_data("datasets")["datasets"]
+    return kitdata.load("datasets")["datasets"]
 
 
 def stand_in_specs() -> dict[str, dict]:
@@ -261,7 +260,7 @@ def implausible(s: dict) -> list[str]:
 
 
 def _plausibility() -> float | None:
-    return (files.load_data("datasets").get("plausibility") or {}).get("relative_tolerance")
+    return (kitdata.load("datasets").get("plausibility") or {}).get("relative_tolerance")
 
 
 def not_this_data_set(name: str, off: list[str]) -> str:

@@ -8,7 +8,7 @@ rewrites it, `--check` (and tests/core/test_generate.py) fails while it is out o
 
 from __future__ import annotations
 
-from reprokit import files
+from reprokit import files, kitdata
 from reprokit.catalog import suites
 
 DOC = files.REPO / "docs" / "suites.md"
@@ -23,7 +23,7 @@ def _first_sentence(text: str) -> str:
 
 
 def table() -> str:
-    claims = files.load_data("claims")["claims"]
+    claims = kitdata.load("claims")["claims"]
     rows = ["| suite | sources | cells (implemented) | published numbers | claims | what |",
             "|---|---|---|---|---|---|"]
     for name in suites.suite_names():

@@ -10,9 +10,8 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field, replace
-from functools import cache
 
-from reprokit import files, validate
+from reprokit import kitdata, validate
 from reprokit.errors import UserError
 
 FP32 = "fp32"
@@ -74,7 +73,7 @@ class Suite:
 
 
 def suite_names() -> list[str]:
-    return sorted(p.name[:-5] for p in (files.DATA / "suites").iterdir() if p.name.endswith(".yaml"))
+    return sorted(p.name[:-5] for p in (kitdata.current().root / "suites").iterdir() if p.name.endswith(".yaml"))
 
 
 def _expand(group: dict) -> list[Cell]:
@@ -120,12 +119,12 @@ def _label(group: dict, variant: str | None, fmt: dict, cell_id: str) -> dict | 
             "as_published_cell": group["id"].format(**{**fmt, "variant": base})}
 
 
-@cache
+@kitdata.memoized
 def load_suite(name: str) -> Suite:
     names = suite_names()
     if name not in names:
         raise UserError(f"unknown suite '{name}'; known suites: {', '.join(names)}")
-    doc = files.load_data(f"suites/{name}")
+    doc = kitdata.load(f"suites/{name}")
     cells: list[Cell] = []
     no_twin: set[str] = set()
     for g in doc["groups"]:
@@ -190,10 +189,10 @@ def _hardware_from_numbers(suite: str, sources: list[str], cells: list[Cell]) ->
     return out
 
 
-@cache
+@kitdata.memoized
 def float_precision() -> dict:
     """reprokit/data/float_precision.yaml: the frameworks whose GPU float32 default is TF32."""
-    return files.load_data("float_precision")
+    return kitdata.load("float_precision")
 
 
 def _major_minor(text: object) -> tuple[int, int] | None:
@@ -234,7 +233,7 @@ def _with_twins(suite: str, cells: list[Cell], no_twin: set[str], stacks: dict) 
     return out
 
 
-@cache
+@kitdata.memoized
 def _all_cells() -> dict[str, Cell]:
     return {c.id: c for name in suite_names() for c in load_suite(name).cells}
 
@@ -245,14 +244,14 @@ def cell_params(cell_id: str | None) -> dict | None:
     return dict(cell.params) if cell is not None else None
 
 
-@cache
+@kitdata.memoized
 def load_stacks() -> dict[str, dict]:
-    return files.load_data("stacks")["stacks"]
+    return kitdata.load("stacks")["stacks"]
 
 
-@cache
+@kitdata.memoized
 def load_sources() -> dict[str, dict]:
-    return files.load_data("sources")["sources"]
+    return kitdata.load("sources")["sources"]
 
 
 def _matches(selector: dict[str, list[str]], number: dict) -> bool:
@@ -299,18 +298,18 @@ def _published_doc(source: str) -> dict:
     """published/<source>.yaml expanded (`expand_published`) and checked against published.schema.json
     in its expanded form: a number the defaults leave incomplete is named like any schema error."""
     name = f"published/{source}"
-    path = files.DATA / files.data_relpath(name)
+    path = kitdata.current().root / kitdata.relpath(name)
     if not re.search(rb"^defaults:", path.read_bytes(), re.M):  # as the CSV import writes them
-        return files.load_data(name)  # validated once, then from the data cache (no YAML parse)
-    doc = expand_published(files.load_data_file(files.data_relpath(name)))
-    validate.check("published", doc, f"reprokit/data/{files.data_relpath(name)} (its defaults merged)")
+        return kitdata.load(name)  # validated once, then from the data cache (no YAML parse)
+    doc = expand_published(kitdata.load_file(kitdata.relpath(name)))
+    validate.check("published", doc, f"reprokit/data/{kitdata.relpath(name)} (its defaults merged)")
     return doc
 
 
-@cache
+@kitdata.memoized
 def load_published(source: str) -> tuple[dict, ...]:
     """Published numbers of one source, each with `defects`: the ids of the defects affecting it."""
-    if not files.data_exists(f"published/{source}"):
+    if not kitdata.exists(f"published/{source}"):
         return ()
     doc = _published_doc(source)
     defects = load_sources().get(source, {}).get("defects", [])

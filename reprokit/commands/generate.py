@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reprokit import files
+from reprokit import files, kitdata
 from reprokit.errors import UserError
 
 
@@ -45,7 +45,7 @@ class Generator:
 GENERATORS = (
     Generator("Dockerfiles", files.IMAGES, "reprokit.containers.recipes"),
     Generator("compose files", files.COMPOSE, "reprokit.containers.compose"),
-    Generator("published numbers", files.DATA / "published", "reprokit.catalog.published_csv",
+    Generator("published numbers", kitdata.PACKAGED / "published", "reprokit.catalog.published_csv",
               needs_csv=True),
     Generator("suite docs", files.REPO / "docs", "reprokit.catalog.suite_docs"),
     Generator("command docs", files.REPO / "docs", "reprokit.commands.options_doc"),

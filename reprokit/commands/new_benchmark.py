@@ -20,7 +20,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from reprokit import files
+    from reprokit import files, kitdata
     from reprokit.catalog import scaffold, suites
 
     src = args.source
@@ -43,8 +43,8 @@ def run(args) -> int:
     title = args.title.replace('"', "'")
     workload = scaffold.workload_name(src, framework)
     new = {
-        files.DATA / "published" / f"{src}.yaml": scaffold.published(src, title, framework),
-        files.DATA / "suites" / f"{suite_name}.yaml":
+        kitdata.PACKAGED / "published" / f"{src}.yaml": scaffold.published(src, title, framework),
+        kitdata.PACKAGED / "suites" / f"{suite_name}.yaml":
             scaffold.suite(src, suite_name, title, args.stack, framework),
         files.BENCH / "workloads" / f"{workload}.py":
             scaffold.workload((files.BENCH / "workloads" / "_template.py").read_text(), src, title),
@@ -54,9 +54,9 @@ def run(args) -> int:
             raise UserError(f"{path.relative_to(files.REPO)} exists; choose another id or --suite, "
                             "or remove it")
     appended = {
-        files.DATA / "sources.yaml": scaffold.source_entry(src, title),
-        files.DATA / "flops.yaml": scaffold.flops_model(src, framework),
-        files.DATA / "claims.yaml": scaffold.claim_example(src, framework),
+        kitdata.PACKAGED / "sources.yaml": scaffold.source_entry(src, title),
+        kitdata.PACKAGED / "flops.yaml": scaffold.flops_model(src, framework),
+        kitdata.PACKAGED / "claims.yaml": scaffold.claim_example(src, framework),
     }
     for path, text in appended.items():
         old = path.read_text()

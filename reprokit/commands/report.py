@@ -55,9 +55,8 @@ def run(args) -> int:
     checks.writable_dir(rundir.path, f"the run directory {rundir.path}", "make it writable, or "
                         "copy the run to a writable disk and report the copy")
     run = load(rundir)
-    with results.run_data(rundir, run.doc):  # the data the run started with (none kept: reprokit/data)
-        for p in report.write(run):
-            print(p)
+    for p in report.write(run, results.run_data(rundir, run.doc)):  # the data the run started with
+        print(p)
     bad = run.incomplete()
     if bad:
         shown = ", ".join(f"{n} {s.upper()}" for s, n in

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from reprokit import checks, results
+from reprokit import checks
 from reprokit.reader.cells import status_counts
 from reprokit.reader.load import load
 from reprokit.run import driver
@@ -88,9 +88,8 @@ def run(args) -> int:
         return 0  # the jobs run on: `status RUN` / `report RUN` / `--resume RUN` re-attach
     if not args.no_report:
         from reprokit.report import report
-        with results.run_data(rundir):  # the data the run started with
-            for p in report.render(rundir):
-                say(f"report: {p}")
+        for p in report.render(rundir):  # judged with the data the run started with
+            say(f"report: {p}")
     counts = status_counts({"status": e.status} for e in run.entries)
     say(f"done in {run.wall_s or 0:.0f} s: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return run.exit_code

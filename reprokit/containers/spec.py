@@ -57,8 +57,9 @@ import os
 import re
 import shlex
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache
 from pathlib import Path
+
+from reprokit import kitdata
 
 BENCH_IN_CONTAINER = "/opt/reprokit/bench"
 RESULTS_IN_CONTAINER = "/results"
@@ -82,13 +83,12 @@ def limits(mem_limit: str | None = None, pids_limit: int | None = None) -> tuple
 
 
 # -- GPUs and the JIT cache ------------------------------------------------------------------------
-@cache
+@kitdata.memoized
 def jit_cache_env() -> dict[str, str]:
     """CUDA_CACHE_PATH and CUDA_CACHE_MAXSIZE (compat.yaml `jit.cache_env`; the GPU images set the
     same path and create it owned by their unprivileged user)."""
-    from reprokit import files
 
-    return dict(files.load_data("compat")["jit"]["cache_env"])
+    return dict(kitdata.load("compat")["jit"]["cache_env"])
 
 
 def jit_cache_path() -> str:

@@ -13,7 +13,7 @@ The crate is a zip (RO-Crate 1.1, Process Run Crate profile 0.5) holding:
 - `run/`: every file of the run directory (run.json, cells/, jobs/, logs/, report.*, plots/) as it is.
 - `kit-data/`: the snapshot of the kit's data files the report read (reprokit/data's relative layout:
   suites, published numbers, sources, claims, peaks, cpus, policies, ...). `verify` and `report FILE`
-  read the data from there (`files.data_root`), never from reprokit/data.
+  read the data from there (a `reprokit.kitdata.KitData` of it), never from reprokit/data.
 - `images/images.tar` (`export --with-images`): the image archive of `reproduce.py archive` holding the
   images the cells ran in, each the ContainerImage entity of its actions by image ID.
 

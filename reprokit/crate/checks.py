@@ -9,7 +9,7 @@ In order, each stopping at the first failure with one line (`CrateInvalid`, exit
 3. every file's schema: run.json, cells/*.json, jobs/*.json, report.json, and each data file of the
    snapshot against its own schema (reprokit/schemas);
 4. the profile: the kit's own checks (reprokit/crate/profile.py) and roc-validator where installed;
-5. the report: rendered again from run/ and kit-data/ alone (`files.data_root`) and compared byte for
+5. the report: rendered again from run/ and kit-data/ alone (a KitData of kit-data/) and compared byte for
    byte with the crate's report.md, report.html, report.json and plots;
 6. with a Docker engine reachable: each container image that ran, by its ID, against the engine's
    local store (a notice, not a failure: the crate is what is verified, not this machine).
@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
-from reprokit import files, formats, validate
+from reprokit import files, formats, kitdata, validate
 from reprokit.crate import (
     DATA_DIR,
     IMAGE_ARCHIVE,
@@ -246,7 +246,7 @@ def _schema_of(rel: str) -> tuple[str, str | None]:
             return "run", _FOLDER_SCHEMAS.get(parts[1])
         return "run", None
     if parts[0] == DATA_DIR:
-        name = files.data_schema("/".join(parts[1:]))
+        name = kitdata.schema_of("/".join(parts[1:]))
         return "data", name if (files.SCHEMAS / f"{name}.schema.json").is_file() else None
     return "other", None
 

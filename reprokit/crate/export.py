@@ -2,7 +2,7 @@
 `rocrate` library (layout: reprokit/crate/__init__.py, docs/CRATE.md).
 
 The run directory is copied as it is; its report is rendered again from that copy while the data
-files it reads are recorded (`files.data_root(..., reads)`), and those files are the crate's data
+files it reads are recorded (reprokit/kitdata.py `KitData(..., reads)`), and those files are the crate's data
 snapshot. The fresh rendering must equal the run's stored report byte for byte: a run whose report
 is older than today's data or templates is refused (re-render it with `reproduce.py report RUN`
 first), so the crate always holds a report its own files re-render.
@@ -18,7 +18,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from reprokit import files, results
+from reprokit import files, kitdata, results
 from reprokit.crate import (
     DATA_DIR,
     IMAGE_ARCHIVE,
@@ -107,8 +107,7 @@ def render_recording(run_path: Path, data: Path) -> list[str]:
     from reprokit.report import report
 
     reads: list[str] = []
-    with files.data_root(data, reads):
-        report.render(results.RunDir(run_path))
+    report.render(results.RunDir(run_path), kitdata.KitData(data, reads))
     return sorted(set(reads))
 
 
@@ -182,7 +181,7 @@ def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path
         run_dir = stage / RUN_DIR
         _copy_run(rundir.path, run_dir)
         stored = report_outputs(run_dir)
-        data = results.snapshot_root(rundir, run) or files.DATA  # the run's own data, if it has it
+        data = results.snapshot_root(rundir, run) or kitdata.PACKAGED  # the run's own data, if it has it
         reads = render_recording(run_dir, data)
         fresh = report_outputs(run_dir)
         diff = first_difference(fresh, stored)

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from reprokit import kitdata
+
 COMPAT_PATH = Path(__file__).resolve().parents[1] / "data" / "compat.yaml"
 
 
@@ -20,12 +22,11 @@ def load_compat(path: Path | str = COMPAT_PATH, *, validate: bool = True) -> dic
     """Read compat.yaml through the kit's loader (reprokit/files.py) and check its internal references:
     the kit's own is parsed and schema-checked once and shared, not to be modified; another `path`
     (an edited copy) is read and checked on each call."""
-    from reprokit import files
 
     if Path(path) == COMPAT_PATH and validate:
-        data = files.load_data("compat")
+        data = kitdata.load("compat")
     else:
-        data = files.load_data_path(path, "compat" if validate else None)
+        data = kitdata.load_path(path, "compat" if validate else None)
     if validate:
         _check_references(data)
     return data
@@ -80,12 +81,12 @@ def stack_from_compat(name: str, compat: Mapping[str, Any], *, needs_gpu: bool =
 def image_requirement(image: str) -> str | None:
     """The NVIDIA_REQUIRE_CUDA of an image's GPU flavour, from images/<image>/recipe.yaml (its build
     args; the Dockerfile sets the variable from them); None without a GPU flavour or recipe."""
-    from reprokit import files
+    from reprokit import files, kitdata
 
     path = files.IMAGES / image / "recipe.yaml"
     if not path.is_file():
         return None
-    doc = files.load_data_path(path, "recipe")  # the plan stage comes before containers/recipes.py
+    doc = kitdata.load_path(path, "recipe")  # the plan stage comes before containers/recipes.py
     gpu = (doc.get("flavours") or {}).get("gpu") or {}
     value = (gpu.get("build_args") or {}).get("NVIDIA_REQUIRE_CUDA")
     return str(value).strip() or None if value else None

@@ -27,19 +27,19 @@ import math
 import statistics
 from dataclasses import replace
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.plan.plan import budget_for
 from reprokit.reader.model import Design, processes_of
 
 
 def settings() -> dict:
-    return files.load_data("cell_costs")["design"]
+    return kitdata.load("cell_costs")["design"]
 
 
 def costs(suite: str, runner: str, quick: bool, protocol: str) -> tuple[dict, dict | None]:
     """({cell id: costs}, the measurement's header or None) recorded for this kind of run; a quick run
     uses the full run's costs (the same cells, the same start-up)."""
-    doc = files.load_data("cell_costs")
+    doc = kitdata.load("cell_costs")
     for q in (quick, False):
         for m in doc["measurements"]:
             if (m["suite"], m["runner"], m["quick"], m["protocol"]) == (suite, runner, q, protocol):
@@ -53,9 +53,9 @@ def costs(suite: str, runner: str, quick: bool, protocol: str) -> tuple[dict, di
 def rerun_process_cv() -> tuple[float | None, str | None]:
     """(process-level CV, where it comes from) of one-process medians, from the kit's run-to-run
     measurement (rerun_coverage.json, one process per cell): sd = median |shift| / (0.6745 sqrt 2)."""
-    if not files.data_exists("rerun_coverage.json"):
+    if not kitdata.exists("rerun_coverage.json"):
         return None, None
-    doc = files.load_data("rerun_coverage.json")
+    doc = kitdata.load("rerun_coverage.json")
     found = [m for m in doc["measurements"] if m["summary"]["processes"] == 1]
     if not found:
         return None, None
@@ -65,7 +65,7 @@ def rerun_process_cv() -> tuple[float | None, str | None]:
 
 def recorded_wall(suite: str, runner: str, quick: bool, protocol: str) -> dict[str, float]:
     """{cell id: one-process wall seconds} recorded in cell_times.yaml (full budget)."""
-    for m in files.load_data("cell_times")["measurements"]:
+    for m in kitdata.load("cell_times")["measurements"]:
         if (m["suite"], m["runner"], m["quick"], m["protocol"]) == (suite, runner, quick, protocol):
             return dict(m["cells"])
     return {}
@@ -118,7 +118,7 @@ def run_design(cells: list, suite: str, runner: str, quick: bool, protocol: str,
                 "source": f"cell_costs.yaml design.min_processes ({why})",
                 "text": f"{cfg['min_processes']} processes per cell, the fewest a re-run interval needs "
                         f"({why}), each with the suite's own sampling budget"}
-    min_iter = int(files.load_data("steady_state")["min_iterations"])
+    min_iter = int(kitdata.load("steady_state")["min_iterations"])
     walls = recorded_wall(suite, runner, False, protocol)
     out = {}
     for cell in cells:
@@ -187,7 +187,7 @@ def auto_design(plan, runner: str, judgment: dict) -> dict:
     95 %. Each cell entry's `processes` is what it runs (run.json design.kind "auto"); the run's K is
     the largest."""
     o = plan.options
-    min_iter = int(files.load_data("steady_state")["min_iterations"])
+    min_iter = int(kitdata.load("steady_state")["min_iterations"])
     roles = judgment["cells"]
     deciding = [c for c in plan.runnable if (roles.get(c.id) or {}).get("role") == "decides"]
     fixed = run_design(deciding, plan.suite.name, runner, o.quick, o.protocol,

@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 
-from reprokit import files, formats
+from reprokit import formats, kitdata
 from reprokit.catalog import datasets
 from reprokit.catalog.suites import FP32, FRAMEWORK_DEFAULT, Cell, Suite, float_precision
 from reprokit.errors import UserError
@@ -182,7 +182,7 @@ def raise_timeout(job_cell: dict, verdict: dict | None, compat: dict | None = No
     time (recorded as the cell's `timeout_jit_allowance_s`)."""
     if not verdict or verdict.get("status") != "jit":
         return
-    jit = (compat or files.load_data("compat"))["jit"]
+    jit = (compat or kitdata.load("compat"))["jit"]
     allowance = float(jit["timeout_allowance_s"])
     job_cell["timeout_s"] = float(job_cell["timeout_s"]) + allowance
     job_cell["timeout_jit_allowance_s"] = allowance

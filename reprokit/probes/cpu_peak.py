@@ -16,6 +16,8 @@ import stat
 import sys
 import time
 
+from reprokit import kitdata
+
 DEFAULT_SIZES = (256, 512, 1024)
 
 # -- the effective clock: chains of dependent instructions of known cycle count (data/clock_probe.yaml) --
@@ -187,9 +189,8 @@ def measure_clock(target_s: float = 0.001, repeats: int = 300, doc: dict | None 
     be lower. `doc`: the probe's data (default data/clock_probe.yaml; tests give another)."""
     import platform
 
-    from reprokit import files
 
-    doc = doc if doc is not None else files.load_data("clock_probe")
+    doc = doc if doc is not None else kitdata.load("clock_probe")
     isa = platform.machine().lower().replace("amd64", "x86_64").replace("arm64", "aarch64")
     clock, check = _chains_of(doc, isa)
     try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from reprokit import files
+from reprokit import kitdata
 
 
 def _at(samples: list, t: float, k: int) -> float | None:
@@ -96,7 +96,7 @@ def of_metric(metric: dict, energy_samples: dict[str, list], rule: dict) -> dict
 
 def rule() -> dict | None:
     """verdict_policy.yaml `energy` (None in data from before issue 36)."""
-    return files.load_data("verdict_policy").get("energy")
+    return kitdata.load("verdict_policy").get("energy")
 
 
 def of_cell(result: dict, rule: dict | None) -> dict | None:

@@ -29,15 +29,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reprokit import kitdata
+
 DEFAULT_SIZES = (2048, 4096, 8192)
 DEFAULT_REPEATS = 10
 
 
 def tf32_min_cc() -> tuple[int, int]:
     """The first compute capability with TF32 tensor cores (reprokit/data/float_precision.yaml)."""
-    from reprokit import files
 
-    major, minor = files.load_data("float_precision")["tf32"]["min_compute_capability"].split(".")
+    major, minor = kitdata.load("float_precision")["tf32"]["min_compute_capability"].split(".")
     return int(major), int(minor)
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from reprokit import files
+from reprokit import kitdata
 
 REASON_PREFIXES = ("nvmlClocksEventReason", "nvmlClocksThrottleReason")  # newer name first
 REASON_FUNCTIONS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
@@ -77,7 +77,7 @@ def decode_reasons(mask: int, bits: dict[int, str]) -> list[str]:
 
 def reason_policy() -> dict[str, dict]:
     """{name: entry} of reprokit/data/gpu_clock_reasons.yaml."""
-    return {r["name"]: r for r in files.load_data("gpu_clock_reasons")["reasons"]}
+    return {r["name"]: r for r in kitdata.load("gpu_clock_reasons")["reasons"]}
 
 
 def counts_as_throttle(name: str, policy: dict[str, dict] | None = None) -> bool:

@@ -12,10 +12,11 @@ this dict (reprokit/schemas/report.schema.json; docs/FORMATS.md "Report").
 
 from __future__ import annotations
 
-from reprokit import formats
+from reprokit import formats, kitdata
 from reprokit.analysis import claims, cpus, diff, roofline, verdicts
 from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
+from reprokit.kitdata import KitData
 from reprokit.reader.cells import status_counts
 from reprokit.reader.model import Machine, Run
 from reprokit.reader.result import CellResult
@@ -143,9 +144,15 @@ def _numbers(run: Run, source_ids: list[str]) -> tuple[list[dict], list[dict], l
     return published, rows, claim_results, load
 
 
-def build_context(run: Run) -> dict:
+def build_context(run: Run, data: KitData | None = None) -> dict:
     """The report's context of `run` (a run directory read by reprokit/reader/load.py: its results as
-    the files on disk have them; an unreadable, invalid or deleted result is listed as such)."""
+    the files on disk have them; an unreadable, invalid or deleted result is listed as such), judged
+    with `data` (default: the data chosen around the call, else the packaged data)."""
+    with kitdata.using(data or kitdata.current()):
+        return _context(run)
+
+
+def _context(run: Run) -> dict:
     cell_list = run.cell_results()
     description, source_ids, suite_note = _suite_info(run)
     device_kinds = sorted({c.device for c in cell_list if c.device})

@@ -18,8 +18,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from reprokit import files, results, validate
+from reprokit import files, kitdata, results, validate
 from reprokit.errors import UserError
+from reprokit.kitdata import KitData
 from reprokit.printable import visible
 from reprokit.reader.load import load
 from reprokit.reader.model import Run
@@ -81,25 +82,24 @@ def _jinja(templates: str) -> tuple[jinja2.Environment, jinja2.Environment]:
     return html, md
 
 
-def render(rundir: results.RunDir) -> list[Path]:
-    """Write report.md, report.html and report.json (and plots/*.svg) into the run directory, from the
-    data the run started with (its kit-data/ snapshot; reprokit/data for a run that kept none) unless
-    the caller already chose the data (`files.data_root`, as a crate's export and verify do).
+def render(rundir: results.RunDir, data: KitData | None = None) -> list[Path]:
+    """Write report.md, report.html and report.json (and plots/*.svg) into the run directory, judged
+    with `data`: by default the data the run started with (its kit-data/ snapshot; reprokit/data for a
+    run that kept none); a crate's export and verify pass the crate's.
 
     The context is validated against report.schema.json before anything is written."""
-    if files.DATA == files.PACKAGE / "data":  # nobody chose the data: the run's own
-        with results.run_data(rundir):
-            return _render(rundir)
-    return _render(rundir)
+    run = load(rundir)
+    return write(run, data or results.run_data(rundir, run.doc))
 
 
-def _render(rundir: results.RunDir) -> list[Path]:
-    return write(load(rundir))
+def write(run: Run, data: KitData) -> list[Path]:
+    """Write the report of `run` (read by reprokit/reader/load.py) into its directory, judged with
+    `data`."""
+    with kitdata.using(data):
+        return _write(run)
 
 
-def write(run: Run) -> list[Path]:
-    """Write the report of `run` (read by reprokit/reader/load.py) into its directory, with the data
-    chosen now (see `render`)."""
+def _write(run: Run) -> list[Path]:
     rundir = results.RunDir(run.path)
     _environments()  # the templates are there before anything is drawn
     context = build_context(run)

@@ -10,7 +10,7 @@ processes (`gpu_health`) and the measured GEMM rate beside the datasheet peak (`
 
 from __future__ import annotations
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.analysis import flops, stats
 from reprokit.probes import jit_cache
 from reprokit.reader.frozen import mapping
@@ -131,9 +131,9 @@ def rerun_coverage(repeat: int = 1, run: Run | None = None) -> dict | None:
     written by scripts/bench_rerun_coverage.py with its command, machine and date) made with one process
     per cell when `repeat` is 1, else with several; None when there is none. `current`: it measured the
     intervals the kit makes today (re-run intervals over processes), not an older kind."""
-    if not files.data_exists("rerun_coverage.json"):
+    if not kitdata.exists("rerun_coverage.json"):
         return None
-    doc = files.load_data("rerun_coverage.json")
+    doc = kitdata.load("rerun_coverage.json")
     found = [m for m in doc["measurements"] if (m["summary"]["processes"] > 1) == (repeat > 1)]
     if not found:
         return None

@@ -32,7 +32,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.console import console
 from reprokit.printable import visible
 
@@ -68,7 +68,7 @@ def past_cell_times(root: Path, runner: str, quick: bool, protocol: str,
 def recorded_times(runner: str, quick: bool, protocol: str) -> dict[str, float]:
     """{cell id: seconds per process} from reprokit/data/cell_times.yaml for runs with this --quick and
     protocol; a measurement with the same runner wins over one with another runner."""
-    doc = files.load_data("cell_times")
+    doc = kitdata.load("cell_times")
     same = [m for m in doc["measurements"] if m["quick"] == quick and m["protocol"] == protocol]
     out: dict[str, float] = {}
     for m in sorted(same, key=lambda m: m["runner"] == runner):  # the same runner last: it wins

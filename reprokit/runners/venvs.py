@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.runners import bounded
 from reprokit.runners.base import StackUnavailable
 
@@ -351,7 +351,7 @@ def python_for(stack: str, spec: dict, say=print) -> str:
 
 # ---- recording attempts as data (reprokit/data/stack_attempts.yaml) -------------------------------
 
-ATTEMPTS_FILE = files.DATA / "stack_attempts.yaml"
+ATTEMPTS_FILE = kitdata.PACKAGED / "stack_attempts.yaml"
 
 
 def try_all(stacks: dict[str, dict], only: list[str] | None = None, say=print) -> list[dict]:

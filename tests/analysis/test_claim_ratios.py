@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import run_with_todays_data
 
-from reprokit import files, results
+from reprokit import files, kitdata, results
 from reprokit.analysis import claims, roofline
 from reprokit.reader import load
 from reprokit.report.report import render
@@ -26,7 +26,7 @@ from tests import models
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "docs" / "gpu-run" / "20261126T180107Z-stacked-lstm-2019"
 CPU_RUN = REPO / "docs" / "calibration" / "20261127T132330Z-stacked-lstm-2019"
-RULE = files.load_data("verdict_policy")["roofline_class"]
+RULE = kitdata.load("verdict_policy")["roofline_class"]
 
 
 def _with_todays_rule(src: Path, dst: Path) -> results.RunDir:

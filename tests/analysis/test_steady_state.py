@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import files, results
+from reprokit import kitdata, results
 from reprokit.analysis import stats, steady_state, verdicts
 from reprokit.catalog import suites
 from reprokit.plan.plan import bench_facts
@@ -29,7 +29,7 @@ def noisy(level, n, rel=0.01, seed=0):
 
 
 def test_settings_are_data_with_their_source():
-    cfg = files.load_data("steady_state")
+    cfg = kitdata.load("steady_state")
     assert "Barrett" in cfg["source"] and "OOPSLA 2017" in cfg["source"]
     assert cfg["detector"]["library"] == "ruptures" and cfg["detector"]["penalty_per_log_n"] == 15
     assert "Barrett et al., OOPSLA 2017" in steady_state.method_text()

@@ -36,7 +36,7 @@ import inspect
 import re
 from dataclasses import dataclass, field
 
-from reprokit import files
+from reprokit import files, kitdata
 
 BENCH = files.BENCH / "workloads"
 ROOTS = {"tensorflow", "keras", "tf_keras", "torch", "theano", "mxnet", "jax", "jaxlib", "pygpu",
@@ -140,7 +140,7 @@ def installed_version(root: str) -> str | None:
 
 
 def load_apis() -> dict:
-    return files.load_data("framework_apis")
+    return kitdata.load("framework_apis")
 
 
 def api_for(root: str, version: str, apis: dict | None = None):

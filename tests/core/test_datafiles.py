@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import files
+from reprokit import files, kitdata
 from reprokit.errors import UserError
 
 DATA = Path(files.__file__).resolve().parent / "data"
@@ -19,20 +19,20 @@ def scratch():
 
 
 def test_a_data_file_loads_validated_and_once():
-    doc = files.load_data_file("verdict_policy.yaml", "verdict_policy")
+    doc = kitdata.load_file("verdict_policy.yaml", "verdict_policy")
     assert doc["efficiency"]["tolerance"] > 0
-    assert files.load_data_file("verdict_policy.yaml", "verdict_policy") is doc  # cached, shared
-    assert files.load_data("verdict_policy") is doc                             # one loader
+    assert kitdata.load_file("verdict_policy.yaml", "verdict_policy") is doc  # cached, shared
+    assert kitdata.load("verdict_policy") is doc                             # one loader
 
 
 def test_missing_malformed_and_invalid_files_are_one_line_errors(scratch):
     with pytest.raises(UserError, match=r"reprokit/data/_test_scratch.yaml is missing"):
-        files.load_data_file("_test_scratch.yaml")
+        kitdata.load_file("_test_scratch.yaml")
     scratch.write_text("a: [unclosed\n")
     with pytest.raises(UserError, match=r"_test_scratch.yaml is not valid YAML .*fix the file") as e:
-        files.load_data_file("_test_scratch.yaml")
+        kitdata.load_file("_test_scratch.yaml")
     assert "\n" not in str(e.value).split(" (")[0]
     scratch.write_text("schema_version: 1\nefficiency: {tolerance: -1}\n")
     with pytest.raises(UserError, match=r"_test_scratch.yaml does not match the verdict_policy schema"):
-        files.load_data_file("_test_scratch.yaml", "verdict_policy")
-    assert files.data_exists("verdict_policy.yaml") and not files.data_exists("_nothing_here.yaml")
+        kitdata.load_file("_test_scratch.yaml", "verdict_policy")
+    assert kitdata.exists("verdict_policy.yaml") and not kitdata.exists("_nothing_here.yaml")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from reprokit import files, formats, validate
+from reprokit import files, formats, kitdata, validate
 from reprokit.errors import UserError
 
 
@@ -28,7 +28,7 @@ def test_bench_harness_writes_the_cell_result_version():
 
 def test_paths_point_into_the_checkout():
     assert (files.REPO / "reproduce.py").is_file()
-    for d in (files.DATA, files.SCHEMAS, files.BENCH, files.IMAGES, files.COMPOSE):
+    for d in (kitdata.PACKAGED, files.SCHEMAS, files.BENCH, files.IMAGES, files.COMPOSE):
         assert d.is_dir(), d
 
 
@@ -95,36 +95,36 @@ def test_a_second_process_reads_the_validated_documents_from_the_cache(repo, tmp
 
 @pytest.fixture
 def scratch():
-    path = files.DATA / "_test_scratch.yaml"
+    path = kitdata.PACKAGED / "_test_scratch.yaml"
     yield path
     path.unlink(missing_ok=True)
-    files.clear_data_cache()
+    kitdata.forget()
 
 
 def test_the_cache_follows_the_file_and_ignores_a_damaged_entry(scratch, tmp_path, monkeypatch):
     monkeypatch.setenv("REPROKIT_DATA_CACHE", str(tmp_path))
-    policy = (files.DATA / "verdict_policy.yaml").read_text()
+    policy = (kitdata.PACKAGED / "verdict_policy.yaml").read_text()
     scratch.write_text(policy)
-    tolerance = files.load_data_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"]
+    tolerance = kitdata.load_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"]
     (entry,) = tmp_path.glob("*.marshal")
     scratch.write_text(policy.replace(f"tolerance: {tolerance}", "tolerance: 0.5"))
-    files.clear_data_cache()
-    assert files.load_data_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"] == 0.5
+    kitdata.forget()
+    assert kitdata.load_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"] == 0.5
     assert len(list(tmp_path.glob("*.marshal"))) == 2
     scratch.write_text(policy)
     entry.write_bytes(entry.read_bytes()[:40])  # cut short: unreadable, parsed again
-    files.clear_data_cache()
-    assert files.load_data_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"] == tolerance
+    kitdata.forget()
+    assert kitdata.load_file(scratch.name, "verdict_policy")["efficiency"]["tolerance"] == tolerance
     scratch.write_text(policy.replace(f"tolerance: {tolerance}", "tolerance: -1"))
-    files.clear_data_cache()
+    kitdata.forget()
     with pytest.raises(UserError, match="does not match the verdict_policy schema"):
-        files.load_data_file(scratch.name, "verdict_policy")  # an invalid file is never kept
+        kitdata.load_file(scratch.name, "verdict_policy")  # an invalid file is never kept
 
 
 def test_data_names_and_their_schemas():
-    assert files.data_schema("suites/smoke") == "suite" and files.data_schema("published/000") == "published"
-    assert files.data_schema("rerun_coverage.json") == "rerun_coverage"
-    assert files.load_data("stacks") is files.load_data("stacks")  # shared
+    assert kitdata.schema_of("suites/smoke") == "suite" and kitdata.schema_of("published/000") == "published"
+    assert kitdata.schema_of("rerun_coverage.json") == "rerun_coverage"
+    assert kitdata.load("stacks") is kitdata.load("stacks")  # shared
 
 
 def test_results_is_the_run_directory_only_and_imports_no_pandas():
@@ -146,22 +146,22 @@ def test_a_planted_or_foreign_cache_entry_is_ignored_and_rebuilt(scratch, tmp_pa
     import marshal
 
     monkeypatch.setenv("REPROKIT_DATA_CACHE", str(tmp_path))
-    policy = (files.DATA / "verdict_policy.yaml").read_text()
+    policy = (kitdata.PACKAGED / "verdict_policy.yaml").read_text()
     scratch.write_text(policy)
-    good = files.load_data_file(scratch.name, "verdict_policy")
+    good = kitdata.load_file(scratch.name, "verdict_policy")
     (entry,) = tmp_path.glob("*.marshal")
-    head = len(files._DATA_CACHE_FORMAT)
+    head = len(kitdata._CACHE_FORMAT)
     blob = entry.read_bytes()
     edited = {**good, "efficiency": {**good["efficiency"], "tolerance": 9.0}}
     entry.write_bytes(blob[:head + 128] + marshal.dumps(edited))  # edited: digest no longer holds
-    files.clear_data_cache()
-    assert files.load_data_file(scratch.name, "verdict_policy") == good
+    kitdata.forget()
+    assert kitdata.load_file(scratch.name, "verdict_policy") == good
     foreign = marshal.dumps(["another", "document"])  # a consistent blob stored under another key
     other_key = hashlib.sha256(b"elsewhere").hexdigest().encode()
-    entry.write_bytes(files._DATA_CACHE_FORMAT + other_key + hashlib.sha256(foreign).hexdigest().encode()
+    entry.write_bytes(kitdata._CACHE_FORMAT + other_key + hashlib.sha256(foreign).hexdigest().encode()
                       + foreign)
-    files.clear_data_cache()
-    assert files.load_data_file(scratch.name, "verdict_policy") == good
+    kitdata.forget()
+    assert kitdata.load_file(scratch.name, "verdict_policy") == good
     assert entry.read_bytes() == blob  # rebuilt
 
 
@@ -173,16 +173,16 @@ def test_a_forged_cache_entry_with_its_key_and_digest_recomputed_is_ignored(scra
     import marshal
 
     monkeypatch.setenv("REPROKIT_DATA_CACHE", str(tmp_path))
-    scratch.write_text((files.DATA / "verdict_policy.yaml").read_text())
-    good = files.load_data_file(scratch.name, "verdict_policy")
+    scratch.write_text((kitdata.PACKAGED / "verdict_policy.yaml").read_text())
+    good = kitdata.load_file(scratch.name, "verdict_policy")
     (entry,) = tmp_path.glob("*.marshal")
     blob = entry.read_bytes()
-    head = len(files._DATA_CACHE_FORMAT)
+    head = len(kitdata._CACHE_FORMAT)
     key = blob[head:head + 64]
     for forged in ({**good, "efficiency": {**good["efficiency"], "tolerance": 9.0}}, {"garbage": 1}):
         payload = marshal.dumps(forged)
-        entry.write_bytes(files._DATA_CACHE_FORMAT + key + hashlib.sha256(payload).hexdigest().encode()
+        entry.write_bytes(kitdata._CACHE_FORMAT + key + hashlib.sha256(payload).hexdigest().encode()
                           + payload)
-        files.clear_data_cache()
-        assert files.load_data_file(scratch.name, "verdict_policy") == good
+        kitdata.forget()
+        assert kitdata.load_file(scratch.name, "verdict_policy") == good
         assert entry.read_bytes() == blob  # rebuilt from the file

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from reprokit import files
+from reprokit import files, kitdata
 from reprokit.catalog import published_csv
 from reprokit.commands import generate
 
@@ -28,7 +28,7 @@ def test_a_stale_file_is_named_then_rewritten(tmp_path, monkeypatch):
     """In copies of compose/ and the published data: an edited file and a deleted one are out of
     date for --check, written by generate, and then current."""
     compose = shutil.copytree(files.COMPOSE, tmp_path / "compose")
-    published = shutil.copytree(files.DATA / "published", tmp_path / "published")
+    published = shutil.copytree(kitdata.PACKAGED / "published", tmp_path / "published")
     gens = {g.what: g for g in generate.GENERATORS}
     monkeypatch.setattr(generate, "GENERATORS", (
         dataclasses.replace(gens["compose files"], folder=compose),

@@ -23,7 +23,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from reprokit import files, results
+from reprokit import files, kitdata, results
 from reprokit.containers import archive
 from reprokit.crate import checks as crate_checks
 from reprokit.crate import export as crate_export
@@ -185,7 +185,7 @@ class JobJson(_RunScratch):
 
 
 class DataYaml(Target):
-    """A data file of the kit (reprokit/data, scratch copy): files.load_data_file with its schema.
+    """A data file of the kit (reprokit/data, scratch copy): KitData.load_file with its schema.
     The input's first byte picks the file, the rest is its content."""
 
     name = "data_yaml"
@@ -194,12 +194,11 @@ class DataYaml(Target):
         super().__init__(work, shared)
         self.root = work / "data"
         shutil.rmtree(self.root, ignore_errors=True)
-        shutil.copytree(files.DATA, self.root, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+        shutil.copytree(kitdata.PACKAGED, self.root, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
         self.names = sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*")
                             if p.suffix in (".yaml", ".json"))
-        os.environ[files.DATA_CACHE_ENV] = str(work / "data-cache")
-        self._root = files.data_root(self.root)
-        self._root.__enter__()
+        os.environ[kitdata.CACHE_ENV] = str(work / "data-cache")
+        self.data = kitdata.KitData(self.root)
 
     def seeds(self) -> list[bytes]:
         # the files up to 12 KB (most kinds: suites, published numbers, policies, stand-ins, ...): a
@@ -212,9 +211,9 @@ class DataYaml(Target):
             return
         rel = self.names[data[0] % len(self.names)]
         (self.root / rel).write_bytes(data[1:])
-        files.clear_data_cache()
+        self.data.forget()
         try:
-            files.load_data_file(rel, files.data_schema(rel))
+            self.data.load_file(rel, kitdata.schema_of(rel))
         except UserError:
             pass
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.catalog import suites
 from reprokit.plan import design
 from reprokit.plan.design import default_options
@@ -45,7 +45,7 @@ def test_default_run_of_legacy_2017_uses_the_recorded_design():
     cells = make_plan(s, opts).runnable
     recorded = design.costs("legacy-2017", "local", False, "budget")[0]
     assert set(opts.design["cells"]) == {c.id for c in cells if c.id in recorded}
-    min_iter = files.load_data("steady_state")["min_iterations"]
+    min_iter = kitdata.load("steady_state")["min_iterations"]
     assert all(d["iterations"] >= min_iter for d in opts.design["cells"].values())
     # the job budget of a designed cell: exactly its iterations per process
     c = next(c for c in cells if c.id in opts.design["cells"])
@@ -89,7 +89,7 @@ def test_the_stored_costs_are_the_tools_output_on_the_run_they_name():
     spec = importlib.util.spec_from_file_location("record_cell_costs", path)
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    stored = next(m for m in files.load_data("cell_costs")["measurements"] if m["suite"] == "legacy-2017")
+    stored = next(m for m in kitdata.load("cell_costs")["measurements"] if m["suite"] == "legacy-2017")
     run = ROOT / "docs" / "readme-run" / stored["run"]
     assert run.is_dir(), f"the run cell_costs.yaml names is not committed: {run}"
     e = tool.entry(run, partial=True, rounds=1)

@@ -22,7 +22,7 @@ import pynvml
 import pytest
 from packaging.version import Version
 
-from reprokit import files, formats, results, validate
+from reprokit import files, formats, kitdata, results, validate
 from reprokit.catalog.suites import Cell, Suite
 from reprokit.plan.plan import Options, make_plan
 from reprokit.probes import gpu_state
@@ -188,7 +188,7 @@ def test_which_reasons_count_as_throttling_comes_from_the_data_file():
     assert all(gpu_state.counts_as_throttle(n, policy) for n in
                ("SwPowerCap", "HwSlowdown", "SwThermalSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown"))
     assert gpu_state.counts_as_throttle("bit0x800", policy)  # unknown: not known to be harmless
-    doc = files.load_data("gpu_clock_reasons")
+    doc = kitdata.load("gpu_clock_reasons")
     assert all(r["source"] in doc["sources"] for r in doc["reasons"])
     since = [r["since"] for r in doc["reasons"] if "since" in r]
     assert all(s["source"] in doc["sources"] and s["last_without_source"] in doc["sources"] for s in since)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.analysis import cpus, devices, verdicts
 from reprokit.catalog import suites
 from reprokit.probes import cpu_peak
@@ -44,7 +44,7 @@ def test_the_clock_probe_measures_a_clock_from_dependent_adds():
     c = cpu_peak.measure_clock(repeats=50)
     if c["ghz"] is None:  # only where the ISA has no entry or no compiler exists: said why
         pytest.fail(c["reason"])
-    entry = next(e for e in files.load_data("clock_probe")["instructions"] if e["isa"] == c["isa"])
+    entry = next(e for e in kitdata.load("clock_probe")["instructions"] if e["isa"] == c["isa"])
     assert c["ghz"] == pytest.approx(c["adds"] * entry["latency_cycles"] / c["seconds"] / 1e9)
     assert 0.3 < c["ghz"] < 8.0  # a CPU clock, whatever the machine's speed
     assert "dependent" in c["method"] and c["source"] == entry["source"]
@@ -53,7 +53,7 @@ def test_the_clock_probe_measures_a_clock_from_dependent_adds():
 def test_the_two_chains_agree_on_this_machine():
     """The real probe here: the add chain and the imul cross-check (another instruction, another latency)
     both ran, read the same clock within the data's tolerance, and the figure kept is the add chain's."""
-    doc = files.load_data("clock_probe")
+    doc = kitdata.load("clock_probe")
     c = cpu_peak.measure_clock(repeats=50)
     if c["ghz"] is None:
         pytest.fail(c["reason"])
@@ -79,7 +79,7 @@ def test_a_chain_faster_than_its_stated_latency_gives_no_clock():
     """The real probe with the cross-check's latency stated as 1 cycle instead of its true 3 (x86_64) or 2
     (aarch64): that chain then reads a clock several times too low, as an eliminated chain reads one too
     high, and the probe keeps no clock, naming both figures."""
-    doc = copy.deepcopy(files.load_data("clock_probe"))
+    doc = copy.deepcopy(kitdata.load("clock_probe"))
     isa = cpu_peak.measure_clock(repeats=2, doc={**doc, "instructions": []})["isa"]
     for e in doc["instructions"]:
         if e["isa"] == isa and e["role"] == "cross_check":
@@ -98,7 +98,7 @@ def test_the_gpu_hosts_17_ghz_is_rejected_by_the_cross_check():
     (docs/gpu-run/pytest-probes.log); an imul chain there runs at the core's clock (3.8 GHz here is an
     assumed figure: the host's imul chain was never timed). More than the tolerance apart: no clock,
     the reason names both figures."""
-    tol = files.load_data("clock_probe")["agreement_tolerance"]
+    tol = kitdata.load("clock_probe")["agreement_tolerance"]
     chains = [{"asm": "addq $1, %0", "latency_cycles": 1, "ghz": 17.27531098991815},
               {"asm": "imulq %0, %0", "latency_cycles": 3, "ghz": 3.8}]
     why = cpu_peak.disagreement(chains, tol)
@@ -114,7 +114,7 @@ def test_the_gpu_hosts_17_ghz_is_rejected_by_the_cross_check():
 
 
 def test_every_isa_has_a_clock_chain_and_a_cross_check_with_sources():
-    doc = files.load_data("clock_probe")
+    doc = kitdata.load("clock_probe")
     assert doc["schema_version"] == 2
     isas = {e["isa"] for e in doc["instructions"]}
     assert isas >= {"x86_64", "aarch64"}
@@ -153,7 +153,7 @@ def test_older_runs_snapshots_of_the_probes_data_stay_valid():
         assert validate.errors("clock_probe", doc) == [], p
     old = yaml.safe_load(snaps[0].read_text())
     assert old["schema_version"] == 1
-    new = copy.deepcopy(files.load_data("clock_probe"))
+    new = copy.deepcopy(kitdata.load("clock_probe"))
     del new["agreement_tolerance"]
     assert validate.errors("clock_probe", new)  # version 2 needs its tolerance
 
@@ -262,7 +262,7 @@ def test_a_cut_short_cached_probe_program_is_rebuilt_not_trusted(tmp_path, monke
     program is built beside its final name and renamed whole, and a cached one is checked before use."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     isa = cpu_peak.measure_clock(repeats=1)["isa"]
-    entry = next(e for e in files.load_data("clock_probe")["instructions"]
+    entry = next(e for e in kitdata.load("clock_probe")["instructions"]
                  if e.get("role", "clock") == "clock" and e["isa"] == isa)
     exe, why = cpu_peak._clock_binary(entry["asm"], 64)
     assert exe, why

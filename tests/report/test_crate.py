@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import smoke_run
 
-from reprokit import files, results
+from reprokit import kitdata, results
 from reprokit.catalog import suites
 from reprokit.crate import METADATA, profile
 from reprokit.errors import UserError
@@ -90,8 +90,8 @@ def test_verify_in_an_empty_directory_without_the_kits_data(smoke, tmp_path):
     empty.mkdir()
     shutil.copy(crate, empty / crate.name)
     env = {"PYTHONPATH": str(kit), "REPROKIT_DATA_CACHE": ""}
-    where = subprocess.run([sys.executable, "-c", "import reprokit, reprokit.files as f; "
-                            "print(reprokit.__file__); print(f.DATA.is_dir())"], capture_output=True,
+    where = subprocess.run([sys.executable, "-c", "import reprokit, reprokit.kitdata as k; "
+                            "print(reprokit.__file__); print(k.PACKAGED.is_dir())"], capture_output=True,
                            text=True, cwd=empty, env={**os.environ, **env})
     assert where.stdout.split() == [str(kit / "reprokit" / "__init__.py"), "False"], where
     p = cli("verify", crate.name, cwd=empty, env=env)
@@ -284,17 +284,17 @@ def test_kit_checks_name_a_broken_action():
     assert profile.own_checks(meta) == []
 
 
-def test_data_root_reads_only_the_snapshot_and_restores_the_kits_data(tmp_path):
+def test_a_snapshot_is_read_alone_and_the_kits_data_is_untouched(tmp_path):
     real = suites.load_sources()
     (tmp_path / "suites").mkdir()
-    shutil.copy(files.DATA / "suites" / "smoke.yaml", tmp_path / "suites" / "smoke.yaml")
+    shutil.copy(kitdata.PACKAGED / "suites" / "smoke.yaml", tmp_path / "suites" / "smoke.yaml")
     reads: list[str] = []
-    with files.data_root(tmp_path, reads):
+    with kitdata.using(kitdata.KitData(tmp_path, reads)):
         assert suites.suite_names() == ["smoke"]
         with pytest.raises(UserError, match="sources.yaml is missing from the data snapshot"):
             suites.load_sources()
     assert reads == ["sources.yaml"]
-    assert suites.load_sources() == real and "legacy-2017" in suites.suite_names()
+    assert suites.load_sources() is real and "legacy-2017" in suites.suite_names()
 
 
 @pytest.mark.parametrize("stack, hw, want", [

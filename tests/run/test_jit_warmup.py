@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import files, results, validate
+from reprokit import files, kitdata, results, validate
 from reprokit.analysis import verdicts
 from reprokit.catalog import suites
 from reprokit.catalog.suites import Cell, Suite
@@ -210,8 +210,8 @@ def test_the_key_is_stack_gpu_model_and_driver():
 
 # -- time limits: a cell preflight expects to pay PTX JIT gets the documented allowance --------------
 def test_ptx_jit_cells_get_more_time_on_an_h100():
-    allowance = files.load_data("compat")["jit"]["timeout_allowance_s"]
-    assert files.load_data("compat")["jit"]["timeout_allowance_source"]
+    allowance = kitdata.load("compat")["jit"]["timeout_allowance_s"]
+    assert kitdata.load("compat")["jit"]["timeout_allowance_source"]
     suite = suites.load_suite("legacy-2017")
     plan = make_plan(suite, Options(device="gpu"))
     given = host_preflight.suite_verdicts(plan.runnable, H100, "slurm", "gpu", other_host=True)
@@ -239,7 +239,7 @@ def test_the_raised_limit_reaches_the_job_the_harness_reads(tmp_path, cuda_cache
     monkeypatch.setenv(jit_warmup.ENV, "off")
     rundir, run = run_plan(tmp_path, plan_for([cache_cell("j")], "gpu", "jit", H100), RecordingRunner())
     job = json.loads((rundir.jobs_dir / "smoke-python.json").read_text())
-    allowance = files.load_data("compat")["jit"]["timeout_allowance_s"]
+    allowance = kitdata.load("compat")["jit"]["timeout_allowance_s"]
     assert job["cells"][0]["timeout_s"] == 60 + allowance
 
 

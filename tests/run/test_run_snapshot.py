@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import smoke_run
 
+from reprokit import kitdata
+
 REPO = Path(__file__).resolve().parents[2]
 REPORTS = ("report.md", "report.html", "report.json")
 
@@ -51,7 +53,6 @@ def smoke(tmp_path_factory):
 def test_a_new_run_holds_the_data_it_started_with(smoke):
     import hashlib
 
-    from reprokit import files
 
     snap = json.loads((smoke / "run.json").read_text())["data_snapshot"]
     assert snap["dir"] == "kit-data" and "suites/smoke.yaml" in snap["files"]
@@ -59,7 +60,7 @@ def test_a_new_run_holds_the_data_it_started_with(smoke):
     for rel, digest in snap["files"].items():
         raw = (smoke / "kit-data" / rel).read_bytes()
         assert hashlib.sha256(raw).hexdigest() == digest == hashlib.sha256(
-            (files.DATA / rel).read_bytes()).hexdigest(), rel
+            (kitdata.PACKAGED / rel).read_bytes()).hexdigest(), rel
 
 
 def test_report_is_byte_identical_after_the_kits_data_changed_and_from_a_moved_copy(smoke, tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import files
+from reprokit import kitdata
 from reprokit.catalog import suites
 from reprokit.plan.plan import Options, bench_facts, budget_for
 
@@ -79,7 +79,7 @@ def test_suite_covers_every_source_on_the_modern_stacks():
 
 def test_modern_stacks_are_data():
     stacks = suites.load_stacks()
-    compat = files.load_data_file("compat.yaml")["stacks"]
+    compat = kitdata.load_file("compat.yaml")["stacks"]
     for name in MODERN_STACKS:
         spec = stacks[name]
         assert spec["image"] == "modern" and compat[name]["gpu"]  # stacks.yaml alone names the image
