@@ -73,7 +73,8 @@ class Suite:
 
 
 def suite_names() -> list[str]:
-    return sorted(p.name[:-5] for p in (kitdata.current().root / "suites").iterdir() if p.name.endswith(".yaml"))
+    folder = kitdata.current().root / "suites"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
 def _expand(group: dict) -> list[Cell]:
