@@ -57,8 +57,15 @@ def tree() -> str:
     return "\n".join(out) + "\n"
 
 
+def stage_line() -> str:
+    """The stages in the order the data passes (reprokit.STAGES), as one line of the note."""
+    flat = ", ".join(STAGES[0])
+    return "Stages, earliest first: the flat modules (" + flat + ") -> " + " -> ".join(
+        "/".join(names) for names in STAGES[1:]) + "."
+
+
 def block() -> str:
-    return f"{START}\n```\n{tree()}```\n{END}"
+    return f"{START}\n{stage_line()}\n\n```\n{tree()}```\n{END}"
 
 
 def write() -> None:

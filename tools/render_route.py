@@ -93,10 +93,13 @@ def stage_of(module: str, stages: list[set[str]]) -> int:
 
 # -- recording ---------------------------------------------------------------------------------------
 class ModuleOf:
-    """Maps a code object's file name to its dotted reprokit module, or None outside reprokit/."""
+    """Maps a code object's file name to its dotted reprokit module, or None outside reprokit/; with
+    `by_package`, to its package instead (reprokit.X for reprokit/X/*, `reprokit` for a flat module): the
+    route between stages, which splitting a stage into more modules does not change."""
 
-    def __init__(self, package: Path):
+    def __init__(self, package: Path, by_package: bool = False):
         self.package = package.resolve()
+        self.by_package = by_package
         self._cache: dict[str, str | None] = {}
 
     def __call__(self, filename: str) -> str | None:
@@ -114,7 +117,10 @@ class ModuleOf:
             parts = path.resolve().relative_to(self.package).with_suffix("").parts
         except ValueError:
             return None
-        return ".".join((self.package.name, *(parts[:-1] if parts[-1] == "__init__" else parts)))
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if self.by_package:
+            parts = parts[:1] if len(parts) > 1 else ()
+        return ".".join((self.package.name, *parts))
 
 
 @dataclass
@@ -167,13 +173,13 @@ class Recorder:
             self.events.append(Event(caller, module, self.on_stack[module] > 0))
 
 
-def trace_render(run: Path) -> Recorder:
-    """Render a copy of the run under the profile hook."""
+def trace_render(run: Path, by_package: bool = False) -> Recorder:
+    """Render a copy of the run under the profile hook (modules, or packages with `by_package`)."""
     import reprokit
     from reprokit import results
     from reprokit.report import report
 
-    recorder = Recorder(ModuleOf(Path(reprokit.__file__).parent))
+    recorder = Recorder(ModuleOf(Path(reprokit.__file__).parent, by_package))
     with tempfile.TemporaryDirectory(prefix="render-route-") as tmp:
         copy = Path(tmp) / run.name
         shutil.copytree(run, copy, symlinks=True)
@@ -309,12 +315,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="the run directory (results/<run>/); it is copied first")
     parser.add_argument("--json", type=Path, help="write the figures and lists as JSON to this file")
+    parser.add_argument("--packages", action="store_true",
+                        help="count packages (stages) instead of modules: reprokit/X/* is one, the flat "
+                             "modules are one")
     args = parser.parse_args(argv)
     if not (args.run / "run.json").is_file():
         raise SystemExit(f"{args.run} is no run directory: it has no run.json")
     package = _check_checkout()
     stages = load_stages()
-    fig = {"run": str(args.run), "reprokit": package, **figures(trace_render(args.run.resolve()), stages)}
+    fig = {"run": str(args.run), "reprokit": package, "level": "package" if args.packages else "module",
+           **figures(trace_render(args.run.resolve(), args.packages), stages)}
     print(f"render route of {args.run} (reprokit from {package}; "
           f"stages from {STAGES_FILE.relative_to(REPO)})")
     print_figures(fig)
