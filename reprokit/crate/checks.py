@@ -60,7 +60,7 @@ class Crate:
     def described_files(self) -> dict[str, dict]:
         """{path in the crate: entity} of every File entity: its @id with the percent-encoding the
         metadata uses undone (a name with a space, a non-ASCII letter or a newline is encoded in
-        the @id, not in the zip: issue 35)."""
+        the @id, not in the zip)."""
         return {unquote(i): e for i, e in self.by_id.items() if "File" in profile._types(e)}
 
 
@@ -68,7 +68,7 @@ def _one_line(first: str, more: int) -> str:
     return first + (f" (and {more} more)" if more else "")
 
 
-# What a crate member may be before anything is extracted (issue 35: a 5.4 MB zip made verify write
+# What a crate member may be before anything is extracted (unbounded, a 5.4 MB zip made verify write
 # 4.9 GB into $TMPDIR). A member above RATIO_FLOOR bytes may inflate at most MAX_RATIO times (JSON
 # results deflate about 5-20x, an image archive 2-4x; a zip bomb about 1000x); the whole crate at
 # most MAX_TOTAL bytes, and never more than the extraction's disk has free.
@@ -203,7 +203,16 @@ def opened(file: Path) -> Iterator[Crate]:
         if not ident.startswith(f"{KIT_MARK}:"):
             raise UserError(f"{file} is an RO-Crate but not a run reprokit exported (its root dataset's "
                             f"identifier is not {KIT_MARK}:<run id>)")
+        formats.check_version("crate", crate_version(crate.by_id.get("./") or {}), str(file))
         yield crate
+
+
+def crate_version(root: dict) -> int:
+    """The crate format version its root dataset states (`version`); a crate that states none is of
+    version 1, and so is one whose `version` is not a number (the checks that follow name what is
+    wrong with it)."""
+    v = str(root.get("version", "1"))
+    return int(v) if v.isdigit() else 1
 
 
 def check_files(crate: Crate) -> int:

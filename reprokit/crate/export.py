@@ -18,7 +18,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from reprokit import files, kitdata, results
+from reprokit import files, formats, kitdata, results
 from reprokit.crate import (
     DATA_DIR,
     IMAGE_ARCHIVE,
@@ -72,7 +72,7 @@ def _copy_run(src: Path, dst: Path, shown: str | None = None) -> None:
     """Every file of the run directory except hidden ones (the run's .lock, cells/.invalid/ results
     set aside, .tmp-* of a write cut short). A symbolic link or a special file (FIFO, socket, device)
     in the run is refused with one line naming it: its target would be exported as the run's content
-    (issue 35: a link to /etc/passwd in logs/ was packed, and verified)."""
+    (a link to /etc/passwd in logs/ would be packed, and verified)."""
     shown = shown or str(src)
     dst.mkdir()
     with os.scandir(src) as entries:
@@ -321,6 +321,7 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
            "of reproduction it is (ACM terms), in run/report.json."])
     root["datePublished"] = run.get("finished") or run.get("started") or files.utcnow()
     root["identifier"] = f"{KIT_MARK}:{run['run_id']}"
+    root["version"] = str(formats.version("crate"))  # the kit's crate format (reprokit/formats/others.py)
     root["conformsTo"] = {"@id": PROCESS_RUN_CRATE}
     root["mentions"] = mentions[0] if len(mentions) == 1 else mentions
     root["about"] = about[0] if len(about) == 1 else about

@@ -20,7 +20,7 @@ every stored document through `upgrade`) may import this package.
 from __future__ import annotations
 
 from reprokit.formats import cell_result, others, report, run
-from reprokit.formats.chain import Format, upgrade_with
+from reprokit.formats.chain import Format, refuse_newer, upgrade_with
 
 FORMATS: dict[str, Format] = {f.name: f for f in (run.FORMAT, cell_result.FORMAT, report.FORMAT,
                                                   *others.FORMATS)}
@@ -39,4 +39,10 @@ def upgrade(name: str, doc: object, where: str) -> object:
     return doc if fmt is None else upgrade_with(fmt, doc, where)
 
 
-__all__ = ["FORMATS", "Format", "upgrade", "version"]
+def check_version(name: str, found: int, where: str) -> None:
+    """Refuse, in one line naming both versions, a document of format `name` whose version `found` is
+    newer than this kit knows (a format whose version is not a schema_version field: the crate's)."""
+    refuse_newer(FORMATS[name], found, where)
+
+
+__all__ = ["FORMATS", "Format", "check_version", "upgrade", "version"]

@@ -45,6 +45,14 @@ class NewerFormat(UserError):
     """A stored document written by a newer kit than this one."""
 
 
+def refuse_newer(fmt: Format, found: int, where: str) -> None:
+    """A UserError naming both versions when `found` is newer than this kit knows."""
+    if found > fmt.current:
+        raise NewerFormat(f"{where} is a {fmt.name} file of format version {found}, written by a newer "
+                          f"kit: this kit reads {fmt.name} versions 1 to {fmt.current}; read it with "
+                          "the reprokit that wrote it or a newer one (its run.json `kit` names it)")
+
+
 def upgrade_with(fmt: Format, doc: object, where: str) -> object:
     """`doc` brought to `fmt`'s current version (see the module doc); refused when newer."""
     if not isinstance(doc, dict):
@@ -52,10 +60,7 @@ def upgrade_with(fmt: Format, doc: object, where: str) -> object:
     found = doc.get("schema_version")
     if isinstance(found, bool) or not isinstance(found, int) or found < 1:
         return doc  # the schema names it
-    if found > fmt.current:
-        raise NewerFormat(f"{where} is a {fmt.name} file of format version {found}, written by a newer "
-                          f"kit: this kit reads {fmt.name} versions 1 to {fmt.current}; read it with "
-                          "the reprokit that wrote it or a newer one (its run.json `kit` names it)")
+    refuse_newer(fmt, found, where)
     if found == fmt.current:
         return doc
     out = copy.deepcopy(doc)

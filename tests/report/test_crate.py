@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import smoke_run
 
-from reprokit import kitdata, results
+from reprokit import formats, kitdata, results
 from reprokit.catalog import suites
 from reprokit.crate import METADATA, profile
 from reprokit.errors import UserError
@@ -161,6 +161,24 @@ def test_one_sample_changed_fails_with_one_line_naming_the_file(smoke, tmp_path)
     assert p.returncode == 1, p.stderr
     line = one_line(p)
     assert target in line and ("sha256 differs" in line or "bytes, the crate records" in line), line
+
+
+def test_the_crate_states_its_format_and_a_newer_one_is_one_line(smoke, tmp_path):
+    _, crate = smoke
+    with zipfile.ZipFile(crate) as z:
+        root = next(e for e in json.loads(z.read(METADATA))["@graph"] if e["@id"] == "./")
+    assert root["version"] == str(formats.version("crate"))
+
+    def newer(meta):
+        for e in meta["@graph"]:
+            if e["@id"] == "./":
+                e["version"] = str(formats.version("crate") + 1)
+        return meta
+
+    p = cli("verify", str(rewrite(crate, tmp_path / "newer.zip", meta=newer)))
+    assert p.returncode == 2, p.stderr
+    line = one_line(p)
+    assert f"format version {formats.version('crate') + 1}, written by a newer kit" in line, line
 
 
 def test_a_change_made_consistent_with_its_checksum_fails_at_the_report(smoke, tmp_path):
