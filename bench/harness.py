@@ -137,7 +137,7 @@ class CellContext(object):
         is spent or the median's 95 % confidence interval is narrower than the budget's
         `rel_ci_half_width` (adaptive sampling); the stop reason is recorded.
 
-        `real_work` (issue 36; bench/real_work.py) checks that the timed steps did the work: its
+        `real_work` (bench/real_work.py) checks that the timed steps did the work: its
         `state()` (a digest of the weights, taken after the warm-up) must change over the timed
         training steps, and its `output(step_result)` of the last timed step must equal
         `reference()`, the same computation done untimed afterwards, within `rel_tol`. The check is
@@ -423,7 +423,7 @@ def run_cell(cell, job, process=None):
     result["implementation"] = ctx.implementation
     result["stack_fingerprint"] = _stack_fingerprint(framework)
     threads = _threads(result["stack_fingerprint"])
-    if threads is not None:  # the cores the host counts in this cell's peak (issue 21)
+    if threads is not None:  # the cores the host counts in this cell's peak
         result["threads"] = threads
     _add_gpu_runtime(result["stack_fingerprint"], cache_before)
     result["jit_cache"] = jit_cache_state(ctx.device, (result["stack_fingerprint"] or {}).get("cuda_cache")

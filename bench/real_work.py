@@ -1,4 +1,4 @@
-"""A check that the timed steps did the work (issue 36; MLPerf's TEST01 idea), for bench/harness.py.
+"""A check that the timed steps did the work (MLPerf's TEST01 idea), for bench/harness.py.
 
 A workload passes `real_work=Check(...)` to `ctx.measure`:
 

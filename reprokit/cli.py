@@ -79,9 +79,9 @@ def _command_of(argv: list[str]) -> str | None:
 class _ReaderGone:
     """A standard stream that outlives its reader: once a write or flush meets a closed pipe
     (`run ... 2>&1 | head -1`), the stream's descriptor is pointed at /dev/null and the work goes
-    on; only the printing ends (issue 23: a closed pipe used to abort the run mid-way). It also
+    on; only the printing ends (a closed pipe must not abort the run mid-way). It also
     passes every write through printable.terminal_text: no control sequence from a path, an id or a
-    results file reaches the terminal (issue 35)."""
+    results file reaches the terminal."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
@@ -134,7 +134,7 @@ def _leading_options(argv: list[str]) -> int:
 class _Stopped(KeyboardInterrupt):
     """SIGTERM or SIGHUP outside a run (whose driver has its own handlers: reprokit/run/lifecycle.py),
     raised where the command is so its `with` blocks remove their temporary files as on Ctrl-C
-    (issue 35: SIGTERM during verify left 3.9 GB in $TMPDIR, during export a copy of the run)."""
+    (otherwise SIGTERM during verify left 3.9 GB in $TMPDIR, during export a copy of the run)."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)

@@ -122,7 +122,7 @@ def loads_strict(text: str) -> Any:
 
 # The largest file each kind of reader takes, in bytes: one table for every reader of a file the kit
 # did not just write itself. A bigger file, or one that is not a regular file (a device, a FIFO, a
-# symlink to /dev/zero), is refused before a byte is read (issue 23: a cell file linked to /dev/zero
+# symlink to /dev/zero), is refused before a byte is read (unbounded, a cell file linked to /dev/zero
 # was read until MemoryError). The figures leave room above the largest legitimate file: a cell
 # result holds at most ~100,000 samples of ~20 metrics at ~40 bytes (80 MB), run.json one entry per
 # cell, a data file the kit's YAML.

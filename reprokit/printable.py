@@ -30,7 +30,7 @@ _SGR = re.compile("\x1b\\[[0-9;]*m")
 def terminal_text(text: str) -> str:
     """What the kit's standard streams pass on (reprokit/cli.py): `text` with every control character
     but tab and newline written as \\xNN, SGR colour sequences kept. A path or id holding an OSC or
-    CSI sequence (`report $'d\\e]0;pw\\a/RUN'` retitled the terminal: issue 35) prints visibly."""
+    CSI sequence (`report $'d\\e]0;pw\\a/RUN'` would retitle the terminal) prints visibly."""
     if not _CONTROL.search(text):
         return text
     out, at = [], 0

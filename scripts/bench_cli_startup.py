@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How long the command line takes to answer (issue 14): `reproduce.py --help` and `reproduce.py list`.
+"""How long the command line takes to answer: `reproduce.py --help` and `reproduce.py list`.
 
     python scripts/bench_cli_startup.py [--runs 7] [--repo DIR] [--json]
 

@@ -8,7 +8,7 @@
 --design new runs the kit's fixed multi-process design (`run --design full`, reprokit/plan/design.py:
 processes x iterations per cell from data/cell_costs.yaml; no --repeat); --design old (the default)
 one process per cell, or --repeat K.
---calibrate is issue 21's calibration benchmark: source 000's PyTorch and TensorFlow cells
+--calibrate is the calibration benchmark: source 000's PyTorch and TensorFlow cells
 (legacy-2017) and source 003's PyTorch cells (stacked-lstm-2019), two runs back to back with the old
 design and two with the new, reporting for each design the coverage, the intervals' half-widths, the
 run-to-run drift and the runs' wall time. Intervals are those of the current analysis (steady state
@@ -81,7 +81,7 @@ def wall_of(rundir: Path) -> float | None:
 
 
 def calibrate(args: argparse.Namespace) -> dict:
-    """Issue 21's calibration benchmark: per design (old, new), per suite two runs back to back; the
+    """The calibration benchmark: per design (old, new), per suite two runs back to back; the
     metrics of both suites pooled into one comparison per design. Returns {design: {"summary", "runs",
     "wall_s": [run A's, run B's] summed over the suites}}."""
     out = {}
@@ -130,7 +130,7 @@ def compare(a: Path, b: Path, process: int | None = None) -> dict:
         if sa["unit"] != sb["unit"] or not sa["median"] or sa["ci_low"] is None:
             continue
         # the interval that claims to cover a re-run: the prediction interval where there is one (3 or
-        # more processes, issue 33), else the cell's only interval (one process, or 2)
+        # more processes), else the cell's only interval (one process, or 2)
         lo, hi, label = ((sa["pi_low"], sa["pi_high"], sa["pi_label"]) if sa.get("pi_low") is not None
                          else (sa["ci_low"], sa["ci_high"], sa["ci_label"]))
         inside = lo <= sb["median"] <= hi
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--design", choices=("old", "new"), default="old",
                    help="old: --repeat K (default 1); new: the kit's default design (no --repeat)")
     p.add_argument("--calibrate", action="store_true",
-                   help="issue 21's calibration: 000 PyTorch+TensorFlow and 003 PyTorch, old vs new design")
+                   help="the calibration: 000 PyTorch+TensorFlow and 003 PyTorch, old vs new design")
     args = p.parse_args(argv)
     if args.calibrate:
         res = calibrate(args)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the Slurm runner costs, measured on a real cluster (issue 15 item 7). Not a test.
+"""What the Slurm runner costs, measured on a real cluster. Not a test.
 
     python scripts/bench_slurm.py [--repeat 5] [--out FILE]
 

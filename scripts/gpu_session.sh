@@ -100,7 +100,7 @@ pack
 # independent timing by up to 14 %, and the 003 PyTorch cells the first session had no time for)
 PLAN=${PLAN:-third}
 if [ "$PLAN" = third ]; then
-  # issue 33/38: claims first. Source 003's PyTorch cells with the design by role under --time-limit:
+  # claims first. Source 003's PyTorch cells with the design by role under --time-limit:
   # the cells whose claims can be decided on this GPU run 3 to 6 processes each until decided, in order
   # of claim pairs per second; the rest (context) once, if time is left. Then the smallest 000
   # configuration in 3 processes beside the independent timing of step 3.
@@ -111,7 +111,7 @@ if [ "$PLAN" = third ]; then
   step legacy-000-small-3 90 "$PY" reproduce.py run --suite legacy-2017 --cells '000/pytorch/nn_lstm/b128-s30-h512' \
     --repeat 3 --device "$DEVICE" --runner local --results "$W/results" $STK
   pack
-  # issue 36: 003's suspicious PyTorch cuDNN forward rows (L428-L430) and its missing final sync: the
+  # 003's suspicious PyTorch cuDNN forward rows (L428-L430) and its missing final sync: the
   # as-published forward records the loop with that sync added and a launch-queue probe (GPU only)
   run tail-003 45 stacked-lstm-2019 '003/pytorch/eager_cudnn/forward'
 elif [ "$PLAN" = first ]; then

@@ -1,6 +1,6 @@
 """Show that six tests which once passed or skipped vacuously now fail when what they test is gone.
 
-Issue 37 named six tests that could not fail: a `pytest.importorskip` of the kit's own module, early
+Six tests could not fail: a `pytest.importorskip` of the kit's own module, early
 returns and skips when a file or directory was missing, and an `except Exception` turned into a skip.
 They were rewritten; this script runs each one in a copy of the working tree (git ls-files, so
 nothing untracked), first unchanged (it must pass, not skip), then with the fault it must catch

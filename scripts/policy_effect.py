@@ -1,4 +1,4 @@
-"""What the efficiency policy of issue 20 does to every GPU-published number of the kit's data.
+"""What the efficiency policy does to every GPU-published number of the kit's data.
 
 For each number published on a GPU and each synthetic run (an H200 SXM, an H100 SXM, an A100, with as
 many GPUs as the publication used; the cell's precision recorded as fp32, then as tf32), the script
@@ -24,21 +24,25 @@ from pathlib import Path
 
 from reprokit.analysis import devices, flops, verdicts
 from reprokit.catalog import suites, units
+from reprokit.reader.model import Machine, Run
+from reprokit.reader.result import CellResult
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS = {"H200": "NVIDIA H200", "H100": "NVIDIA H100 80GB HBM3", "A100": "NVIDIA A100-SXM4-80GB"}
 PRECISIONS = ("fp32", "tf32")
 SAMPLES = (0.995, 0.998, 1.0, 1.002, 1.005)  # a tight synthetic interval around the value
-# three processes of them, a little apart: a re-run interval (issue 21), so the efficiency policy
+# three processes of them, a little apart: a re-run interval, so the efficiency policy
 # alone decides (one process would be INCONCLUSIVE whatever the policy says)
 PROCESS_SHIFTS = (0.999, 1.0, 1.001)
 
 
 def synthetic_cell(number: dict, gpu: str, count: int, precision: str, value: float) -> dict:
-    """A finished GPU cell of the number's cell measuring `value` (in the number's unit, per item)."""
+    """A finished GPU cell of the number's cell measuring `value` (in the number's unit, per item): the
+    document, as a result file would hold it (`CellResult.from_doc` reads it)."""
     gpus = [{"index": i, "uuid": f"GPU-synthetic-{i}", "name": gpu, "visible_as": str(i), "mig": None}
             for i in range(count)]
-    return {"cell_id": number["cell"], "status": "ok", "device": "gpu",
+    return {"run_id": "synthetic", "cell_id": number["cell"], "stack": "synthetic", "workload": "synthetic",
+            "reason": None, "status": "ok", "device": "gpu",
             "params": suites.cell_params(number["cell"]) or {},
             "implementation": {"framework": number["environment"].get("framework"),
                                "framework_version": number["environment"].get("framework_version"),
@@ -52,17 +56,17 @@ def synthetic_cell(number: dict, gpu: str, count: int, precision: str, value: fl
                           "autotune": {}}}
 
 
-def old_verdict(v: dict, number: dict, cell: dict, run: dict) -> str:
-    """The verdict before issue 20: efficiency against the fp32 peak (the precision ignored), no
+def old_verdict(v: dict, number: dict, cell: dict, machine: Machine) -> str:
+    """The verdict without the policy: efficiency against the fp32 peak (the precision ignored), no
     peak-ratio limit, no above-peak flag; every other check as today."""
     if v["comparison"] not in ("efficiency", "above_peak") or (
             v["verdict"] == verdicts.INCONCLUSIVE and not v.get("efficiency")):
         return v["verdict"]
-    as_fp32 = {**cell, "precision": {**cell["precision"], "effective": "fp32"}}
+    as_fp32 = CellResult.from_doc({**cell, "precision": {**cell["precision"], "effective": "fp32"}})
     summ, _ = verdicts.measured_summary(cell["metrics"][number["metric"]])
     try:
         e = verdicts.efficiency(number, as_fp32, summ, number["unit"], devices.publication_device(number),
-                                devices.measured_device(as_fp32, run))
+                                devices.measured_device(as_fp32, machine))
     except flops.NotApplicable:
         return verdicts.NOT_COMPARABLE
     return verdicts.band_verdict(e, float(verdicts.load_policy()["efficiency"]["tolerance"]))[0]
@@ -71,7 +75,9 @@ def old_verdict(v: dict, number: dict, cell: dict, run: dict) -> str:
 def needed_for_similar(number: dict, gpu: str, count: int) -> float | None:
     """The value (published unit, per published multiple) the old rule calls EFFICIENCY_SIMILAR."""
     pub = devices.publication_device(number)
-    meas = devices.measured_device({"device": "gpu", "gpus": [{"name": gpu}] * count}, None)
+    meas = devices.measured_device(CellResult.from_doc({
+        "run_id": "synthetic", "cell_id": "synthetic", "stack": "synthetic", "workload": "synthetic",
+        "status": "ok", "reason": None, "device": "gpu", "gpus": [{"name": gpu}] * count}), None)
     if not pub.get("peak_tflops") or not meas.get("peak_tflops"):
         return None
     ratio = meas["peak_tflops"] / pub["peak_tflops"]
@@ -87,19 +93,22 @@ def rows() -> list[dict]:
         if pub["kind"] != "gpu":
             continue
         count = pub.get("count") or 1
-        scale = float((number.get("transform") or {}).get("scale", 1))
+        scale = float(number.get("transform", {}).get("scale", 1))
         for short, gpu in GPUS.items():
             for precision in PRECISIONS:
-                run = {"host_fingerprint": {"gpus": [{"index": i, "name": gpu} for i in range(count)]}}
+                machine = Machine.of({"gpus": [{"index": i, "name": gpu} for i in range(count)]})
                 if number["cell"] is None:
                     new = {"verdict": verdicts.NOT_RUN, "labels": [verdicts.NOT_RUN],
                            "reason": "no cell of the kit reproduces this number", "comparison": None}
                     old = verdicts.NOT_RUN
                 else:
                     cell = synthetic_cell(number, gpu, count, precision, float(number["value"]) / scale)
-                    tol = (sources.get(number["provenance"]["source"]) or {}).get("tolerance")
-                    new = verdicts.verdict(number, cell, run, tol)
-                    old = old_verdict(new, number, cell, run)
+                    tol = verdicts.tolerance(sources, number["provenance"]["source"])
+                    run = Run.from_doc({"run_id": "synthetic", "suite": "synthetic", "runner": "local",
+                                        "protocol": "budget", "started": "",
+                                        "host_fingerprint": machine.host})
+                    new = verdicts.verdict(number, CellResult.from_doc(cell), run, tol)
+                    old = old_verdict(new, number, cell, machine)
                 need = needed_for_similar(number, gpu, count)
                 out.append({"number": number["id"], "published": f"{number['value']:g} {number['unit']}",
                             "published_on": number["environment"].get("gpu"),
@@ -119,14 +128,15 @@ def markdown(table: list[dict]) -> str:
     by_case = Counter((r["run"].split("x ")[-1], r["precision"], r["old"], " ".join(r["labels"]))
                       for r in table)
     lines = [
-        "# Effect of the efficiency policy (issue 20) on every GPU-published number",
+        "# Effect of the efficiency policy on every GPU-published number",
         "",
         "Written by `python scripts/policy_effect.py` (synthetic runs, nothing ran on a GPU). For each of "
         f"the {len(numbers)} numbers published on a GPU, a synthetic run on an H200 SXM, an H100 SXM and an "
         "A100 "
         "(as many GPUs as the publication used) measures exactly the published value (in 3 processes, so "
         "its interval is a re-run interval), once with the cell's "
-        "precision recorded as fp32 and once as tf32. Old = the rule before issue 20 (efficiency against the "
+        "precision recorded as fp32 and once as tf32. Old = the rule without the policy (efficiency against "
+        "the "
         "fp32 peak whatever ran, no limit on the peak ratio); new = reprokit/data/verdict_policy.yaml "
         f"(max_peak_ratio {verdicts.load_policy()['efficiency']['max_peak_ratio']:g}, the precision must "
         "be fp32).",

@@ -8,8 +8,8 @@ noise, no run-level drift). Run A's 95 % re-run interval is the kit's (reprokit/
 of its process medians +/- t(0.975, K - 1) x s x sqrt(2 / K). Printed per K: how often run B's mean falls
 inside it (its coverage, 95 % when the model holds), and the intervals' median half-width against the
 median and the root-mean-square of |B - A| (the run-to-run drift), the two ratios
-scripts/bench_rerun_coverage.py reports. Issue 21 asks for a median half-width of at most twice the drift
-together with 90 % coverage: this shows which K, if any, allows it when the drift is only noise.
+scripts/bench_rerun_coverage.py reports. A median half-width of at most twice the drift together with 90 %
+coverage was once a calibration target: this shows which K, if any, allows it when the drift is only noise.
 """
 
 from __future__ import annotations

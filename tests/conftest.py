@@ -136,8 +136,8 @@ def smoke_run(results: Path, *args: str, env: dict | None = None) -> Path:
 
 def run_with_todays_data(src: Path, dst: Path):
     """A copy of a stored run judged with today's reprokit/data (`report --rejudge`,
-    reprokit/run/rejudge.py): what a run recorded with today's data would render (issue 36's
-    catalogue and rules are newer than the committed runs' snapshots)."""
+    reprokit/run/rejudge.py): what a run recorded with today's data would render (the defect
+    catalogue and its rules are newer than the committed runs' snapshots)."""
     from reprokit import results
     from reprokit.run import rejudge
 

@@ -1,4 +1,4 @@
-"""Record each cell's measured costs and variances in reprokit/data/cell_costs.yaml (issue 21 item 1).
+"""Record each cell's measured costs and variances in reprokit/data/cell_costs.yaml.
 
     python tools/record_cell_costs.py [--partial] [--rounds N] RUN_DIR [RUN_DIR ...]
 

@@ -1,4 +1,4 @@
-"""Give a run made before run directories held their data (issue 22) a snapshot of it.
+"""Give a run made before run directories held their data (kit-data/) a snapshot of it.
 
     python tools/snapshot_run_data.py RUN
 

@@ -11,12 +11,12 @@ they compute the right numbers?" before any benchmark is trusted on it (legacy_s
   backward-weights kernels where it has them);
 * each checked against a float64 NumPy reference computed in the same process, then timed; after
   the timing, the last timed call's result is digested and compared with the same call made once
-  more, untimed (bench/real_work.py: the timed calls computed the checked result, issue 36).
+  more, untimed (bench/real_work.py: the timed calls computed the checked result).
 
 The shapes are the job's parameters: `n` (or `m`, `k` and `n`: an m x k by k x n GEMM), `batch`,
 `input`, `hidden`. cuBLAS and cuDNN pick kernels by shape and phase, so the gpu-smoke suite gives each
 probe the largest shape the kit's suites run on its stack (reprokit/data/suites/gpu-smoke.yaml,
-checked against the suites by tests/plan/test_probes.py; issue 34 item 5): a probe of toy shapes,
+checked against the suites by tests/plan/test_probes.py): a probe of toy shapes,
 forward only, never touched the large GEMMs, the LSTM kernels or the backward kernels of the cells it
 gates.
 

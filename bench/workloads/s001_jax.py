@@ -16,7 +16,7 @@ kernel launches, section 2.2); with JAX's asynchronous dispatch that would time 
 the CPU too, so the synced loop is the only one run and its samples are recorded under both
 train_wps and train_wps_synced (same for eval). Eval is a plain forward + loss (JAX builds no
 autograd graph; the original's non-volatile eval did).
-Real-work check (issue 36, bench/real_work.py), on both names of each loop: train, the float64 sum
+Real-work check (bench/real_work.py), on both names of each loop: train, the float64 sum
 of squares of the embedding (tied), LSTM and softmax bias must each change over the timed steps;
 eval, the last timed batch's summed loss must equal the same batch evaluated again untimed.
 Python 3.5 syntax; imports jax, numpy and the standard library.

@@ -20,7 +20,7 @@ wps per sample = batch * seq_len target tokens / seconds of that one batch.
 
 Written for current PyTorch and, where cheap, for the 0.1.12 API of the original (Variable, 2-D
 Linear input, size_average): the 0.1.12 path has not been run.
-Real-work check (issue 36, bench/real_work.py), per loop of samples, on the metrics it gave: train,
+Real-work check (bench/real_work.py), per loop of samples, on the metrics it gave: train,
 the float64 sum of squares of the embedding (tied softmax weight), LSTM and softmax bias must each
 change over the timed batches; eval, the last timed batch's summed loss must equal the same batch
 run again untimed, from the same carried state, after the timing.

@@ -32,7 +32,7 @@ device memory on a GPU, and on the CPU the process's peak RSS (host memory, not 
 
 Multi-GPU cells (gpus > 1) use tf.distribute.MirroredStrategy / one MXNet context per GPU with the
 global batch split, like keras multi_gpu_model. THE GPU PATHS HAVE NEVER RUN ON A GPU.
-Real-work check (issue 36, bench/real_work.py) on time_per_epoch and time_per_sample (the same
+Real-work check (bench/real_work.py) on time_per_epoch and time_per_sample (the same
 batches): the float64 sum of squares of the LSTM's and of the Dense layer's weights
 (model.get_weights(), Gluon: the blocks' parameters) must each change over the timed batches.
 Python 3.5 syntax; imports the framework of the variant, numpy and the standard library.

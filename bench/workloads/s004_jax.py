@@ -12,7 +12,7 @@ Input: the [20, N/20] id matrix of ptb_producer on the device, window i sliced i
 Timing: one sample = one jitted train step (slice, forward with dropout, loss, gradients, clip,
 update), the loss read to the host and every output ready (jax.block_until_ready) inside the timer;
 train_wps = 20 * 35 / seconds, time_per_batch in ms. XLA compilation is in extra.compile_s, outside
-every timer. Real-work check (issue 36, bench/real_work.py) on both metrics: the float64 sum of
+every timer. Real-work check (bench/real_work.py) on both metrics: the float64 sum of
 squares of the embedding, LSTM and softmax parameters must each change over the timed steps.
 Python 3.5 syntax; imports jax, numpy and the standard library.
 """

@@ -16,7 +16,7 @@ Dropout 0.65 comes from the example README's 1500-unit command; YJ's flags are u
 Timing: one sample = one training batch; time_per_batch in ms. The example printed
 elapsed * 1000 / 200 over each 200 batches (a mean over a window); that mean over the timed
 batches is in extra. THE GPU PATH HAS NEVER RUN ON A GPU.
-Real-work check (issue 36, bench/real_work.py): the float64 sum of squares of the embedding, the
+Real-work check (bench/real_work.py): the float64 sum of squares of the embedding, the
 LSTM and the decoder must each change over the timed batches.
 Python 3.5 syntax; imports torch, numpy (if present) and the standard library.
 """

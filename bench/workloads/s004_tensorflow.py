@@ -40,7 +40,7 @@ Timing: one sample = one session.run of the train step (inputs slice, forward wi
 gradients, clip, update, final state fetched). train_wps = 20*35*towers / seconds; time_per_batch
 in ms. The tutorial printed a cumulative average since the epoch start: that figure over the timed
 steps (and over warm-up + timed steps) is in extra.
-Real-work check (issue 36, bench/real_work.py) on train_wps and time_per_batch (the same steps): the
+Real-work check (bench/real_work.py) on train_wps and time_per_batch (the same steps): the
 float64 sum of squares of the embedding, LSTM and softmax variables (session.run) must each change
 over the timed steps.
 Python 3.5 syntax; imports tensorflow, numpy (if present, via corpora) and the standard library.

@@ -1,4 +1,4 @@
-"""Is a source wired in completely? `reproduce.py check-benchmark ID` (issue 37 item 2).
+"""Is a source wired in completely? `reproduce.py check-benchmark ID`.
 
 A source is its entry in sources.yaml, its published table (published/<ID>.yaml), the suite cells its
 numbers name, the bench workloads those cells run, the FLOP models that bound them and its claims

@@ -368,7 +368,7 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
     w_med = verdicts.convert(ow["summary"]["median"], ow["unit"], unit)
     s_med = _speedup(direction, (b_med, b_med), (w_med, w_med))[0]
     boot = _ratio_bootstrap(ob, ow, direction, unit)
-    if boot is not None:  # issue 21: the ratio's own interval, every level resampled
+    if boot is not None:  # the ratio's own interval, every level resampled
         s_lo, s_hi = boot["low"], boot["high"]
     res["speedup"] = [s_lo, s_hi]
     res["speedup_median"] = s_med

@@ -173,7 +173,7 @@ def summary(metric: dict, confidence: float = stats.DEFAULT_CONFIDENCE) -> dict 
     if len(per_process) >= 2:
         values = [value_of(a) for a in per_process]
         recorded = [float(a["value"]) for a in per_process]
-        ci = stats.between_process_ci([[x] for x in values], confidence)  # CI and prediction (issue 33)
+        ci = stats.between_process_ci([[x] for x in values], confidence)  # CI and prediction interval
         whole = all(complete(a) for a in per_process)
         out.update(
             median=statistics.median(values), value=statistics.median(values), process_values=values,

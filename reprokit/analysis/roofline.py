@@ -256,7 +256,7 @@ def _arithmetic(number: dict, device: dict, w: dict, scale: float, bound_value: 
     return f"{published}; {claim} ({binding}-bound: {parts[0]}; {parts[1]}): {_pct(fraction)} of the bound"
 
 
-# -- what bounds a measured cell (issue 36 item 1) ---------------------------------------------------
+# -- what bounds a measured cell ---------------------------------------------------------------------
 NO_RULE = "no roofline_class rule in the run's data (verdict_policy.yaml)"
 COMPUTE, MEMORY, LAUNCH, OVERHEAD, MIXED, UNKNOWN = ("compute-bound", "memory-bound", "launch-bound",
                                                      "overhead-bound", "mixed", "unknown")

@@ -18,7 +18,7 @@ minutes apart on a shared machine) vary more than that, so it does not cover a r
 K >= 2 processes (`reproduce.py run --repeat K`, or the default design: reprokit/analysis/design.py; the
 metric's `processes` lists each process's sample count): the unit of replication is the process
 (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013: the degrees of freedom are the
-top-level repetitions, not the samples). Two intervals, named (issue 33; Cumming & Maillardet 2006: a
+top-level repetitions, not the samples). Two intervals, named (Cumming & Maillardet 2006: a
 95 % CI captures a re-run's estimate only about 83 % of the time):
   * the confidence interval (`ci_low`, `ci_high`, what verdicts and claims use): where the cell's central
     value lies with 95 % confidence, centred on the pooled median m, [m e^-h, m e^h] with

@@ -79,7 +79,7 @@ NOT_TESTABLE_HERE = "NOT_TESTABLE_HERE"
 NOT_TESTABLE_STANDIN = "NOT_TESTABLE_STANDIN"
 IMPLAUSIBLE = "IMPLAUSIBLE"
 SUSPICIOUS = "SUSPICIOUS"
-# Labels beside a verdict (issue 20), with what they mean (the report prints them).
+# Labels beside a verdict, with what they mean (the report prints them).
 EFFICIENCY_CONTEXT = "EFFICIENCY_CONTEXT"
 PRECISION_UNKNOWN = "PRECISION_UNKNOWN"
 ABOVE_PEAK = "ABOVE_PEAK"
@@ -340,8 +340,8 @@ def one_process(summ: dict) -> str | None:
     K >= 2 processes (stats: `ci_covers` "rerun")."""
     if summ.get("ci_covers") != "process" and (summ.get("processes") or 1) > 1:
         return None
-    return ("one process: its interval covers that process only, not a re-run (issue 21: medians of two "
-            "runs back to back moved by more than such intervals are wide); a verdict needs 2 or more "
+    return ("one process: its interval covers that process only, not a re-run (medians of two runs "
+            "back to back moved by more than such intervals are wide); a verdict needs 2 or more "
             "processes per cell (the default design, or --repeat K)")
 
 
@@ -533,7 +533,8 @@ def _implausible(v: dict, number: dict, cell: CellResult | None, summ: dict | No
                  unit: str | None) -> dict:
     """IMPLAUSIBLE from the published number alone; with a measurement, its hardware against the
     publication's (for the row's kind of re-measurement) and its own check against its device's peak:
-    a measurement above it is labelled ABOVE_PEAK too (issue 34: 001's unsynchronised H100 rows)."""
+    a measurement above it is labelled ABOVE_PEAK too (001's unsynchronised H100 rows: 6.0x and 7.8x
+    the H100's bound)."""
     text = v["roofline"]["arithmetic"]
     v["explanations"] = defects.explain(number, v["roofline"], cell if unit is not None else None, meas)
     said = [f"{e['label']}{' by ' + e['defect'] if e['defect'] else ''}: {e['arithmetic']}"
@@ -609,7 +610,7 @@ def _verdict(
         v["hardware"]["measured"] = meas
         v["stack"] = stack_match(number, cell)
         v["standins"] = standins.of_cell(cell)
-    if v["tier"] == IMPLAUSIBLE:  # the measurement, shown as context, is still checked (issue 34)
+    if v["tier"] == IMPLAUSIBLE:  # the measurement, shown as context, is still checked
         return _implausible(v, number, cell, summ, pub, meas, None if why_not else unit)
     if why_not is not None:
         mismatch = devices.host_mismatch(pub, _machine(run))
@@ -643,7 +644,7 @@ def _verdict(
                        "measured through a stand-in for the mechanism under test: "
                        + "; ".join(f"{s['used']} instead of {s['original']}" for s in mech))
     fast = above_peak(cell, summ, unit, number["metric"], meas)
-    if fast:  # issue 20: a timing faster than the device can compute is never a verdict
+    if fast:  # a timing faster than the device can compute is never a verdict
         v["above_peak"] = fast
         v["comparison"] = "above_peak"
         return _finish(v, NOT_COMPARABLE, "the measurement is faster than its device can compute: "

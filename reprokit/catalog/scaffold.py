@@ -1,4 +1,4 @@
-"""The files of a new published source, to fill in: `reproduce.py new-benchmark ID` (issue 37 item 1).
+"""The files of a new published source, to fill in: `reproduce.py new-benchmark ID`.
 
 A source reusing a stack, a device and a data set the kit knows touches six files
 (docs/adding-a-benchmark.md walks through them):

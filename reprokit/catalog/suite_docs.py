@@ -1,5 +1,5 @@
-"""The generated part of docs/suites.md: one row per suite, counted from the suite data (issue 37: the
-hand-kept table said 21 cells for legacy-2017 where there are 37, and lacked gpu-smoke).
+"""The generated part of docs/suites.md: one row per suite, counted from the suite data (a hand-kept
+table went stale: it said 21 cells for legacy-2017 where there are 37, and lacked gpu-smoke).
 
 `expected_files()` gives docs/suites.md with the block between BEGIN and END replaced by the table made
 now; the rest of the file (the measured wall times, prose) stays as written. `reproduce.py generate`

@@ -1,5 +1,5 @@
 """The generated part of docs/commands.md: every option of every command, from the commands' own
-argument definitions (issue 37: the hand-kept page lacked six `run` options).
+argument definitions (a hand-kept page goes stale: it lacked six `run` options).
 
 `expected_files()` gives docs/commands.md with the block between BEGIN and END replaced by one table
 per command (option, its value, its help), made from each command module's `add_arguments`; the rest of

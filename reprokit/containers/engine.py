@@ -7,7 +7,7 @@ answers at all, within PING_TIMEOUT_S: `--runner auto`, preflight, and the Docke
 failed call (is the engine gone?).
 
 A driver killed by SIGKILL cannot remove its cell's container, which stops itself once the run's
-heartbeat goes stale and then stayed listed as exited (issue 23). Two things remove it now, each
+heartbeat goes stale and would then stay listed as exited. Two things remove it, each
 saving the container's output as its cell's log where the driver could not:
 - the driver's successor: the Docker runner starts `watch()` (`python -m reprokit.containers.engine
   watch PID START`) in a session of its own; it waits for the driver to end, then removes that

@@ -107,7 +107,7 @@ def jit_cache_dir(image_file: str) -> Path:
     """The JIT cache directory of an image file (a SIF or a squashfs): one per file name, size and
     modification time (another build of the image gets its own), created private (0700). Mounted
     read-write at CUDA_CACHE_PATH, it does for Apptainer and pyxis what the cache volume does for
-    Docker: only a stack's first start on a GPU pays the PTX JIT (issue 34 item 7)."""
+    Docker: only a stack's first start on a GPU pays the PTX JIT."""
     st = os.stat(image_file)
     key = hashlib.sha256(f"{os.path.abspath(image_file)}|{st.st_size}|{st.st_mtime_ns}".encode())
     path = jit_cache_root() / f"image-{_slug(Path(image_file).name)}-{key.hexdigest()[:12]}"
@@ -177,8 +177,8 @@ def ensure_jit_volume(client, image_id: str, image_dir: str, flavour: str, host_
     handed to `user` by a one-shot container, root with CAP_CHOWN and CAP_DAC_READ_SEARCH only, no
     network and a read-only root filesystem, running `chown -R` on the volume (a new volume's root
     is root's, or the image directory's owner's, and another user may have filled it before: the
-    driver makes its cache directories 0700, which root without CAP_DAC_READ_SEARCH cannot enter,
-    issue 34 item 7). Returns what the cell's runner info records (`jit_cache`)."""
+    driver makes its cache directories 0700, which root without CAP_DAC_READ_SEARCH cannot enter).
+    Returns what the cell's runner info records (`jit_cache`)."""
     import docker
 
     name = jit_volume_name(image_dir, flavour, image_id, host_key)

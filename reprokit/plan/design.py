@@ -176,7 +176,7 @@ def process_budget(budget: dict, cell: dict | None) -> dict:
 
 
 def auto_design(plan, runner: str, judgment: dict) -> dict:
-    """The design by role (issue 33; `run --design auto`, the default): `judgment` is what each cell
+    """The design by role (`run --design auto`, the default): `judgment` is what each cell
     can decide here (reprokit/analysis/decidability.py judge). A cell no verdict or claim depends on
     (*context*) runs once, for `min_iterations` iterations (the fewest the steady-state detection
     classifies, data/steady_state.yaml) and no time budget: its interval covers that one process and

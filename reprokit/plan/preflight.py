@@ -20,7 +20,7 @@ and whether that PTX exists and works cannot be known from data, so a capability
 image on this host decides (suite gpu-smoke; reprokit/plan/probe_cache.py keeps its outcome per host
 and image); `blocked` must not be launched.
 
-The probe gate (issue 12 item 5) applies to the Docker runner: a cached ok probe of the
+The probe gate applies to the Docker runner: a cached ok probe of the
 same host GPU (model, compute capability, driver) and image ID makes a `jit` stack runnable
 ("probed <date>"), a cached failure blocks it with the probe's error, and no entry is `probe`. A
 cached failure blocks a native stack too. The probe cells themselves are never gated: where the

@@ -1,4 +1,4 @@
-"""`run --time-limit`: which cells a run fits in its wall-time limit, in which order (issue 33).
+"""`run --time-limit`: which cells a run fits in its wall-time limit, in which order.
 
 The order is what the run learns per second: cells that decide a verdict or a claim first, by the
 verdicts and claim pairs they decide per second of their planned cost; then the context cells, by the

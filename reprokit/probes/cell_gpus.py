@@ -1,6 +1,6 @@
 """The GPUs one cell had, from its runner, matched against the NVML GPU list of its host or node.
 
-A cell result's `gpus` (contract of issue 20; docs/FORMATS.md "Cell result") lists the GPUs the
+A cell result's `gpus` (its contract: docs/FORMATS.md "Cell result") lists the GPUs the
 cell's process could use, each as {index, uuid, name, visible_as, mig}, and `gpus_source` says in
 one line where the list came from. The sources, by runner:
 

@@ -63,7 +63,7 @@ def _clock_binary(asm: str, adds: int) -> tuple[str | None, str | None]:
     exe = cache / f"clock-{key}"
     if _usable(exe):
         return str(exe), None
-    exe.unlink(missing_ok=True)  # a cut-short copy (a full disk) is rebuilt, never run (issue 35)
+    exe.unlink(missing_ok=True)  # a cut-short copy (a full disk) is rebuilt, never run
     part = None
     try:
         cache.mkdir(parents=True, exist_ok=True)

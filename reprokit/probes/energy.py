@@ -1,4 +1,4 @@
-"""Energy per step of a GPU cell (issue 36 item 4), from NVML's total-energy counter over the timed window.
+"""Energy per step of a GPU cell, from NVML's total-energy counter over the timed window.
 
 What the GPU monitor (reprokit/probes/gpu_state.py) saw, summarised into the cell result's `energy` when
 the result is written (gpu_state.attach), as `gpu_state` is.
@@ -95,7 +95,7 @@ def of_metric(metric: dict, energy_samples: dict[str, list], rule: dict) -> dict
 
 
 def rule() -> dict | None:
-    """verdict_policy.yaml `energy` (None in data from before issue 36)."""
+    """verdict_policy.yaml `energy` (None in data snapshots older than the energy rule)."""
     return kitdata.load("verdict_policy").get("energy")
 
 

@@ -94,7 +94,7 @@ def _time_sizes(torch, device, sizes, repeats: int) -> dict[int, list[float]]:
 
 def sm_clock_during(torch, device, uuid: str | None, n: int = 4096, products: int = 20,
                     nvml=None) -> dict:
-    """The SM clock while GEMMs run (issue 34: the peak probe's rate says nothing of the clock it ran
+    """The SM clock while GEMMs run (the peak probe's rate alone says nothing of the clock it ran
     at): `products` n x n float32 products are queued without a synchronisation, NVML's SM clock of
     the device (matched by UUID) is read while they run, then the queue is drained. {"sm_clock_mhz":
     the median reading, "max_sm_clock_mhz", "readings"}, or {"error": why}. Never run on a GPU."""

@@ -409,7 +409,7 @@ def attach(result: dict, runner_info: dict) -> dict:
                                    "error": "gpu_state could not be summarised: " + _err(e)}
         from reprokit.probes import energy
 
-        try:  # joules per step over each timed window (issue 36); never costs the cell's result
+        try:  # joules per step over each timed window; never costs the cell's result
             got = energy.of_cell(result, energy.rule())
         except Exception as e:
             got = None

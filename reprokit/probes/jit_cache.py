@@ -6,7 +6,7 @@ from the two, worst first (a merged cell keeps the worst of its processes):
 
 - `compiled`: files were added while the cell ran: the driver JIT-compiled kernels inside the cell's
   process (warm-up or timed window: the cache cannot tell which), so a compile time holds PTX JIT;
-- `cold`: the cache was empty at the start and its end was not recorded (results before issue 34),
+- `cold`: the cache was empty at the start and its end was not recorded (older results),
   or caching was disabled or the cache not writable (a JIT, if any, leaves no trace and is paid again
   by every process);
 - `unknown`: a GPU cell that recorded no readable cache;
@@ -15,8 +15,8 @@ from the two, worst first (a merged cell keeps the worst of its processes):
   native kernels for the GPU);
 - `n/a`: a CPU cell.
 
-Issue 34 item 3: the label used to read the start only, so 5 of the 6 stacked-lstm cells of the
-stored H100 run said "cold" although 4 of them added no file. In the probes stage (with gpu_state): the
+Both ends are read because the start alone misleads: read that way, 5 of the 6 stacked-lstm cells of
+the stored H100 run said "cold" although 4 of them added no file. In the probes stage (with gpu_state): the
 executor, the merge, the verdicts and the report read it. The rules themselves are
 bench/gpu_runtime.py's `jit_cache_state`, which bench/harness.py applies inside the stack.
 """

@@ -108,7 +108,7 @@ def _claims_text(results: list[dict]) -> str | None:
 
 def _decided_text(c: dict) -> str:
     """'c003-x HOLDS (1.14x [1.07, 1.24] here, published 1.58x)': a decided claim with the ratio of its
-    first pair of that status (issue 36: the first screen names the claims decided here)."""
+    first pair of that status (the first screen names the claims decided here)."""
     p = next((p for p in c["pairs"] if p["status"] == c["status"] and "speedup" in p), None)
     if p is None:
         return f"{c['id']} {c['status']}"
@@ -195,7 +195,7 @@ def source_line(sid: str, title: str | None, rows: list[dict], claim_results: li
                        if s["mechanism"]})
         untestable.append(f"{len(standin)} measured through a stand-in for their mechanism "
                           f"({'; '.join(mech) or 'unclassified'})")
-    if not_comp:  # issue 34 item 2: say why each is context, not one reason for all
+    if not_comp:  # say why each is context, not one reason for all
         untestable.append(_listing([f"{n} {why}" for why, n in Counter(_not_comparable_cause(r)
                                                                       for r in not_comp).most_common()]))
     if not_run:

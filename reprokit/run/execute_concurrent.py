@@ -229,7 +229,7 @@ def stop(runner, rundir: results.RunDir, collect, why: str, run_id: str, device:
 
 
 def _warmups(run: dict, rundir: results.RunDir, fresh: list, prepared: dict, runner, say) -> list[dict]:
-    """Issue 34 item 7: on a GPU, each stack's JIT warm-up (reprokit/run/jit_warmup.py) submitted as a
+    """On a GPU, each stack's JIT warm-up (reprokit/run/jit_warmup.py) submitted as a
     job of its own, and the stack's cells made to wait for it (`--dependency=afterany`), so they start
     on the cache it filled instead of each paying the PTX JIT at once. The warm-ups' job records."""
     from reprokit.runners.slurm import Task

@@ -23,7 +23,7 @@ stack of the same image, can hold files without holding this stack's kernels).
 REPROKIT_JIT_WARMUP=off turns it off (`jit_warmup_s` then null), =force runs it for CPU cells too
 (how the tests check the mechanism on a machine with no GPU). The concurrent (Slurm) runner submits
 each key's warm-up as a job of its own and the key's cells with `--dependency=afterany` on it
-(reprokit/run/execute_concurrent.py; issue 34 item 7), so they start on the cache it filled.
+(reprokit/run/execute_concurrent.py), so they start on the cache it filled.
 
 `raise_timeout` (reprokit/plan/plan.py) adds compat.yaml's `jit.timeout_allowance_s` to the time limit of a
 cell whose preflight verdict is `jit` (its stack reaches this GPU only through PTX JIT).

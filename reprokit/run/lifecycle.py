@@ -61,7 +61,7 @@ def describe_holder(h: dict | None) -> str:
 def _live_holder(run_dir: Path, wait_s: float = 1.0) -> dict | None:
     """The lock file's record of the process that holds the lock now. A record of a process that is
     not running on this host (a run directory copied with its .lock, while the new holder has not
-    written its own yet: issue 35) is waited for briefly, then not named."""
+    written its own yet) is waited for briefly, then not named."""
     import time
 
     deadline = time.monotonic() + wait_s

@@ -1,4 +1,4 @@
-"""The time a Slurm allocation leaves the driver that runs inside it (issue 33: `run --time-limit`, and in
+"""The time a Slurm allocation leaves the driver that runs inside it (`run --time-limit`, and in
 a Slurm allocation the job's limit). A driver started under `srun`, `salloc` or `sbatch` (SLURM_JOB_ID set)
 without --time-limit plans with what the job has left, read from the real `squeue -h -j JOB -o %L`, less
 a margin for the report, so the job's own limit never cuts a run without its report. Outside an

@@ -1,6 +1,6 @@
 """Run a program the kit does not control (a user's interpreter, `--python STACK=PATH`) and read what it
 says, bounded: at most LIMIT bytes of each stream are kept, and the program's whole process group is
-ended when it times out, prints past the bound, or exits (issue 35: an "interpreter" that printed
+ended when it times out, prints past the bound, or exits (unbounded, an "interpreter" that printed
 without end was read into 4 GB of memory; one that ran `sleep 1000` left it running under PID 1).
 
 Written by hand on `subprocess.Popen` and `selectors`: `subprocess.run(capture_output=True)` keeps

@@ -107,7 +107,7 @@ class LocalRunner:
         env = dict(prepared["env"])
         # The heartbeat file, with or without PR_SET_PDEATHSIG: a driver that is stopped (SIGSTOP,
         # Ctrl-Z) lives on but beats no more, and its cell stops itself instead of measuring on
-        # unobserved until its timeout (issue 23); a dead driver's cell gets the signal at once.
+        # unobserved until its timeout; a dead driver's cell gets the signal at once.
         heartbeat = cell_process.Heartbeat(Path(job_path).resolve().parent.parent)
         heartbeat.beat(force=True)
         env["REPROKIT_HEARTBEAT"] = str(heartbeat.path)

@@ -85,7 +85,7 @@ class SlurmOptions:
         """Whether a job array of cells needing `gpus` GPUs asks for whole nodes: --slurm-exclusive
         (True) or --slurm-no-exclusive (False) for every array; by default a CPU cell's array only
         (a CPU benchmark measures the whole node's cores, a GPU cell holds its GPUs, and a whole
-        8-GPU node held per 1-GPU cell would idle the other seven: issue 34 item 7)."""
+        8-GPU node held per 1-GPU cell would idle the other seven)."""
         if self.exclusive is not None:
             return bool(self.exclusive)
         return not gpus
@@ -491,10 +491,10 @@ class SlurmRunner:
 
     def _node_lost(self, t: Task, st: dict, rec: dict | None) -> dict | None:
         """Slurm says the task's node was lost (its slurmd stopped or killed), but the cell's process
-        may run on under slurmstepd and finish (issue 35: such a process was reported "interrupted
-        ... --resume re-runs it" and then merged with no node). The task's own record decides: ended
-        -> its exit status; still open -> followed (None) until the task's time limit has passed
-        since the node was lost; then interrupted, as Slurm said."""
+        may run on under slurmstepd and finish (taken at Slurm's word, such a process was reported
+        "interrupted ... --resume re-runs it" and then merged with no node). The task's own record
+        decides: ended -> its exit status; still open -> followed (None) until the task's time limit
+        has passed since the node was lost; then interrupted, as Slurm said."""
         if rec is not None and rec.get("ended") is not None:
             if rec.get("exit_code") != 0:  # stopped with its node (slurmd's SIGTERM): as Slurm said
                 return st

@@ -1,4 +1,4 @@
-"""scripts/bench_rerun_coverage.py --calibrate / --design (issue 21 item 5): which runs it makes and what it
+"""scripts/bench_rerun_coverage.py --calibrate / --design: which runs it makes and what it
 reports (the runs themselves are stubbed here: the benchmark takes an hour; its figures are measured with
 the real kit on the project's machine)."""
 

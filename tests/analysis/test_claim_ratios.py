@@ -1,4 +1,4 @@
-"""Issue 36 item 1: a claim pair's speed-up as a ratio with its interval beside the published ratio and
+"""A claim pair's speed-up as a ratio with its interval beside the published ratio and
 the claimed range, each side's roofline class (what bounds it on its device) and whether the ratio is
 expected to carry to another device; the first screen names the claims decided here.
 

@@ -1,4 +1,4 @@
-"""What a run can decide before it runs (reprokit/analysis/decidability.py, issue 33): the verdict and
+"""What a run can decide before it runs (reprokit/analysis/decidability.py): the verdict and
 claim rules applied to the plan's devices give each number and claim its decidability, and each cell
 its role. Counts come from the data, never typed in."""
 

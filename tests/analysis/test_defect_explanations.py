@@ -1,4 +1,4 @@
-"""Issue 36 item 2: an IMPLAUSIBLE published number says whether its source's defect, reproduced here,
+"""An IMPLAUSIBLE published number says whether its source's defect, reproduced here,
 explains it (EXPLAINED / UNEXPLAINED, with the arithmetic), or why that is not decided here.
 
 The GPU cell is the stored H100 cell of source 001 (docs/gpu-run), which timed the published loop without

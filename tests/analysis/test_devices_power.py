@@ -1,4 +1,4 @@
-"""Issue 34 item 7: the H200 NVL (PCIe card, 600 W) and the H200 SXM (700 W) have one peaks.yaml entry
+"""The H200 NVL (PCIe card, 600 W) and the H200 SXM (700 W) have one peaks.yaml entry
 each; a GPU whose NVML name does not say NVL is told apart by its power limit (peaks.yaml
 `by_power_limit`). Pure lookups on the kit's own data."""
 

@@ -1,4 +1,4 @@
-"""Issue 20: peaks of the precision that ran, the cross-generation efficiency policy, the device a cell
+"""Peaks of the precision that ran, the cross-generation efficiency policy, the device a cell
 ran on (cell.gpus, Slurm node, MIG), and flags on achieved rates above the peak.
 
 Synthetic cells and runs only (pure logic); the stored runs in tests/data/runs give the measurements.

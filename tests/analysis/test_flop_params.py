@@ -1,4 +1,4 @@
-"""Issue 13 item 5: one set of parameters per source.
+"""One set of parameters per source.
 
 The FLOP model counts a cell's work with the sizes the cell's workload really uses (its params, its data
 set's vocabulary, windows per epoch), and every published number mapped to a cell with the same sizes.

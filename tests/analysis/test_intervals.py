@@ -1,4 +1,4 @@
-"""Intervals from all levels (issue 21 item 2): the re-run interval over processes (t, df = processes - 1),
+"""Intervals from all levels: the re-run interval over processes (t, df = processes - 1),
 one process decides no verdict, and claims get a hierarchical-bootstrap interval of the ratio."""
 
 import math

@@ -1,4 +1,4 @@
-"""Issue 13 item 2: every published number is compared with the figure computed as its source defined it.
+"""Every published number is compared with the figure computed as its source defined it.
 
 One test per definition, on synthetic per-iteration seconds: the workload's own recording function
 (bench/workloads/*) builds the `as_published` record through the real harness CellContext, the verdict
@@ -280,7 +280,7 @@ def test_000_claims_compare_the_figures_as_published_not_the_medians():
     res = claims.check_claim(claim, claims.observations_from_cells(run), machine=run.machine)
     pair = next(p for p in res["pairs"] if p["better"].endswith("cudnn_lstm/b128-s30-h512")
                 and p["worse"].endswith("fused_lstm/b128-s30-h512"))
-    # one process per side: not decided (issue 21), but the figures give the reversed order
+    # one process per side: not decided, but the figures give the reversed order
     assert pair["status"] == "INCONCLUSIVE" and "ran in one process" in pair["reason"], pair["reason"]
     assert pair["speedup"][1] < 1 and pair["speedup_median"] < 1
     assert pair["better_value"]["statistic"] == "as_published"

@@ -1,4 +1,4 @@
-"""The sequential design's stopping rule keeps its error rate (scripts/sequential_sim.py, issue 33): with a
+"""The sequential design's stopping rule keeps its error rate (scripts/sequential_sim.py): with a
 known truth and normal, heavy-tailed, skewed and two-mode process noise, cells whose truth lies just
 outside or just inside a published value's band are decided falsely at most about 5 % of the time (the
 Bonferroni correction over the 4 looks), and the interval the rule stops on covers the truth at about

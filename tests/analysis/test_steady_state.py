@@ -1,4 +1,4 @@
-"""Steady state, detected (reprokit/analysis/steady_state.py, issue 21 item 3): change points per process,
+"""Steady state, detected (reprokit/analysis/steady_state.py): change points per process,
 warm-up and slowdown dropped and reported, no steady state refused a verdict. Synthetic series with
 known shapes, stored runs, and a real TorchScript cell through the harness under --quick."""
 

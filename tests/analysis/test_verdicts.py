@@ -98,7 +98,7 @@ def test_multi_gpu_numbers_need_that_many_gpus():
 
 
 def _with_precision(run, effective="fp32"):
-    """The stored GPU cells predate issue 20's precision record: give them one (synthetic)."""
+    """The stored GPU cells have no precision record: give them one (synthetic)."""
     rec = {"requested": "fp32", "effective": effective, "why": "synthetic", "settings": {}, "env": {},
            "autotune": {}}
     cells = [models.cell({**thaw(c.doc), "precision": rec}) for c in run.cell_results()]
@@ -135,7 +135,7 @@ def test_same_gpu_class_other_model_compares_efficiency(monkeypatch):
 
 
 def test_a_gpu_cell_without_a_precision_record_gets_no_efficiency():
-    """A GPU result from before issue 20 does not say whether TF32 ran: no efficiency, said why."""
+    """A GPU result without a precision record does not say whether TF32 ran: no efficiency, said why."""
     v = by_id("v100-other")
     for nid in ("000-L012", "000-L013", "000-L009"):
         assert v[nid]["verdict"] == "NOT_COMPARABLE"
@@ -403,7 +403,7 @@ def test_a_peak_known_only_as_a_lower_bound_concludes_only_lower():
 
 
 def test_an_impossible_published_number_still_has_its_measurement_checked_against_its_device():
-    """Issue 34 item 1: the stored H100 run (docs/gpu-run) measured 001's word LM at 1.6M and 6.2M
+    """The stored H100 run (docs/gpu-run) measured 001's word LM at 1.6M and 6.2M
     words/s with the source's unsynchronised timer, 6-8x the H100's own bound. IMPLAUSIBLE (from the
     published number) used to return before that check: the rows now carry ABOVE_PEAK with the
     arithmetic, and their hardware (a P100 publication, an H100 measurement: same class, another

@@ -202,7 +202,7 @@ def test_layout_archive_subdirectory_and_incomplete_set(repo, tmp_path, lock):
     rep = json.loads(p.stdout)
     ptb = next(s for s in rep["datasets"] if s["name"] == "ptb")
     assert ptb["status"] == "incomplete" and ptb["dir"] == str(root / "simple-examples" / "data")
-    # an incomplete set records no digest (issue 23: they were recorded as "first use")
+    # an incomplete set records no digest (not even as "first use")
     assert [f["verdict"] for f in ptb["files"]] == ["unrecorded", "unrecorded", "missing"]
     assert "until ptb checks out" in ptb["files"][0]["why"]
     assert ptb["archive"]["verdict"] == "mismatch"  # md5 from seed_workloads.md 4.4
@@ -212,7 +212,7 @@ def test_layout_archive_subdirectory_and_incomplete_set(repo, tmp_path, lock):
 
 def test_a_file_that_fails_the_check_is_not_recorded_as_first_use(data_dir, lock):
     """--strict with a count that differs: the set fails, and its digests stay unrecorded, so the
-    right file later checks out instead of 'mismatching' the wrong one (issue 23)."""
+    right file later checks out instead of 'mismatching' the wrong one."""
     bad = datasets.check_dir(data_dir, lock, names=["ptb"], strict=True, subset=True)
     assert not bad["ok"]
     ptb = bad["datasets"][0]
@@ -395,7 +395,7 @@ def test_provenance_of_stand_in_real_and_synthetic_results():
 
 
 def test_junk_files_are_not_a_data_set_and_nothing_is_recorded(repo, tmp_path, lock):
-    """Issue 35: three tiny identical junk files passed as "ptb: ok" and their digests were recorded as
+    """Three tiny identical junk files once passed as "ptb: ok" and their digests were recorded as
     first use. Counts far from the documented ones (datasets.yaml `plausibility`) now fail the check
     whatever --strict, and nothing is recorded; --subset accepts a deliberate subset, recorded as one."""
     root = tmp_path / "junk"

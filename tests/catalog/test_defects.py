@@ -1,4 +1,4 @@
-"""Issue 13 item 6: every documented defect of the published numbers is in the kit's data, attached to
+"""Every documented defect of the published numbers is in the kit's data, attached to
 the numbers it affects, handled (a corrected or alternative cell, or a stated correction) and shown in
 the report of any run of its suite.
 

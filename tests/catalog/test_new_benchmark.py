@@ -1,4 +1,4 @@
-"""Issue 37: a new published source through the documented path only (docs/adding-a-benchmark.md).
+"""A new published source through the documented path only (docs/adding-a-benchmark.md).
 
 In a copy of the kit (its own git repository, so the files the path touches are counted by git): the
 scaffold (`new-benchmark`), the walk-through's edits (the table, a CPU as published, the claim), then

@@ -1,6 +1,6 @@
-"""Issue 13 item 3: corrected and alternative cells are labelled in the suite data (kind, the defects
+"""Corrected and alternative cells are labelled in the suite data (kind, the defects
 they correct, the as-published cell they stand beside) and the report puts each beside its
-as-published cell with the ratio of the medians; compile metrics show their cache state (item 4)."""
+as-published cell with the ratio of the medians; compile metrics show their cache state."""
 
 from __future__ import annotations
 

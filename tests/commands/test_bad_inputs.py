@@ -240,7 +240,7 @@ SITUATIONS = {
     "empty-file": ("`empty.tar` is empty (0 bytes)", lambda t, m: (t / "empty.tar").write_bytes(b"")),
     "plain-tar": ("`plain.tar` is a tar archive of other files",
                   lambda t, m: _tar(t / "plain.tar", [("README", b"hello\n")])),
-    # issue 23
+    # runs and files of the fault battery
     "run-a": ("`a/` is a stored run (tests/data/runs/cpu-a)",
               lambda t, m: _copy_run(RUNS / "cpu-a", t / "a")),
     "smoke-s": ("`s/` is a stored run of suite smoke (tests/data/runs/cpu-b relabelled)",
@@ -250,7 +250,7 @@ SITUATIONS = {
     "a-cells-loop": ("`a/cells` is a symbolic link to itself (a loop)", lambda t, m: _cells_loop(t / "a")),
     "b-dev-zero": ("`b/`'s first cell file is a symbolic link to /dev/zero",
                    lambda t, m: _link_first_cell(t / "b", "/dev/zero")),
-    # issue 35
+    # crates and links
     "sample": ("`s/` is a stored run with its report (docs/sample-run)", lambda t, m: _sample(t)),
     "s-passwd": ("`s/logs/p.log` is a symbolic link to /etc/passwd",
                  lambda t, m: (t / "s" / "logs" / "p.log").symlink_to("/etc/passwd")),
@@ -555,13 +555,13 @@ CASES = [
     Case("empty-dir", "reproduce.py build --suite smoke --lock empty",
          "reproduce.py: error: --lock empty is a directory; pass --lock PATH naming a file in a directory "
          "you can write to"),
-    # issue 14: data's lock option has run's name, --data-lock (--lock still works: row 67)
+    # data's lock option has run's name, --data-lock (--lock still works: row 67)
     Case("empty-dir", "reproduce.py data --check empty --data-lock empty",
          "reproduce.py: error: --data-lock empty is a directory; pass --data-lock PATH naming a file"),
     Case("", "reproduce.py generate --check --reference-csv nothere.csv",
          "reproduce.py: error: --reference-csv nothere.csv is not a file; give the published_numbers.csv "
          "of the reference, or leave the option out"),
-    # issue 20: --python STACK=PATH, the user's own interpreter for a stack (reprokit/runners/byo.py)
+    # --python STACK=PATH, the user's own interpreter for a stack (reprokit/runners/byo.py)
     Case("", "reproduce.py run --suite smoke --python torch-0.1",
          "reproduce.py: error: --python must be STACK=PATH, not 'torch-0.1'; pass e.g. --python "
          "torch-1.3=/usr/bin/python3 (the interpreter that runs that stack's cells)"),
@@ -603,7 +603,7 @@ CASES = [
 
 
 CASES += [
-    # issue 23: the bad inputs of its battery (the other cases: FAULTS below)
+    # the bad inputs of the fault battery (the other cases: FAULTS below)
     Case("", "reproduce.py run --suite smoke --cells '<ESC>]0;pwned<BEL>no/such/*'",
          "reproduce.py: error: no cell of suite smoke matches \\x1b]0;pwned\\x07no/such/*; see "
          "`reproduce.py list --suite smoke`"),
@@ -638,7 +638,7 @@ CASES += [
 
 
 CASES += [
-    # issue 35: crates and the probes of a user's interpreter (the other cases: FAULTS below)
+    # crates and the probes of a user's interpreter (the other cases: FAULTS below)
     Case("sample s-passwd", "reproduce.py export s -o x.zip",
          "reproduce.py: error: s/logs/p.log is a symbolic link (to /etc/passwd); export never follows "
          "links out of a run: replace it with the file it stands for, or remove it, then export"),
@@ -659,7 +659,7 @@ CASES += [
 
 @dataclass
 class Fault:
-    """A case of issue 23's battery that is not one command refused in one line with nothing written
+    """A case of the fault battery that is not one command refused in one line with nothing written
     (a fault, an exit status other than 2, or a refusal that comes later): the table below the first
     in docs/BAD_INPUTS.md, each row naming the test that reproduces it (they live beside the code they
     test; test_every_fault_names_a_test_that_exists keeps the names honest)."""
@@ -776,7 +776,7 @@ FAULTS = [
           "test_a_node_lost_while_no_driver_follows_is_rerun_and_the_others_keep_their_nodes, "
           "tests/runners/test_slurm_multinode.py::"
           "test_a_driver_killed_while_cells_run_on_several_nodes_is_reattached"),
-    # issue 35
+    # crates, probes, caches and node loss
     Fault("a crate whose member is a symbolic link, a device or a FIFO (described in its metadata), or "
           "whose metadata or a log is there twice (an evil first copy)",
           "reproduce.py verify CRATE",

@@ -1,5 +1,5 @@
 """The command line's own streams: a reader that goes away ends the printing, never the work, and the
-top level's --debug may stand before the command (issue 23)."""
+top level's --debug may stand before the command."""
 
 from __future__ import annotations
 

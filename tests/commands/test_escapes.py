@@ -1,6 +1,6 @@
 """Terminal escape sequences in strings the kit did not write (an argument, a cell's reason, a
 run.json string) are shown, never sent: not on the error line, not in report.md or report.html
-(issue 23: `cat report.md` executed them)."""
+(rendered raw, `cat report.md` executed them)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_an_escape_in_a_reason_and_in_run_json_is_not_rendered_raw(tmp_path):
 
 
 def test_an_escape_in_a_results_path_is_shown_by_report(tmp_path):
-    """Issue 35: `report $'d\\e]0;pw\\a/RUN'` printed the path raw and retitled the terminal. Every line
+    """Printed raw, `report $'d\\e]0;pw\\a/RUN'` retitled the terminal. Every line
     the kit prints now passes through printable.terminal_text (reprokit/cli.py), in a real process."""
     import subprocess
     import sys

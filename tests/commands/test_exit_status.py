@@ -1,4 +1,4 @@
-"""`report RUN` exits as the run did (README: 1 when some cell failed or is missing), issue 23."""
+"""`report RUN` exits as the run did (README: 1 when some cell failed or is missing)."""
 
 from __future__ import annotations
 

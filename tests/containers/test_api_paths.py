@@ -93,8 +93,8 @@ def test_the_modern_image_path_against_the_installed_frameworks(stack, workload,
 
 
 # -- the old paths: what the test exists to catch -------------------------------------------------
-def test_the_tf18_path_before_issue_12_fails():
-    src = (DATA / "s004_tensorflow.before-issue12.py.txt").read_text()
+def test_the_tf18_path_written_with_newer_apis_fails():
+    src = (DATA / "s004_tensorflow.newer-apis.py.txt").read_text()
     found = " ".join(p for v in ("basic", "block", "cudnn") for p in apipaths.check(
         "s004_tensorflow", "tf-1.8", STACKS["tf-1.8"]["frameworks"], v, APIS, source=src).problems)
     for name in ("tensorflow.compat does not exist in tensorflow 1.8.0",
@@ -104,8 +104,8 @@ def test_the_tf18_path_before_issue_12_fails():
         assert name in found
 
 
-def test_the_keras_216_path_before_issue_12_fails():
-    src = (DATA / "s002_keras.before-issue12.py.txt").read_text()
+def test_the_keras_216_path_written_with_newer_apis_fails():
+    src = (DATA / "s002_keras.newer-apis.py.txt").read_text()
     found = apipaths.check("s002_keras", "keras-tf-1.8", STACKS["keras-tf-1.8"]["frameworks"], "tensorflow",
                            APIS, source=src).problems
     text = " ".join(found)

@@ -97,7 +97,7 @@ def flags(value: str) -> list[str]:
 
 def test_a_gpu_cell_gets_its_gpu_theano_flags_the_jit_cache_and_read_only_mounts(tmp_path,
                                                                                 monkeypatch):
-    """Issue 12 item 4, by construction (never run on a GPU)."""
+    """By construction (never run on a GPU)."""
     client, _ = run_cell(tmp_path, monkeypatch)
     made = client.created
     assert made is not None, "the runner never asked for the cell's container"

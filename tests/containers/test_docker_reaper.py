@@ -1,6 +1,6 @@
 """The driver's successor and the reaper of reprokit/containers/engine.py, with the real Docker engine
-(issue 23: after SIGKILL of the driver a Docker cell's exited container stayed listed until the next
-resume). The successor, a watcher each Docker driver starts, removes its driver's containers as they
+(without them, after SIGKILL of the driver a Docker cell's exited container stayed listed until the
+next resume). The successor, a watcher each Docker driver starts, removes its driver's containers as they
 end once the driver is dead; every command that talks to the engine first removes the exited
 containers of dead drivers of this host (for when the successor died too); both save a container's
 output as its cell's log. The driver-level test (a real run SIGKILLed mid-cell) is tests/run/test_faults.py

@@ -1,5 +1,5 @@
 """Every reader of a file the kit did not just write is bounded: a regular file below
-files.READ_LIMITS, else one line, and the run's layout is checked before anything reads it (issue 23)."""
+files.READ_LIMITS, else one line, and the run's layout is checked before anything reads it."""
 
 from __future__ import annotations
 

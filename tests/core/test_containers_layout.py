@@ -1,4 +1,4 @@
-"""Issue 14's layout rules for the containers and the runners, read from the source (ast): commands
+"""The layout rules for the containers and the runners, read from the source (ast): commands
 import no other command, one Docker client factory, runners/ and the venv code in no cycle."""
 
 import ast
@@ -57,7 +57,7 @@ def test_runners_and_the_venv_code_import_each_other_in_no_cycle():
 
 def test_the_containers_package_imports_no_runner():
     """containers/ provides images and the one spec of a cell's container (containers/spec.py), which
-    it renders into compose files; it imports nothing of runners/ (issue 37: the runners start the
+    it renders into compose files; it imports nothing of runners/ (the runners start the
     containers it describes). The engine's reaper reads a driver's identity (host name, pid alive with
     its start time) from reprokit/probes/processes.py, which starts nothing."""
     mods = modules()

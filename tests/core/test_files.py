@@ -128,7 +128,7 @@ def test_data_names_and_their_schemas():
 
 
 def test_results_is_the_run_directory_only_and_imports_no_pandas():
-    """Issue 22: no shim keeps old names alive: what moved out of results is imported from where it is."""
+    """No shim keeps old names alive: what moved out of results is imported from where it is."""
     import subprocess
     import sys
     code = ("import sys; from reprokit import results; assert 'pandas' not in sys.modules; "
@@ -140,8 +140,8 @@ def test_results_is_the_run_directory_only_and_imports_no_pandas():
 
 
 def test_a_planted_or_foreign_cache_entry_is_ignored_and_rebuilt(scratch, tmp_path, monkeypatch):
-    """Issue 23: an edited blob that still unmarshals was used silently, and another document's blob
-    under this key gave exit 3; both are now ignored, the file parsed and validated again."""
+    """Unchecked, an edited blob that still unmarshals was used silently, and another document's blob
+    under this key gave exit 3; both are ignored, the file parsed and validated again."""
     import hashlib
     import marshal
 
@@ -166,7 +166,7 @@ def test_a_planted_or_foreign_cache_entry_is_ignored_and_rebuilt(scratch, tmp_pa
 
 
 def test_a_forged_cache_entry_with_its_key_and_digest_recomputed_is_ignored(scratch, tmp_path, monkeypatch):
-    """Issue 35: a forger who recomputes the key and a sha256 over an edited payload made the kit use
+    """With a key and a sha256 alone, a forger who recomputes both over an edited payload made the kit use
     the edited document silently (and a forged garbage one gave exit 3 KeyError). The blob's MAC is
     keyed with the data file's own bytes, which the blob does not hold: the forgery is rebuilt."""
     import hashlib

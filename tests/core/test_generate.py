@@ -59,8 +59,8 @@ def test_without_the_reference_csv_the_published_data_is_skipped(repo, tmp_path)
 
 
 def test_the_suite_table_counts_what_the_suite_data_holds():
-    """docs/suites.md's generated table: every suite, its cells and sources as the data has them (issue
-    37: the hand-kept table said 21 cells for legacy-2017 where there were 37, and lacked gpu-smoke)."""
+    """docs/suites.md's generated table: every suite, its cells and sources as the data has them (a
+    hand-kept table said 21 cells for legacy-2017 where there were 37, and lacked gpu-smoke)."""
     from reprokit.catalog import suite_docs, suites
 
     text = suite_docs.DOC.read_text()
@@ -75,7 +75,7 @@ def test_the_suite_table_counts_what_the_suite_data_holds():
 
 def test_every_option_of_every_command_is_in_the_commands_page():
     """docs/commands.md's generated block lists each command's options from its own add_arguments
-    (issue 37: the hand-kept page lacked six `run` options)."""
+    (a hand-kept page lacked six `run` options)."""
     import argparse
 
     from reprokit import commands

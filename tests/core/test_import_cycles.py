@@ -155,8 +155,7 @@ def test_the_direction_check_sees_an_import_inside_a_function():
 
 def test_one_stage_per_package_in_the_order_of_the_architecture_note():
     """From the catalog's to the report's, each stage is one package, and docs/architecture.md's
-    module tree lists them in the order of their stages (runners and containers shared one until
-    issue 37)."""
+    module tree lists them in the order of their stages (runners and containers each have their own)."""
     note = (PACKAGE.parent / "docs" / "architecture.md").read_text()
     listed = re.findall(r"^  (\w+)/ ", note, re.M)  # the module tree's packages, in its order
     report = next(i for i, names in enumerate(STAGES) if "report" in names)

@@ -1,5 +1,5 @@
 """docs/architecture.md shows the tree as it is, one line per module (tools/module_tree.py), and at
-most 10 modules sit flat in reprokit/ (issue 22)."""
+most 10 modules sit flat in reprokit/."""
 
 import importlib.util
 from pathlib import Path

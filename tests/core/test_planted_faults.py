@@ -1,4 +1,4 @@
-"""Issue 37: six tests once passed or skipped vacuously. scripts/plant_test_faults.py runs each in a
+"""Six tests once passed or skipped vacuously. scripts/plant_test_faults.py runs each in a
 copy of the tree, unchanged (it must pass) and with the fault it exists to catch planted (it must fail);
 this test keeps that true."""
 

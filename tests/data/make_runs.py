@@ -5,7 +5,7 @@
 The samples are synthetic (seeded random draws around chosen medians), made to exercise each
 verdict and claim status; they are not measurements of anything. Every metric of 6 or more samples is
 split into 3 processes (as from the default design or `run --repeat 3`; a compile time has one sample
-per process), since one process decides no verdict (issue 21). Every file validates against
+per process), since one process decides no verdict. Every file validates against
 reprokit/schemas/{run,cell_result}.schema.json (tests/analysis/test_verdicts.py checks that).
 
 runs/m40-same  a host with a 'Tesla M40 24GB' and the published TF 1.2.1 stack (no substitutes):

@@ -407,7 +407,7 @@ class CrateZip(Target):
     name = "crate_zip"
 
     def seeds(self) -> list[bytes]:
-        """The small crate stored and deflated, and the hostile shapes of issue 35 to mutate from: a
+        """The small crate stored and deflated, and hostile shapes to mutate from: a
         symbolic-link member, a FIFO member, a member there twice, a member of zeros (ratio ~1000x)."""
         members = small_crate(self.shared)
         log = _CRATE_KEEP[1]  # a cell result

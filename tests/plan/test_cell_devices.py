@@ -1,4 +1,4 @@
-"""Issue 13 item 8: published numbers of one source map to cells consistently across its frameworks.
+"""Published numbers of one source map to cells consistently across its frameworks.
 
 The device a cell needs comes from the hardware of the numbers mapped to it (reprokit/catalog/suites.py),
 never from the workload: numbers published on one GPU run on the run's device (a CPU run measures them as

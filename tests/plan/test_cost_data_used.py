@@ -1,4 +1,4 @@
-"""Cost data used (issue 21 item 6): the ETA of a designed run from the per-cell costs, and the load
+"""Cost data used: the ETA of a designed run from the per-cell costs, and the load
 warning as a count of loaded cells and what the load did to their intervals."""
 
 import io

@@ -1,4 +1,4 @@
-"""The default design (reprokit/plan/design.py, issue 21 item 1): processes x iterations per cell from the
+"""The default design (reprokit/plan/design.py): processes x iterations per cell from the
 recorded costs and variances (data/cell_costs.yaml, tools/record_cell_costs.py), Kalibera & Jones."""
 
 import importlib.util

@@ -1,4 +1,4 @@
-"""Driver rules that follow the images (issue 34 item 6): each image's own NVIDIA_REQUIRE_CUDA, which the
+"""Driver rules that follow the images: each image's own NVIDIA_REQUIRE_CUDA, which the
 NVIDIA container toolkit checks before a container starts, and CUDA forward compatibility (a newer CUDA
 major on an older driver through the cuda-compat package, data-center GPUs only).
 

@@ -1,4 +1,4 @@
-"""Fallback chains on new GPUs (issue 13 item 7): reprokit/plan/fallback.py through preflight.
+"""Fallback chains on new GPUs: reprokit/plan/fallback.py through preflight.
 
 Hosts are stored fingerprints of Ampere (A100), Hopper (H100) and Blackwell (B200, RTX 5090) GPUs
 (tests/data/fingerprints; made by hand, no such host was fingerprinted). Nothing here ran on a GPU.
@@ -108,7 +108,7 @@ def test_a_chain_naming_an_unknown_stack_is_rejected(tmp_path):
 
 # -- a GPU run checks the GPU for single-GPU cells ------------------------------------------------------
 def test_a_cell_published_on_one_gpu_is_checked_against_the_gpu_on_a_gpu_run():
-    """Before issue 13 item 7 preflight passed `needs_gpus` (0 for a one-GPU number), so a GPU run's
+    """Preflight once passed `needs_gpus` (0 for a one-GPU number), so a GPU run's
     single-GPU cells were checked as CPU cells: no driver, architecture or probe check at all."""
     h, _ = host("h100")
     cell = next(c for c in suites.load_suite("legacy-2017").cells if c.stack == "tf-1.2")

@@ -86,7 +86,7 @@ def test_more_gpus_needed_than_present(compat):
 
 
 def test_cuda8_tensorflow_on_hopper_needs_a_probe_and_warns_of_jit(compat):
-    # issue 12 item 5: reaching sm_90 only through PTX JIT is "needs a probe", not runnable, until a
+    # reaching sm_90 only through PTX JIT is "needs a probe", not runnable, until a
     # probe of the image on this host passed (tests/plan/test_probes.py); the local runner runs no image
     verdict = check_stack_cell("tf-1.2", host(gpu()), 1, compat=compat)
     assert verdict["status"] == "probe" and not verdict["runnable"]
@@ -147,10 +147,10 @@ def test_driver_new_enough_for_cuda10(compat):
 
 def test_theano_on_hopper_relies_on_image_mitigations(compat):
     verdict = check_stack_cell("theano-0.9", host(gpu()), 1, compat=compat)
-    assert verdict["status"] == "probe"  # PTX JIT on sm_90: a probe decides (issue 12 item 5)
+    assert verdict["status"] == "probe"  # PTX JIT on sm_90: a probe decides
     mitigated = [r for r in verdict["reasons"] if "mitigated in the image" in r]
     # libgpuarray's driver-version check and its NVRTC arch cap (the old backend's nvcc -arch blocker
-    # went with that backend: the kit runs device=cuda, issue 34 item 7)
+    # went with that backend: the kit runs device=cuda)
     assert len(mitigated) == 2
 
 
@@ -173,7 +173,7 @@ def test_unmitigated_blocker_blocks(compat):
 
 def test_mxnet_handtuned_cudnn_is_a_warning_not_a_block(compat):
     verdict = check_stack_cell("keras-mxnet-1.2", host(gpu()), 1, compat=compat)
-    assert verdict["status"] == "probe"  # PTX JIT on sm_90: a probe decides (issue 12 item 5)
+    assert verdict["status"] == "probe"  # PTX JIT on sm_90: a probe decides
     assert any("hand-tuned" in r for r in verdict["reasons"])
 
 

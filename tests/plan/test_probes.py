@@ -1,4 +1,4 @@
-"""Issue 12 item 5: preflight says "needs a probe" where it cannot know, the GPU probe cache decides,
+"""Preflight says "needs a probe" where it cannot know, the GPU probe cache decides,
 and the gpu-smoke suite holds one capability probe per GPU stack.
 
 No GPU exists here (on a GPU machine the one test of this host's own preflight hides its GPUs from
@@ -235,7 +235,7 @@ def test_a_damaged_cache_makes_probes_needed_and_says_why(tmp_path, monkeypatch)
     assert probes == [] and warning.startswith("warning: GPU probe cache")
     assert host_preflight.host_probes(host, "local") == ([], None)  # not read where it does not apply
     v = preflight.cell_verdicts(cells, host, "docker", COMPAT, probes, warning)[cells[0].id]
-    # tf-1.2 itself needs a probe; its fallback chain (issue 13 item 7) then runs it on tf-modern
+    # tf-1.2 itself needs a probe; its fallback chain then runs it on tf-modern
     assert v["chain"]["links"][0]["status"] == "probe" and v["chain"]["stack"] == "tf-modern"
     assert any(r.startswith("warning: GPU probe cache") and "not valid JSON" in r for r in v["reasons"])
 
@@ -255,8 +255,8 @@ SHAPE_SUITES = ("legacy-2017", "stacked-lstm-2019", "cudnn-lstm-2018", "keras-mx
 
 
 def test_each_probe_runs_the_largest_shape_its_stack_runs():
-    """Issue 34 item 5: the probe that gates "runnable" ran a 256 GEMM and one forward LSTM step at
-    batch 16, hidden 64. Each probe's shape is now the largest its stack's cells run (the rule in
+    """A probe of toy shapes (a 256 GEMM, one forward LSTM step at batch 16, hidden 64) never touches
+    the kernels the cells use. Each probe's shape is the largest its stack's cells run (the rule in
     gpu-smoke.yaml), derived here from the suites again."""
     want: dict[str, dict] = {}
     for name in SHAPE_SUITES:
@@ -373,7 +373,7 @@ def _check_probe_result(res, framework, n_bias):
         assert grad is None
     assert probe["shapes"]["lstm"] == {"batch": 16, "input": 64, "hidden": 64}
     assert res["implementation"]["framework"] == framework
-    # issue 36: each timed stage's last result (the gradients for the backward) against the same call
+    # each timed stage's last result (the gradients for the backward) against the same call
     # made once more, untimed (bench/workloads/_probe.py _stage_check)
     for name, m in res["metrics"].items():
         if m["stop_reason"] == "single":
@@ -475,7 +475,7 @@ def test_the_probe_checks_catch_wrong_numbers():
             RuntimeError("CUDA error: no kernel image is available for execution on the device")))
 
 
-# -- the Slurm GPU path (issue 34 item 7): probes cached under the node, gating the container launchers --
+# -- the Slurm GPU path: probes cached under the node, gating the container launchers ----------------------
 def slurm_probe(stack, node, launcher="apptainer", image=None, **runner):
     """A gpu-smoke cell's result after a Slurm container launcher ran it on `node` (the fields
     execute_concurrent and slurm.outcome write: launcher, node, node_fingerprint, SLURM_JOB_GPUS)."""

@@ -1,4 +1,4 @@
-"""`run --time-limit` (reprokit/plan/time_limit.py, reprokit/run/serial.py, issue 33): the plan fits what
+"""`run --time-limit` (reprokit/plan/time_limit.py, reprokit/run/serial.py): the plan fits what
 the limit holds in the order of what each cell lets the run learn per second, and leaves the rest with
 the time it would take; the executor checks again before each process and cuts the running one."""
 

@@ -1,4 +1,4 @@
-"""Issue 36 item 4: joules per step from NVML's total-energy counter over a cell's timed window.
+"""Joules per step from NVML's total-energy counter over a cell's timed window.
 
 No GPU here: the monitor runs against a fake binding (FakeNVML of test_gpu_state.py, given the energy
 counter), whose function names and parameter counts are checked against the installed nvidia-ml-py

@@ -1,4 +1,4 @@
-"""Issue 20 item 8: every GPU run measures its GPUs' fp32 and TF32 GEMM rate once
+"""Every GPU run measures its GPUs' fp32 and TF32 GEMM rate once
 (reprokit/probes/gpu_peak.py, run.json `gpu_peak`) and the report shows it beside the datasheet peak, as
 `cpu_peak` for the CPU.
 
@@ -164,7 +164,7 @@ def test_the_probe_measures_every_visible_gpu():
 
 
 def test_the_sm_clock_is_read_while_the_gemms_run():
-    """Issue 34: the peak probe recorded a rate without the clock it ran at. The clock is read from
+    """A rate alone does not say the clock the peak probe ran at. The clock is read from
     NVML (the device matched by UUID) while queued products run. Pure logic with stand-ins for torch
     and NVML (no GPU here); the NVML names are checked against nvidia-ml-py by test_nvml_api.py."""
     events = []

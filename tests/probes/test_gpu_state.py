@@ -1,4 +1,4 @@
-"""Issue 20 item 7: the GPU state around and during every GPU cell (reprokit/probes/gpu_state.py), its place
+"""The GPU state around and during every GPU cell (reprokit/probes/gpu_state.py), its place
 in the cell result and the report's label for cells run throttled or beside other processes.
 
 No GPU exists here. The NVML readings are exercised with a fake binding whose every function exists,

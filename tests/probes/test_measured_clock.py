@@ -1,4 +1,4 @@
-"""Peaks that are measured (issue 21 item 4): the run's effective clock from a chain of dependent adds,
+"""Peaks that are measured: the run's effective clock from a chain of dependent adds,
 cross-checked by a chain of dependent multiplies, the theoretical CPU peak from it, and the cores the cell's
 framework used.
 
@@ -257,8 +257,8 @@ def test_the_run_driver_says_why_a_clock_was_not_kept(monkeypatch):
 
 
 def test_a_cut_short_cached_probe_program_is_rebuilt_not_trusted(tmp_path, monkeypatch):
-    """Issue 35: a full HOME left a 0-byte clock-probe program under its final name (a move across file
-    systems copies), and every later run said "clock not measured" until it was deleted by hand. Now the
+    """A full HOME left a 0-byte clock-probe program under its final name (a move across file systems
+    copies), and every later run said "clock not measured" until it was deleted by hand. So the
     program is built beside its final name and renamed whole, and a cached one is checked before use."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     isa = cpu_peak.measure_clock(repeats=1)["isa"]

@@ -1,4 +1,4 @@
-"""Issue 20 item 9: every NVML function and constant the kit uses exists in the installed nvidia-ml-py.
+"""Every NVML function and constant the kit uses exists in the installed nvidia-ml-py.
 
 The NVML code paths run here only against fakes (no GPU on the development machines), and a fake
 answers whatever it is asked. This test reads the kit's own source instead: every `<x>.nvml...` /

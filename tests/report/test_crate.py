@@ -1,4 +1,4 @@
-"""Issue 24: a run as an RO-Crate a reviewer verifies offline (reprokit/crate/, docs/CRATE.md).
+"""A run as an RO-Crate a reviewer verifies offline (reprokit/crate/, docs/CRATE.md).
 
 The round trip with real parts: a smoke run made by the CLI with the local runner, exported by the
 CLI, verified by the CLI in an empty directory by a copy of the kit that has no reprokit/data at all

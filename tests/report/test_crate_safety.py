@@ -1,4 +1,4 @@
-"""Crates a reviewer can open safely (issue 35, causes 1-4, 9-11 and the interrupt messages).
+"""Crates a reviewer can open safely: what export packs and verify extracts, and the interrupt messages.
 
 Real parts: a smoke run made, exported and verified by the CLI in child processes; hostile crates
 built with zipfile (symlink, device and duplicate members, a real zip bomb); real signals sent to a

@@ -58,8 +58,8 @@ def test_a_run_judged_again_explains_its_impossible_numbers_and_the_run_is_untou
 
 
 def test_the_committed_rejudged_h100_run_says_explained_in_every_001_row():
-    """docs/gpu-run holds the legacy run judged again with the data of the day it was made: the answer
-    issue 36 asks of its six IMPLAUSIBLE rows is in a report, with the arithmetic."""
+    """docs/gpu-run holds the legacy run judged again with the data of the day it was made: whether its
+    defect explains each of its six IMPLAUSIBLE rows is in a report, with the arithmetic."""
     run = json.loads((COMMITTED / "run.json").read_text())
     assert run["rejudged"]["from"] == "docs/gpu-run/20261126T175757Z-legacy-2017"
     assert run["rejudged"]["kit"]["git_dirty"] is False

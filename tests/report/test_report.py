@@ -472,7 +472,7 @@ def test_row_in_the_published_unit_with_scale():
 def test_a_suite_without_claims_says_so_instead_of_empty_sentences(tmp_path):
     """The summary's claims sentence rendered as 'Claims of the sources (0) ...:\\n.\\nOf the 0 pairs, .'
     for a suite whose sources make no claim (smoke, modern). The same real run's report counts its
-    cells' real-work checks (issue 36 item 3): every timed metric of the stdlib workload is checked."""
+    cells' real-work checks: every timed metric of the stdlib workload is checked."""
     from conftest import smoke_run
 
     run = smoke_run(tmp_path / "results", "--cells", "smoke/python/*")

@@ -63,7 +63,7 @@ def test_a_report_does_not_depend_on_string_hashing(tmp_path):
 
 
 def test_the_time_limited_readme_run_decides_what_the_three_hour_run_decided():
-    """Issue 33: the README command with --time-limit 15m (docs/readme-run/20261127T095252Z, 13 of 37 cells
+    """The README command with --time-limit 15m (docs/readme-run/20261127T095252Z, 13 of 37 cells
     measured once, for context) gives every published number and claim the status the 3.4-hour run of
     every cell in 3 processes gave (docs/readme-run/20261126T205102Z): on a CPU nothing of legacy-2017
     depends on a measurement."""
@@ -79,7 +79,7 @@ def test_the_time_limited_readme_run_decides_what_the_three_hour_run_decided():
 
 
 def test_the_h100_report_says_why_each_number_is_context(tmp_path):
-    """Issue 34 item 2: the stored H100 run's 003 report said "18 with no FLOP model or device peak";
+    """The stored H100 run's 003 report once said "18 with no FLOP model or device peak";
     12 of the 18 have both, and are context because the RTX 2080 Ti's and the H100's peaks are further
     apart than the policy allows. Each reason is now counted under its own words."""
     import json

@@ -1,6 +1,6 @@
 """The driver (reprokit/run/driver.py) makes the plan once, for the device and runner it chose: the
 framework-default twins exist only on a GPU and never where their cell runs on a CPU, and the default
-design is the chosen runner's (issue 22: the plan was built twice, the design for `--runner auto`)."""
+design is the chosen runner's (not that of a second plan made for `--runner auto`)."""
 
 from __future__ import annotations
 

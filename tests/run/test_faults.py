@@ -1,4 +1,4 @@
-"""Fault injection against the real driver (issue 11): nothing measured is ever lost.
+"""Fault injection against the real driver: nothing measured is ever lost.
 
 Each test starts `reproduce.py run --suite smoke` as a real process, slowed down with
 --min-samples so a cell lasts seconds, and injects one fault while a cell runs: SIGINT to the
@@ -286,7 +286,7 @@ def test_sigkill_of_the_cell_is_a_crash_not_out_of_memory(tmp_path):
     assert entry["status"] == "crashed", entry
     assert "killed by SIGKILL (no out-of-memory evidence" in entry["reason"], entry
     p, md = report(rundir)
-    # complete (a crash is a cell's result), and exit 1 as the run itself did (issue 23: it was 0)
+    # complete (a crash is a cell's result), and exit 1 as the run itself did (not 0)
     assert p.returncode == 1 and "did not finish ok" in p.stderr and "incomplete" not in p.stderr, p.stderr
     assert "no out-of-memory evidence" in md
     p = resume(rundir, "--runner", "local", *SLOW)
@@ -573,7 +573,7 @@ def test_the_harness_stops_when_its_drivers_heartbeat_goes_stale(tmp_path):
 def test_a_stopped_driver_stops_its_local_cell_and_resume_measures_it(tmp_path):
     """SIGSTOP (or Ctrl-Z) of the driver: its cell no longer measures on unobserved until its
     timeout; it sees the heartbeat go stale and ends, the driver, continued, records it as
-    interrupted (nothing else lost) and --resume measures it (issue 23)."""
+    interrupted (nothing else lost) and --resume measures it."""
     env = {**os.environ, "REPROKIT_HEARTBEAT_STALE_S": "2"}
     d = Driver(tmp_path / "results", "--runner", "local", "--cells", MATMUL, "--min-samples", "100000",
                env=env)
@@ -732,7 +732,7 @@ def test_docker_a_killed_driver_leaves_a_container_that_stops_itself(client, smo
         d.wait(10)
         t = time.monotonic()
         # it stops itself (stale heartbeat); the driver's successor then removes it: it is not left
-        # listed as exited until a resume (issue 23; with the successor gone too, the next command
+        # listed as exited until a resume (with the successor gone too, the next command
         # that talks to the engine removes it: tests/containers/test_docker_reaper.py)
         wait_until(lambda: not containers_of(client, rundir), 60,
                    "the orphaned container to stop itself and the driver's successor to remove it")

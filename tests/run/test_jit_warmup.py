@@ -1,4 +1,4 @@
-"""JIT is measured apart (reprokit/run/jit_warmup.py; issue 20 item 5).
+"""JIT is measured apart (reprokit/run/jit_warmup.py).
 
 The warm-up runs for real: the executor, the local runner and bench/harness.py in processes of their
 own. There is no GPU here, so a GPU run is described by a stored H100 fingerprint and a plan whose
@@ -297,7 +297,7 @@ CACHE_RECORDS = [  # (cuda_cache record, state): the stored H100 cells' four cas
     ({"at_start": {"files": 2, "writable": True}, "at_end": {"files": 18}, "cold": False}, "compiled"),
     ({"at_start": {"files": 2, "writable": True}, "at_end": {"files": 2}, "cold": False}, "warm"),
     ({"at_start": {"files": 0, "writable": True}, "at_end": {"files": 0}, "cold": True}, "none"),
-    ({"at_start": {"files": 0, "writable": True}, "cold": True}, "cold"),  # before issue 34
+    ({"at_start": {"files": 0, "writable": True}, "cold": True}, "cold"),  # a start-only record
     ({"at_start": {"files": 3, "writable": True}, "cold": False}, "warm"),
     ({"cold": True, "disabled": False}, "cold"),
     ({"cold": False, "disabled": False}, "warm"),
@@ -328,7 +328,7 @@ def test_the_harness_and_the_host_read_a_cache_record_alike(record, state):
 
 
 def test_the_stored_h100_cells_are_labelled_by_what_their_cache_did():
-    """Issue 34 item 3: 5 of the 6 stacked-lstm cells said "cold"; 4 of them added no file."""
+    """Read at the start only, 5 of the 6 stacked-lstm cells said "cold"; 4 of them added no file."""
     run = REPO / "docs" / "gpu-run" / "20261126T180107Z-stacked-lstm-2019" / "cells"
     got = {p.stem.split("__", 2)[2]: jit_cache.state(json.loads(p.read_text()))
            for p in run.glob("*.json")}

@@ -1,4 +1,4 @@
-"""Issue 35 (cosmetic): a run directory copied with its .lock names the copy's old writer; the resume
+"""A run directory copied with its .lock names the copy's old writer; the resume
 refused while another holds the lock named that stale record. Only a live holder is named."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A run directory renamed or moved, then resumed: the cells it measures belong to the run (its id is
-run.json's, not the directory's name), so nothing measured is thrown away (issue 23)."""
+run.json's, not the directory's name), so nothing measured is thrown away."""
 
 from __future__ import annotations
 

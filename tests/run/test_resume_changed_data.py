@@ -1,5 +1,5 @@
 """A --resume after the suite's data changed what a cell measures is refused in one line, or with
---allow-changed-data resumes and says so in run.json (issue 23: it exited 0 and mixed both)."""
+--allow-changed-data resumes and says so in run.json (never exit 0 with both mixed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A run directory is a complete record (issue 22): the kit's data its verdicts use is copied into
+"""A run directory is a complete record: the kit's data its verdicts use is copied into
 the run when it starts (kit-data/, sha256 in run.json), and `report RUN` renders from it, byte for
 byte, after reprokit/data changed and from a copy of the run moved elsewhere."""
 

@@ -1,4 +1,4 @@
-"""A program the kit does not control is read bounded and ended with everything it started (issue 35:
+"""A program the kit does not control is read bounded and ended with everything it started (unbounded,
 an "interpreter" given with `--python STACK=PATH` that printed without end was read into 4 GB; one that
 ran `sleep 1000` left it running under PID 1 after the probe's timeout). Real processes throughout."""
 

@@ -230,7 +230,7 @@ def test_a_running_benchmark_container_is_locked_down(client, smoke_image, tmp_p
 @pytest.mark.docker
 def test_the_jit_cache_volume_persists_between_cells_and_each_cell_records_cold(client, smoke_image,
                                                                               tmp_path):
-    """Issue 12 item 4 on a real engine, with the CPU smoke image (no GPU here): the runner creates
+    """On a real engine, with the CPU smoke image (no GPU here): the runner creates
     the cache volume, hands it to the cell's user and mounts it read-write at CUDA_CACHE_PATH; the
     first cell finds it empty (cold) and writes into it, as the driver's JIT would; the second cell,
     in a container of its own, finds that file (warm)."""
@@ -284,8 +284,8 @@ def docker_types_mount(name, path):
 @pytest.mark.docker
 def test_the_jit_volume_is_handed_over_even_through_another_users_private_directories(client,
                                                                                     smoke_image):
-    """Issue 34 item 7: the CUDA driver keeps its cache in 0700 directories; the one-shot chown
-    container (root with CAP_CHOWN only) could not enter another user's, so the cell got a cache it
+    """The CUDA driver keeps its cache in 0700 directories; a one-shot chown
+    container with CAP_CHOWN only could not enter another user's, so the cell got a cache it
     could not write. With CAP_DAC_READ_SEARCH it walks them: every file is the new user's."""
     import uuid
 

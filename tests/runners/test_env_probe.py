@@ -1,4 +1,4 @@
-"""Issue 20 items 3 and 4: the environment that will really run, and bring your own interpreter.
+"""The environment that will really run, and bring your own interpreter.
 
 Real interpreter probes on this machine (the installed torch, TensorFlow and JAX are CPU builds; a
 small venv stands for a user's interpreter), preflight of the local runner on stored fingerprints

@@ -62,7 +62,7 @@ def test_faults_are_recorded_and_the_suite_goes_on(tmp_path):
         assert c["run_id"] == "run1"
     first = rundir.load_cell("test/matmul/first")
     assert len(first["metrics"]["matmul_time"]["samples"]) >= 5
-    for name in ("matmul_time", "matmul_flops"):  # issue 36: the last timed product vs one untimed
+    for name in ("matmul_time", "matmul_flops"):  # real work: the last timed product vs one untimed
         rw = first["metrics"][name]["real_work"]
         assert rw["ok"] and rw["phase"] == "forward", rw
         assert rw["checks"][0]["timed"] == rw["checks"][0]["reference"] > 0, rw

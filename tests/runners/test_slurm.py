@@ -1,4 +1,4 @@
-"""`--runner slurm` on a real one-node Slurm cluster (issue 15): scripts/slurm-setup.sh starts
+"""`--runner slurm` on a real one-node Slurm cluster: scripts/slurm-setup.sh starts
 munged, slurmctld and slurmd on this machine (CI runs it from scripts/test.sh; the fixture runs it
 again, it is idempotent). Every test submits real jobs through the real sbatch and follows them
 with the real squeue; the faults are real: a job over its time limit, a job cancelled with
@@ -392,7 +392,7 @@ def test_the_report_says_when_nodes_were_shared_and_groups_cells_by_node(cluster
 
 
 def test_a_driver_inside_an_allocation_plans_within_the_jobs_limit(cluster, tmp_path):
-    """Issue 33: a driver started inside a Slurm allocation (here `srun --time=2`) without --time-limit
+    """A driver started inside a Slurm allocation (here `srun --time=2`) without --time-limit
     reads what the job has left from the real squeue, keeps a minute back for the report and plans
     within the rest: source 001's word LM (about 15 minutes here) is left, listed, and the run ends with
     its report inside the job's limit."""
@@ -420,8 +420,8 @@ def test_squeues_time_left_is_read_in_every_form_slurm_prints():
 
 
 def test_each_stacks_jit_warmup_runs_first_as_its_own_job_and_its_cells_wait_for_it(cluster, tmp_path):
-    """Issue 34 item 7: the Slurm path had no JIT warm-up, so on a GPU every cell of a legacy stack
-    paid the PTX JIT at once. Each stack's warm-up is now a job of its own and the stack's cells wait
+    """Without a JIT warm-up, on a GPU every cell of a legacy stack on the Slurm path would pay the
+    PTX JIT at once. Each stack's warm-up is a job of its own and the stack's cells wait
     for it (--dependency=afterany). No GPU here: REPROKIT_JIT_WARMUP=force runs the mechanism for CPU
     cells, as the local runner's tests do (tests/run/test_jit_warmup.py)."""
     p = cli("run", "--suite", "smoke", "--runner", "slurm", "--quick", "--cells", MATMUL,

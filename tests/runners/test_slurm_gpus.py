@@ -1,5 +1,5 @@
 """`--runner slurm --device gpu|auto` decides the device from the probe job's node, not from the
-driver (login) host (issue 20 item 6). The CPU branch runs on the real one-node Slurm cluster
+driver (login) host. The CPU branch runs on the real one-node Slurm cluster
 (scripts/slurm-setup.sh; it has no GPU, so sbatch refuses the probe's --gres=gpu:1). The GPU branch
 cannot run here: the probe job's record is replaced by one whose node fingerprint is a stored H100
 fingerprint (tests/data/fingerprints/h100.json), and everything after it (device choice, preflight
@@ -55,7 +55,7 @@ def test_a_gpu_run_from_a_gpu_less_login_node_is_planned_on_the_probe_nodes_gpus
     """This machine has no GPU: before, `--device gpu` was refused here (fingerprint.require_gpu on the
     driver host) and preflight counted the driver host's GPUs (none). The Docker launcher: the
     local launcher's environments here are CPU builds, which the environment check refuses for a
-    GPU run before anything is submitted (issue 20 item 3)."""
+    GPU run before anything is submitted."""
     from reprokit.runners.slurm import SlurmRunner
 
     asked = {}

@@ -1,4 +1,4 @@
-"""The Slurm runner's pieces that need no cluster (issue 15): the command lines each launcher builds
+"""The Slurm runner's pieces that need no cluster: the command lines each launcher builds
 from the one container spec (reprokit/containers/spec.py), the mapping of every terminal
 Slurm state to a cell status, squeue's output, time limits, and the bad inputs of the --slurm-*
 options. Apptainer and pyxis are not installed here: their command lines are checked here and have
@@ -154,8 +154,8 @@ def test_image_launchers_need_their_image_file_and_say_how_to_make_it(tmp_path, 
 
 @pytest.mark.parametrize("name,suffix", [("apptainer", ".sif"), ("pyxis", ".sqsh")])
 def test_image_launchers_keep_a_jit_cache_per_image_file_on_a_gpu(tmp_path, monkeypatch, name, suffix):
-    """Issue 34 item 7: Apptainer and pyxis dropped the JIT cache (a Docker volume has no equivalent),
-    so every legacy cell re-JITted for tens of minutes. Their GPU cells now bind a host directory per
+    """Without a cache, Apptainer and pyxis (which have no Docker volume) made every legacy cell re-JIT
+    for tens of minutes. Their GPU cells bind a host directory per
     image file read-write at CUDA_CACHE_PATH (never run: no GPU with Slurm has been available)."""
     from reprokit.containers import spec as container
 
@@ -389,7 +389,7 @@ def test_compare_names_the_machines_cells_ran_on_when_a_run_spans_slurm_nodes():
 
 
 def test_gpu_cells_hold_their_gpus_not_whole_nodes_unless_asked():
-    """Issue 34 item 7: `--exclusive` by default held a whole node per 1-GPU cell. Now the default
+    """`--exclusive` for every array would hold a whole node per 1-GPU cell. The default
     asks it for CPU cells' arrays only; --slurm-exclusive / --slurm-no-exclusive set every array."""
     auto = SlurmOptions()
     assert auto.exclusive_for(0) is True and auto.exclusive_for(1) is False
@@ -415,7 +415,7 @@ def test_the_report_says_how_the_cells_shared_their_nodes(jobs, options, sharing
 
 
 def test_a_cell_whose_node_was_lost_but_finished_is_followed_to_its_end(tmp_path, monkeypatch):
-    """Issue 35 cause 7 (the poll rule; the cluster test is in test_slurm_multinode.py): Slurm says
+    """The poll rule of a lost node (the cluster test is in test_slurm_multinode.py): Slurm says
     NODE_FAIL when a node's slurmd stops or dies, but the cell's process runs on under slurmstepd. The
     driver used to say "interrupted ... --resume re-runs it" at once and the process, finishing later,
     was merged with no node. Now its task record decides: an open record is followed, an ended one

@@ -1,4 +1,4 @@
-"""`--runner slurm` over a real three-node Slurm cluster (issue 23 item 1): scripts/slurm-multinode.sh
+"""`--runner slurm` over a real three-node Slurm cluster: scripts/slurm-multinode.sh
 starts slurmctld and three slurmd on this machine, each in its own network and UTS namespace
 (rknode1-3 on a private subnet) with its own CPU set (rknode1: CPU 0, rknode2: CPU 1, rknode3:
 CPUs 0-1), the file system shared as a cluster's would be. The tests reach it with SLURM_CONF (the
@@ -166,7 +166,7 @@ def test_a_suite_fans_out_over_all_nodes_each_cell_with_its_own_node(cluster, tm
             assert merged["processes"][i - 1]["node"] == node  # the merge keeps it
             # the verdicts' device: the node's CPU and GEMM probe, not the driver host's
             dev = devices.measured_device(r, run)
-            # the node's cores, or fewer where the cell's framework used fewer threads (issue 21: the
+            # the node's cores, or fewer where the cell's framework used fewer threads (the
             # peak counts the cores used; the smoke LSTM's torch records 1 thread on a 2-core node)
             used = (devices.cell_threads(r) or {}).get("count")
             want = min(cluster[node], used) if used else cluster[node]
@@ -275,7 +275,7 @@ def slurmd_pid(node: str) -> int:
 
 @pytest.mark.parametrize("how", ["SIGKILL"])  # SIGSTOP passed too (2026-11-27); one keeps CI short
 def test_a_cell_that_outlives_its_nodes_slurmd_is_kept_with_its_node(cluster, tmp_path, how):
-    """Issue 35 cause 7: the node's slurmd stopped (SIGSTOP) or killed mid-cell, slurmctld sets the
+    """The node's slurmd stopped (SIGSTOP) or killed mid-cell, slurmctld sets the
     node DOWN and the job NODE_FAIL, but the cell's process runs on under slurmstepd and finishes. The
     driver used to say "interrupted ... --resume re-runs it" and the result came back with no node; it
     now follows the task's record and heartbeat to the end: the process is ok, on its node."""

@@ -1,4 +1,4 @@
-"""Issue 20 item 1 (bench side) and item 3's `ran_on`: every cell sets the precision its source used
+"""Precision (bench side) and `ran_on`: every cell sets the precision its source used
 (fp32, TF32 off) or leaves the framework's defaults, records what held (`precision`) and where its
 work ran (`ran_on`); a cell that asked for a GPU and ran on the CPU fails with the fix; the suites
 plan a framework_default twin beside GPU cells of frameworks with a TF32 default.

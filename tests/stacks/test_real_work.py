@@ -1,4 +1,4 @@
-"""Issue 36 item 3: a check that the timed steps did real work (bench/real_work.py, used by
+"""A check that the timed steps did real work (bench/real_work.py, used by
 bench/harness.py `measure`). The check's rules on their own, then PyTorch source 000's cell through the
 real harness and torch: as it is (both checks pass and are recorded), and patched to skip its backward
 pass (torch.Tensor.backward a no-op, installed by a sitecustomize module), which fails its cell."""

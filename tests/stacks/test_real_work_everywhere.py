@@ -1,4 +1,4 @@
-"""Issue 36 item 3, "every workload records one": each workload module a suite cell can run builds a
+"""Every workload records one: each workload module a suite cell can run builds a
 real-work check (bench/real_work.py Check) for its timed metrics. Read from the source (with the `_*.py`
 helpers it imports), so it holds for the stacks that cannot run here too; the per-workload tests under
 tests/stacks/ run the cells that can and assert that each timed metric recorded an ok check."""

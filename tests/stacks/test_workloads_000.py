@@ -1,7 +1,7 @@
 """Source 000 workloads (bench/workloads/s000_{pytorch,tensorflow,theano,jax}.py) through the real
 harness, one `harness.py JOB --cell ID` process per cell, tiny shapes; plus the bench/ syntax gate
 and the FTZ/DAZ helper. Every timed metric of a cell that ran records an ok real-work check
-(bench/real_work.py, issue 36): forward = the last timed output's digest against the same step run
+(bench/real_work.py): forward = the last timed output's digest against the same step run
 untimed, train = the weights digest moved over the timed steps."""
 
 import ast
@@ -97,7 +97,7 @@ def _check_ok(r, framework, metrics=METRICS, still=None):
 
 
 def _check_real_work(r, still=None):
-    """Issue 36: every timed metric records an ok real-work check of its phase: forward, the last
+    """Every timed metric records an ok real-work check of its phase: forward, the last
     timed output's digest equal (within tolerance) to the same step's untimed reference; train, the
     weights digest (each part of it) moved over the timed steps, or, where `still` names a published
     defect that keeps the weights from training, stayed still as that defect says."""
@@ -271,7 +271,7 @@ def test_tensorflow_fixed_variant_keeps_data_on_the_device(tf_results, variant):
 
 
 def test_compile_times_record_the_cache_state(tf_results, torch_results):
-    """Issue 13 item 4: every compile time says what it started from; TF graph mode and eager
+    """Every compile time says what it started from; TF graph mode and eager
     PyTorch keep no compile cache between processes, so each cell's is a fresh-process compile."""
     for r in [tf_results["000/tensorflow/%s/tiny" % v] for v in ("basic_lstm", "basic_lstm_fixed")] + [
             torch_results["000/pytorch/nn_lstm/tiny"]]:
@@ -281,7 +281,7 @@ def test_compile_times_record_the_cache_state(tf_results, torch_results):
 
 @pytest.mark.parametrize("variant", ["cudnn_lstm", "cudnn_lstm_fixed"])
 def test_tensorflow_cudnn_ones_keep_the_weights_still_where_the_gates_saturate(tf_results, variant):
-    """Issue 36 and defect d000-cudnn-ones: where the all-ones weights saturate every gate, the
+    """Defect d000-cudnn-ones: where the all-ones weights saturate every gate, the
     gradient is exactly zero, so SGD never moves the weights; the train check expects them still
     (the defect seen by running) instead of failing the cell. At TINY shapes they move (above)."""
     r = tf_results["000/tensorflow/%s/saturated" % variant]
@@ -407,7 +407,7 @@ def theano_results(tmp_path_factory, theano_python):
 @pytest.mark.parametrize("cell_id", ["000/theano/fastlstm/tiny", "000/theano/fastlstm/tiny-again",
                                      "000/theano/lstm/tiny"])
 def test_theano_compile_times_are_cold_and_warm_whatever_ran_before(theano_results, cell_id):
-    """Issue 13 item 4: compile_time is cold (a fresh cache of the cell's own) and compile_time_warm
+    """compile_time is cold (a fresh cache of the cell's own) and compile_time_warm
     warm (a new process on that cache), each labelled, in every cell, even the second cell of a
     process whose first cell already compiled the same graph."""
     r = theano_results[cell_id]

@@ -63,7 +63,7 @@ def test_tiny_cell_ok_with_all_metrics(results):
 
 
 def test_tiny_cell_records_a_real_work_check_on_every_timed_metric(results):
-    """Issue 36: train moves every part of the weights (embedding = tied softmax weight, LSTM,
+    """Train moves every part of the weights (embedding = tied softmax weight, LSTM,
     softmax bias) over the timed batches; eval's last timed summed loss equals the same batch run
     again untimed from the same carried state. On the CPU one loop per kind gives both names, so
     both carry the same check."""

@@ -148,7 +148,7 @@ def _check_ok(r, batch=16):
 
 
 def _check_real_work(m):
-    """Issue 36: both timed metrics come from the same batches and carry one check: each layer's
+    """Both timed metrics come from the same batches and carry one check: each layer's
     weights (model.get_weights() / the Gluon blocks' parameters) moved over the timed batches."""
     rw = m["time_per_epoch"]["real_work"]
     assert rw["ok"] and rw["phase"] == "train" and m["time_per_sample"]["real_work"] == rw

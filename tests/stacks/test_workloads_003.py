@@ -1,6 +1,6 @@
 """Source-003 workloads (bench/workloads/s003_*.py): every suite cell through the real harness with
 tiny shapes, the two published code defects (as-published vs corrected variants), and the real-work
-check of every cell (issue 36; bench/real_work.py): as the defects leave it, and failing a cell whose
+check of every cell (bench/real_work.py): as the defects leave it, and failing a cell whose
 backward pass is skipped."""
 
 import json

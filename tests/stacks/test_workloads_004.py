@@ -102,7 +102,7 @@ def _check_timed(r, words):
 
 
 def _check_real_work(r, names):
-    """Issue 36: the metrics of one set of samples carry one check: every part of the weights
+    """The metrics of one set of samples carry one check: every part of the weights
     (embedding, LSTM, softmax / decoder) moved over the timed steps."""
     rw = r["metrics"][names[0]]["real_work"]
     assert rw["ok"] and rw["phase"] == "train", rw

@@ -1,4 +1,4 @@
-"""The `modern` suite (issue 4 item 5): the suite data, every cell through the real harness with tiny
+"""The `modern` suite (the control arm): the suite data, every cell through the real harness with tiny
 shapes (JAX really runs), and the JAX building blocks against PyTorch references."""
 
 import importlib
@@ -197,7 +197,7 @@ def test_jax_cells_time_synchronised_steps_and_compile_apart(harness_results):
             assert all(v > 0 for k, v in r["extra"]["compile_s"].items() if k != "note"), cid
 
 
-# issue 36: sources 001, 002 and 004 check that their timed steps did the work (bench/real_work.py)
+# sources 001, 002 and 004 check that their timed steps did the work (bench/real_work.py)
 CHECKED_001_002_004 = [c for c in FP32_CELLS if c.source in ("001", "002", "004")]
 
 
