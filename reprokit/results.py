@@ -52,8 +52,8 @@ def snapshot_data(rundir: RunDir) -> dict:
 
 def snapshot_root(rundir: RunDir, run: dict) -> Path | None:
     """The run's data snapshot directory, each file checked against the sha256 run.json recorded
-    (one line, exit 2, when one differs or is missing); None for a run without one (older runs:
-    their report uses reprokit/data as it is now)."""
+    (one line, exit 2, when one differs or is missing); None for a run that kept none (its report
+    uses reprokit/data as it is now)."""
     import hashlib
 
     from reprokit import files

@@ -101,7 +101,7 @@ def rule() -> dict | None:
 
 def of_cell(result: dict, rule: dict | None) -> dict | None:
     """`energy` of a cell result: one entry per timed metric; None for a CPU cell (no counter is read:
-    RAPL is not read by the kit) or a run recorded before the rule existed."""
+    RAPL is not read by the kit) or data without the energy rule."""
     state = result.get("gpu_state")
     if not rule or not isinstance(state, dict) or "energy_samples" not in state:
         return None

@@ -88,7 +88,7 @@ def real_work(r: dict) -> list[dict]:
         checked = t("No cell of this run recorded a check.")
     unchecked = (
         t(
-            " {} cell(s) that ran{}have a timed metric without a check (recorded before the check existed, "
+            " {} cell(s) that ran{}have a timed metric without a check (a result that recorded none, "
             "or a workload without one): not checked, which is{}not passed.",
             len(rw["unchecked"]),
             NL_HTML,

@@ -111,7 +111,7 @@ def _record_specs(run: dict, specs: dict[str, str], allow: bool) -> list[str]:
              "text": f"resumed with --allow-changed-data: the suite's data changed what "
                      f"{', '.join(changed)} measure(s) since the run started; results of both "
                      "definitions are mixed in this run"})
-    if "cell_specs" in run or not run.get("cells"):  # an older run records none: not started now
+    if "cell_specs" in run or not run.get("cells"):  # a run that recorded none: not started now
         run["cell_specs"] = {**(run.get("cell_specs") or {}), **specs}
     return changed
 

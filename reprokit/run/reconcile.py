@@ -60,7 +60,7 @@ def _show(key: str, value) -> str:
 
 def changed_cells(run: dict, specs: dict[str, str]) -> list[str]:
     """The cells whose measured spec (plan.cell_spec) differs from the one the run recorded when it
-    first planned them (older runs record none: nothing is compared)."""
+    first planned them (a run that recorded none: nothing is compared)."""
     stored = run.get("cell_specs") or {}
     return sorted(cid for cid, digest in specs.items() if cid in stored and stored[cid] != digest)
 
@@ -80,7 +80,7 @@ def check_cell_specs(run: dict, specs: dict[str, str], allow: bool) -> list[str]
 
 def check_resume(run: dict, now: dict) -> None:
     """UserError (one line) when a setting that changes measurements differs from the run's.
-    Older runs record fewer settings: what they do not record is not compared, nor what `now`
+    A setting the run did not record is not compared, nor what `now`
     leaves out (the command checks the plain options before it prepares data or picks a runner)."""
     stored = {"suite": run.get("suite"), "runner": run.get("runner"),
               "quick": bool(run.get("quick")), "protocol": run.get("protocol"),
