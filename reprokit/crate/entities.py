@@ -10,6 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from reprokit.reader.frozen import mapping
+from reprokit.reader.model import Run
+from reprokit.reader.result import CellResult
+
 COMPLETED = "http://schema.org/CompletedActionStatus"
 FAILED = "http://schema.org/FailedActionStatus"
 DOCKER_IMAGE = "https://w3id.org/ro/terms/workflow-run#DockerImage"
@@ -43,14 +47,14 @@ def kit(ident: str, info: dict, role: str) -> dict:
 def machine(ident: str, fp: dict, role: str) -> dict:
     """A host or node fingerprint (reprokit/probes/fingerprint.py) as a contextual entity: what it was, in
     words; the whole fingerprint stays in run/run.json (the host) or the cell results (Slurm nodes)."""
-    cpu, osi, mem = fp.get("cpu") or {}, fp.get("os") or {}, fp.get("memory") or {}
+    cpu, osi, mem = mapping(fp.get("cpu")), mapping(fp.get("os")), mapping(fp.get("memory"))
     gpus = [str(g.get("name")) for g in fp.get("gpus") or [] if isinstance(g, dict)]
     total = mem.get("total_bytes")
     parts = [f"CPU {cpu.get('model_name') or 'unknown'}"
              + (f", {cpu.get('logical_cores')} logical cores" if cpu.get("logical_cores") else ""),
              f"GPUs: {', '.join(gpus)}" if gpus else "no GPU listed",
              f"memory {round(total / 2 ** 30, 1)} GiB" if isinstance(total, int | float) else None,
-             f"OS {(osi.get('distro') or {}).get('PRETTY_NAME') or osi.get('name') or 'unknown'} "
+             f"OS {mapping(osi.get('distro')).get('PRETTY_NAME') or osi.get('name') or 'unknown'} "
              f"{osi.get('release') or ''}".rstrip()]
     out = {"@id": ident, "@type": "Thing", "name": role,
            "description": "; ".join(p for p in parts if p)}
@@ -59,16 +63,16 @@ def machine(ident: str, fp: dict, role: str) -> dict:
     return out
 
 
-def stack_software(run: dict, stack: str, cell: dict) -> list[dict]:
+def stack_software(run: Run, stack: str, cell: CellResult) -> list[dict]:
     """The stack a cell ran in as a SoftwareApplication (the framework and version it measured, the
     environment or interpreter and its requirements for the local runner), then for a container run
     its ContainerImage (name, tag and the image ID as sha256, Process Run Crate 0.5), then the Python
     and the packages it requires (`softwareRequirements`), each a SoftwareApplication."""
-    impl = cell.get("implementation") or {}
-    spec = (run.get("stacks") or {}).get(stack) or {}
-    fp = cell.get("stack_fingerprint") or {}
-    py = (fp.get("python") or {}).get("version")
-    env = (cell.get("environment") or {}).get("chosen") or {}
+    impl = cell.implementation.doc
+    spec = mapping(run.stacks.get(stack))
+    fp = cell.stack_fingerprint
+    py = mapping(fp.get("python")).get("version")
+    env = mapping(cell.environment.get("chosen") if cell.environment is not None else None)
     desc = [f"stack {stack}"]
     if impl.get("framework"):
         desc.append(f"framework {impl.get('framework')} {impl.get('framework_version') or ''}".rstrip())
@@ -78,7 +82,7 @@ def stack_software(run: dict, stack: str, cell: dict) -> list[dict]:
         desc.append(f"environment {env.get('candidate')}"
                     + (f" ({', '.join(env['requirements'])})" if env.get("requirements") else "")
                     + (f": stand-in, {env.get('why')}" if env.get("fallback") else ""))
-    orig = spec.get("original") or {}
+    orig = mapping(spec.get("original"))
     if orig:
         desc.append(f"published stack: {spec.get('framework') or ''} {orig.get('framework_version') or ''}"
                     .replace("  ", " ").strip())
@@ -102,8 +106,8 @@ def stack_software(run: dict, stack: str, cell: dict) -> list[dict]:
     out = [app]
     # the container image: what the runner recorded (Docker runner, Slurm launchers: image_id, its
     # tag, digest and lock status), else what the stack saw (REPROKIT_IMAGE_ID / _DIGEST)
-    runner = cell.get("runner") or {}
-    image = fp.get("image") or {}
+    runner = cell.runner
+    image = mapping(fp.get("image"))
     image_id = runner.get("image_id") or image.get("id")
     digest = runner.get("image_digest") or image.get("digest")
     if image_id or digest:
@@ -122,13 +126,13 @@ def stack_software(run: dict, stack: str, cell: dict) -> list[dict]:
     return out + reqs
 
 
-def cell_action(cell: dict, rel: str, job: str | None, log: str | None, objects: list[str],
+def cell_action(cell: CellResult, rel: str, job: str | None, log: str | None, objects: list[str],
                 instrument: str, image: str | None, kinds: list[str]) -> dict:
     """One cell process as a CreateAction: `rel` the cell result's path in the crate (its result),
     `job` the job file (object), `log` the log file (result), `objects` further inputs (the process
     files a merged result was made from), `kinds` the reproduction kinds of its numbers."""
-    status = cell.get("status")
-    name = (f"cell {cell.get('cell_id')}" + (f", process {cell['process']}" if cell.get("process") else "")
+    status = cell.status
+    name = (f"cell {cell.cell_id}" + (f", process {cell.process}" if cell.process else "")
             + (", merged from its processes' results by the kit" if objects and not job else ""))
     desc = [f"status {status}"]
     if kinds:
@@ -142,11 +146,11 @@ def cell_action(cell: dict, rel: str, job: str | None, log: str | None, objects:
     obj = [o for o in ([job] if job else []) + objects]
     if obj:
         act["object"] = refs(obj)
-    for key, field in (("startTime", "started"), ("endTime", "finished")):
-        if cell.get(field):
-            act[key] = cell[field]
+    for key, when in (("startTime", cell.started), ("endTime", cell.finished)):
+        if when:
+            act[key] = when
     if status != "ok":
-        act["error"] = str(cell.get("reason") or f"status {status}, no reason recorded")
+        act["error"] = str(cell.reason or f"status {status}, no reason recorded")
     if image:
         act["containerImage"] = {"@id": image}
     return act

@@ -30,6 +30,11 @@ from reprokit.crate import (
     entities,
 )
 from reprokit.errors import UserError
+from reprokit.reader.cells import check_result
+from reprokit.reader.load import load
+from reprokit.reader.model import Run
+from reprokit.reader.reconcile import PROCESS_FILE
+from reprokit.reader.result import CellResult
 
 WFRUN_CONTEXT = f"{WFRUN_TERMS}/context"
 
@@ -171,17 +176,17 @@ def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path
     from rocrate.model import ContextEntity
     from rocrate.rocrate import ROCrate
 
-    run = rundir.load_run()
+    run = load(rundir)
     out = Path(out)
     if out.exists() and out.is_dir():
         raise UserError(f"{out} is a directory; give the crate's file name with -o (e.g. "
-                        f"{run['run_id']}.crate.zip)")
+                        f"{run.run_id}.crate.zip)")
     with files.temporary_directory("reprokit-export-") as tmp:
         stage = Path(tmp)
         run_dir = stage / RUN_DIR
         _copy_run(rundir.path, run_dir)
         stored = report_outputs(run_dir)
-        data = results.snapshot_root(rundir, run) or kitdata.PACKAGED  # the run's own data, if it has it
+        data = results.snapshot_root(rundir, run.doc) or kitdata.PACKAGED  # the run's own data, if any
         reads = render_recording(run_dir, data)
         fresh = report_outputs(run_dir)
         diff = first_difference(fresh, stored)
@@ -212,6 +217,16 @@ def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path
     return out
 
 
+def _cell(path: Path, run_id: str) -> CellResult:
+    """A result file of the run (a main result or a process's), as the model reads it."""
+    m = PROCESS_FILE.match(path.name)
+    doc, why = check_result(path, run_id, None, int(m["n"]) if m else None)
+    if doc is None:
+        raise UserError(f"{path.name} is not a valid result of the run ({why}); re-render and check the "
+                        "run with `reproduce.py report RUN` before exporting it")
+    return CellResult.from_doc(doc)
+
+
 def _jobs_by_cell(jobs_dir: Path) -> dict[str, str]:
     """{cell id: the crate path of the first job file (by name) that asked for it}."""
     out: dict[str, str] = {}
@@ -227,7 +242,7 @@ def _jobs_by_cell(jobs_dir: Path) -> dict[str, str]:
     return out
 
 
-def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) -> None:
+def _describe(crate, ContextEntity, stage: Path, run: Run, reads: list[str]) -> None:
     """Fill the crate: its files with their checksums, then the entities and actions."""
     import json
 
@@ -242,14 +257,13 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
             "name": rel.split("/", 1)[1], "sha256": sha256_file(path),
             "contentSize": str(path.stat().st_size), "encodingFormat": fmt})
     report = json.loads((stage / RUN_DIR / "report.json").read_text())
-    run_kit = entities.kit("#kit-run", run.get("kit") or {}, "the kit that made the run")
+    run_kit = entities.kit("#kit-run", run.kit.to_doc(), "the kit that made the run")
     export_kit = entities.kit("#kit-export", files.kit_info(),
                               "the kit that exported the run and rendered its report from the crate's files")
     add(run_kit)
     add(export_kit)
     mentions = []
-    host = run.get("host_fingerprint") or {}
-    add(entities.machine("#host", host, "the host that ran the suite (run/run.json host_fingerprint)"))
+    add(entities.machine("#host", run.host, "the host that ran the suite (run/run.json host_fingerprint)"))
     about = [{"@id": "#host"}]
     kinds: dict[str, list[str]] = {}
     for n in report.get("numbers") or []:
@@ -261,29 +275,29 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
     cells_dir = stage / RUN_DIR / "cells"
     jobs = _jobs_by_cell(stage / RUN_DIR / "jobs")
     for path in sorted(cells_dir.glob("*.json")) if cells_dir.is_dir() else []:
-        cell = files.loads_strict(path.read_text())
+        cell = _cell(path, run.run_id)
         rel = path.relative_to(stage).as_posix()
         stem = path.name[:-5]
-        procs = [] if cell.get("process") else sorted(
+        procs = [] if cell.process else sorted(
             p.relative_to(stage).as_posix() for p in cells_dir.glob(f"{stem}.p*.json"))
         image = None
         if procs:  # a result merged from its processes' files by the kit
             instrument = "#kit-run"
         else:
-            soft = entities.stack_software(run, cell.get("stack", "?"), cell)
+            soft = entities.stack_software(run, cell.stack, cell)
             for e in soft:
                 if e["@id"] not in added:
                     add(e)
                     added.add(e["@id"])
             instrument = soft[0]["@id"]
             image = next((e["@id"] for e in soft if e["@type"] == "ContainerImage"), None)
-        log = f"{RUN_DIR}/{cell['log_file']}" if cell.get("log_file") else None
+        log = f"{RUN_DIR}/{cell.log_file}" if cell.log_file else None
         act = entities.cell_action(
-            cell, rel, None if procs else jobs.get(cell.get("cell_id")),
+            cell, rel, None if procs else jobs.get(cell.cell_id),
             log if log and (stage / log).is_file() else None, procs, instrument, image,
-            kinds.get(cell.get("cell_id"), []))
-        node = (cell.get("runner") or {}).get("node")
-        fp = (cell.get("runner") or {}).get("node_fingerprint")
+            kinds.get(cell.cell_id, []))
+        node = cell.runner.get("node")
+        fp = cell.runner.get("node_fingerprint")
         if node and isinstance(fp, dict) and node not in nodes:
             nodes.add(node)
             add(entities.machine(entities.local_id("node", node), fp, f"Slurm node {node}"))
@@ -311,16 +325,16 @@ def _describe(crate, ContextEntity, stage: Path, run: dict, reads: list[str]) ->
         for e in imgs:
             e["subjectOf"] = arch
     root = crate.root_dataset
-    root["name"] = f"reprokit run {run['run_id']} (suite {run['suite']})"
+    root["name"] = f"reprokit run {run.run_id} (suite {run.suite})"
     lines = [f"Source {s.get('source')} ({s.get('title')}): {s.get('answer')}"
              for s in report.get("first_screen") or []]
     root["description"] = " ".join(
-        [f"The re-measurement of suite {run['suite']} by reprokit, run {run['run_id']} ({run.get('runner')} "
-         f"runner, {run.get('started')} to {run.get('finished')})."] + lines
+        [f"The re-measurement of suite {run.suite} by reprokit, run {run.run_id} ({run.runner} "
+         f"runner, {run.started} to {run.finished})."] + lines
         + ["The full report: run/report.md and run/report.html; every number's verdict, with what kind "
            "of reproduction it is (ACM terms), in run/report.json."])
-    root["datePublished"] = run.get("finished") or run.get("started") or files.utcnow()
-    root["identifier"] = f"{KIT_MARK}:{run['run_id']}"
+    root["datePublished"] = run.finished or run.started or files.utcnow()
+    root["identifier"] = f"{KIT_MARK}:{run.run_id}"
     root["version"] = str(formats.version("crate"))  # the kit's crate format (reprokit/formats/others.py)
     root["conformsTo"] = {"@id": PROCESS_RUN_CRATE}
     root["mentions"] = mentions[0] if len(mentions) == 1 else mentions
