@@ -62,7 +62,7 @@ FAULTS = [
      "docs/sample-run is gone", _remove("docs/sample-run")),
     ("tests/containers/test_images_build.py::test_every_recipe_builds_args_the_kit_passes",
      "no images/*/Dockerfile", _no_dockerfiles),
-    ("tests/analysis/test_rerun_coverage.py::test_the_packaged_measurement_is_valid_and_quoted",
+    ("tests/report/test_rerun_coverage.py::test_the_packaged_measurement_is_valid_and_quoted",
      "reprokit/data/rerun_coverage.json is gone", _remove("reprokit/data/rerun_coverage.json")),
     ("tests/catalog/test_data_command.py::test_docker_runner_mounts_the_data_read_only",
      "the Docker client raises an unexpected TypeError", _engine_client_raises),

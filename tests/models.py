@@ -43,6 +43,19 @@ def run(doc: Mapping[str, Any] | None = None, cells: Iterable[Any] | Mapping[str
     return Run.from_doc(full, results, path=path)
 
 
+def write_detached_run(rundir: Any, suite: str, runner: str) -> dict:
+    """Write and return the run.json of a run whose jobs were submitted and left (a detached Slurm run):
+    what a test's stand-in for the executor leaves behind, for the command that reads the run back."""
+    from reprokit.run import record
+
+    run = {"schema_version": formats.version("run"), "kind": "run", "run_id": rundir.path.name,
+           "suite": suite, "runner": runner, "protocol": "budget", "started": "2026-11-28T00:00:00Z",
+           "host_fingerprint": {}, "kit": {"version": "test", "git_commit": None}, "cells": [],
+           "slurm": {"options": {}, "jobs": [], "detached": True}}
+    record.write_run(rundir, run)
+    return run
+
+
 def machine(host: Mapping[str, Any] | None = None, cpu_peak: Mapping[str, Any] | None = None) -> Machine:
     """The machine of a run: a host fingerprint and the CPU probe."""
     return Machine.of(host, cpu_peak)

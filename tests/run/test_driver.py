@@ -4,13 +4,14 @@ design is the chosen runner's (not that of a second plan made for `--runner auto
 
 from __future__ import annotations
 
-from reprokit import cli, formats
+from reprokit import cli
 from reprokit.catalog import suites
 from reprokit.catalog.suites import FRAMEWORK_DEFAULT
 from reprokit.plan import design
 from reprokit.plan import plan as plan_mod
 from reprokit.plan.plan import Options, make_plan
-from reprokit.run import driver, record
+from reprokit.run import driver
+from tests import models
 
 
 def test_cells_moved_to_the_cpu_in_a_gpu_run_lose_their_framework_default_twins():
@@ -41,12 +42,7 @@ def test_a_run_is_planned_once_with_the_chosen_runners_design(monkeypatch, tmp_p
 
     def execute(plan, runner, rundir, argv, resume=False, say=print):
         seen.update(plan=plan, runner=runner, argv=argv)
-        run = {"schema_version": formats.version("run"), "kind": "run", "run_id": rundir.path.name,
-               "suite": "legacy-2017", "runner": runner.name, "protocol": "budget",
-               "started": "2026-11-28T00:00:00Z", "host_fingerprint": {}, "kit": {"version": "t",
-               "git_commit": None}, "cells": [], "slurm": {"options": {}, "jobs": [], "detached": True}}
-        record.write_run(rundir, run)  # nothing runs, no report
-        return run
+        return models.write_detached_run(rundir, "legacy-2017", runner.name)  # nothing runs, no report
 
     monkeypatch.setattr(driver, "make_plan", counting)
     monkeypatch.setattr(driver, "execute", execute)

@@ -17,6 +17,7 @@ from reprokit import cli
 from reprokit.errors import UserError
 from reprokit.run import driver
 from reprokit.runners import slurm_setup
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 FPS = Path(__file__).parents[1] / "data" / "fingerprints"
@@ -69,7 +70,7 @@ def test_a_gpu_run_from_a_gpu_less_login_node_is_planned_on_the_probe_nodes_gpus
 
     def execute(plan, runner, rundir, argv, resume=False, say=print):
         seen.update(plan=plan, runner=runner)
-        return {"slurm": {"detached": True}, "cells": []}
+        return models.write_detached_run(rundir, "smoke", runner.name)
 
     monkeypatch.setattr(SlurmRunner, "probe", probe)
     monkeypatch.setattr(driver, "execute", execute)

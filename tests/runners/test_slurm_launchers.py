@@ -38,6 +38,7 @@ from reprokit.runners.slurm import (
     slurm_mem,
     time_limit_min,
 )
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 CELL = "smoke/python/matmul/n24"
@@ -377,7 +378,8 @@ def test_compare_names_the_machines_cells_ran_on_when_a_run_spans_slurm_nodes():
     cells_a = [cell("c1", {"name": "local"}), cell("c2", {"name": "local"})]
     cells_b = [cell("c1", {"name": "slurm", "node": "n1", "node_fingerprint": fp("Xeon Gold 6130", 2)}),
                cell("c2", {"name": "slurm", "node": "n2", "node_fingerprint": fp("EPYC 7742", 64)})]
-    got = compare_runs(local, cells_a, slurm, cells_b)["node_diff"]
+    run_a, run_b = models.run(local, cells=cells_a), models.run(slurm, cells=cells_b)
+    got = compare_runs(run_a, run_b)["node_diff"]
     # c1 ran on a node like run A's host: named, no field differs; c2 on another machine
     assert got["c1"] == {"node_a": "the run's host", "node_b": "n1", "rows": []}
     fields = {r["field"]: (r["a"], r["b"]) for r in got["c2"]["rows"]}
@@ -385,7 +387,7 @@ def test_compare_names_the_machines_cells_ran_on_when_a_run_spans_slurm_nodes():
     assert fields["cpu.model_name"] == ("Xeon Gold 6130", "EPYC 7742")
     assert fields["cpu.logical_cores"] == (2, 64)
     # two runs on their drivers' hosts: no per-cell machines to name
-    assert compare_runs(local, cells_a, local, cells_a)["node_diff"] == {}
+    assert compare_runs(run_a, run_a)["node_diff"] == {}
 
 
 def test_gpu_cells_hold_their_gpus_not_whole_nodes_unless_asked():
@@ -404,12 +406,17 @@ def test_gpu_cells_hold_their_gpus_not_whole_nodes_unless_asked():
      "CPU cells on exclusive nodes, GPU cells on shared nodes", "held their GPUs, not their nodes"),
     ([{"sbatch": ["sbatch"], "gpus": 0}], {"exclusive": False}, "nodes shared (--slurm-no-exclusive)",
      "did not have their nodes to themselves"),
-    ([{"job_id": "1"}], {"exclusive": True}, "exclusive nodes", None),  # before sbatch was kept
+    ([{"job_id": "1"}], {"exclusive": True}, "exclusive nodes", None),  # a run that kept no sbatch line
 ])
 def test_the_report_says_how_the_cells_shared_their_nodes(jobs, options, sharing, note):
-    from reprokit.report import context
+    """From each array's `exclusive` (a run stamped 1 gets it from its sbatch line, else its option,
+    when read: reprokit/formats/run.py)."""
+    from reprokit.report import cluster
 
-    exclusive, got, said = context.node_sharing({"jobs": jobs, "options": options})
+    run = models.run({"schema_version": 1, "runner": "slurm",
+                      "slurm": {"jobs": [{"job_id": str(i), "stack": "s", "tasks": [], **j}
+                                         for i, j in enumerate(jobs)], "options": options}})
+    exclusive, got, said = cluster.node_sharing(run.slurm)
     assert got == sharing and exclusive is (sharing == "exclusive nodes")
     assert (said is None) if note is None else (note in said)
 

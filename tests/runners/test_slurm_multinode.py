@@ -26,6 +26,8 @@ from run.test_faults import LSTM, MATMUL, Driver, cli, harness_pids, wait_until
 from reprokit import results
 from reprokit.analysis import devices
 from reprokit.reader import merge
+from reprokit.reader.load import load
+from tests import models
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "slurm-multinode.sh"
@@ -95,18 +97,18 @@ def test_a_slurm_cells_cpu_device_is_its_nodes_not_the_driver_hosts():
     host["cpu"].update(usable_cores=2, physical_cores=2, logical_cores=2, cgroup_quota=None)
     node = copy.deepcopy(host)
     node["cpu"]["usable_cores"] = 1
-    run = {"host_fingerprint": host, "cpu_peak": {"gflops": 200.0, "method": "driver probe"}}
+    machine = models.machine(host, {"gflops": 200.0, "method": "driver probe"})
     cell = {"device": "cpu", "runner": {"name": "slurm", "node": "rknode1", "node_fingerprint": node,
                                         "node_cpu_peak": {"gflops": 100.0, "method": "node probe"}}}
-    on_host = devices.measured_device({"device": "cpu"}, run)
-    on_node = devices.measured_device(cell, run)
+    on_host = devices.measured_device(models.cell(device="cpu"), machine)
+    on_node = devices.measured_device(models.cell(cell), machine)
     assert on_host["cores"] == 2 and on_node["cores"] == 1, (on_host, on_node)
     assert on_node["node"] == "rknode1" and "rknode1" in on_node["peak_source"]
     assert on_node["probe_tflops"] == 0.1 and on_node["probe_source"] == "node probe"
     if on_host["peak_tflops"] and on_node["peak_tflops"]:
         assert on_node["peak_tflops"] < on_host["peak_tflops"]
     cell["runner"]["nodes"] = ["rknode1", "rknode3"]
-    mixed = devices.measured_device(cell, run)
+    mixed = devices.measured_device(models.cell(cell), machine)
     assert mixed["peak_tflops"] is None and "2 Slurm nodes (rknode1, rknode3)" in mixed["reason"]
 
 
@@ -150,6 +152,7 @@ def test_a_suite_fans_out_over_all_nodes_each_cell_with_its_own_node(cluster, tm
     rundir = only_run(tmp_path)
     run = rundir.load_run()
     assert {e["status"] for e in run["cells"]} == {"ok"}, run["cells"]
+    machine = load(rundir).machine
     host_cores = len(os.sched_getaffinity(0))
     seen = {}
     for cell_id in (MATMUL, LSTM):
@@ -165,10 +168,10 @@ def test_a_suite_fans_out_over_all_nodes_each_cell_with_its_own_node(cluster, tm
             assert "gflops" in r["runner"]["node_cpu_peak"]
             assert merged["processes"][i - 1]["node"] == node  # the merge keeps it
             # the verdicts' device: the node's CPU and GEMM probe, not the driver host's
-            dev = devices.measured_device(r, run)
+            dev = devices.measured_device(models.cell(r), machine)
             # the node's cores, or fewer where the cell's framework used fewer threads (the
             # peak counts the cores used; the smoke LSTM's torch records 1 thread on a 2-core node)
-            used = (devices.cell_threads(r) or {}).get("count")
+            used = (devices.cell_threads(models.cell(r)) or {}).get("count")
             want = min(cluster[node], used) if used else cluster[node]
             assert dev["cores"] == want and dev["node"] == node, (want, dev)
             assert dev["probe_tflops"] == r["runner"]["node_cpu_peak"]["gflops"] / 1000.0
@@ -177,7 +180,7 @@ def test_a_suite_fans_out_over_all_nodes_each_cell_with_its_own_node(cluster, tm
         nodes = sorted({r["runner"]["node"] for r in procs.values()})
         if len(nodes) > 1:  # processes measured on different CPUs: no one peak, said why
             assert merged["runner"]["nodes"] == nodes
-            dev = devices.measured_device(merged, run)
+            dev = devices.measured_device(models.cell(merged), machine)
             assert dev["peak_tflops"] is None and "Slurm nodes" in dev["reason"], dev
     assert sorted(seen) == sorted(cluster), seen  # every node ran something
     assert all(len(ids) == 1 for ids in seen.values())  # one fingerprint per node

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprokit import validate
+from reprokit import formats, validate
 from reprokit.catalog import suites
 from reprokit.runners import venvs as envs  # `venvs` is the fixture below
 
@@ -72,7 +72,7 @@ def test_the_first_candidate_that_installs_and_passes_its_check_wins(venvs):
 
 def _cell_with(environment: dict) -> dict:
     cell = json.loads(next((REPO / "tests" / "data" / "runs").glob("*/cells/*.json")).read_text())
-    return {**cell, "environment": environment}
+    return {**formats.upgrade("cell_result", cell, "a stored cell"), "environment": environment}
 
 
 def test_a_failed_check_is_remembered_until_asked_to_retry(venvs, monkeypatch):
