@@ -74,11 +74,12 @@ def load_claims() -> dict:
 
 # -- observations ----------------------------------------------------------------------------------
 def observations_from_cells(run: Run) -> list[dict]:
-    """One observation per metric of every finished ('ok') cell result of a run."""
+    """One observation per metric of every measured cell result of a run (ok, or measured by the
+    processes it finished: CellResult.measured)."""
     out = []
     rule = verdicts.load_policy().get("roofline_class")  # a policy may have none: class unknown
     for c in run.cell_results():
-        if not c.ok:
+        if not c.measured:
             continue
         dev = devices.measured_device(c, run.machine)
         mech = [x["short"] for x in standins.mechanisms(c)]

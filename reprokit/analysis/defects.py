@@ -122,7 +122,7 @@ def explain(number: dict, bound: dict, cell: CellResult | None, meas: dict | Non
         out.append(row)
         correct = ex["variant"][number["metric"]]
         metrics = cell.metrics if cell is not None else {}
-        if cell is None or not cell.ok or number["metric"] not in metrics or correct not in metrics:
+        if cell is None or not cell.measured or number["metric"] not in metrics or correct not in metrics:
             row.update(label=NOT_DECIDED,
                        arithmetic=f"{head}; {number['metric']} and {correct} were not both measured "
                                   "in this run")

@@ -221,7 +221,7 @@ def _not_run_reason(number: dict, cell: CellResult | None, entry: CellEntry | No
         if entry is None:
             return f"cell {number['cell']} is not part of this run"
         return f"cell {number['cell']} {entry.status}: {entry.reason or 'no result file'}"
-    if not cell.ok:
+    if not cell.measured:
         return f"cell {cell.cell_id} {cell.status}: {cell.reason or 'no reason given'}"
     m = cell.metric(metric)
     if not m or not m.get("samples"):
@@ -567,7 +567,7 @@ def verdict(
     one does."""
     v = _verdict(number, cell, run, tolerance, entry)
     if v.get("tier") == SUSPICIOUS and v.get("explanations") is None and v.get("roofline"):
-        ran = cell is not None and cell.ok
+        ran = cell is not None and cell.measured
         meas = devices.measured_device(cell, _machine(run)) if ran else None
         v["explanations"] = defects.explain(number, v["roofline"], cell if ran else None, meas)
         found = [e["label"] for e in v["explanations"] if e["label"] != defects.NOT_DECIDED]

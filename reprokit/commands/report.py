@@ -7,10 +7,14 @@ are not collected here: `reproduce.py status RUN` does that, and the report says
 out. With --rejudge OUT the run's measurements are copied to OUT and judged with the kit's data as it
 is now (reprokit/run/rejudge.py); the run itself is left as it is. Exit status as the run's own: 0
 when every cell finished ok, 1 when some cell failed, crashed, timed out, or is missing, invalid,
-interrupted or not run yet (one line says which, and how to measure it), 2 a user error.
+interrupted or not run yet (one line says which, and how to measure it), or when no cell measured
+anything; 2 a user error.
 """
 
 from __future__ import annotations
+
+NOTHING_MEASURED = ("no cell of the run measured anything (each was skipped or left by --time-limit); "
+                    "the report gives each reason")
 
 
 def add_arguments(p) -> None:
@@ -72,5 +76,8 @@ def run(args) -> int:
         ids = ", ".join(e.cell_id for e in failed[:3]) + (", ..." if len(failed) > 3 else "")
         print(f"reproduce.py: {len(failed)} cell(s) did not finish ok ({ids}); the report gives "
               "each reason", file=sys.stderr)
+        return 1
+    if not run.measured():
+        print(f"reproduce.py: {NOTHING_MEASURED}", file=sys.stderr)
         return 1
     return 0

@@ -92,4 +92,12 @@ def run(args) -> int:
             say(f"report: {p}")
     counts = status_counts({"status": e.status} for e in run.entries)
     say(f"done in {run.wall_s or 0:.0f} s: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    partial = [c for c in run.measured() if not c.ok]
+    if partial:
+        shown = "; ".join(f"{c.cell_id}: {c.partial}" for c in partial[:3])
+        say(f"{len(partial)} cell(s) reported from the processes they finished: {shown}"
+            + ("; ..." if len(partial) > 3 else ""))
+    if not run.measured():
+        from reprokit.commands.report import NOTHING_MEASURED
+        say(f"reproduce.py: {NOTHING_MEASURED}")
     return run.exit_code

@@ -346,10 +346,15 @@ class Run:
         """The entries of cells with no usable result: missing, invalid, interrupted, pending."""
         return [e for e in self.entries if e.status in NOT_THERE]
 
+    def measured(self) -> list[CellResult]:
+        """The cell results that measured something to report (CellResult.measured)."""
+        return [c for c in self.results.values() if c.measured]
+
     @property
     def exit_code(self) -> int:
-        """1 when some cell did not finish ok, else 0: `run` and `report` exit with it."""
-        return 1 if self.not_ok() else 0
+        """1 when some cell did not finish ok, or when no cell measured anything (every one left by
+        --time-limit or skipped), else 0: `run` and `report` exit with it."""
+        return 1 if self.not_ok() or not self.measured() else 0
 
     # -- the run --------------------------------------------------------------------------------
     @property

@@ -18,6 +18,8 @@ from reprokit.reader.status import Skip
 
 STATUSES = ("ok", "failed", "crashed", "timeout", "oom", "skipped", "not_implemented", "interrupted",
             "pending")
+# a process with these statuses measured nothing and says nothing against the cell's other processes
+NOT_MEASURED = ("skipped", "pending", "interrupted")
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,26 @@ class CellResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def measured(self) -> bool:
+        """Whether the cell's metrics are a measurement to report: it finished ok, or it is a
+        `--repeat K` cell whose finished processes are all ok and whose other processes were only not
+        measured (left or stopped by --time-limit, not run yet, interrupted); `partial` says so. A
+        process that failed, crashed, timed out or ran out of memory makes the cell fail as a whole."""
+        return self.ok or self.partial is not None
+
+    @property
+    def partial(self) -> str | None:
+        """'1 of 2 processes; process 2 of 2: <why>' for a cell measured by only some of its processes
+        (`measured`), else None."""
+        if self.ok or self.status not in NOT_MEASURED or not self.metrics:
+            return None
+        done = [p for p in self.processes if p.status == "ok"]
+        if not done or any(p.status not in ("ok", *NOT_MEASURED) for p in self.processes):
+            return None
+        of = max(self.repeat or 0, len(self.processes))
+        return f"{len(done)} of {of} processes; {self.reason or 'the others were not measured'}"
 
     def metric(self, name: str) -> FrozenDict | None:
         """The stored metric `name`, or None."""

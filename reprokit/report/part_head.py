@@ -146,6 +146,16 @@ def plan(r: dict) -> list:
                 when(len(left) > 5, ", ..."),
                 md_only("; see Cells not run"),
             )
+        part = pl.get("partial") or []
+        if part:
+            out += t(
+                "; {} cell{} reported from the processes {} finished before the limit ({}{})",
+                len(part),
+                "s" if len(part) != 1 else "",
+                "they" if len(part) != 1 else "it",
+                joined([c["cell_id"] for c in part[:5]]),
+                when(len(part) > 5, ", ..."),
+            )
     return [out + t(".")]
 
 

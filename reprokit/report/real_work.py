@@ -35,7 +35,7 @@ def summary(cell_list: list[CellResult]) -> dict:
         checked = {name: m["real_work"] for name, m in timed.items() if name not in missing}
         if checked:
             cells_checked += 1
-        if missing and c.ok:
+        if missing and c.measured:
             unchecked.append({"cell": c.cell_id, "metrics": missing})
         for name, rw in checked.items():
             metrics_checked += 1

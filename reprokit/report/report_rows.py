@@ -119,6 +119,8 @@ def row(number: dict, verdict: dict, cell: CellResult | None, entry: CellEntry |
         out["note"] = "no cell reproduces this number"
     elif status == "not in run":
         out["note"] = "cell not in this run"
+    elif cell is not None and cell.partial is not None:  # measured by the processes it finished
+        out["note"] = f"from {cell.partial}"
     elif status != "ok":
         out["note"] = f"cell {status}"
     elif summ is None:
@@ -237,7 +239,7 @@ def unmatched(published: list[dict], run: Run) -> list[dict]:
     wanted = {(n["cell"], n["metric"]) for n in published if n["cell"]}
     rows = []
     for c in run.cell_results():
-        if not c.ok:
+        if not c.measured:
             continue
         for name, metric in c.metrics.items():
             if (c.cell_id, name) in wanted:

@@ -62,7 +62,7 @@ def interval_summary(run: Run) -> dict:
     kinds: dict[tuple, dict] = {}
     cvs, spreads, halves = [], [], []
     for c in run.cell_results():
-        if not c.ok:
+        if not c.measured:
             continue
         for m in c.metrics.values():
             if not m.get("samples"):
@@ -107,10 +107,15 @@ def plan_summary(run: Run) -> dict | None:
     limit = run.options.time_limit_s
     if not by_role and not limit:
         return None
-    left = [{"cell_id": e.cell_id, "reason": e.reason} for e in run.entries
-            if e.status == "skipped" and e.skip is not None]
+    left, partial = [], []  # cells the limit left whole; cells it left after some processes
+    for e in run.entries:
+        if e.status == "skipped" and e.skip is not None:
+            c = run.result(e.cell_id)
+            (partial if c is not None and c.measured else left).append(
+                {"cell_id": e.cell_id, "reason": c.partial if c is not None and c.measured else e.reason})
     return {"judgment": run.design.judgment if by_role else None,
-            "design": run.design.text if by_role else None, "time_limit_s": limit, "left": left}
+            "design": run.design.text if by_role else None, "time_limit_s": limit, "left": left,
+            "partial": partial}
 
 
 def _design_text(run: Run) -> str | None:
@@ -198,7 +203,7 @@ def load_effect(cells: list[CellResult], high: set[str], measured: int,
         return None
     groups: dict[bool, dict[str, list[float]]] = {True: {"half": [], "cv": []}, False: {"half": [], "cv": []}}
     for c in cells:
-        if not c.ok:
+        if not c.measured:
             continue
         g = groups[c.cell_id in high]
         for m in c.metrics.values():
@@ -241,8 +246,9 @@ def cells_not_run(run: Run) -> list[dict]:
         if c is None and e.status != "ok":
             out.append({"cell_id": e.cell_id, "stack": e.stack, "status": e.status,
                         "reason": e.reason or "no result file", "log_file": None})
-        elif c is not None and not c.ok:
-            out.append({"cell_id": e.cell_id, "stack": e.stack, "status": c.status, "reason": c.reason,
+        elif c is not None and not c.ok:  # one measured by only some processes says what it reports
+            out.append({"cell_id": e.cell_id, "stack": e.stack, "status": c.status,
+                        "reason": f"reported from {c.partial}" if c.partial else c.reason,
                         "log_file": c.log_file})
     for cid, c in run.results.items():
         if cid not in seen and not c.ok:

@@ -22,7 +22,7 @@ def labelled_cells(suite_name: str) -> list[suites.Cell]:
 
 def _cell_median(cell: CellResult | None, metric: str) -> dict | None:
     """The metric's median (unit, n, state) in an ok cell result, else None."""
-    m = cell.metric(metric) if cell is not None and cell.ok else None
+    m = cell.metric(metric) if cell is not None and cell.measured else None
     if not m or not m.get("samples"):
         return None
     summ = stats.summarize_metric(m)
@@ -56,7 +56,7 @@ def precision_twins(run: Run) -> dict:
         mine = run.result(c.id)
         if mine is None:
             continue
-        if not mine.ok:
+        if not mine.measured:
             why = mine.reason or mine.status
             not_run[why] = not_run.get(why, 0) + 1
             continue
@@ -85,9 +85,9 @@ def variants(labelled: list[suites.Cell], run: Run) -> list[dict]:
         note = None
         if base is None:
             note = "the as-published cell is not in this run"
-        elif not base.ok:
+        elif not base.measured:
             note = f"the as-published cell is {base.status}"
-        elif not mine.ok:
+        elif not mine.measured:
             note = f"this cell is {mine.status}"
         out.append({"cell": c.id, "kind": c.label["kind"], "defects": list(c.label["defects"]),
                     "as_published_cell": base_id, "status": mine.status, "note": note,

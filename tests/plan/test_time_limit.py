@@ -43,12 +43,12 @@ def test_a_bad_duration_is_one_line(text):
 
 def test_a_run_left_whole_by_its_limit_ends_at_once_with_the_cells_listed(tmp_path, capsys):
     """A real run (local runner): the 60 s limit holds no cell once the run's reserve is taken, so
-    every cell is left, recorded `skipped` with the time it would take; nothing failed (exit 0), and
-    the report renders from what ran and names the cells left."""
+    every cell is left, recorded `skipped` with the time it would take; nothing failed, but nothing
+    was measured either (exit 1, said in one line), and the report renders and names the cells left."""
     code = cli.main(["run", "--suite", "legacy-2017", "--cells", "001/*", "000/pytorch/*s30-h512",
                      "--runner", "local", "--device", "cpu", "--time-limit", "1m",
                      "--results", str(tmp_path)])
-    assert code == 0
+    assert code == 1
     (rd,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     run = json.loads((rd / "run.json").read_text())
     assert run["options"]["time_limit_s"] == 60.0
@@ -57,5 +57,6 @@ def test_a_run_left_whole_by_its_limit_ends_at_once_with_the_cells_listed(tmp_pa
     err = capsys.readouterr().err
     assert "--time-limit 1 min: 0 of 2 cells planned" in err and "2 left" in err
     assert "0 of 54 numbers and 0 of 15 claims can be decided" in err
+    assert "reproduce.py: no cell of the run measured anything" in err
     md = (rd / "report.md").read_text()
     assert "Run with `--time-limit 1m`: 2 cells left unmeasured" in md
