@@ -46,11 +46,12 @@ def add_arguments(p) -> None:
                         "from data/cell_costs.yaml, else 1), interleaved across cells "
                         "(round 1 runs every cell once, then round 2, ...); the samples of the K "
                         "processes are merged into the cell's result, with each one's count")
-    p.add_argument("--design", choices=["auto", "full"], default="auto",
+    p.add_argument("--design", choices=["auto", "full"], default=None,
                    help="auto (default): what each cell can decide here sets its design: a cell no "
                         "verdict or claim depends on is measured once, briefly, for context "
                         "(docs/verdicts.md); full: every cell in the fixed multi-process design of "
-                        "data/cell_costs.yaml, for a re-run interval of every cell")
+                        "data/cell_costs.yaml, for a re-run interval of every cell; with --resume it must be "
+                        "the run's own")
     p.add_argument("--time-limit", metavar="DURATION", type=checks.duration("--time-limit"),
                    help="a wall-time limit for the whole run (e.g. 14m, 900s, 1.5h): cells are "
                         "ordered by the verdicts and claims they decide per second of their recorded "

@@ -80,7 +80,7 @@ def _plan(req: RunRequest, suite, options: Options, cells: list, byo_local: str 
     plan = make_plan(suite, replace(options, device=device), on_cpu)
     judgment = None
     if req.repeat is None and resumed is None and req.min_samples is None and req.time_budget is None:
-        if req.design == "auto" and options.protocol == "budget" \
+        if (req.design or "auto") == "auto" and options.protocol == "budget" \
                 and suite.sources:  # a suite with nothing published (smoke): its own budget
             host = slurm_setup.planning_host(runner, device) or fingerprint.host_fingerprint()
             judgment = decidability.judge(suite, plan.runnable, device, host)
@@ -171,6 +171,8 @@ def drive(req: RunRequest, argv: list[str], say) -> tuple[results.RunDir, dict]:
         early = reconcile.resume_options(options, "", suite.name)
         for later in ("runner", "device", "data"):  # known once data and runner are set up
             del early[later]
+        if req.design is not None:  # the design asked for, compared with the run's own
+            early["design"] = req.design
         reconcile.check_resume(resumed.load_run(), early)
     if req.data:
         options = replace(options, data=datasets.prepare_run(cells, req.data, req.data_lock, say=say,

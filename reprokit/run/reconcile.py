@@ -37,7 +37,7 @@ def resume_options(options, runner: str, suite: str) -> dict:
 
 _FLAGS = {"suite": "--suite", "runner": "--runner", "device": "--device", "quick": "--quick",
           "protocol": "--protocol", "repeat": "--repeat", "min_samples": "--min-samples",
-          "time_budget_s": "--time-budget", "data": "--data"}
+          "time_budget_s": "--time-budget", "data": "--data", "design": "--design"}
 
 
 def _show(key: str, value) -> str:
@@ -53,6 +53,8 @@ def _show(key: str, value) -> str:
         return f"with --repeat {value}"
     if key == "protocol":
         return f"with --protocol {value}"
+    if key == "design" and value == "full":
+        return "with a fixed design (--design full, or --repeat K)"
     if value is None:
         return f"without {_FLAGS[key]}"
     return f"with {_FLAGS[key]} {value}"
@@ -84,7 +86,9 @@ def check_resume(run: dict, now: dict) -> None:
     leaves out (the command checks the plain options before it prepares data or picks a runner)."""
     stored = {"suite": run.get("suite"), "runner": run.get("runner"),
               "quick": bool(run.get("quick")), "protocol": run.get("protocol"),
-              "repeat": int(run.get("repeat") or 1)}
+              "repeat": int(run.get("repeat") or 1),
+              # by role (auto), or every cell the same K (--design full, --repeat K, or one process)
+              "design": "auto" if (run.get("design") or {}).get("kind") == "auto" else "full"}
     opts = run.get("options")
     if isinstance(opts, dict):
         for k in ("device", "min_samples", "time_budget_s"):

@@ -27,7 +27,8 @@ class RunRequest:
     time_budget: float | None = None  # seconds per metric
     results: Path = Path("results")  # the results root
     repeat: int | None = None  # K processes per cell; None: the default design
-    design: str = "auto"  # auto: by what each cell can decide here (plan/design.py); full: fixed K
+    design: str | None = None  # auto (None: the default, or a resumed run's own): by what each cell
+    # can decide here (plan/design.py); full: fixed K
     time_limit: float | None = None  # seconds for the whole run (--time-limit): the plan fits cells
     resume: str | None = None  # a run id or directory to continue
     allow_changed_data: bool = False
