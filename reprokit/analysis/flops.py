@@ -18,7 +18,15 @@ from reprokit.catalog.suites import GPU_COUNT
 
 
 class NotApplicable(Exception):
-    """No FLOP figure can be given (no model, no peak, unknown unit...); the message says why."""
+    """No FLOP figure can be given (no model, no peak, unknown unit...); the message says why, and
+    `cause` names its kind for a count of numbers (the report's first screen)."""
+
+    cause = "with no FLOP model for the metric"
+
+    def __init__(self, message: str, cause: str | None = None) -> None:
+        super().__init__(message)
+        if cause is not None:
+            self.cause = cause
 
 
 class NotCovered(NotApplicable):
@@ -152,7 +160,7 @@ def phase_of(model: dict, cell_id: str, metric: str) -> tuple[str, str | None]:
     for ov in model.get("overrides") or []:
         if re.search(ov["cell"], cell_id):
             if "invalid" in ov:
-                raise NotApplicable(ov["invalid"])
+                raise NotApplicable(ov["invalid"], "whose FLOP model does not describe the work its cell did")
             if "phase" in ov:
                 phase, note = ov["phase"], ov.get("why")
     if phase is None:

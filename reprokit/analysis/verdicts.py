@@ -276,6 +276,7 @@ def _base(number: dict, tolerance: float) -> dict:
         "ratio": None,
         "efficiency": None,
         "efficiency_is_context": False,
+        "cause": None,  # a NOT_COMPARABLE verdict: the kind of its reason, for a count of numbers
         "hardware": None,
         "stack": None,
         "standins": [],
@@ -396,11 +397,13 @@ def efficiency(number: dict, cell: CellResult, summ: dict, unit: str, pub: dict,
     peak_m, peak_kind = devices.peak_for(meas, precision)
     if peak_m is None:
         if precision == "unknown":
-            raise flops.NotApplicable(f"{peak_kind} ({precision_why})")
-        raise flops.NotApplicable(meas.get("reason") or peak_kind)
+            raise flops.NotApplicable(f"{peak_kind} ({precision_why})",
+                                      "whose cell did not record its precision")
+        raise flops.NotApplicable(meas.get("reason") or peak_kind, "with no peak for the measuring device")
     peak_p, _ = devices.peak_for(pub, devices.PUBLISHED_PRECISION)
     if peak_p is None:
-        raise flops.NotApplicable(pub.get("reason") or f"no peak for {pub['label']}")
+        raise flops.NotApplicable(pub.get("reason") or f"no peak for {pub['label']}",
+                                  "with no peak for the publication's device")
     metric = number["metric"]
     p_value, p_unit, _ = published_value(number)
     a_pub = flops.achieved(p_value, p_unit, metric, number["cell"], flops.number_params(number))
@@ -498,6 +501,7 @@ def _efficiency_verdict(v: dict, number: dict, cell: CellResult, summ: dict, uni
         e = efficiency(number, cell, summ, unit, pub, meas)
     except flops.NotApplicable as err:
         unknown = devices.cell_precision(cell)[0] == "unknown"
+        v["cause"] = err.cause
         return _finish(v, NOT_COMPARABLE, f"{note}; no efficiency comparison: {err}",
                        [PRECISION_UNKNOWN] if unknown else None)
     v["efficiency"] = e
@@ -510,11 +514,15 @@ def _efficiency_verdict(v: dict, number: dict, cell: CellResult, summ: dict, uni
     text = f"{note}: {_efficiency_text(e, pub, meas)} +- {_pct(tol)}; measured: {_what(summ)}"
     if e["measured"]["precision"] != devices.PUBLISHED_PRECISION:
         v["efficiency_is_context"] = True
+        v["cause"] = (f"measured in {e['measured']['precision']}, published in "
+                      f"{devices.PUBLISHED_PRECISION}: context")
         return _finish(v, NOT_COMPARABLE, f"{text}; context, not a verdict: this cell ran in "
                        f"{e['measured']['precision']} ({e['measured']['precision_why']}), the publication in "
                        f"{devices.PUBLISHED_PRECISION}", [EFFICIENCY_CONTEXT])
     if ratio > max_ratio:
         v["efficiency_is_context"] = True
+        v["cause"] = (f"kept as context: the two devices' peaks are more than {max_ratio:g}x apart "
+                      "(verdict_policy.yaml)")
         return _finish(v, NOT_COMPARABLE, f"{text}; context, not a verdict: the two peaks are {ratio:.3g}x "
                        f"apart, more than the policy's {max_ratio:g}x (verdict_policy.yaml: fractions of "
                        f"peak do not carry that far; the band rule alone would say {rule})",
@@ -621,6 +629,7 @@ def _verdict(
     try:
         p, _, how = published_value(number, unit)
     except ValueError as e:
+        v["cause"] = "whose published unit cannot be compared with the measured one"
         return _finish(v, NOT_COMPARABLE, f"published unit cannot be compared with the measured one: {e}")
     v["published"].update(value_converted=p, unit_converted=unit, conversion=how)
     mismatch = devices.class_mismatch(pub, meas)
@@ -647,6 +656,7 @@ def _verdict(
     if fast:  # a timing faster than the device can compute is never a verdict
         v["above_peak"] = fast
         v["comparison"] = "above_peak"
+        v["cause"] = "measured faster than their device can compute (ABOVE_PEAK)"
         return _finish(v, NOT_COMPARABLE, "the measurement is faster than its device can compute: "
                        f"{fast['arithmetic']}; the timing cannot be right (an unsynchronised loop on a GPU "
                        "times kernel launches, not kernels)", [ABOVE_PEAK])

@@ -37,21 +37,9 @@ WORDS = {
 
 
 def _not_comparable_cause(row: dict) -> str:
-    """Why a NOT_COMPARABLE number is context, in words: its labels and policy say which rule kept it."""
-    a = row["analysis"]
-    labels = a.get("labels") or []
-    policy = a.get("policy") or {}
-    if verdicts.ABOVE_PEAK in labels:
-        return "measured faster than their device can compute (ABOVE_PEAK)"
-    if verdicts.PRECISION_UNKNOWN in labels:
-        return "whose cell did not record its precision"
-    published = policy.get("published_precision")
-    if a.get("efficiency_is_context") and policy.get("precision") not in (None, published):
-        return f"measured in {policy['precision']}, published in {published}: context"
-    if a.get("efficiency_is_context") and policy.get("peak_ratio"):
-        return (f"kept as context: the two devices' peaks are more than {policy['max_peak_ratio']:g}x apart "
-                "(verdict_policy.yaml)")
-    return "with no FLOP model or device peak to compare by"
+    """Why a NOT_COMPARABLE number is context, in words: the cause its verdict recorded with its reason
+    (reprokit/analysis/verdicts.py), so every number is counted under the rule that kept it."""
+    return row["analysis"]["cause"]
 
 
 def category(row: dict) -> str:

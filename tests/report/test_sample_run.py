@@ -92,3 +92,14 @@ def test_the_h100_report_says_why_each_number_is_context(tmp_path):
     text = (src / "report.md").read_text()
     assert f"{len(kept)} kept as context: the two devices' peaks are more than 1.5x apart" in text
     assert f"{len(kept) + 6} with no FLOP model" not in text
+    # the other 6 have no efficiency because the source's JIT defect leaves the FLOP model without the
+    # work it describes (its own reason); they were once counted as having no FLOP model or peak
+    first = text.split("\n## ")[1]
+    causes = {}
+    for r in rows:
+        if r["verdict"] == "NOT_COMPARABLE":
+            causes[r["analysis"]["cause"]] = causes.get(r["analysis"]["cause"], 0) + 1
+    assert causes["whose FLOP model does not describe the work its cell did"] == 6
+    for cause, n in causes.items():  # every number under its own recorded reason, once
+        assert first.count(f"{n} {cause}") == 1, cause
+    assert "no FLOP model or device peak" not in first
