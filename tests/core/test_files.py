@@ -186,3 +186,43 @@ def test_a_forged_cache_entry_with_its_key_and_digest_recomputed_is_ignored(scra
         kitdata.forget()
         assert kitdata.load_file(scratch.name, "verdict_policy") == good
         assert entry.read_bytes() == blob  # rebuilt from the file
+
+
+def test_a_cache_entry_forged_by_someone_who_can_read_the_data_file_is_not_used(tmp_path):
+    """A forger who can read the data file (every clone can) but not the cache's key: an edited suite
+    with its MAC recomputed under the data file's bytes, and a garbage document made the same way,
+    are both ignored; `list` prints the real suite (it printed the forged description, and the
+    garbage one ended in exit 3, KeyError 'groups')."""
+    import hashlib
+    import hmac
+    import marshal
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "REPROKIT_DATA_CACHE": str(cache)}
+
+    def listed() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(files.REPO / "reproduce.py"), "list", "--suite", "smoke"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    real = listed()
+    assert real.returncode == 0, real.stderr
+    raw = (kitdata.PACKAGED / "suites" / "smoke.yaml").read_bytes()
+    key = kitdata._validated_key("suites/smoke.yaml", raw, "suite")
+    entry = cache / f"{key}.marshal"
+    blob = entry.read_bytes()
+    head = blob[:blob.index(b"\0") + 1]
+    assert blob[len(head):len(head) + 64] == key.encode()
+    good = marshal.loads(blob[len(head) + 128:])
+    forged_suite = {**good, "description": "TAMPERED-IN-CACHE"}
+    for forged in (forged_suite, {"garbage": [1, 2, 3]}):
+        payload = marshal.dumps(forged)
+        mac = hmac.new(raw, payload, hashlib.sha256).hexdigest().encode()  # keyed with public bytes
+        entry.write_bytes(head + key.encode() + mac + payload)
+        got = listed()
+        assert got.returncode == 0, got.stderr
+        assert "TAMPERED" not in got.stdout and got.stdout == real.stdout
+    key_file = cache / "key"
+    assert key_file.stat().st_mode & 0o777 == 0o600 and key_file.stat().st_size == 32
