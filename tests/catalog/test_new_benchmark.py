@@ -176,3 +176,56 @@ def test_check_benchmark_names_each_of_eight_planted_faults(kit):
         assert any(said in line for line in problems), (fault, p.stdout)
     for line in problems:  # each line names one planted fault, and has its fix
         assert sum(said in line for said in PLANTED.values()) == 1 and "(fix: " in line, line
+
+
+def _digests(kit: Path) -> dict[str, str]:
+    import hashlib
+    out = {}
+    for top in ("reprokit/data", "bench"):
+        for p in sorted((kit / top).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                out[str(p.relative_to(kit))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+BAD_SCAFFOLDS = {  # argv after new-benchmark -> what the one line on stderr names
+    "an id with a final newline": (["abc\n", "--title", "t", "--stack", "torch-0.1"], "source id 'abc\\n'"),
+    "a suite with a final newline": (["abd", "--title", "t", "--stack", "torch-0.1", "--suite", "s\n"],
+                                     "suite name 's\\n'"),
+    "a framework with a final newline": (["abe", "--title", "t", "--stack", "torch-0.1", "--framework",
+                                          "torch\n"], "framework 'torch\\n'"),
+    "a title that writes keys": (["abf", "--title", "x\nschema_version: 99\nsource: evil", "--stack",
+                                  "torch-0.1"], "--title 'x\\nschema_version: 99\\nsource: evil' holds"),
+    "a title with a control character": (["abg", "--title", "x\x1b]0;t\x07", "--stack", "torch-0.1"],
+                                         "holds the character U+001B"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SCAFFOLDS))
+def test_new_benchmark_refuses_what_it_cannot_write_back_and_writes_nothing(kit, case):
+    """`new-benchmark $'abc\\n'` wrote published/abc\\n.yaml and a key "abc\\n" into sources.yaml
+    (`$` matches before a final newline), after which every command reading sources.yaml exited 2; a
+    title with newlines wrote its own keys into the published file."""
+    argv, said = BAD_SCAFFOLDS[case]
+    before = _digests(kit)
+    p = _cli(kit, "new-benchmark", *argv, ok=False)
+    assert p.returncode == 2 and not p.stdout, (p.stdout, p.stderr)
+    (line,) = p.stderr.strip().splitlines()
+    assert said in line and "Traceback" not in p.stderr, line
+    assert _digests(kit) == before
+    assert _cli(kit, "list", "--suite", "smoke").returncode == 0  # the kit's data still loads
+
+
+def test_new_benchmark_writes_a_title_of_quotes_colons_and_backslashes_as_given(kit):
+    title = 'He said "fast": 2x # not a comment \\ and \'quoted\''
+    _cli(kit, "new-benchmark", SRC, "--title", title, "--stack", "smoke-python")
+    import ast
+
+    import yaml
+    data = kit / "reprokit" / "data"
+    assert yaml.safe_load((data / "sources.yaml").read_text())["sources"][SRC]["title"] == title
+    pub = yaml.safe_load((data / "published" / f"{SRC}.yaml").read_text())
+    assert pub["defaults"]["provenance"]["source_label"] == title and pub["source"] == SRC
+    doc = ast.get_docstring(ast.parse((kit / "bench" / "workloads" / "s900_python.py").read_text()))
+    assert doc.startswith(f"Source {SRC} ({title}).")
+    assert _cli(kit, "check-benchmark", SRC, ok=False).returncode == 2  # loads; only the TODOs are named

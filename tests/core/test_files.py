@@ -226,3 +226,11 @@ def test_a_cache_entry_forged_by_someone_who_can_read_the_data_file_is_not_used(
         assert "TAMPERED" not in got.stdout and got.stdout == real.stdout
     key_file = cache / "key"
     assert key_file.stat().st_mode & 0o777 == 0o600 and key_file.stat().st_size == 32
+
+
+def test_a_schema_pattern_ends_at_the_end_of_the_string_not_before_a_final_newline():
+    """Python's `$` matches before a final newline: a suite named "smoke\\n" passed ^[a-z0-9-]+$."""
+    suite = kitdata.load("suites/smoke")
+    assert validate.errors("suite", suite) == []
+    errs = validate.errors("suite", {**suite, "name": "smoke\n"})
+    assert errs == ["name: 'smoke\\n' does not match '^[a-z0-9-]+$'"]
