@@ -208,9 +208,13 @@ def parse(rel: str, raw: bytes, where: str) -> Any:
             raise UserError(f"{where} is not valid JSON ({e}); {repair}") from e
     import yaml
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return files.load_yaml(text)
     except yaml.YAMLError as e:
         raise UserError(f"{where} is not valid YAML ({' '.join(str(e).split())}); {repair}") from e
+    except files.DuplicateKey as e:
+        raise UserError(f"{where}: {e}; keep one of the two ({repair})") from e
+    except files.NotFinite as e:
+        raise UserError(f"{where}: {e}; write the number itself ({repair})") from e
     except (ValueError, OverflowError) as e:  # found by tests/fuzz (data_yaml): a date such as
         # 1021-13-25 parses as YAML but its constructor raises: was an internal error, exit 3
         raise UserError(f"{where} holds a value YAML cannot build ({e}); {repair}") from e

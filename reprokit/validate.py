@@ -55,7 +55,9 @@ def errors(name: str, doc: Any) -> list[str]:
     out = []
     for e in sorted(_validator(name).iter_errors(doc), key=lambda e: list(e.path)):
         path = "/".join(str(p) for p in e.path) or "(top)"
-        out.append(f"{path}: {e.message}")
+        said = f" (expected {e.schema['description']})" if e.validator == "anyOf" and isinstance(
+            e.schema, dict) and e.schema.get("description") else ""
+        out.append(f"{path}: {e.message}{said}")
     return out
 
 

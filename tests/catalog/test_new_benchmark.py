@@ -229,3 +229,52 @@ def test_new_benchmark_writes_a_title_of_quotes_colons_and_backslashes_as_given(
     doc = ast.get_docstring(ast.parse((kit / "bench" / "workloads" / "s900_python.py").read_text()))
     assert doc.startswith(f"Source {SRC} ({title}).")
     assert _cli(kit, "check-benchmark", SRC, ok=False).returncode == 2  # loads; only the TODOs are named
+
+
+IMPOSSIBLE = {  # what is written in place of the first number's value or unit -> what the problem says
+    "a value that is not a number": (("value: 0.05\n", "value: .nan\n"),
+                                     "'.nan' on line"),
+    "a negative value": (("value: 0.05\n", "value: -0.5\n"), "-0.5 is less than the minimum of 0"),
+    "a zero time": (("value: 0.05\n", "value: 0\n"), "0 is less than or equal to the minimum of 0"),
+    "a value beyond any time": (("value: 0.05\n", "value: 1.0e+308\n"), "is greater than the maximum of"),
+    "a unit the kit does not know": (("value: 0.05\n    unit: ms\n", "value: 0.05\n    unit: furlongs\n"),
+                                     "'furlongs' is not valid under any of the given schemas "
+                                     "(expected a unit"),
+    "a speed unit on a time metric": (("value: 0.05\n    unit: ms\n", "value: 0.05\n    unit: words/s\n"),
+                                      "forward_time_per_example is a time but 'words/s' is a rate unit"),
+    "a key given twice": (("value: 0.05\n", "value: 0.05\n    value: 5\n"),
+                          "key 'value' is given twice (lines"),
+}
+
+
+def test_check_benchmark_refuses_impossible_published_data(kit):
+    """Each of these gave `check-benchmark` "wired in completely": a .nan, negative, zero or 1e308
+    time, an unknown unit, a speed unit on a time metric, a key given twice (the later won)."""
+    _cli(kit, "new-benchmark", SRC, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
+    _fill_in(kit)
+    pub = kit / "reprokit" / "data" / "published" / f"{SRC}.yaml"
+    good = pub.read_text()
+    assert _cli(kit, "check-benchmark", SRC).returncode == 0
+    for fault, ((old, new), said) in IMPOSSIBLE.items():
+        assert good.count(old) >= 1, fault
+        pub.write_text(good.replace(old, new, 1))
+        p = _cli(kit, "check-benchmark", SRC, ok=False)
+        problems = [line for line in p.stdout.splitlines() if line.startswith("problem: ")]
+        assert p.returncode == 2 and len(problems) == 1, (fault, p.stdout, p.stderr)
+        assert said in problems[0] and "published/900.yaml" in problems[0] and "(fix: " in problems[0], \
+            (fault, problems[0])
+    pub.write_text(good)
+
+
+def test_a_suite_file_that_names_itself_twice_does_not_load(kit):
+    """A suite file giving `name` twice was read with the later name: it could name itself after
+    another suite. Any data file with a key given twice is refused in one line naming file and key."""
+    suite = kit / "reprokit" / "data" / "suites" / "smoke.yaml"
+    text = suite.read_text()
+    assert text.count("\nname: smoke\n") == 1
+    suite.write_text(text.replace("\nname: smoke\n", "\nname: smoke\nname: legacy-2017\n"))
+    p = _cli(kit, "list", "--suite", "smoke", ok=False)
+    assert p.returncode == 2 and not p.stdout, (p.stdout, p.stderr)
+    (line,) = p.stderr.strip().splitlines()
+    assert "reprokit/data/suites/smoke.yaml: key 'name' is given twice (lines" in line
+    assert "keep one of the two" in line

@@ -82,7 +82,7 @@ def test_list_parses_each_data_file_once_with_the_c_loader(repo):
     got = _count_parses(repo, "")  # no cache between processes: every file is parsed
     assert got["files"] >= 10 and got["most"] == 1
     import yaml
-    assert got["loaders"] == (["CSafeLoader"] if yaml.__with_libyaml__ else ["SafeLoader"])
+    assert got["loaders"] == (["StrictCSafeLoader"] if yaml.__with_libyaml__ else ["StrictSafeLoader"])
 
 
 def test_a_second_process_reads_the_validated_documents_from_the_cache(repo, tmp_path):
@@ -234,3 +234,36 @@ def test_a_schema_pattern_ends_at_the_end_of_the_string_not_before_a_final_newli
     assert validate.errors("suite", suite) == []
     errs = validate.errors("suite", {**suite, "name": "smoke\n"})
     assert errs == ["name: 'smoke\\n' does not match '^[a-z0-9-]+$'"]
+
+
+def test_the_data_loader_refuses_a_key_given_twice_and_a_number_that_is_not_finite():
+    """PyYAML keeps the later of two equal keys silently; the kit's one loader refuses them, at any
+    depth, and .nan/.inf, naming the file, the key or value, and the fix in one line."""
+    assert files.load_yaml("a: 1\nb: {x: &m {p: 1}, y: {<<: *m, p: 2}}\n") == {
+        "a": 1, "b": {"x": {"p": 1}, "y": {"p": 2}}}  # a merged key may be overridden
+    for text, said in (("name: smoke\nx: 1\nname: other\n", "key 'name' is given twice (lines 1 and 3)"),
+                       ("a:\n  - {v: 1, v: 2}\n", "key 'v' is given twice (lines 2 and 2)"),
+                       ("v: .nan\n", "'.nan' on line 1 is not a finite number"),
+                       ("v: -.inf\n", "'-.inf' on line 1 is not a finite number"),
+                       ("v: 1.0e+400\n", "'1.0e+400' on line 1 is not a finite number")):
+        with pytest.raises(UserError) as e:
+            kitdata.parse("x.yaml", text.encode(), "reprokit/data/x.yaml")
+        (line,) = str(e.value).splitlines()
+        assert line.startswith("reprokit/data/x.yaml: ") and said in line and "fix the file" in line, line
+
+
+def test_the_published_schema_knows_the_units_the_kit_converts_and_bounds_each():
+    from reprokit.catalog import units
+
+    s = validate.schema("published")
+    known = set(s["$defs"]["unit"]["anyOf"][0]["enum"])
+    assert known == set(units._UNITS)
+    bounded = {r["if"]["properties"]["unit"].get("const") for r in s["$defs"]["value_in_range"]["allOf"]}
+    assert known <= bounded
+    for u in known:  # one bound per kind, whatever unit it is written in
+        (rule,) = [r for r in s["$defs"]["value_in_range"]["allOf"]
+                   if r["if"]["properties"]["unit"].get("const") == u]
+        top = rule["then"]["properties"]["value"]["maximum"]
+        base = {"time": 3.6e7, "memory": 1e15, "flops": 1e19}[units.kind(u)]
+        assert 0.8 < units.convert(top, u, {"time": "s", "memory": "B", "flops": "FLOP/s"}[units.kind(u)]) \
+            / base < 1.3, u
