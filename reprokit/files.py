@@ -149,9 +149,12 @@ def yaml_loader() -> type:
             if isinstance(node, yaml.MappingNode):
                 seen: dict = {}
                 for key_node, _ in node.value:  # as written: a merged key (<<) may be overridden
-                    if key_node.tag == "tag:yaml.org,2002:merge":
+                    tag = key_node.tag
+                    if tag == "tag:yaml.org,2002:merge":
                         continue
-                    key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+                    key = key_node.value if tag == "tag:yaml.org,2002:str" else self.construct_object(
+                        key_node, deep=True)  # a plain string key (nearly all) needs no constructor
+                    line = key_node.start_mark.line + 1
                     try:
                         if key in seen:
                             raise DuplicateKey(key, seen[key], line)
