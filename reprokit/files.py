@@ -120,6 +120,67 @@ def loads_strict(text: str) -> Any:
     return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
 
 
+class DuplicateKey(ValueError):
+    """A YAML mapping that gives one key twice (YAML forbids it; PyYAML keeps the later silently)."""
+
+    def __init__(self, key: Any, first_line: int, line: int):
+        super().__init__(f"key {key!r} is given twice (lines {first_line} and {line}): the second "
+                         "would silently replace the first")
+        self.key, self.first_line, self.line = key, first_line, line
+
+
+class NotFinite(ValueError):
+    """A YAML float that is not a finite number (.nan, .inf, or too large for a double)."""
+
+    def __init__(self, text: str, line: int):
+        super().__init__(f"{text!r} on line {line} is not a finite number")
+        self.text, self.line = text, line
+
+
+@cache
+def yaml_loader() -> type:
+    """The one YAML loader of the kit's data: the safe loader (libyaml's when present) that refuses a
+    key given twice in one mapping (DuplicateKey) and a float that is not finite (NotFinite)."""
+    import yaml
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Strict(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen: dict = {}
+                for key_node, _ in node.value:  # as written: a merged key (<<) may be overridden
+                    tag = key_node.tag
+                    if tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = key_node.value if tag == "tag:yaml.org,2002:str" else self.construct_object(
+                        key_node, deep=True)  # a plain string key (nearly all) needs no constructor
+                    line = key_node.start_mark.line + 1
+                    try:
+                        if key in seen:
+                            raise DuplicateKey(key, seen[key], line)
+                        seen[key] = line
+                    except TypeError:
+                        continue  # an unhashable key: the base class reports it
+            return super().construct_mapping(node, deep=deep)
+
+        def construct_yaml_float(self, node):
+            value = super().construct_yaml_float(node)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise NotFinite(node.value, node.start_mark.line + 1)
+            return value
+
+    Strict.add_constructor("tag:yaml.org,2002:float", Strict.construct_yaml_float)
+    Strict.__name__ = Strict.__qualname__ = f"Strict{base.__name__}"
+    return Strict
+
+
+def load_yaml(text: str) -> Any:
+    """`text` read by the kit's YAML loader (`yaml_loader`): raises yaml.YAMLError, DuplicateKey,
+    NotFinite, or ValueError/OverflowError for a value YAML cannot build (a date such as 2021-13-01)."""
+    import yaml
+    return yaml.load(text, Loader=yaml_loader())
+
+
 # The largest file each kind of reader takes, in bytes: one table for every reader of a file the kit
 # did not just write itself. A bigger file, or one that is not a regular file (a device, a FIFO, a
 # symlink to /dev/zero), is refused before a byte is read (unbounded, a cell file linked to /dev/zero

@@ -14,8 +14,9 @@ one, loaders read the packaged data.
   modify it: `copy.deepcopy` first); a missing file, a syntax error or a schema violation is a
   one-line UserError naming the file and the fix. A validated document is also kept between
   processes, addressed by the sha256 of the file and of its schema (`~/.cache/reprokit/data`,
-  `$REPROKIT_DATA_CACHE` overrides, empty turns it off), so a command that only reads data neither
-  parses YAML nor imports jsonschema when nothing changed.
+  `$REPROKIT_DATA_CACHE` overrides, empty turns it off) and authenticated with a random key of the
+  cache's own (`key` beside the blobs, 0600), so a command that only reads data neither parses YAML
+  nor imports jsonschema when nothing changed, and an entry not made with that key is a miss.
 - `load_path(path, schema)`: a data file outside any set (a user's own file), validated the same way.
 - `reads`: a KitData may record the relative path of every file it reads (a crate's export keeps
   those files, and only those).
@@ -30,6 +31,7 @@ import hashlib
 import hmac
 import marshal
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,12 +106,12 @@ class KitData:
         if not schema:
             return parse(rel, raw, self.where(rel))
         key = _validated_key(rel, raw, schema)
-        doc = _cached_validated(key, raw)
+        doc = _cached_validated(key)
         if doc is None:
             from reprokit import validate
             doc = parse(rel, raw, self.where(rel))
             validate.check(schema, doc, self.where(rel))
-            _store_validated(key, doc, raw)
+            _store_validated(key, doc)
         return doc
 
     def _read(self, rel: str) -> bytes:
@@ -206,9 +208,13 @@ def parse(rel: str, raw: bytes, where: str) -> Any:
             raise UserError(f"{where} is not valid JSON ({e}); {repair}") from e
     import yaml
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return files.load_yaml(text)
     except yaml.YAMLError as e:
         raise UserError(f"{where} is not valid YAML ({' '.join(str(e).split())}); {repair}") from e
+    except files.DuplicateKey as e:
+        raise UserError(f"{where}: {e}; keep one of the two ({repair})") from e
+    except files.NotFinite as e:
+        raise UserError(f"{where}: {e}; write the number itself ({repair})") from e
     except (ValueError, OverflowError) as e:  # found by tests/fuzz (data_yaml): a date such as
         # 1021-13-25 parses as YAML but its constructor raises: was an internal error, exit 3
         raise UserError(f"{where} holds a value YAML cannot build ({e}); {repair}") from e
@@ -216,12 +222,15 @@ def parse(rel: str, raw: bytes, where: str) -> Any:
 
 # -- validated documents kept between processes ---------------------------------------------------
 CACHE_ENV = "REPROKIT_DATA_CACHE"
-# Change it when the cached form changes. Form 3: the header, the key the blob was stored under
-# (64 hex digits), an HMAC-SHA256 of the payload keyed with the data file's own bytes (64 hex
-# digits), then the marshalled document. A plain sha256 of the payload could be recomputed by anyone
-# who edits a blob; the HMAC cannot be made without the data file the blob claims to come from, and a
-# blob that does not carry it is ignored and rebuilt.
-_CACHE_FORMAT = b"reprokit-data-cache 3\0"
+# Change it when the cached form changes. Form 4: the header, the key the blob was stored under
+# (64 hex digits), an HMAC-SHA256 of the payload under the cache's own secret key (64 hex digits),
+# then the marshalled document. The secret is 32 random bytes in `key` beside the blobs, readable by
+# its owner only (0600), made once per cache directory. A MAC keyed with anything public (the data
+# file's bytes, which every clone holds) can be recomputed by whoever edits a blob; this one cannot
+# without reading the key file, and a blob that does not carry it is ignored and rebuilt.
+_CACHE_FORMAT = b"reprokit-data-cache 4\0"
+_KEY_FILE = "key"
+_KEY_BYTES = 32
 
 
 def cache_dir() -> Path | None:
@@ -244,15 +253,66 @@ def _validated_key(rel: str, raw: bytes, schema: str) -> str | None:
     return h.hexdigest()
 
 
-def _mac(raw: bytes, payload: bytes) -> bytes:
-    return hmac.new(raw, payload, hashlib.sha256).hexdigest().encode()
+def _read_secret(path: Path) -> bytes | None:
+    """The key in `path` if it is a regular file of ours that only we can read or write, not a link,
+    and holds exactly _KEY_BYTES bytes; else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077
+                or st.st_size != _KEY_BYTES):
+            return None
+        secret = os.read(fd, _KEY_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return secret if len(secret) == _KEY_BYTES else None
 
 
-def _cached_validated(key: str | None, raw: bytes) -> Any:
-    """The document stored under `key` for the data file whose bytes are `raw`, or None (no cache,
-    no entry, or an entry unreadable, forged or from other bytes)."""
+@functools.cache
+def _secret(where: Path) -> bytes | None:
+    """The cache's secret key (see _CACHE_FORMAT), made on first use: written 0600 to a file of its own
+    and linked into place, so two processes racing agree on one key; None when it cannot be read or
+    made (the cache is then not used: every document is parsed and validated)."""
+    path = where / _KEY_FILE
+    secret = _read_secret(path)
+    if secret is not None or path.is_symlink() or path.exists():
+        return secret
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        tmp = where / f".{_KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            os.write(fd, os.urandom(_KEY_BYTES))
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # fails if another process linked its key first: that one is read
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError:
+        return None
+    return _read_secret(path)
+
+
+def _mac(secret: bytes, payload: bytes) -> bytes:
+    return hmac.new(secret, payload, hashlib.sha256).hexdigest().encode()
+
+
+def _cached_validated(key: str | None) -> Any:
+    """The document stored under `key`, or None (no cache, no key file, no entry, or an entry
+    unreadable, forged or stored under another key)."""
     where = cache_dir()
     if key is None or where is None:
+        return None
+    secret = _secret(where)
+    if secret is None:
         return None
     try:
         blob = files.read_bounded(where / f"{key}.marshal", "data")
@@ -263,7 +323,7 @@ def _cached_validated(key: str | None, raw: bytes) -> Any:
     # a blob from another key (copied or planted under this name) or edited since it was written is
     # ignored, and the file is parsed and validated again: it is checked before marshal reads it
     if (not blob.startswith(_CACHE_FORMAT) or stored_key != key.encode()
-            or not hmac.compare_digest(digest, _mac(raw, payload))):
+            or not hmac.compare_digest(digest, _mac(secret, payload))):
         return None
     try:
         doc = marshal.loads(payload)
@@ -272,15 +332,19 @@ def _cached_validated(key: str | None, raw: bytes) -> Any:
     return doc if isinstance(doc, dict | list) else None
 
 
-def _store_validated(key: str | None, doc: Any, raw: bytes) -> None:
+def _store_validated(key: str | None, doc: Any) -> None:
     """Keep a validated document (marshal: data types only) for the next process; any failure to
-    write (read-only home, full disk, a type marshal cannot hold) only costs that process a parse."""
+    write (read-only home, full disk, a type marshal cannot hold, no key) only costs that process a
+    parse."""
     where = cache_dir()
     if key is None or where is None:
         return
+    secret = _secret(where)
+    if secret is None:
+        return
     try:
         payload = marshal.dumps(doc)
-        blob = _CACHE_FORMAT + key.encode() + _mac(raw, payload) + payload
+        blob = _CACHE_FORMAT + key.encode() + _mac(secret, payload) + payload
         files.write_bytes_atomic(where / f"{key}.marshal", blob)
     except (OSError, ValueError):
         pass

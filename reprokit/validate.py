@@ -1,11 +1,15 @@
 """JSON Schema validation for every file format (schemas in reprokit/schemas/).
 
 jsonschema (0.04-0.1 s to import here) is imported on the first validation, not with this module.
+A schema's `pattern` is matched as JSON Schema (ECMA-262) has it: `$` is the end of the string. Python's
+`re` lets `$` match before a final newline, so "smoke\\n" passed `^[a-z0-9-]+$`; a final `$` is
+read as `\\Z` here.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -23,13 +27,27 @@ def schema(name: str) -> dict:
 
 
 @cache
+def _ecma_pattern(pattern: str) -> re.Pattern:
+    """`pattern` with an unescaped final `$` read as the end of the string (ECMA-262), not of a line."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
+def _pattern(validator, pattern, instance, schema):
+    from jsonschema.exceptions import ValidationError
+    if validator.is_type(instance, "string") and not _ecma_pattern(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@cache
 def _validator(name: str) -> jsonschema.protocols.Validator:
     import jsonschema.validators
 
     s = schema(name)
     cls = jsonschema.validators.validator_for(s)
     cls.check_schema(s)
-    return cls(s)
+    return jsonschema.validators.extend(cls, {"pattern": _pattern})(s)
 
 
 def errors(name: str, doc: Any) -> list[str]:
@@ -37,7 +55,9 @@ def errors(name: str, doc: Any) -> list[str]:
     out = []
     for e in sorted(_validator(name).iter_errors(doc), key=lambda e: list(e.path)):
         path = "/".join(str(p) for p in e.path) or "(top)"
-        out.append(f"{path}: {e.message}")
+        said = f" (expected {e.schema['description']})" if e.validator == "anyOf" and isinstance(
+            e.schema, dict) and e.schema.get("description") else ""
+        out.append(f"{path}: {e.message}{said}")
     return out
 
 

@@ -130,7 +130,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, metavar="N", help="only each cell's first N processes")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
     args = p.parse_args(argv)
-    doc = yaml.safe_load(OUT.read_text())  # keeps its `design` settings
+    doc = files.load_yaml(OUT.read_text())  # keeps its `design` settings
     for d in args.runs:
         try:
             new = entry(Path(d), args.partial, args.rounds)

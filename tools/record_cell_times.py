@@ -75,7 +75,7 @@ def main(argv: list[str]) -> int:
                    help="a run of some cells of a suite replaces only those cells' times")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
     args = p.parse_args(argv)
-    doc = yaml.safe_load(OUT.read_text()) if OUT.exists() else {"schema_version": 1, "measurements": []}
+    doc = files.load_yaml(OUT.read_text()) if OUT.exists() else {"schema_version": 1, "measurements": []}
     for arg in args.runs:
         try:
             new = entry(Path(arg))

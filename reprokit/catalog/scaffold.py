@@ -13,15 +13,46 @@ A source reusing a stack, a device and a data set the kit knows touches six file
 The texts are made here (pure); the command writes them, refusing an ID or suite that exists. What
 is not known is written as "TODO: ..." so `check-benchmark` and the schema name it; nothing is
 invented: the published table starts empty.
+
+What the user gives (the id, title, suite, stack and framework) enters a YAML text only as a scalar
+made by the YAML emitter (`scalar`), never pasted into the text; the identifiers are checked whole
+(`fullmatch`: `$` would let a final newline through) and a title must be one line of printable text
+(`title_problem`). The command then loads every text back and refuses what does not come back equal.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-ID_RE = re.compile(r"^[0-9a-z]{3,12}$")
-FRAMEWORK_RE = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
-SUITE_RE = re.compile(r"^[a-z0-9-]+$")  # suite.schema.json's pattern
+# whole-string patterns: use them with fullmatch
+ID_RE = re.compile(r"[0-9a-z]{3,12}")
+FRAMEWORK_RE = re.compile(r"[a-z][a-z0-9_]{0,30}")
+SUITE_RE = re.compile(r"[a-z0-9-]+")  # suite.schema.json's pattern
+TITLE_MAX = 300
+
+
+def title_problem(title: str) -> str | None:
+    """Why `title` cannot be a source's title (one line of printable text), or None."""
+    if not title.strip():
+        return "is empty"
+    if len(title) > TITLE_MAX:
+        return f"is longer than {TITLE_MAX} characters"
+    for c in title:
+        if unicodedata.category(c)[0] in "CZ" and c != " ":  # controls, line/paragraph separators
+            return f"holds the character U+{ord(c):04X} ({unicodedata.name(c, 'a control character')})"
+    return None
+
+
+def scalar(value: str) -> str:
+    """`value` as one double-quoted YAML scalar, made by the YAML emitter (every special character
+    escaped), for a place in a text that is otherwise the kit's own."""
+    import yaml
+    text = yaml.safe_dump(value, default_style='"', width=float("inf"), allow_unicode=True,
+                          explicit_end=False).rstrip("\n")
+    if "\n" in text:
+        raise ValueError(f"{value!r} does not fit on one line of YAML")
+    return text
 
 
 def workload_name(source: str, framework: str) -> str:
@@ -41,26 +72,26 @@ def published(source: str, title: str, framework: str) -> str:
 #     provenance: {{row_label: "the row as printed"}}
 #     workload: {{batch: 4, hidden: 64}}       # the published configuration
 schema_version: 1
-source: '{source}'
+source: {scalar(source)}
 imported_from: "TODO: where the numbers were read (paper, table, page or URL, commit)"
 defaults:
   provenance:
-    source_label: "{title}"
+    source_label: {scalar(title)}
     table: "TODO: Table N"
   workload: {{}}
   environment:
     # a GPU as published ("Tesla P100-PCIE-16GB", "2x Tesla P40"), known to reprokit/data/peaks.yaml; a
     # CPU as "none (<the CPU as published>)", known to cpus.yaml publication_cpus
     gpu: "TODO: the device as published"
-    framework: "{framework}"
+    framework: {scalar(framework)}
     framework_version: "TODO: as published, or 'unstated'"
 numbers: []
 """
 
 
 def source_entry(source: str, title: str) -> str:
-    return f"""  "{source}":
-    title: "{title}"
+    return f"""  {scalar(source)}:
+    title: {scalar(title)}
     repository: "TODO: owner/name of the code, or the paper's DOI"
     commit: "TODO: the commit the numbers came from, or 'unstated'"
     reference: "TODO: where the paper states its setup (section, page)"
@@ -74,20 +105,20 @@ def source_entry(source: str, title: str) -> str:
 
 def suite(source: str, suite_name: str, title: str, stack: str, framework: str) -> str:
     return f"""schema_version: 1
-name: {suite_name}
-description: "Source {source}: {title}"
-sources: ["{source}"]
+name: {scalar(suite_name)}
+description: {scalar(f"Source {source}: {title}")}
+sources: [{scalar(source)}]
 defaults:
   budget: {{min_samples: 6, max_samples: 200, time_budget_s: 5, warmup: 1, rel_ci_half_width: 0.02}}
   quick_budget: {{min_samples: 6, max_samples: 20, time_budget_s: 0, warmup: 1}}
   timeout_s: 600
 groups:
   # one group per published configuration family; {{name}} fields come from the group and its matrix
-  - id: "{source}/{{framework}}/{{variant}}/n{{n}}"
-    source: "{source}"
-    stack: {stack}
-    framework: {framework}
-    workload: {workload_name(source, framework)}
+  - id: {scalar(source + "/{framework}/{variant}/n{n}")}
+    source: {scalar(source)}
+    stack: {scalar(stack)}
+    framework: {scalar(framework)}
+    workload: {scalar(workload_name(source, framework))}
     variant: dense
     metrics: [forward_time_per_example, train_time_per_example]
     params: {{batch: 4}}
@@ -97,7 +128,7 @@ groups:
 
 def flops_model(source: str, framework: str) -> str:
     return f"""  model-{source}:
-    source: "{source}"
+    source: {scalar(source)}
     description: "TODO: the model of source {source} (this one is the template's dense layer y = W x)"
     cells: ['^{source}/']
     item: example
@@ -136,7 +167,9 @@ def claim_example(source: str, framework: str) -> str:
 
 
 def workload(template: str, source: str, title: str) -> str:
-    """The template with its first docstring paragraph (what the template is) replaced."""
+    """The template with its first docstring paragraph (what the template is) replaced; the title is
+    escaped for the docstring (a backslash or a quote in it reads back as itself)."""
     rest = template[template.index("\n\n") + 2:]
+    title = title.replace("\\", "\\\\").replace('"', '\\"')
     return (f'"""Source {source} ({title}).\nWritten from bench/workloads/_template.py: replace its model by '
             "the published one, in the published framework;\nkeep the shape.\n\n" + rest)

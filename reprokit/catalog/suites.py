@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from reprokit import kitdata, validate
+from reprokit.catalog import units
 from reprokit.errors import UserError
 
 FP32 = "fp32"
@@ -316,6 +317,12 @@ def load_published(source: str) -> tuple[dict, ...]:
     defects = load_sources().get(source, {}).get("defects", [])
     out = []
     for n in doc["numbers"]:
+        problem = units.unit_problem(n["metric"], n["unit"])
+        if problem:  # the value's range is the schema's (published.schema.json value_in_range)
+            raise UserError(f"{kitdata.current().where(kitdata.relpath(f'published/{source}'))}: number "
+                            f"{n['id']}: {problem}; give the figure in a unit of its metric's kind (a time "
+                            "in s/ms/us, a rate in items/s such as words/s, a memory in MB/MiB) or correct "
+                            "its metric")
         n = dict(n)
         n.setdefault("metric_as_published", n["metric"])  # optional: the name as printed, where it differs
         n["defects"] = [d["id"] for d in defects if _matches(d["applies_to"], n)]

@@ -77,3 +77,33 @@ def seconds(value: float, unit: str) -> float:
 
 def is_time(unit: str) -> bool:
     return _UNITS.get(unit, (None,))[0] == "time"
+
+
+def kind(unit: str) -> str | None:
+    """'time', 'memory', 'flops', 'rate' (items per second: words/s, seq/s) or None (unknown)."""
+    known = _UNITS.get(unit)
+    if known:
+        return known[0]
+    return "rate" if unit.endswith("/s") and unit[:-2].isalpha() else None
+
+
+def metric_kind(metric: str) -> str | None:
+    """The kind of unit a metric is measured in, by the kit's metric names: a rate ends in `_per_s` or
+    `wps` (seq_per_s, train_wps), a FLOP rate holds `flops`, a memory `memory`, a time `time`
+    (time_per_batch, forward_time_per_example, compile_time); None for a name that says none."""
+    if metric.endswith(("_per_s", "wps")):
+        return "rate"
+    for word, k in (("flops", "flops"), ("memory", "memory"), ("time", "time")):
+        if word in metric:
+            return k
+    return None
+
+
+def unit_problem(metric: str, unit: str) -> str | None:
+    """Why `unit` cannot be the unit of a `metric` figure, or None."""
+    u, m = kind(unit), metric_kind(metric)
+    if u is None:
+        return f"unit {unit!r} is not one the kit knows"
+    if m is not None and u != m and not (m == "rate" and u == "flops"):
+        return f"{metric} is a {m} but {unit!r} is a {u} unit"
+    return None

@@ -64,9 +64,11 @@ def image_dirs(root: Path | None = None) -> list[str]:
 # -- loading and checking --------------------------------------------------------------------------
 def _yaml(path: Path):
     try:
-        return yaml.safe_load(path.read_text())
+        return files.load_yaml(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise UserError(f"{path} is not readable YAML ({e})") from e
+    except ValueError as e:  # a key given twice, a non-finite float, a value YAML cannot build
+        raise UserError(f"{path}: {e}; correct the file") from e
 
 
 def _where(path: Path) -> str:

@@ -288,7 +288,7 @@ def _parse(path: Path):
         return files.loads_strict(text)
     import yaml
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return files.load_yaml(text)  # a key given twice or a non-finite float: ValueError too
     except yaml.YAMLError as e:
         raise ValueError(str(e)) from e
 

@@ -219,7 +219,7 @@ def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path
 
 def _cell(path: Path, run_id: str) -> CellResult:
     """A result file of the run (a main result or a process's), as the model reads it."""
-    m = PROCESS_FILE.match(path.name)
+    m = PROCESS_FILE.fullmatch(path.name)
     doc, why = check_result(path, run_id, None, int(m["n"]) if m else None)
     if doc is None:
         raise UserError(f"{path.name} is not a valid result of the run ({why}); re-render and check the "

@@ -43,8 +43,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-_PAIR = re.compile(r"^(\d+):(\d+)$")
-_LEGACY_MIG = re.compile(r"^MIG-(GPU-[0-9a-fA-F-]+)/(\d+)/(\d+)$")
+_PAIR = re.compile(r"(\d+):(\d+)")  # whole token: fullmatch
+_LEGACY_MIG = re.compile(r"MIG-(GPU-[0-9a-fA-F-]+)/(\d+)/(\d+)")
 
 
 def fingerprint_gpus(fp: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -99,12 +99,12 @@ def match(token: str, gpus: list[dict[str, Any]], *, by_index: bool = True) -> d
             return None
         hit = [g for g in gpus if g.get("index") == int(t)]
         return _whole(hit[0], t) if hit else None
-    pair = _PAIR.match(t)
+    pair = _PAIR.fullmatch(t)
     if pair:
         hit = [g for g in gpus if g.get("index") == int(pair[1])]
         slices = [m for g in hit for m in g.get("mig_devices") or [] if m.get("index") == int(pair[2])]
         return _slice(hit[0], slices[0], t) if slices else None
-    legacy = _LEGACY_MIG.match(t)
+    legacy = _LEGACY_MIG.fullmatch(t)
     if legacy:
         for g in gpus:
             if (g.get("uuid") or "").lower() != legacy[1].lower():

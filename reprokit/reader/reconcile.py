@@ -35,7 +35,7 @@ from reprokit.reader import lock, merge
 from reprokit.reader.cells import cell_entry, check_result, valid_processes
 from reprokit.reader.model import Design, processes_of
 
-PROCESS_FILE = re.compile(r"^(?P<stem>.+)\.p(?P<n>\d+)\.json$")
+PROCESS_FILE = re.compile(r"(?P<stem>.+)\.p(?P<n>\d+)\.json")  # a whole file name: fullmatch
 
 
 @dataclass
@@ -152,7 +152,7 @@ class _Reconciler:
         run_id = self.run["run_id"]
         known = {results.cell_filename(cid): cid for cid in self.entries}
         for p in files:
-            m = PROCESS_FILE.match(p.name)
+            m = PROCESS_FILE.fullmatch(p.name)
             if m:
                 cid = cell_id_of(m["stem"] + ".json", known)
                 _, problem = check_result(p, run_id, cid, int(m["n"]))
@@ -160,7 +160,7 @@ class _Reconciler:
                     self.note(self.aside(p, problem))
                     self.remerge.add(cid)
         for p in files:
-            if PROCESS_FILE.match(p.name):
+            if PROCESS_FILE.fullmatch(p.name):
                 continue
             cid = cell_id_of(p.name, known)
             doc, problem = check_result(p, run_id, cid, None)

@@ -21,6 +21,7 @@ import os
 import re
 from pathlib import Path
 
+from reprokit import files
 from reprokit.errors import UserError
 
 EXAMPLE = "--python torch-1.3=/usr/bin/python3"
@@ -42,12 +43,14 @@ def load_config(path: str) -> list[tuple[str, str]]:
 
     fix = "give a YAML file mapping stack names to interpreter paths (torch-1.3: /usr/bin/python3)"
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        doc = files.load_yaml(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
         raise UserError(f"--python-config {path}: cannot read it ({e.strerror}); {fix}") from None
     except yaml.YAMLError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "not YAML"
         raise UserError(f"--python-config {path}: not valid YAML ({first}); {fix}") from None
+    except (files.DuplicateKey, files.NotFinite) as e:
+        raise UserError(f"--python-config {path}: {e}; {fix}") from None
     except (ValueError, OverflowError) as e:  # a date such as 2021-13-01: YAML, but not buildable
         raise UserError(f"--python-config {path}: holds a value YAML cannot build ({e}); {fix}") from None
     if not isinstance(doc, dict) or not doc or not all(

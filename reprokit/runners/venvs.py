@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprokit import kitdata
+from reprokit import files, kitdata
 from reprokit.runners import bounded
 from reprokit.runners.base import StackUnavailable
 
@@ -374,7 +374,7 @@ def write_attempts(attempts: list[dict], machine: str, path: Path = ATTEMPTS_FIL
     """Replace the recorded attempts of the stacks tried; keep the others and the manual ones."""
     import yaml
 
-    doc = yaml.safe_load(path.read_text()) if path.exists() else None
+    doc = files.load_yaml(path.read_text()) if path.exists() else None
     doc = doc or {"schema_version": 1, "attempts": []}
     tried = {a["stack"] for a in attempts}
     kept = [a for a in doc["attempts"] if a.get("how") != "envs" or a["stack"] not in tried]

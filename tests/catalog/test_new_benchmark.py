@@ -176,3 +176,105 @@ def test_check_benchmark_names_each_of_eight_planted_faults(kit):
         assert any(said in line for line in problems), (fault, p.stdout)
     for line in problems:  # each line names one planted fault, and has its fix
         assert sum(said in line for said in PLANTED.values()) == 1 and "(fix: " in line, line
+
+
+def _digests(kit: Path) -> dict[str, str]:
+    import hashlib
+    out = {}
+    for top in ("reprokit/data", "bench"):
+        for p in sorted((kit / top).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                out[str(p.relative_to(kit))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+BAD_SCAFFOLDS = {  # argv after new-benchmark -> what the one line on stderr names
+    "an id with a final newline": (["abc\n", "--title", "t", "--stack", "torch-0.1"], "source id 'abc\\n'"),
+    "a suite with a final newline": (["abd", "--title", "t", "--stack", "torch-0.1", "--suite", "s\n"],
+                                     "suite name 's\\n'"),
+    "a framework with a final newline": (["abe", "--title", "t", "--stack", "torch-0.1", "--framework",
+                                          "torch\n"], "framework 'torch\\n'"),
+    "a title that writes keys": (["abf", "--title", "x\nschema_version: 99\nsource: evil", "--stack",
+                                  "torch-0.1"], "--title 'x\\nschema_version: 99\\nsource: evil' holds"),
+    "a title with a control character": (["abg", "--title", "x\x1b]0;t\x07", "--stack", "torch-0.1"],
+                                         "holds the character U+001B"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SCAFFOLDS))
+def test_new_benchmark_refuses_what_it_cannot_write_back_and_writes_nothing(kit, case):
+    """`new-benchmark $'abc\\n'` wrote published/abc\\n.yaml and a key "abc\\n" into sources.yaml
+    (`$` matches before a final newline), after which every command reading sources.yaml exited 2; a
+    title with newlines wrote its own keys into the published file."""
+    argv, said = BAD_SCAFFOLDS[case]
+    before = _digests(kit)
+    p = _cli(kit, "new-benchmark", *argv, ok=False)
+    assert p.returncode == 2 and not p.stdout, (p.stdout, p.stderr)
+    (line,) = p.stderr.strip().splitlines()
+    assert said in line and "Traceback" not in p.stderr, line
+    assert _digests(kit) == before
+    assert _cli(kit, "list", "--suite", "smoke").returncode == 0  # the kit's data still loads
+
+
+def test_new_benchmark_writes_a_title_of_quotes_colons_and_backslashes_as_given(kit):
+    title = 'He said "fast": 2x # not a comment \\ and \'quoted\''
+    _cli(kit, "new-benchmark", SRC, "--title", title, "--stack", "smoke-python")
+    import ast
+
+    import yaml
+    data = kit / "reprokit" / "data"
+    assert yaml.safe_load((data / "sources.yaml").read_text())["sources"][SRC]["title"] == title
+    pub = yaml.safe_load((data / "published" / f"{SRC}.yaml").read_text())
+    assert pub["defaults"]["provenance"]["source_label"] == title and pub["source"] == SRC
+    doc = ast.get_docstring(ast.parse((kit / "bench" / "workloads" / "s900_python.py").read_text()))
+    assert doc.startswith(f"Source {SRC} ({title}).")
+    assert _cli(kit, "check-benchmark", SRC, ok=False).returncode == 2  # loads; only the TODOs are named
+
+
+IMPOSSIBLE = {  # what is written in place of the first number's value or unit -> what the problem says
+    "a value that is not a number": (("value: 0.05\n", "value: .nan\n"),
+                                     "'.nan' on line"),
+    "a negative value": (("value: 0.05\n", "value: -0.5\n"), "-0.5 is less than the minimum of 0"),
+    "a zero time": (("value: 0.05\n", "value: 0\n"), "0 is less than or equal to the minimum of 0"),
+    "a value beyond any time": (("value: 0.05\n", "value: 1.0e+308\n"), "is greater than the maximum of"),
+    "a unit the kit does not know": (("value: 0.05\n    unit: ms\n", "value: 0.05\n    unit: furlongs\n"),
+                                     "'furlongs' is not valid under any of the given schemas "
+                                     "(expected a unit"),
+    "a speed unit on a time metric": (("value: 0.05\n    unit: ms\n", "value: 0.05\n    unit: words/s\n"),
+                                      "forward_time_per_example is a time but 'words/s' is a rate unit"),
+    "a key given twice": (("value: 0.05\n", "value: 0.05\n    value: 5\n"),
+                          "key 'value' is given twice (lines"),
+}
+
+
+def test_check_benchmark_refuses_impossible_published_data(kit):
+    """Each of these gave `check-benchmark` "wired in completely": a .nan, negative, zero or 1e308
+    time, an unknown unit, a speed unit on a time metric, a key given twice (the later won)."""
+    _cli(kit, "new-benchmark", SRC, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
+    _fill_in(kit)
+    pub = kit / "reprokit" / "data" / "published" / f"{SRC}.yaml"
+    good = pub.read_text()
+    assert _cli(kit, "check-benchmark", SRC).returncode == 0
+    for fault, ((old, new), said) in IMPOSSIBLE.items():
+        assert good.count(old) >= 1, fault
+        pub.write_text(good.replace(old, new, 1))
+        p = _cli(kit, "check-benchmark", SRC, ok=False)
+        problems = [line for line in p.stdout.splitlines() if line.startswith("problem: ")]
+        assert p.returncode == 2 and len(problems) == 1, (fault, p.stdout, p.stderr)
+        assert said in problems[0] and "published/900.yaml" in problems[0] and "(fix: " in problems[0], \
+            (fault, problems[0])
+    pub.write_text(good)
+
+
+def test_a_suite_file_that_names_itself_twice_does_not_load(kit):
+    """A suite file giving `name` twice was read with the later name: it could name itself after
+    another suite. Any data file with a key given twice is refused in one line naming file and key."""
+    suite = kit / "reprokit" / "data" / "suites" / "smoke.yaml"
+    text = suite.read_text()
+    assert text.count("\nname: smoke\n") == 1
+    suite.write_text(text.replace("\nname: smoke\n", "\nname: smoke\nname: legacy-2017\n"))
+    p = _cli(kit, "list", "--suite", "smoke", ok=False)
+    assert p.returncode == 2 and not p.stdout, (p.stdout, p.stderr)
+    (line,) = p.stderr.strip().splitlines()
+    assert "reprokit/data/suites/smoke.yaml: key 'name' is given twice (lines" in line
+    assert "keep one of the two" in line

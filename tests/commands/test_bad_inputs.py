@@ -182,8 +182,8 @@ def _executable(path: Path, text: str) -> None:
 
 
 # Bytes a command line can hold but a table must not (`cat` of the table would send them): written
-# <ESC> and <BEL> in CASES and the table, passed to the command as the bytes themselves.
-CONTROLS = {"<ESC>": "\x1b", "<BEL>": "\x07"}
+# <ESC>, <BEL> and <LF> in CASES and the table, passed to the command as the bytes themselves.
+CONTROLS = {"<ESC>": "\x1b", "<BEL>": "\x07", "<LF>": "\n"}
 
 
 def argv_of(case: Case) -> list[str]:
@@ -656,6 +656,24 @@ CASES += [
          "bytes to the environment probe (it was stopped): is it a Python interpreter?; give the path of "
          "a working Python interpreter", proc=True),
 ]
+
+CASES += [
+    # new-benchmark: identifiers checked whole, a title of one printable line (nothing written)
+    Case("", "reproduce.py new-benchmark 'abc<LF>' --title t --stack torch-0.1",
+         "reproduce.py: error: source id 'abc\\n' is not 3-12 lower-case letters or digits; choose one "
+         "like 005"),
+    Case("", "reproduce.py new-benchmark abc --title 'x<LF>schema_version: 99<LF>source: evil' "
+         "--stack torch-0.1",
+         "reproduce.py: error: --title 'x\\nschema_version: 99\\nsource: evil' holds the character U+000A (a "
+         "control character); give the title as one line of printable text", proc=True),
+    Case("", "reproduce.py new-benchmark abc --title t --stack torch-0.1 --suite 's<LF>'",
+         "reproduce.py: error: suite name 's\\n' is not lower-case letters, digits and '-' only; give "
+         "--suite like source-abc"),
+    Case("", "reproduce.py new-benchmark abc --title t --stack torch-0.1 --framework 'torch<LF>'",
+         "reproduce.py: error: framework 'torch\\n' cannot name a workload module; give --framework, e.g. "
+         "torch"),
+]
+
 
 @dataclass
 class Fault:

@@ -82,7 +82,7 @@ def test_list_parses_each_data_file_once_with_the_c_loader(repo):
     got = _count_parses(repo, "")  # no cache between processes: every file is parsed
     assert got["files"] >= 10 and got["most"] == 1
     import yaml
-    assert got["loaders"] == (["CSafeLoader"] if yaml.__with_libyaml__ else ["SafeLoader"])
+    assert got["loaders"] == (["StrictCSafeLoader"] if yaml.__with_libyaml__ else ["StrictSafeLoader"])
 
 
 def test_a_second_process_reads_the_validated_documents_from_the_cache(repo, tmp_path):
@@ -186,3 +186,84 @@ def test_a_forged_cache_entry_with_its_key_and_digest_recomputed_is_ignored(scra
         kitdata.forget()
         assert kitdata.load_file(scratch.name, "verdict_policy") == good
         assert entry.read_bytes() == blob  # rebuilt from the file
+
+
+def test_a_cache_entry_forged_by_someone_who_can_read_the_data_file_is_not_used(tmp_path):
+    """A forger who can read the data file (every clone can) but not the cache's key: an edited suite
+    with its MAC recomputed under the data file's bytes, and a garbage document made the same way,
+    are both ignored; `list` prints the real suite (it printed the forged description, and the
+    garbage one ended in exit 3, KeyError 'groups')."""
+    import hashlib
+    import hmac
+    import marshal
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "REPROKIT_DATA_CACHE": str(cache)}
+
+    def listed() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(files.REPO / "reproduce.py"), "list", "--suite", "smoke"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    real = listed()
+    assert real.returncode == 0, real.stderr
+    raw = (kitdata.PACKAGED / "suites" / "smoke.yaml").read_bytes()
+    key = kitdata._validated_key("suites/smoke.yaml", raw, "suite")
+    entry = cache / f"{key}.marshal"
+    blob = entry.read_bytes()
+    head = blob[:blob.index(b"\0") + 1]
+    assert blob[len(head):len(head) + 64] == key.encode()
+    good = marshal.loads(blob[len(head) + 128:])
+    forged_suite = {**good, "description": "TAMPERED-IN-CACHE"}
+    for forged in (forged_suite, {"garbage": [1, 2, 3]}):
+        payload = marshal.dumps(forged)
+        mac = hmac.new(raw, payload, hashlib.sha256).hexdigest().encode()  # keyed with public bytes
+        entry.write_bytes(head + key.encode() + mac + payload)
+        got = listed()
+        assert got.returncode == 0, got.stderr
+        assert "TAMPERED" not in got.stdout and got.stdout == real.stdout
+    key_file = cache / "key"
+    assert key_file.stat().st_mode & 0o777 == 0o600 and key_file.stat().st_size == 32
+
+
+def test_a_schema_pattern_ends_at_the_end_of_the_string_not_before_a_final_newline():
+    """Python's `$` matches before a final newline: a suite named "smoke\\n" passed ^[a-z0-9-]+$."""
+    suite = kitdata.load("suites/smoke")
+    assert validate.errors("suite", suite) == []
+    errs = validate.errors("suite", {**suite, "name": "smoke\n"})
+    assert errs == ["name: 'smoke\\n' does not match '^[a-z0-9-]+$'"]
+
+
+def test_the_data_loader_refuses_a_key_given_twice_and_a_number_that_is_not_finite():
+    """PyYAML keeps the later of two equal keys silently; the kit's one loader refuses them, at any
+    depth, and .nan/.inf, naming the file, the key or value, and the fix in one line."""
+    assert files.load_yaml("a: 1\nb: {x: &m {p: 1}, y: {<<: *m, p: 2}}\n") == {
+        "a": 1, "b": {"x": {"p": 1}, "y": {"p": 2}}}  # a merged key may be overridden
+    for text, said in (("name: smoke\nx: 1\nname: other\n", "key 'name' is given twice (lines 1 and 3)"),
+                       ("a:\n  - {v: 1, v: 2}\n", "key 'v' is given twice (lines 2 and 2)"),
+                       ("v: .nan\n", "'.nan' on line 1 is not a finite number"),
+                       ("v: -.inf\n", "'-.inf' on line 1 is not a finite number"),
+                       ("v: 1.0e+400\n", "'1.0e+400' on line 1 is not a finite number")):
+        with pytest.raises(UserError) as e:
+            kitdata.parse("x.yaml", text.encode(), "reprokit/data/x.yaml")
+        (line,) = str(e.value).splitlines()
+        assert line.startswith("reprokit/data/x.yaml: ") and said in line and "fix the file" in line, line
+
+
+def test_the_published_schema_knows_the_units_the_kit_converts_and_bounds_each():
+    from reprokit.catalog import units
+
+    s = validate.schema("published")
+    known = set(s["$defs"]["unit"]["anyOf"][0]["enum"])
+    assert known == set(units._UNITS)
+    bounded = {r["if"]["properties"]["unit"].get("const") for r in s["$defs"]["value_in_range"]["allOf"]}
+    assert known <= bounded
+    for u in known:  # one bound per kind, whatever unit it is written in
+        (rule,) = [r for r in s["$defs"]["value_in_range"]["allOf"]
+                   if r["if"]["properties"]["unit"].get("const") == u]
+        top = rule["then"]["properties"]["value"]["maximum"]
+        base = {"time": 3.6e7, "memory": 1e15, "flops": 1e19}[units.kind(u)]
+        assert 0.8 < units.convert(top, u, {"time": "s", "memory": "B", "flops": "FLOP/s"}[units.kind(u)]) \
+            / base < 1.3, u
