@@ -146,7 +146,8 @@ class Progress:
             self.pace.setdefault(cell.workload, []).append((seconds, self.history[cell.id]))
 
     def eta(self) -> float | None:
-        overall = (sum(sum(v) for v in self.done_s.values()) / self.n_done) if self.n_done else None
+        ran = [x for v in self.done_s.values() for x in v]  # processes that ran (not those left)
+        overall = sum(ran) / len(ran) if ran else None
         total = 0.0
         for c in self.remaining.values():
             seen = self.done_s.get(c.workload)
@@ -172,11 +173,26 @@ class Progress:
             return self.history[cell_id] * self._scale(cell.workload)
         return None
 
-    def start(self, cell, process: int | None = None) -> None:
-        eta = self.eta()
+    def _counter(self, cell, process: int | None) -> str:
         text = f"[{self.n_done + 1}/{len(self.cells)}] {cell.id}"
         if process is not None:
             text += f" (process {process} of {self.processes.get(cell.id, self.repeat)})"
+        return text
+
+    def left(self, cell, reason: str, process: int | None = None) -> None:
+        """A cell (process) that will not start (--time-limit): one line under its own counter."""
+        line = f"{self._counter(cell, process)}: skipped: {visible(reason)}"
+        self.n_done += 1
+        self.remaining.pop((cell.id, process), None)
+        if self.live:
+            self.live.advance(self.task)
+            self.live.console.print(line)
+        else:
+            self.say(line)
+
+    def start(self, cell, process: int | None = None) -> None:
+        eta = self.eta()
+        text = self._counter(cell, process)
         if self.live:
             self.live.update(self.task, description=text, eta=_fmt(eta) if eta is not None else "?")
         else:

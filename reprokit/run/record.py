@@ -223,7 +223,9 @@ def finish_result(rundir: results.RunDir, run_id: str, cell: Any, outcome: CellO
     With `process` N (run --repeat K) this is the process file cells/<stem>.p<N>.json; the
     cell's main result is then merged from the process files (merge_cell)."""
     existing, outcome = _existing_result(rundir, run_id, cell, outcome, process)
-    if existing is None or outcome.status in ("timeout", "oom", "crashed"):
+    # a process stopped (by --time-limit, or ended otherwise) is said by this sitting's outcome, never
+    # by a file an earlier sitting of a resumed run left
+    if existing is None or skip is not None or outcome.status in ("timeout", "oom", "crashed"):
         reason = outcome.reason or "no result written"
         result = placeholder_result(run_id, cell, outcome.status, reason, device, skip)
         if process is not None:

@@ -191,8 +191,7 @@ def _within_limit(ex: Execution, c, rnd, job_cell: dict) -> dict | None:
         rundir.write_process(doc)
         rec.record_merged(c, record.merge_cell(rundir, c.id, rec.processes_of(c.id, ex.plan.options.repeat),
                                                   rec.run["run_id"]))
-    ex.progress.done(c, "skipped", 0.0, reason, process=rnd)
-    ex.say(f"{c.id}: {reason}")
+    ex.progress.left(c, reason, process=rnd)
     return None
 
 

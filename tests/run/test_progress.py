@@ -182,3 +182,14 @@ def test_merge_keeps_the_cells_a_partial_run_did_not_run(tmp_path):
     assert again["earlier"]["run"] == "R1" and again["earlier"]["cells"] == ["a", "c"]
     assert validate.errors("cell_times", {"schema_version": 1, "measurements": [m]}) == []
     assert record_cell_times.merged(new, None) == new
+
+
+def test_a_cell_left_by_the_time_limit_is_one_line_under_its_own_counter_and_not_in_the_eta():
+    cs = cells(("a1", "short"), ("a2", "short"), ("b1", "long"))
+    p, lines = progress(cs)
+    p.start(cs[0])
+    p.done(cs[0], "ok", 10.0)
+    p.left(cs[1], "left by --time-limit 1 min: 5 s were left, it needs about 10 s")
+    assert lines[-1] == "[2/3] a2: skipped: left by --time-limit 1 min: 5 s were left, it needs about 10 s"
+    assert sum("a2" in ln for ln in lines) == 1  # once, not also as an indented line under a1
+    assert p.eta() == 10.0  # b1 at the mean of the cells that ran: a left one took no 0 s

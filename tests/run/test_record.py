@@ -457,3 +457,16 @@ def test_a_detached_concurrent_run_leaves_every_cell_pending_with_its_job(tmp_pa
     assert [(e["status"], e["reason"]) for e in run["cells"]] == [
         ("pending", "submitted to Slurm as job 9_0; not finished yet"),
         ("pending", "submitted to Slurm as job 9_2; not finished yet")]
+
+
+def test_a_resumed_cell_stopped_by_the_limit_again_says_this_sittings_time(tmp_path):
+    from reprokit.reader.status import Skip
+
+    rundir = new_run(tmp_path)
+    c = cell()
+    for ran in (53.0, 119.5):  # the first sitting, then the resume: each stopped at the limit
+        skip = Skip("while_running", limit_s=900.0, left_s=ran, needs_s=300.0, ran_s=ran)
+        res = record.finish_result(rundir, RUN_ID, c, CellOutcome("skipped", skip.reason(), ran, None, {}),
+                                   {}, "local", "cpu", skip=skip)
+    assert res["reason"] == skip.reason() and "after 120 s" in res["reason"], res["reason"]
+    assert rundir.load_cell(c.id)["skip"]["ran_s"] == 119.5
