@@ -35,7 +35,8 @@ import gpu_runtime  # noqa: E402
 import ran_on  # noqa: E402
 import timing  # noqa: E402
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+PARTIAL_DIR = ".partial"  # reprokit/run/record.py PARTIAL_DIR: what a stopped process measured
 
 
 def utcnow():
@@ -50,12 +51,12 @@ def cell_filename(cell_id, process=None):
     return "%s.p%d.json" % (stem, process)
 
 
-def write_json_atomic(path, obj):
+def write_json_atomic(path, obj, indent=1):
     d = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=d)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=True)
+            json.dump(obj, f, indent=indent, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
         os.rename(tmp, path)
@@ -104,6 +105,10 @@ class CellContext(object):
         self.implementation = {"notes": [], "substitutes": []}
         self.extra = {}
         self.ran_on = None  # set by a workload that knows where its work ran (record_ran_on)
+        self.run_id = job.get("run_id")
+        out = job.get("out_dir")  # where keep_so_far writes (none: a job without a results dir)
+        self.partial_path = (os.path.join(out, PARTIAL_DIR, cell_filename(cell["id"], process))
+                             if out else None)
 
     def record_ran_on(self, device, detail):
         """Where the cell's work ran ("gpu" | "cpu"), said by the workload itself; kept over what
@@ -145,11 +150,32 @@ class CellContext(object):
         if should_stop is None:
             should_stop = self.precision_stop()
         t = timing.sample(step, self.budget(name), sync=sync, should_stop=should_stop,
-                          before_timed=real_work.before if real_work is not None else None)
+                          before_timed=real_work.before if real_work is not None else None,
+                          progress=lambda raw, warm: self.keep_so_far(name, unit, raw, warm))
         metric = self.record_timed(name, t, unit, kind, items, method, sync_desc)
         if real_work is not None:
             self.check_real_work([name], real_work, t)
         return metric
+
+    def keep_so_far(self, name, unit, raw, warm):
+        """Write what this process has measured so far (the metrics it finished, and the raw seconds of
+        metric `name`, still sampling) to cells/.partial/<result file name>, atomically: a process
+        stopped by a limit or a signal before its result leaves them (the host lists them)."""
+        if not self.partial_path:
+            return
+        try:
+            if not os.path.isdir(os.path.dirname(self.partial_path)):
+                try:  # another process may make it at the same moment
+                    os.makedirs(os.path.dirname(self.partial_path))
+                except OSError:
+                    pass
+            write_json_atomic(self.partial_path, {
+                "kind": "partial_samples", "run_id": self.run_id, "cell_id": self.cell["id"],
+                "process": self.process, "at": utcnow(), "finished": self.metrics,
+                "sampling": {"metric": name, "unit": unit, "raw_seconds": list(raw),
+                             "warmup_seconds": list(warm)}}, indent=None)
+        except (OSError, ValueError):  # keeping them must never cost the measurement
+            pass
 
     def check_real_work(self, names, real_work, t):
         """Run `real_work` (bench/real_work.py Check) on the samples `t` (timing.sample's dict: its
@@ -432,6 +458,11 @@ def run_cell(cell, job, process=None):
         result["extra"] = ctx.extra
     path = os.path.join(job["out_dir"], cell_filename(cell["id"], process))
     write_json_atomic(path, result)
+    if ctx.partial_path and os.path.exists(ctx.partial_path):  # the result holds them all now
+        try:
+            os.remove(ctx.partial_path)
+        except OSError:
+            pass
     return result
 
 

@@ -40,7 +40,8 @@ def _once(step, sync, after):
     return dt
 
 
-def sample(step, budget, sync=None, should_stop=None, after=None, before_timed=None):
+def sample(step, budget, sync=None, should_stop=None, after=None, before_timed=None, progress=None,
+           progress_every_s=5.0):
     """Time `step()` repeatedly. `sync` (optional) runs inside the timer after each step;
     `after(step_result)` (optional) runs after the timer stops, e.g. to read a loss to the host
     outside the timed region as an original benchmark did.
@@ -57,6 +58,9 @@ def sample(step, budget, sync=None, should_stop=None, after=None, before_timed=N
     clock (`start_unix`, `end_unix`, `steps`, `synced`: whether `sync` ended each step), which the host
     matches with the GPU's energy counter (reprokit/probes/energy.py); `last_result` the last step's
     return value and `before_timed` the callback's value, for the harness's real-work check.
+    `progress(raw_seconds, warmup_seconds)` (optional) is called, outside the timer, at most every
+    `progress_every_s` seconds with the samples taken so far: the harness keeps them on disk, so a
+    process stopped before its stopping rule leaves what it measured.
     """
     last = []  # the last step's return value (outside the timer), for the real-work check
 
@@ -87,8 +91,12 @@ def sample(step, budget, sync=None, should_stop=None, after=None, before_timed=N
         return {"raw_seconds": raw, "warmup_seconds": warm, "stop_reason": "published_count",
                 "wall_seconds": clock() - begin, "window": window(),
                 "last_result": last[0] if last else None, "before_timed": ahead}
+    flushed = clock()
     while True:
         raw.append(_once(step, sync, keep))
+        if progress is not None and clock() - flushed >= progress_every_s:
+            progress(raw, warm)
+            flushed = clock()
         n = len(raw)
         if n >= budget.max_samples:
             reason = "max_samples"

@@ -19,6 +19,8 @@ HISTORY = {
     4: "2026-11-27 (29755ac, ff43ca6, b1b19c6): `jit_cache`, `energy`, a metric's `real_work` check",
     5: "2026-11-28: versions stamped (bench/harness.py SCHEMA_VERSION); a cell left or stopped by "
        "--time-limit says so as data (`skip`, as run.json's cell entries)",
+    6: "2026-11-28: `cut`, what a process stopped before its result had measured (bench/harness.py "
+       "keeps its samples as it goes)",
 }
 
 
@@ -35,4 +37,4 @@ def to_5(doc: dict) -> dict:
     return doc
 
 
-FORMAT = Format("cell_result", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: to_5}, stamped_from=5)
+FORMAT = Format("cell_result", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: to_5, 6: _keep}, stamped_from=5)

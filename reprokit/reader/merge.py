@@ -28,6 +28,14 @@ _PER_PROCESS_RUNNER_KEYS = ("container_id", "container_name", "exit_code", "oom_
                             "traceback")
 
 
+def cut_summary(cut: dict) -> dict:
+    """{"metric", "samples", "finished"} of a result's `cut`: the metric it was sampling and how many
+    samples it had, and the metrics it had finished."""
+    sampling = cut.get("sampling") or {}
+    return {"metric": sampling.get("metric"), "samples": len(sampling.get("raw_seconds") or []),
+            "finished": sorted(cut.get("finished") or {})}
+
+
 def _max_load(entries: list[dict | None], key: str) -> list[float] | None:
     rows = [e[key] for e in entries if e and isinstance(e.get(key), list)]
     if not rows:
@@ -80,6 +88,8 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
             "result_file": f"cells/{results.cell_filename(cell_id, i)}",
             "log_file": r.get("log_file"), "load_avg": r.get("load_avg"),
         })
+        if r.get("cut"):  # what a stopped process had measured (its process file keeps the samples)
+            entries[-1]["cut"] = cut_summary(r["cut"])
         node = (r.get("runner") or {}).get("node")
         if node:  # a Slurm process: the node it ran on (the processes of a cell may differ)
             entries[-1]["node"] = node

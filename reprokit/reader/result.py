@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reprokit.reader.frozen import EMPTY, NONE, FrozenDict, FrozenList, freeze, items, mapping
+from reprokit.reader.frozen import EMPTY, NONE, FrozenDict, FrozenList, freeze, items, mapping, thaw
 from reprokit.reader.status import Skip
 
 STATUSES = ("ok", "failed", "crashed", "timeout", "oom", "skipped", "not_implemented", "interrupted",
@@ -56,13 +56,14 @@ class ProcessEntry:
     log_file: str | None
     node: str | None
     load_avg: FrozenDict
+    cut: FrozenDict | None = None  # what it had measured when stopped (merge.cut_summary)
 
     @classmethod
     def from_doc(cls, doc: Any) -> ProcessEntry:
         d = mapping(doc)
         return cls(int(d.get("index") or 0), str(d.get("status")), d.get("reason"), d.get("wall_s"),
                    d.get("process_wall_s"), d.get("result_file"), d.get("log_file"), d.get("node"),
-                   mapping(d.get("load_avg")))
+                   mapping(d.get("load_avg")), _opt(d.get("cut")))
 
 
 def _str(value: Any) -> str | None:
@@ -109,6 +110,7 @@ class CellResult:
     gpus_source: str | None = None
     environment: FrozenDict | None = None
     load_avg: FrozenDict = EMPTY
+    cut: FrozenDict | None = None  # what a stopped process had measured (format 6); None: nothing
     doc: FrozenDict = field(default=EMPTY, repr=False)
 
     def __post_init__(self) -> None:
@@ -136,7 +138,7 @@ class CellResult:
             energy=mapping(d.get("energy")), jit_cache=d.get("jit_cache"),
             gpus=d.get("gpus") if isinstance(d.get("gpus"), list) else None,
             gpus_source=d.get("gpus_source"), environment=_opt(d.get("environment")),
-            load_avg=mapping(d.get("load_avg")), doc=d)
+            load_avg=mapping(d.get("load_avg")), cut=_opt(d.get("cut")), doc=d)
 
     @property
     def ok(self) -> bool:
@@ -165,6 +167,22 @@ class CellResult:
     def metric(self, name: str) -> FrozenDict | None:
         """The stored metric `name`, or None."""
         return self.metrics.get(name)
+
+    def cuts(self) -> list[str]:
+        """What its stopped processes had measured, one sentence each: kept in their result files,
+        used by no verdict (each ended before its stopping rule)."""
+        from reprokit.reader.merge import cut_summary
+
+        found = [(None, cut_summary(thaw(self.cut)))] if self.cut is not None else []
+        found += [(p.index, thaw(p.cut)) for p in self.processes if p.cut is not None]
+        out = []
+        for index, c in found:
+            who = "it" if index is None else f"process {index}"
+            done = f" after finishing {', '.join(c['finished'])}" if c["finished"] else ""
+            out.append(f"{who} had taken {c['samples']:,} samples of {c['metric'] or 'its metric'}{done} "
+                       "when it was stopped (kept in its result file; no verdict uses them: it ended "
+                       "before its stopping rule)")
+        return out
 
     @property
     def gpu_count(self) -> int:

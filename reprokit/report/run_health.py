@@ -247,8 +247,9 @@ def cells_not_run(run: Run) -> list[dict]:
             out.append({"cell_id": e.cell_id, "stack": e.stack, "status": e.status,
                         "reason": e.reason or "no result file", "log_file": None})
         elif c is not None and not c.ok:  # one measured by only some processes says what it reports
+            reason = f"reported from {c.partial}" if c.partial else c.reason
             out.append({"cell_id": e.cell_id, "stack": e.stack, "status": c.status,
-                        "reason": f"reported from {c.partial}" if c.partial else c.reason,
+                        "reason": "; ".join([reason or "no reason given", *c.cuts()]),
                         "log_file": c.log_file})
     for cid, c in run.results.items():
         if cid not in seen and not c.ok:

@@ -21,8 +21,9 @@ reliability rules of a run hold as for the one-at-a-time runners:
 from __future__ import annotations
 
 import os
+import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from reprokit.errors import UserError
 from reprokit.plan import fallback, probe_cache
 from reprokit.reader import lock
 from reprokit.reader.cells import status_counts
+from reprokit.reader.status import Skip
 from reprokit.run import jit_warmup, lifecycle, reconcile, record
 from reprokit.run.record import Execution, RunRecord
 from reprokit.runners.base import CellOutcome
@@ -47,6 +49,7 @@ class _Collector:
     stacks: dict
     progress: Any = None
     verdicts: dict | None = None
+    limit_s: float | None = None  # set once the run's --time-limit stopped what was still out
 
     def __call__(self, task, outcome: CellOutcome) -> dict | None:
         if getattr(task, "warmup", None) is not None:  # a JIT warm-up: run.json, never a cell
@@ -74,12 +77,42 @@ def _warmup_of(run: dict, stack: str) -> dict | None:
     return next((w for w in (run.get("jit_warmups") or {}).values() if w.get("stack") == stack), None)
 
 
+def _limit_skip(c: _Collector, task, outcome: CellOutcome) -> Skip | None:
+    """The --time-limit record of a task the limit ended: cancelled by the driver at the run's limit
+    (stopped while running, or before it started), or ended by Slurm at the job limit the run's
+    limit cut (`time_limit_stop`); None for any other outcome."""
+    cut = task.job_cell.get("time_limit_stop")
+    if outcome.status == "timeout" and cut:
+        ran = outcome.process_wall_s or None
+        return Skip("while_running", limit_s=c.limit_s, left_s=task.job_cell.get("timeout_s"), needs_s=cut,
+                    ran_s=ran)
+    if c.limit_s is None or outcome.status != "interrupted":
+        return None
+    ran = _elapsed_s(outcome.runner_info.get("time_used")) or outcome.process_wall_s or 0.0
+    if ran > 0:
+        return Skip("while_running", limit_s=c.limit_s, left_s=ran,
+                    needs_s=cut or task.job_cell.get("timeout_s"), ran_s=ran)
+    return Skip("before_start", limit_s=c.limit_s, left_s=0.0)
+
+
+def _elapsed_s(text: Any) -> float | None:
+    """Seconds of Slurm's elapsed time '[D-]HH:MM:SS' or 'MM:SS' (None when absent or unreadable)."""
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)(?:\.\d+)?", str(text or "").strip())
+    if not m:
+        return None
+    d, h, mi, s = (int(x or 0) for x in m.groups())
+    return float(((d * 24 + h) * 60 + mi) * 60 + s)
+
+
 def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
              substitution: dict | None = None) -> dict:
     rundir = c.rec.rundir
+    skip = _limit_skip(c, task, outcome)
+    if skip is not None:
+        outcome = replace(outcome, status="skipped", reason=skip.reason())
     res = record.finish_result(rundir, c.run_id, task.cell, outcome, stack_spec, c.runner.name,
                                c.device, task.process, substitution=substitution,
-                               jit=_warmup_of(c.rec.run, task.cell.stack))
+                               jit=_warmup_of(c.rec.run, task.cell.stack), skip=skip)
     info = outcome.runner_info
     if info.get("launcher") == "local":  # the local environment ran: say what it is
         subs = res.setdefault("implementation", {}).setdefault("substitutes", [])
@@ -96,7 +129,7 @@ def _collect(c: _Collector, task, outcome: CellOutcome, stack_spec: dict,
         probe_cache.record_cell(res, c.rec.run.get("host_fingerprint") or {}, c.runner.name, c.device,
                                 c.runner.say)
     if task.process is None:
-        c.rec.record(task.cell, res["status"], res["reason"], outcome.process_wall_s)
+        c.rec.record(task.cell, res["status"], res["reason"], outcome.process_wall_s, skip)
     else:
         k = c.rec.processes_of(task.cell.id, c.repeat)
         c.rec.record_merged(task.cell, record.merge_cell(rundir, task.cell.id, k, c.run_id))
@@ -131,7 +164,8 @@ def run_concurrent(h: Execution) -> bool:
         prepared[stack] = p
         for c, procs in items:
             for proc in procs:
-                tasks[(c.id, proc)] = Task(c, proc, job_cells[c.id], Path(job_path),
+                tasks[(c.id, proc)] = Task(c, proc, _within_limit(job_cells[c.id], plan.options),
+                                           Path(job_path),
                                            rundir.log_path(c.id, proc),
                                            gpus=c.gpus_on(plan.options.device),
                                            gpu_models=models.get(c.id, ()))
@@ -163,8 +197,13 @@ def run_concurrent(h: Execution) -> bool:
                          run.get("preflight") or {})
     n = runner.outstanding()
     t0, cpu0, wall0 = os.times(), time.process_time(), time.monotonic()
+    deadline = plan.options.deadline  # --time-limit, on the epoch clock
     try:
-        follow(runner, rundir, collect)
+        follow(runner, rundir, collect,
+               None if deadline is None else time.monotonic() + max(0.0, deadline - time.time()))
+        if runner.outstanding():  # the run's limit passed: what still runs or waits is stopped
+            collect.limit_s = plan.options.time_limit_s
+            stop(runner, rundir, collect, "the run's --time-limit", run_id, plan.options.device)
     except lifecycle.Interrupted as e:
         stop(runner, rundir, collect, f"interrupted by {e.signame}", run_id, plan.options.device)
         raise
@@ -180,6 +219,17 @@ def run_concurrent(h: Execution) -> bool:
                                        - (t0.children_user + t0.children_system), 4)}
     record.write_run(rundir, run)
     return False
+
+
+def _within_limit(job_cell: dict, options) -> dict:
+    """The job cell with its time limit cut to what is left of the run's --time-limit (the cut
+    recorded as `time_limit_stop`, as the serial runners do), so Slurm ends the job at the run's
+    limit even when no driver follows it; unchanged without a limit or when its own is shorter."""
+    if options.deadline is None:
+        return job_cell
+    left = max(1.0, options.deadline - time.time())
+    own = float(job_cell.get("timeout_s") or 1200)
+    return job_cell if left >= own else {**job_cell, "timeout_s": round(left, 1), "time_limit_stop": own}
 
 
 def _gpu_models(sources: list[str]) -> dict[str, tuple[str, ...]]:

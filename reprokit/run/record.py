@@ -23,6 +23,7 @@ at once: reprokit/run/execute_concurrent.py), `reconcile`, `status`, `report` an
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -213,6 +214,29 @@ def _existing_result(rundir: results.RunDir, run_id: str, cell: Any, outcome: Ce
     return existing, outcome
 
 
+PARTIAL_DIR = ".partial"  # bench/harness.py PARTIAL_DIR: cells/.partial/<result file name>
+
+
+def adopt_cut(rundir: results.RunDir, run_id: str, cell_id: str, process: int | None) -> dict | None:
+    """What a process stopped before its result had measured (bench/harness.py keep_so_far), as the
+    result's `cut`: read from cells/.partial/ when it is this run's, cell's and process's, then the
+    file is removed (the result holds it now); None when there is none or it does not check."""
+    path = rundir.cells_dir / PARTIAL_DIR / results.cell_filename(cell_id, process)
+    if not path.is_file():
+        return None
+    try:
+        doc = files.loads_bounded(path, "cell_result")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or (doc.get("run_id"), doc.get("cell_id"), doc.get("process")) != \
+            (run_id, cell_id, process) or not isinstance(doc.get("finished"), dict):
+        return None
+    cut = {"at": doc.get("at"), "finished": doc["finished"], "sampling": doc.get("sampling")}
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return cut
+
+
 def finish_result(rundir: results.RunDir, run_id: str, cell: Any, outcome: CellOutcome,
                   stack_spec: dict, runner_name: str, device: str,
                   process: int | None = None, prepared: dict | None = None,
@@ -230,6 +254,9 @@ def finish_result(rundir: results.RunDir, run_id: str, cell: Any, outcome: CellO
         result = placeholder_result(run_id, cell, outcome.status, reason, device, skip)
         if process is not None:
             result["process"] = process
+        cut = adopt_cut(rundir, run_id, cell.id, process)
+        if cut is not None:
+            result["cut"] = cut
     else:
         result = existing
     impl = result.setdefault("implementation", {})

@@ -98,3 +98,26 @@ def test_only_processes_that_measured_nothing_leave_the_others_reported():
     # no process finished: nothing to report
     c = models.cell(merge.merge({1: _process(1, "skipped")}, 2))
     assert not c.measured
+
+
+def test_a_process_stopped_by_the_limit_keeps_what_it_measured(tmp_path, capsys):
+    """The harness keeps its samples on disk as it goes (every 5 s, atomically); a process the limit
+    stops leaves them, and its result keeps them as `cut`, which the report lists (100,000 samples
+    take minutes on any machine, so the 1-minute limit stops the LSTM cell while it samples)."""
+    from reprokit import validate
+
+    lstm = "smoke/pytorch/nn_lstm/b8-s5-h32"
+    code = cli.main(["run", "--suite", "smoke", "--cells", lstm, "--runner", "local", "--time-limit", "1m",
+                     "--min-samples", "100000", "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and "no cell of the run measured anything" in err, err
+    rd = _only_run(tmp_path)
+    doc = rd.load_cell(lstm)
+    assert doc["status"] == "skipped" and doc["skip"]["when"] == "while_running", doc["reason"]
+    assert not validate.errors("cell_result", doc)
+    sampling = doc["cut"]["sampling"]
+    assert sampling["metric"] and len(sampling["raw_seconds"]) > 0
+    assert all(s > 0 for s in sampling["raw_seconds"])
+    assert not list((rd.cells_dir / ".partial").glob("*.json"))  # adopted into the result
+    md = (rd.path / "report.md").read_text()
+    assert f"it had taken {len(sampling['raw_seconds']):,} samples of {sampling['metric']}" in md

@@ -287,11 +287,12 @@ def test_the_collector_writes_a_tasks_result_then_its_entry(tmp_path):
     stacks = {"tf-1.8": {"local": {"substitutes": []}}}
     collect = _Collector(rec, RUN_ID, SimpleNamespace(name="slurm"), "cpu", 2, stacks, progress, {})
     rundir.write_process(ok_result(a, process=1, wall=1.0))
-    collect(SimpleNamespace(cell=a, process=1), CellOutcome("ok", None, 1.0, None, {"job_id": "7"}))
+    collect(SimpleNamespace(cell=a, process=1, job_cell={}),
+            CellOutcome("ok", None, 1.0, None, {"job_id": "7"}))
     assert rundir.load_cell(a.id, 1)["runner"]["job_id"] == "7"
     entry = rundir.load_run()["cells"][0]
     assert entry["status"] == "pending" and entry["reason"].startswith("process 2 of 2")
-    collect(SimpleNamespace(cell=a, process=2), CellOutcome("timeout", "limit", 3.0, None, {}))
+    collect(SimpleNamespace(cell=a, process=2, job_cell={}), CellOutcome("timeout", "limit", 3.0, None, {}))
     assert rundir.load_run()["cells"][0] == cell_entry(
         a.id, a.stack, "timeout", "process 2 of 2: limit", 4.0)
     assert progress.seen[-2:] == [("start", a.id, 2), ("done", a.id, "timeout", 2)]
@@ -299,7 +300,7 @@ def test_the_collector_writes_a_tasks_result_then_its_entry(tmp_path):
     rundir.write_cell(ok_result(b))
     collect.repeat = 1
     env = {"chosen": {"candidate": "venv", "python": "/p", "fallback": False}, "attempts": []}
-    res = collect(SimpleNamespace(cell=b, process=None),
+    res = collect(SimpleNamespace(cell=b, process=None, job_cell={}),
                   CellOutcome("ok", None, 2.0, None, {"launcher": "local", "substitutes": ["venv"],
                                                        "environment": env}))
     assert res["implementation"]["substitutes"] == ["venv"] and res["environment"] == env
@@ -360,7 +361,7 @@ def test_the_serial_way_runs_round_by_round_and_records_every_process(tmp_path, 
         return ({}, {}, rundir.jobs_dir / f"{stack}.json",
                 {x.id: {"id": x.id, "workload": "w", "device": "cpu"} for x, _ in items})
 
-    plan = SimpleNamespace(options=SimpleNamespace(repeat=2, device="cpu"),
+    plan = SimpleNamespace(options=SimpleNamespace(repeat=2, device="cpu", deadline=None),
                            verdicts={x: {} for x in cells})
     progress = _Progress()
     # c runs its process 2 only (as in a resumed run whose process 1 of c failed elsewhere)
@@ -427,7 +428,7 @@ def _concurrent(tmp_path, detach=False):
         return "failed"
 
     runner = _Cluster(results_of, detach)
-    plan = SimpleNamespace(options=SimpleNamespace(repeat=2, device="cpu"),
+    plan = SimpleNamespace(options=SimpleNamespace(repeat=2, device="cpu", deadline=None),
                            suite=SimpleNamespace(sources=[]))
     job_cells = {x.id: {"id": x.id} for x in (a, b)}
     ex = record.Execution(plan, runner, rec, {"tf-1.8": [(a, [1, 2]), (b, [1, 2])]},

@@ -189,6 +189,30 @@ def test_a_cell_over_its_time_limit_ends_timeout(cluster, tmp_path):
     no_harness_left(rundir, within=30)
 
 
+def test_the_runs_time_limit_stops_what_still_runs_with_scancel(cluster, tmp_path):
+    """--time-limit holds for the Slurm runner as for the local one: cells that cannot end by the limit
+    (100,000 samples each, minutes of work on any machine) are stopped at it with scancel, recorded
+    `skipped` with the limit's reason (while running, or before they started), and nothing is left in
+    the queue; a run that measured nothing exits 1."""
+    t0 = time.monotonic()
+    p = cli("run", "--suite", "smoke", "--runner", "slurm", "--time-limit", "1m", "--min-samples",
+            "100000", "--results", str(tmp_path), timeout=600)
+    took = time.monotonic() - t0
+    assert p.returncode == 1 and "no cell of the run measured anything" in p.stderr, p.stderr
+    rundir = only_run(tmp_path)
+    run = rundir.load_run()
+    assert {e["status"] for e in run["cells"]} == {"skipped"}, run["cells"]
+    for e in run["cells"]:
+        assert e["skip"]["when"] in ("while_running", "before_start"), e
+        assert "--time-limit" in e["reason"], e["reason"]
+    jobs = [f"{j['job_id']}" for j in run["slurm"]["jobs"]]
+    wait_until(lambda: not _in_queue(jobs), 60, f"the run's jobs {jobs} to leave the queue", poll=1.0)
+    # the stop waits at most 30 s for Slurm to confirm, then records the rest; without the limit the
+    # LSTM cell alone runs for minutes (100,000 samples), so these bounds hold however loaded the host
+    assert run["wall_s"] < 150, run["wall_s"]
+    assert took < 300, took
+
+
 def test_a_job_cancelled_mid_run_is_interrupted_and_resume_measures_only_it(cluster, tmp_path):
     d = Driver(tmp_path / "results", "--runner", "slurm", *SLOW)
     try:
