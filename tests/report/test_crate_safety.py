@@ -200,6 +200,17 @@ def test_a_full_disk_while_checking_is_exit_2_naming_the_disk(smoke, tmp_path, m
     assert e.value.exit_code == 2 and "no space left" in str(e.value)
 
 
+def test_verify_a_crate_whose_path_holds_a_bracket(smoke, tmp_path):
+    """The crate is given to roc-validator as a path: a relative name holding `]` was parsed as a URL
+    with an IPv6 host (ValueError: Invalid IPv6 URL, exit 3)."""
+    _, crate = smoke
+    shutil.copyfile(crate, tmp_path / "c]1.zip")
+    p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "verify", "c]1.zip"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "verified" and "Traceback" not in p.stderr, p.stderr
+
+
 def test_report_out_a_dangling_link_is_one_line_exit_2(smoke, tmp_path):
     _, crate = smoke
     out = tmp_path / "out"
