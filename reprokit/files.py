@@ -212,6 +212,17 @@ _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 @contextlib.contextmanager
+def stop_signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP held (blocked) for the block: one that comes meanwhile is raised
+    once the block is done, so a rename or a removal it guards is never cut in the middle."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+@contextlib.contextmanager
 def temporary_directory(prefix: str):
     """tempfile.TemporaryDirectory that a stop signal (Ctrl-C, SIGTERM, SIGHUP) cannot leave behind:
     the signals are held while the directory is made and while it is removed, and raised at once
