@@ -211,21 +211,34 @@ def input_dir(path: Path | str, what: str, fix: str) -> Path:
     return p
 
 
+# The longest line a data file may hold. The corpora's lines are sentences and paragraphs (a few kB
+# at most); the readers that come after this check (line counts, bench/corpora.py's loaders) hold a
+# line whole, so a file without newlines was read into memory whole (2 GB: MemoryError at 2.19 GB RSS).
+MAX_LINE_BYTES = 4 * 2**20
+
+
 def text_file(path: Path | str, fix: str) -> Path:
     """A data file that is text: not empty, no NUL byte, valid UTF-8 (how bench/corpora.py reads
-    every data set). Reads the file once, in blocks."""
+    every data set), no line longer than MAX_LINE_BYTES. Reads the file once, in blocks."""
     p = Path(path)
     size = p.stat().st_size
     if size == 0:
         raise UserError(f"data file {p} is empty (0 bytes); {fix}")
     decoder = codecs.getincrementaldecoder("utf-8")()
-    offset, seen_text = 0, False
+    offset, seen_text, line = 0, False, 0  # line: bytes since the last newline
     with open(p, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             nul = block.find(b"\0")
             if nul >= 0:
                 raise UserError(f"data file {p} is not a text file (a NUL byte at offset "
                                 f"{offset + nul}); {fix}")
+            parts = block.split(b"\n")  # the line going on, whole lines, the line begun
+            longest = max([line + len(parts[0]), *(len(x) for x in parts[1:])])
+            line = line + len(block) if len(parts) == 1 else len(parts[-1])
+            if longest > MAX_LINE_BYTES:
+                raise UserError(f"data file {p} has a line longer than {MAX_LINE_BYTES:,} bytes (by "
+                                f"offset {offset + len(block):,}), the longest a data file's line may "
+                                f"be: it is not the data set's text; {fix}")
             try:
                 decoder.decode(block)
             except UnicodeDecodeError as e:

@@ -210,14 +210,26 @@ def _main(argv: list[str], command: str | None) -> int:
         if e.errno not in _ENVIRONMENT_ERRNOS:
             return _internal(e)
         where = f"{e.filename}: " if e.filename else ""
-        print(f"reproduce.py: error: {where}{e.strerror}; free space on its disk or fix its "
-              "permissions, then try again (a run keeps its finished cells: --resume RUN)",
+        print(f"reproduce.py: error: {visible(where)}{e.strerror}; {_disk_fix(command, e.errno)}",
               file=sys.stderr)
         return 2
     except Exception as e:
         if getattr(args, "debug", False):
             raise
         return _internal(e)
+
+
+def _disk_fix(command: str | None, err: int | None) -> str:
+    """The fix of a full or read-only disk, or of permissions, for the command that met it: only a
+    run has finished cells to keep (`export` and `report CRATE` said so too)."""
+    how = {errno.ENOSPC: "free space on its disk", errno.EDQUOT: "free space on its disk",
+           errno.EROFS: "give a place on a writable disk"}.get(err or 0, "fix its permissions")
+    if command == "run":
+        return f"{how}, then resume (a run keeps its finished cells: --resume RUN)"
+    what = {"export": "export again (no crate was written)",
+            "verify": "verify again (TMPDIR may name another disk)",
+            "report": "render again"}.get(command or "", "try again")
+    return f"{how}, then {what}"
 
 
 def _internal(e: BaseException) -> int:

@@ -273,6 +273,28 @@ _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 @contextlib.contextmanager
+def stop_signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP held (blocked) for the block, so a rename or a removal it guards is
+    never cut in the middle (nor a library's callback interrupted: a SIGTERM that landed in a weakref
+    callback printed a traceback and was lost). Yields `between()`: called between two steps, it lets
+    a held signal through there, where it raises as on Ctrl-C; one still held at the end is raised
+    once the block is done."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+
+    def between() -> None:
+        if signal.sigpending() & _STOP_SIGNALS:
+            try:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)  # its handler raises here
+            finally:  # held again for what the exception unwinds through (a cleanup)
+                signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+
+    try:
+        yield between
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+@contextlib.contextmanager
 def temporary_directory(prefix: str):
     """tempfile.TemporaryDirectory that a stop signal (Ctrl-C, SIGTERM, SIGHUP) cannot leave behind:
     the signals are held while the directory is made and while it is removed, and raised at once

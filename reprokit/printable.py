@@ -40,3 +40,14 @@ def terminal_text(text: str) -> str:
         at = m.end()
     out.append(visible(text[at:]))
     return "".join(out)
+
+
+def bounded(text: str, limit: int = 300) -> str:
+    """`text` on one line (whitespace runs as one space, control characters shown) and at most about
+    `limit` characters: a longer one keeps its start and its end around ' ... ' (a library's error
+    can list every file it failed on: shutil.Error of a copy onto a full disk was 40 kB)."""
+    text = visible(" ".join(str(text).split()))
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return f"{text[:head]} ... {text[-(limit - head):]}"

@@ -141,4 +141,4 @@ def run_with_todays_data(src: Path, dst: Path):
     from reprokit import results
     from reprokit.run import rejudge
 
-    return rejudge.rejudge(results.RunDir(src), dst)
+    return rejudge.rejudge(results.RunDir(src), dst)[0]

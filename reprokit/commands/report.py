@@ -51,16 +51,23 @@ def run(args) -> int:
             print(p)
         return 0
     rundir = results.resolve_run(args.run, Path(args.results))
-    if args.rejudge:  # a copy with today's data; the original is only read
+
+    def render(rundir: results.RunDir) -> list[Path]:
+        run = load(rundir)
+        return report.write(run, results.run_data(rundir, run.doc))  # the data the run started with
+
+    if args.rejudge:  # a copy with today's data, its report rendered before it is renamed into place
         from reprokit.run import rejudge
 
-        rundir = rejudge.rejudge(rundir, Path(args.rejudge))
-    # the report is written into the run directory: a read-only one is refused before rendering
-    checks.writable_dir(rundir.path, f"the run directory {rundir.path}", "make it writable, or "
-                        "copy the run to a writable disk and report the copy")
-    run = load(rundir)
-    for p in report.write(run, results.run_data(rundir, run.doc)):  # the data the run started with
+        rundir, written = rejudge.rejudge(rundir, Path(args.rejudge), render)
+    else:
+        # the report is written into the run directory: a read-only one is refused before rendering
+        checks.writable_dir(rundir.path, f"the run directory {rundir.path}", "make it writable, or "
+                            "copy the run to a writable disk and report the copy")
+        written = render(rundir)
+    for p in written:
         print(p)
+    run = load(rundir)
     bad = run.incomplete()
     if bad:
         shown = ", ".join(f"{n} {s.upper()}" for s, n in

@@ -34,13 +34,14 @@ from reprokit.crate import (
     IMAGE_ARCHIVE,
     KIT_MARK,
     METADATA,
+    REPORT_FILES,
     RUN_DIR,
     CrateInvalid,
     export,
     profile,
 )
 from reprokit.errors import UserError
-from reprokit.printable import visible
+from reprokit.printable import bounded, visible
 
 _RUN_SCHEMAS = {"run.json": "run", "report.json": "report"}
 _FOLDER_SCHEMAS = {"cells": "cell_result", "jobs": "job"}
@@ -51,6 +52,7 @@ class Crate:
 
     def __init__(self, file: Path, root: Path, meta: dict):
         self.file, self.root, self.meta = file, root, meta
+        self.infos: list[zipfile.ZipInfo] = []  # the zip's members (opened() sets them)
         self.by_id = {e["@id"]: e for e in meta["@graph"]}
 
     @property
@@ -116,14 +118,30 @@ def check_members(file: Path, infos: list[zipfile.ZipInfo]) -> None:
                            f"({MAX_TOTAL:,}); nothing was extracted")
 
 
-def extract(file: Path, zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], root: Path) -> None:
+def run_bytes(infos: list[zipfile.ZipInfo]) -> int:
+    """What the crate's run directory takes once copied out of the extraction to be rendered again,
+    with room for its report files written afresh beside the old ones (each is replaced through a
+    temporary file)."""
+    run = [i for i in infos if not i.is_dir() and i.filename.startswith(f"{RUN_DIR}/")]
+    report = [i for i in run if i.filename[len(RUN_DIR) + 1:] in REPORT_FILES
+              or i.filename.startswith(f"{RUN_DIR}/plots/")]
+    return sum(i.file_size for i in run) + sum(i.file_size for i in report)
+
+
+def extract(file: Path, zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], root: Path,
+            rerender: bool = True) -> None:
     """Every member under `root`, each written no further than its recorded size and checked against
-    its CRC as it is read; a damaged member is CrateInvalid, a full disk a UserError naming it."""
-    need = sum(i.file_size for i in infos)
+    its CRC as it is read; a damaged member is CrateInvalid, a full disk a UserError naming it.
+    The free space asked for counts every copy made on that disk: the extraction, and with
+    `rerender` (verify) the copy of the run its report is rendered again in."""
+    files_need = sum(i.file_size for i in infos)
+    need = files_need + (run_bytes(infos) if rerender else 0)
     free = shutil.disk_usage(root).free
     if need > free:
-        raise UserError(f"the crate needs {need:,} bytes to be checked and {root.parent} has {free:,} "
-                        "free; free space there or set TMPDIR to a larger disk")
+        what = (f"{files_need:,} for its files, the rest for a copy of its run to render the report "
+                "again in") if rerender else "for its files"
+        raise UserError(f"the crate needs {need:,} bytes to be checked ({what}) and {root.parent} has "
+                        f"{free:,} free; free space there or set TMPDIR to a larger disk")
     for i in infos:
         dest = root.joinpath(*PurePosixPath(i.filename).parts)
         try:
@@ -157,8 +175,10 @@ def extract(file: Path, zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], root:
 
 
 @contextmanager
-def opened(file: Path) -> Iterator[Crate]:
-    """The crate in `file`, extracted into a temporary directory (removed afterwards)."""
+def opened(file: Path, rerender: bool = True) -> Iterator[Crate]:
+    """The crate in `file`, extracted into a temporary directory (removed afterwards); `rerender`:
+    its report is to be rendered again in a second temporary directory (verify), whose space is
+    asked for too."""
     file = Path(file)
     if not file.is_file():
         raise UserError(f"{file} does not exist or is not a file; give a crate `reproduce.py export` wrote")
@@ -180,7 +200,7 @@ def opened(file: Path) -> Iterator[Crate]:
                             "`reproduce.py export` wrote")
         check_members(file, infos)
         root = Path(tmp)
-        extract(file, zf, infos, root)
+        extract(file, zf, infos, root, rerender)
         try:
             text = files.read_text_bounded(root / METADATA, "crate")
         except OSError as e:
@@ -199,6 +219,7 @@ def opened(file: Path) -> Iterator[Crate]:
             raise CrateInvalid(f"{METADATA} in {file} has no @graph of entities (objects with a string "
                                "@id); the crate was altered")
         crate = Crate(file, root, meta)
+        crate.infos = infos
         ident = str((crate.by_id.get("./") or {}).get("identifier", ""))
         if not ident.startswith(f"{KIT_MARK}:"):
             raise UserError(f"{file} is an RO-Crate but not a run reprokit exported (its root dataset's "
@@ -324,23 +345,39 @@ def check_profile(crate: Crate) -> list[str]:
     return notes
 
 
-def render_into(crate: Crate, out: Path) -> Path:
-    """The crate's run directory copied to `out`, its report rendered there from the crate's files
-    alone (run/ and the data snapshot kit-data/)."""
-    shutil.copytree(crate.root / RUN_DIR, out)
-    export.render_recording(out, crate.root / DATA_DIR)
-    return out
+def copy_run(crate: Crate, out: Path, fix: str) -> None:
+    """The crate's run directory copied to `out`; a copy that fails is one short line ending in
+    `fix`."""
+    try:
+        shutil.copytree(crate.root / RUN_DIR, out)
+    except shutil.Error as e:  # a list of (source, destination, why) of every file that failed
+        raise _copy_error(e.args[0] if e.args and isinstance(e.args[0], list) else [], out, fix) from e
+
+
+def _copy_error(failed: list, out: Path, fix: str) -> Exception:
+    """One short line for a copy of the crate's run that failed file by file: a full disk names the
+    disk, anything else the first file (the whole list was printed: 40 kB on one line)."""
+    why = [str(f[2]) if isinstance(f, tuple | list) and len(f) == 3 else str(f) for f in failed]
+    if any(f"[Errno {errno.ENOSPC}]" in w or f"[Errno {errno.EDQUOT}]" in w for w in why):
+        return UserError(f"no space left under {out.parent} to copy the crate's run and render its "
+                         f"report again; free space there or {fix}")
+    first = bounded(why[0] if why else "no reason given", 200)
+    more = f" (and {len(why) - 1} more)" if len(why) > 1 else ""
+    return UserError(f"cannot copy the crate's run to {out}: {first}{more}; {fix}")
 
 
 def check_report(crate: Crate) -> int:
     """The report rendered again from the crate equals the crate's byte for byte; the files compared."""
     stored = export.report_outputs(crate.root / RUN_DIR)
     with files.temporary_directory("reprokit-render-") as tmp:
+        out = Path(tmp) / "run"
+        copy_run(crate, out, "set TMPDIR to a larger disk")  # the disk's fault (exit 2), not the crate's
         try:
-            fresh = export.report_outputs(render_into(crate, Path(tmp) / "run"))
+            export.render_recording(out, crate.root / DATA_DIR)
+            fresh = export.report_outputs(out)
         except UserError as e:
             raise CrateInvalid(f"the report cannot be rendered from the crate's files alone: "
-                               f"{' '.join(str(e).split())}") from e
+                               f"{bounded(str(e))}") from e
     diff = export.first_difference(fresh, stored)
     if diff:
         why = _other_kit(crate) or (" (the crate's files were altered consistently with their checksums, "
@@ -415,16 +452,36 @@ def verify(file: Path) -> list[str]:
 def render_report(file: Path, out: Path) -> list[Path]:
     """`reproduce.py report FILE`: the crate's run directory with its report rendered from the crate
     alone, written to `out` (which must not exist); its files are checked against their checksums
-    first. The report files written."""
+    first. It is rendered beside `out` (.NAME.part) and renamed last: `out` appears complete or not
+    at all. The report files written."""
+    from reprokit import checks as kitchecks
+
     out = Path(out)
     if out.exists() or out.is_symlink():  # a dangling link too: copytree would follow it (exit 3)
         raise UserError(f"{out} exists; give another directory with --out (the run is written there)")
-    with opened(file) as crate:
+    kitchecks.writable_dir(out.parent, f"--out {out}: its parent directory", "give --out a directory on a "
+                       "writable disk")  # /proc/nope/out was exit 3
+    with opened(file, rerender=False) as crate:
         check_files(crate)
+        need, disk = run_bytes(crate.infos), kitchecks.nearest_existing(out.parent)
+        free = shutil.disk_usage(disk).free
+        if need > free:
+            raise UserError(f"--out {out}: the crate's run and its report need {need:,} bytes and {disk} "
+                            f"has {free:,} free; free space there or give --out a directory on another "
+                            "disk")
+        part = out.with_name(f".{out.name}.part")
+        with files.stop_signals_held():
+            shutil.rmtree(part, ignore_errors=True)  # left by a render that was killed
         try:
-            render_into(crate, out)
-        except UserError as e:
-            shutil.rmtree(out, ignore_errors=True)
-            raise CrateInvalid(f"the report cannot be rendered from the crate's files alone: "
-                               f"{' '.join(str(e).split())}") from e
+            copy_run(crate, part, "give --out a directory on a disk with room")  # the disk's: exit 2
+            try:
+                export.render_recording(part, crate.root / DATA_DIR)
+            except UserError as e:
+                raise CrateInvalid(f"the report cannot be rendered from the crate's files alone: "
+                                   f"{bounded(str(e))}") from e
+            with files.stop_signals_held():
+                part.rename(out)
+        finally:
+            with files.stop_signals_held():
+                shutil.rmtree(part, ignore_errors=True)
     return [out / n for n in export.report_outputs(out)]

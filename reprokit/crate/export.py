@@ -30,6 +30,7 @@ from reprokit.crate import (
     entities,
 )
 from reprokit.errors import UserError
+from reprokit.reader import lock
 from reprokit.reader.cells import check_result
 from reprokit.reader.load import load
 from reprokit.reader.model import Run
@@ -176,6 +177,11 @@ def export(rundir: results.RunDir, out: Path, with_images: bool = False) -> Path
     from rocrate.model import ContextEntity
     from rocrate.rocrate import ROCrate
 
+    busy = lock.held_by_other(rundir.path)
+    if busy is not None:  # its report is not the run's last word yet (it was called stale)
+        raise UserError(f"{rundir.path} is still being written by a run driver (pid {busy.get('pid')} on "
+                        f"{busy.get('host')} holds its lock {rundir.path / lock.LOCK_NAME}); wait for the "
+                        "run to end, then export it")
     run = load(rundir)
     out = Path(out)
     if out.exists() and out.is_dir():

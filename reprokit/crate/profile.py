@@ -110,11 +110,20 @@ def roc_validator(crate: Path) -> dict | None:
         from rocrate_validator import models, services
     except ImportError:
         return None
-    settings = services.ValidationSettings(rocrate_uri=str(crate), profile_identifier=PROFILE_ID,
+    # a path, made absolute, never a string the validator would parse as a URL: a relative name
+    # holding `]` ('c]1.zip') was read as an IPv6 host (ValueError: Invalid IPv6 URL, exit 3)
+    settings = services.ValidationSettings(rocrate_uri=Path(crate).absolute(),
+                                           profile_identifier=PROFILE_ID,
                                            requirement_severity=models.Severity.REQUIRED, offline=True)
+    import logging
+
+    term = logging.getLogger("rdflib.term")  # 'file:///a b/... does not look like a valid URI' per use
+    level = term.level
+    term.setLevel(logging.ERROR)
     try:
         result = services.validate(settings)
     finally:
+        term.setLevel(level)
         _quiet()
     failures, context = [], []
     for issue in result.get_issues():

@@ -26,6 +26,9 @@ HISTORY = {
        "(`skip`: by, when, limit_s, left_s, needs_s, ran_s), and a sequential cell that stopped early "
        "its `stop` (by, after, open), instead of in prose alone; every Slurm job array says whether it "
        "held whole nodes (`exclusive`)",
+    7: "2026-11-28: `rejudged` is the chain of rejudges, oldest first (a rejudge of a rejudged copy "
+       "appends; it overwrote the one before, and with it the way back to the original run and the "
+       "digests of the data that run started with)",
 }
 
 
@@ -106,4 +109,12 @@ def to_6(doc: dict) -> dict:
     return doc
 
 
-FORMAT = Format("run", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: _keep, 6: to_6}, stamped_from=6)
+def to_7(doc: dict) -> dict:
+    """`rejudged`: the one rejudge a copy recorded becomes a chain of one."""
+    if isinstance(doc.get("rejudged"), dict):
+        doc["rejudged"] = [doc["rejudged"]]
+    return doc
+
+
+FORMAT = Format("run", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: _keep, 6: to_6, 7: to_7},
+                stamped_from=6)

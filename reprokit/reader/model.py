@@ -203,18 +203,26 @@ class DataSnapshot:
 
 @dataclass(frozen=True)
 class Rejudged:
-    """A copy judged again with later data (`report RUN --rejudge OUT`)."""
+    """One rejudge of a copy judged again with later data (`report RUN --rejudge OUT`): when, with
+    which kit, from which directory, and the data snapshot the run it copied held. A run holds the
+    chain of them, oldest first (`Run.rejudged`): a rejudge of a rejudged copy appends its own."""
     at: str
     kit: Kit
     copied_from: str
     had_snapshot: bool
+    data_snapshot_before: FrozenDict | None = None
 
     @classmethod
     def from_doc(cls, doc: Any) -> Rejudged | None:
         if not isinstance(doc, dict):
             return None
         return cls(doc["at"], Kit.from_doc(doc.get("kit")), doc["from"],
-                   bool(doc.get("data_snapshot_before")))
+                   bool(doc.get("data_snapshot_before")), _opt(doc.get("data_snapshot_before")))
+
+    @classmethod
+    def chain(cls, doc: Any) -> tuple[Rejudged, ...]:
+        """The chain run.json `rejudged` records (a list since run version 7), oldest first."""
+        return tuple(r for r in (cls.from_doc(d) for d in items(doc)) if r is not None)
 
 
 @dataclass(frozen=True)
@@ -278,7 +286,7 @@ class Run:
     incidents: tuple[Incident, ...] = ()
     slurm: Slurm | None = None
     data_snapshot: DataSnapshot | None = None
-    rejudged: Rejudged | None = None
+    rejudged: tuple[Rejudged, ...] = ()  # oldest first; () for a run judged with its own data
     cpu_peak: FrozenDict | None = None
     gpu_peak: FrozenDict | None = None
     jit_warmups: FrozenDict = EMPTY
@@ -307,7 +315,7 @@ class Run:
             options=Options.from_doc(d.get("options")),
             incidents=tuple(Incident.from_doc(i) for i in items(d.get("incidents"))),
             slurm=Slurm.from_doc(d.get("slurm")), data_snapshot=DataSnapshot.from_doc(d.get("data_snapshot")),
-            rejudged=Rejudged.from_doc(d.get("rejudged")), cpu_peak=_opt(d.get("cpu_peak")),
+            rejudged=Rejudged.chain(d.get("rejudged")), cpu_peak=_opt(d.get("cpu_peak")),
             gpu_peak=_opt(d.get("gpu_peak")), jit_warmups=mapping(d.get("jit_warmups")),
             environments=mapping(d.get("environments")), preflight=mapping(d.get("preflight")),
             cell_specs=_opt(d.get("cell_specs")), results=FrozenDict(results or {}),

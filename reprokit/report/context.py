@@ -103,10 +103,10 @@ def _rejudged(run: Run) -> dict | None:
     """The first screen's note of a run judged again with later data (`report RUN --rejudge OUT`,
     reprokit/run/rejudge.py): {"at", "kit", "copied_from", "started", "had_snapshot"}; None for a run
     judged with the data it started with."""
-    r = run.rejudged
-    if r is None:
+    if not run.rejudged:
         return None
-    return {"at": r.at, "kit": run.doc["rejudged"]["kit"], "copied_from": r.copied_from,
+    r = run.rejudged[-1]  # the newest: the data this report judges with (run.json keeps the chain)
+    return {"at": r.at, "kit": run.doc["rejudged"][-1]["kit"], "copied_from": r.copied_from,
             "started": run.started, "had_snapshot": r.had_snapshot}
 
 

@@ -416,3 +416,23 @@ def test_junk_files_are_not_a_data_set_and_nothing_is_recorded(repo, tmp_path, l
     assert recorded["ptb/ptb.train.txt"]["subset"] is True
     data = datasets.prepare_run([ptb_cell()], root, lock, say=QUIET, subset=True)
     assert data["datasets"]["ptb"]["subset"] is True
+
+
+def test_a_data_file_without_newlines_is_refused_by_its_line_length(repo, tmp_path, lock):
+    """A data file whose one line is longer than checks.MAX_LINE_BYTES (a 2 GB file without a
+    newline was read whole by the line count: MemoryError at 2.19 GB RSS, exit 3): refused in one line
+    before any count, nothing recorded, memory bounded by the read block. The file is made only just
+    longer than the bound."""
+    from reprokit import checks
+
+    root = tmp_path / "long"
+    (root / "ptb").mkdir(parents=True)
+    for split in ("valid", "test"):
+        (root / "ptb" / f"ptb.{split}.txt").write_text("junk junk junk\n", encoding="utf-8")
+    with open(root / "ptb" / "ptb.train.txt", "wb") as f:
+        f.write(b"the cat sat " * (checks.MAX_LINE_BYTES // 12 + 1))
+    p = cli(repo, "data", "--check", str(root), "--lock", str(lock), "--subset")
+    assert p.returncode == 2, p.stdout + p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert f"has a line longer than {checks.MAX_LINE_BYTES:,} bytes" in line and "ptb.train.txt" in line
+    assert "Traceback" not in p.stderr and not lock.exists()

@@ -176,6 +176,21 @@ def _crate(tmp: Path) -> None:
                    check=True, capture_output=True, timeout=300)
 
 
+_LOCKS: list[int] = []  # descriptors holding a run's lock until the test process ends
+
+
+def _hold_lock(rundir: Path) -> None:
+    """The run's lock held as a live driver holds it: an exclusive flock on its .lock file, which
+    names the holder (reprokit/reader/lock.py)."""
+    import fcntl
+
+    (rundir / ".lock").write_text(json.dumps({"pid": 4242, "host": "node1",
+                                              "started": "2026-11-28T00:00:00Z"}))
+    fd = os.open(rundir / ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    _LOCKS.append(fd)
+
+
 def _executable(path: Path, text: str) -> None:
     path.write_text(text)
     path.chmod(0o755)
@@ -260,6 +275,11 @@ SITUATIONS = {
                      lambda t, m: (t / "out.html").symlink_to("nowhere")),
     "flood": ("`flood` is an executable that prints without end (`exec yes`)",
               lambda t, m: _executable(t / "flood", "#!/bin/sh\nexec yes\n")),
+    "data-long-line": ("`data/ptb/ptb.train.txt` is one line of 4 MiB and 1 byte (no newline; "
+                       "checks.MAX_LINE_BYTES is 4 MiB)",
+                       lambda t, m: _data(t, "ptb.train.txt", b"x" * (4 * 2**20 + 1))),
+    "s-locked": ("a run driver holds `s/`'s lock (flock on `s/.lock`, which names pid 4242 on host "
+                 "node1)", lambda t, m: _hold_lock(t / "s")),
     "bare-venv": ("`bare/` is a venv without the kit's packages (`python3 -m venv --without-pip bare`)",
                   lambda t, m: subprocess.run([sys.executable, "-m", "venv", "--without-pip",
                                                str(t / "bare")], check=True, timeout=300)),
@@ -674,6 +694,29 @@ CASES += [
          "torch"),
 ]
 
+CASES += [
+    # exit 3 where a user error or a full disk is meant; wording of export and report CRATE
+    Case("sample s-crate", "reproduce.py report s.zip --out /proc/nope/out",
+         "reproduce.py: error: --out /proc/nope/out: its parent directory does not exist and cannot be"
+         " created: /proc is not writable (No such file or directory); give --out a directory on a "
+         "writable disk"),
+    Case("sample out-dangling", "reproduce.py report s --rejudge out.html",
+         "reproduce.py: error: --rejudge out.html: it is a symbolic link to nowhere, which does not "
+         "exist; name a new directory (the original run and any earlier rejudged copy are kept as they"
+         " are)"),
+    Case("sample s-locked", "reproduce.py export s -o x.zip",
+         "reproduce.py: error: s is still being written by a run driver (pid 4242 on node1 holds its "
+         "lock s/.lock); wait for the run to end, then export it"),
+    Case("sample ro", "reproduce.py export s -o ro/x.zip",
+         "reproduce.py: error: ro/.x.zip.part: Read-only file system; give a place on a writable disk,"
+         " then export again (no crate was written)"),
+    Case("data-long-line", "reproduce.py data --check data --subset",
+         "reproduce.py: error: data file $TMP/data/ptb/ptb.train.txt has a line longer than 4,194,304 "
+         "bytes (by offset 4,194,305), the longest a data file's line may be: it is not the data set's "
+         "text; replace it with the file from simple-examples.tgz, or remove the ptb files to use the "
+         "stand-in (see `reproduce.py data`)", proc=True),
+]
+
 
 @dataclass
 class Fault:
@@ -860,6 +903,30 @@ FAULTS = [
           "reproduce.py run ... --resume RUN (twice)",
           "the refused one names the live holder only (it named the stale holder copied with the run)", "2",
           "tests/run/test_lock_holder.py::test_a_stale_record_copied_with_the_run_is_not_named"),
+    # exit 3 where a user error or a full disk is meant; rejudge's half-made copies and its chain
+    Fault("a valid crate whose file name holds `]` (`c]1.zip`)", "reproduce.py verify 'c]1.zip'",
+          "verified: roc-validator is given the crate as a path (exit 3: the name was parsed as a URL, "
+          "'Invalid IPv6 URL')", "0",
+          "tests/report/test_crate_safety.py::test_verify_a_crate_whose_path_holds_a_bracket"),
+    Fault("TMPDIR with room for a crate's extraction but not for the copy of its run that verify "
+          "renders again (a 4 MB tmpfs in the battery)", "reproduce.py verify CRATE",
+          "one short line naming the disk, counting both copies, before anything is extracted; a copy "
+          "that still meets ENOSPC is one short line too (exit 3, a 40,883-byte line listing every file)",
+          "2",
+          "tests/report/test_crate_safety.py::test_verify_asks_for_the_space_of_every_copy_it_makes, "
+          "tests/report/test_crate_safety.py::test_a_copy_that_meets_a_full_disk_is_one_short_line"),
+    Fault("SIGTERM at several points of a rejudge", "reproduce.py report RUN --rejudge OUT",
+          "OUT is complete (report.md, report.html, report.json) or absent, its staging directory "
+          "removed, no traceback; a second rejudge to OUT works (OUT was left with run.json and cells "
+          "but no or part of its report, and refused the next rejudge; once a traceback from a weakref "
+          "callback)", "143 (0 when it came after the rename)",
+          "tests/report/test_rejudge.py::"
+          "test_sigterm_leaves_out_complete_or_absent_and_a_second_rejudge_works"),
+    Fault("a rejudged copy judged again", "reproduce.py report COPY --rejudge OUT2",
+          "run.json `rejudged` is the chain, oldest first, back to the original run and the data "
+          "snapshot it started with (run version 7; the second rejudge overwrote the first)", "0",
+          "tests/report/test_rejudge.py::"
+          "test_a_rejudge_of_a_rejudged_copy_keeps_the_chain_back_to_the_original"),
 ]
 
 
@@ -1111,3 +1178,28 @@ def test_errors_met_after_the_checks_are_one_line(exc, code, monkeypatch, capsys
         assert err[0].startswith("reproduce.py: error: results/r/") and "; " in err[0]
     else:
         assert err[0].startswith("reproduce.py: internal error: ") and "--debug" in err[0]
+
+
+@pytest.mark.parametrize("command, resume", [("run", True), ("export", False), ("report", False),
+                                             ("verify", False)])
+@pytest.mark.parametrize("errno_", [28, 30, 13])
+def test_a_disk_error_says_the_fix_of_its_command(command, resume, errno_, monkeypatch, capsys):
+    """A full or read-only disk met by `export` or `report CRATE` said '(a run keeps its finished
+    cells: --resume RUN)', which only a run has; the fix names what to do for the command, and for
+    a read-only disk does not say 'free space'."""
+    import importlib
+
+    from reprokit import cli
+
+    mod = importlib.import_module(f"reprokit.commands.{command}")
+
+    def boom(args):
+        raise OSError(errno_, os.strerror(errno_), "where/x")
+    monkeypatch.setattr(mod, "run", boom)
+    argv = {"run": ["run", "--suite", "smoke"], "export": ["export", "r"], "report": ["report", "r"],
+            "verify": ["verify", "c.zip"]}[command]
+    assert cli.main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("reproduce.py: error: where/x: ") and "; " in line, line
+    assert ("--resume RUN" in line) == resume, line
+    assert ("free space" in line) == (errno_ == 28), line

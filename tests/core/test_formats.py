@@ -161,3 +161,17 @@ def test_every_version_has_its_history_and_its_step():
         assert sorted(fmt.steps) == list(range(2, fmt.current + 1)), fmt.name
     with pytest.raises(ValueError, match="need a history line"):
         Format("x", {1: "first", 2: "second"})
+
+
+def test_a_rejudged_object_becomes_a_chain_of_one():
+    """Run version 7: `rejudged` is the list of rejudges, oldest first; the one object of a copy
+    written before (the committed rejudged H100 run, stamped 1) is wrapped, not lost."""
+    rundir = REPO / "docs" / "gpu-run" / "20261126T175757Z-legacy-2017-rejudged"
+    doc = json.loads((rundir / "run.json").read_text())
+    assert isinstance(doc["rejudged"], dict)
+    up = formats.upgrade("run", doc, "run.json")
+    assert up["schema_version"] == 7 and up["rejudged"] == [doc["rejudged"]]
+    assert formats.upgrade("run", {**doc, "schema_version": 6}, "run.json")["rejudged"] == [doc["rejudged"]]
+    run = load(rundir)
+    (r,) = run.rejudged
+    assert r.copied_from == doc["rejudged"]["from"] and r.had_snapshot

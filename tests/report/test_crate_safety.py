@@ -200,6 +200,81 @@ def test_a_full_disk_while_checking_is_exit_2_naming_the_disk(smoke, tmp_path, m
     assert e.value.exit_code == 2 and "no space left" in str(e.value)
 
 
+def test_verify_a_crate_whose_path_holds_a_bracket(smoke, tmp_path):
+    """The crate is given to roc-validator as a path: a relative name holding `]` was parsed as a URL
+    with an IPv6 host (ValueError: Invalid IPv6 URL, exit 3)."""
+    _, crate = smoke
+    shutil.copyfile(crate, tmp_path / "c]1.zip")
+    p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "verify", "c]1.zip"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "verified" and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """mount(size) -> a tmpfs of that many bytes (real: root needed, as in CI), unmounted after."""
+    points = []
+
+    def mount(size: int) -> Path:
+        where = tmp_path / f"fs{len(points)}"
+        where.mkdir()
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)],
+                           capture_output=True, text=True)
+        if p.returncode:
+            pytest.fail(f"cannot set the precondition: mount failed ({p.stderr.strip()}); needs root")
+        points.append(where)
+        return where
+
+    yield mount
+    for where in reversed(points):
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def _sizes(crate: Path) -> tuple[int, int]:
+    """(bytes the crate extracts to, bytes its run directory takes)."""
+    with zipfile.ZipFile(crate) as z:
+        infos = z.infolist()
+    return (sum(i.file_size for i in infos),
+            sum(i.file_size for i in infos if i.filename.startswith("run/") and not i.is_dir()))
+
+
+def test_verify_asks_for_the_space_of_every_copy_it_makes(smoke, tmp_path, tmpfs):
+    """TMPDIR holds the extraction but not the second copy of the run the report is rendered again
+    in: refused before extracting, in one short line naming the disk (the check counted the
+    extraction only; the copy then failed file by file and the 40 kB list was the message, exit 3)."""
+    _, crate = smoke
+    files_need, run_need = _sizes(crate)
+    tmp = tmpfs(files_need + run_need // 2)
+    p = cli("verify", str(crate), env={"TMPDIR": str(tmp)})
+    assert p.returncode == 2, p.stderr
+    line = one_line(p)
+    assert len(line) < 400 and "set TMPDIR to a larger disk" in line and str(tmp) in line, line
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_copy_that_meets_a_full_disk_is_one_short_line(smoke, tmp_path, tmpfs, monkeypatch, capsys):
+    """The free-space check passed (shutil.disk_usage made to answer plenty) and the copy then meets
+    ENOSPC on every file: one short line, exit 2, not shutil.Error's list of every file (exit 3)."""
+    import tempfile
+
+    from reprokit import cli as kit_cli
+
+    _, crate = smoke
+    files_need, run_need = _sizes(crate)
+    tmp = tmpfs(files_need + run_need // 2)
+    real = shutil.disk_usage
+    monkeypatch.setattr(checks.shutil, "disk_usage", lambda p: real(p)._replace(free=2**40))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    capsys.readouterr()
+    code = kit_cli.main(["verify", str(crate)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert len(line) < 400 and "no space left" in line and "set TMPDIR" in line, line
+    assert list(tmp.iterdir()) == []
+
+
 def test_report_out_a_dangling_link_is_one_line_exit_2(smoke, tmp_path):
     _, crate = smoke
     out = tmp_path / "out"
