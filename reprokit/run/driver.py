@@ -165,15 +165,16 @@ def drive(req: RunRequest, argv: list[str], say) -> tuple[results.RunDir, dict]:
                       repeat=repeat or 1, allow_changed_data=req.allow_changed_data)
     if resumed is not None and (resumed.load_run().get("design") or {}).get("kind") == "auto":
         options = replace(options, design=resumed.load_run()["design"])  # each cell's own K
-    if resumed is not None:  # one driver per run: the lock before anything is written
+    if resumed is not None:  # what only reads the run is checked first; then one driver per run: the
+        # lock before anything is written
         inputs.check_resume_interpreters(resumed.load_run(), req)
-        lifecycle.acquire(resumed.path)
         early = reconcile.resume_options(options, "", suite.name)
         for later in ("runner", "device", "data"):  # known once data and runner are set up
             del early[later]
         if req.design is not None:  # the design asked for, compared with the run's own
             early["design"] = req.design
         reconcile.check_resume(resumed.load_run(), early)
+        lifecycle.acquire(resumed.path)
     if req.data:
         options = replace(options, data=datasets.prepare_run(cells, req.data, req.data_lock, say=say,
                                                              subset=req.data_subset))

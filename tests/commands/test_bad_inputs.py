@@ -715,6 +715,11 @@ CASES += [
          "bytes (by offset 4,194,305), the longest a data file's line may be: it is not the data set's "
          "text; replace it with the file from simple-examples.tgz, or remove the ptb files to use the "
          "stand-in (see `reproduce.py data`)", proc=True),
+    # a resume honours or refuses every option that changes measurements: --design too
+    Case("run-a", "reproduce.py run --suite legacy-2017 --resume a --design auto",
+         "reproduce.py: error: cannot resume cpu-a: it was measured with a fixed design (--design full, "
+         "or --repeat K), this command measures with --design auto; resume with the run's options (its "
+         "command is in run.json, argv) or start a new run"),
 ]
 
 
@@ -878,9 +883,15 @@ FAULTS = [
           "tests/commands/test_escapes.py::test_an_escape_in_a_results_path_is_shown_by_report"),
     Fault("a data-cache blob forged with its key and sha256 recomputed over an edited payload, or over "
           "garbage", "reproduce.py list",
-          "ignored and rebuilt: the blob's HMAC is keyed with the data file's own bytes (used silently; "
-          "the garbage gave exit 3 KeyError)", "0",
+          "ignored and rebuilt: its MAC does not check (used silently; the garbage gave exit 3 "
+          "KeyError)", "0",
           "tests/core/test_files.py::test_a_forged_cache_entry_with_its_key_and_digest_recomputed_is_ignored"),
+    Fault("a data-cache blob forged by someone who can read the data file (its MAC recomputed with the "
+          "file's public bytes), or a consistent garbage document", "reproduce.py list --suite smoke",
+          "ignored and rebuilt: entries are signed with a random per-cache key stored 0600 beside the "
+          "cache (printed 'TAMPERED-IN-CACHE'; the garbage gave exit 3 KeyError 'groups')", "0",
+          "tests/core/test_files.py::"
+          "test_a_cache_entry_forged_by_someone_who_can_read_the_data_file_is_not_used"),
     Fault("a full HOME left a 0-byte or cut-short clock-probe program cached under its final name",
           "reproduce.py run --suite smoke --quick",
           "the cached program is checked (a whole, executable ELF) and rebuilt beside its final name, then "
@@ -927,6 +938,48 @@ FAULTS = [
           "snapshot it started with (run version 7; the second rejudge overwrote the first)", "0",
           "tests/report/test_rejudge.py::"
           "test_a_rejudge_of_a_rejudged_copy_keeps_the_chain_back_to_the_original"),
+    # what finishes is kept and shown; the limit for every runner; the first screen's counts
+    Fault("a --repeat 2 run whose second processes the time limit left",
+          "reproduce.py run --suite smoke --runner local --time-limit 1m --min-samples 4000 --repeat 2",
+          "each cell is reported from its first process, labelled '1 of 2 processes; process 2 of 2: "
+          "left by --time-limit ...' (both cells said skipped and the report showed no measurement); "
+          "a run that measured no cell exits 1 in one line (it exited 0)", "0 (nothing measured: 1)",
+          "tests/run/test_finished_processes.py::"
+          "test_cells_whose_second_process_the_limit_left_report_their_first, "
+          "tests/run/test_finished_processes.py::test_a_run_that_measured_no_cell_exits_1_saying_so, "
+          "tests/run/test_finished_processes.py::"
+          "test_only_processes_that_measured_nothing_leave_the_others_reported"),
+    Fault("a process stopped by the time limit (or a signal) while it samples",
+          "reproduce.py run --suite smoke --cells 'smoke/pytorch/*' --time-limit 1m --min-samples 100000",
+          "the samples it took are in its result (`cut`, kept every 5 s by the harness) and the report "
+          "lists them (they were lost: the harness wrote only at its end)", "1",
+          "tests/run/test_finished_processes.py::test_a_process_stopped_by_the_limit_keeps_what_it_measured"),
+    Fault("a sequential run's cells with 3 good processes each, Ctrl-C before the next",
+          "reproduce.py run --suite ... (Ctrl-C)",
+          "each cell is reported from the processes it finished (every number of it was NOT_RUN)", "130",
+          "tests/run/test_finished_processes.py::"
+          "test_only_processes_that_measured_nothing_leave_the_others_reported"),
+    Fault("the Slurm runner under a run time limit its cells cannot meet",
+          "reproduce.py run --suite smoke --runner slurm --time-limit 1m --min-samples 100000",
+          "what still runs or waits at the limit is cancelled (scancel) and recorded skipped with the "
+          "limit's reason, each job's Slurm limit cut to what is left (every process ran to its end: "
+          "198 s for a 1-minute limit)", "1",
+          "tests/runners/test_slurm.py::test_the_runs_time_limit_stops_what_still_runs_with_scancel"),
+    Fault("the stored H100 003 report's first screen",
+          "reproduce.py report docs/gpu-run/20261126T180107Z-stacked-lstm-2019",
+          "every NOT_COMPARABLE number is counted under the cause its verdict recorded: 12 peaks too far "
+          "apart, 6 whose FLOP model does not describe the work (6 said 'no FLOP model or device "
+          "peak', which they have)", "0",
+          "tests/report/test_sample_run.py::test_the_h100_report_says_why_each_number_is_context"),
+    Fault("a cell the time limit stopped, resumed and stopped again",
+          "reproduce.py run ... --time-limit 15m, then --resume RUN --time-limit 15m",
+          "its reason gives the second sitting's time (it kept the first's 'after 53 s')", "0",
+          "tests/run/test_record.py::test_a_resumed_cell_stopped_by_the_limit_again_says_this_sittings_time"),
+    Fault("a cell left by the time limit before it starts", "reproduce.py run ... --time-limit 1m",
+          "one line under its own counter '[n/N] CELL: skipped: ...' (printed twice, once indented under "
+          "the cell before)", "0",
+          "tests/run/test_progress.py::"
+          "test_a_cell_left_by_the_time_limit_is_one_line_under_its_own_counter_and_not_in_the_eta"),
 ]
 
 
