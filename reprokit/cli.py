@@ -3,11 +3,11 @@
 Without a command, `--suite S` means `run --suite S`. Each command is one module in
 reprokit/commands/ with `add_arguments(parser)` and `run(args) -> int`; only the module of the command
 given is imported (`--help` imports none), so the command line answers at once.
-Exit status: 0 every cell measured; 1 some cells failed (results still written, each reason in
-them); 2 a user error: one line naming the problem and the fix, checked before any work starts
-(bad numbers, paths, archives, data files, a GPU request without a GPU: reprokit/checks.py,
-docs/BAD_INPUTS.md); 3 an internal error, which is a bug in the kit (one line; `--debug` shows the
-traceback to report); 128 + the signal when interrupted (130 on Ctrl-C).
+Exit status: 0 every cell measured; 1 some cells failed, or none measured anything (results still
+written, each reason in them); 2 a user error: one line naming the problem and the fix, checked
+before any work starts (bad numbers, paths, archives, data files, a GPU request without a GPU:
+reprokit/checks.py, docs/BAD_INPUTS.md); 3 an internal error, which is a bug in the kit (one line;
+`--debug` shows the traceback to report); 128 + the signal when interrupted (130 on Ctrl-C).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from reprokit.printable import terminal_text, visible
 
 EXIT_STATUS = """exit status:
   0      every cell measured; for the other commands, done
-  1      some cell failed or is missing (its reason is in the results and the report); for
-         `data --check`, the directory did not check out
+  1      some cell failed or is missing, or no cell measured anything (each reason is in the
+         results and the report); for `data --check`, the directory did not check out
   2      a user error: one line naming the problem and the fix (docs/BAD_INPUTS.md)
   3      an internal error, a bug in the kit: one line; re-run with --debug for the traceback
   128+N  interrupted by signal N (130 on Ctrl-C); finished cells are kept (--resume RUN)"""
