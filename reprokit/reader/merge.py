@@ -75,7 +75,8 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
     order = sorted(processes)
     ok = [processes[i] for i in order if processes[i]["status"] == "ok"]
     base = ok[0] if ok else processes[order[0]]
-    merged = {k: v for k, v in base.items() if k not in ("process", "traceback", "skip")}
+    # what is one process's own stays in its file (a stopped process's `cut`: its entry below says it)
+    merged = {k: v for k, v in base.items() if k not in ("process", "traceback", "skip", "cut")}
     cell_id = base["cell_id"]
 
     entries = []

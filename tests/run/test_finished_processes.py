@@ -121,3 +121,14 @@ def test_a_process_stopped_by_the_limit_keeps_what_it_measured(tmp_path, capsys)
     assert not list((rd.cells_dir / ".partial").glob("*.json"))  # adopted into the result
     md = (rd.path / "report.md").read_text()
     assert f"it had taken {len(sampling['raw_seconds']):,} samples of {sampling['metric']}" in md
+
+
+def test_a_merged_cell_lists_each_stopped_process_once():
+    cut = {"at": "t", "finished": {"a": {}}, "sampling": {"metric": "t", "unit": "ms",
+                                                          "raw_seconds": [0.1, 0.2], "warmup_seconds": []}}
+    stopped = [{**_process(i, "skipped"), "cut": cut} for i in (1, 2)]
+    c = models.cell(merge.merge({1: stopped[0], 2: stopped[1]}, 2))
+    assert c.cut is None
+    assert c.cuts() == [f"process {i} had taken 2 samples of t after finishing a when it was stopped (kept "
+                        "in its result file; no verdict uses them: it ended before its stopping rule)"
+                        for i in (1, 2)]
