@@ -37,7 +37,7 @@ def run_serial(ex: Execution) -> None:
     verdicts = plan.verdicts or {}
     for rnd in [None] if repeat == 1 else list(range(1, repeat + 1)):
         for stack, items in ex.by_stack.items():
-            now = [(c, procs) for c, procs in items if rnd in procs]
+            now = _startable(ex, [(c, procs) for c, procs in items if rnd in procs], rnd)
             ready = ex.prepare(stack, items) if now else None
             if ready is None:
                 continue
@@ -159,6 +159,27 @@ def process_estimate(ex: Execution, cell_id: str) -> float | None:
     return None
 
 
+def _startable(ex: Execution, now: list, rnd) -> list:
+    """The (cell, processes) of a round that may start under --time-limit; the others are left
+    (recorded) before their stack is prepared, so no environment is built for a cell that will not run."""
+    left = {c.id for c, _ in now if not _may_start(ex, c)}
+    for c, _ in now:
+        if c.id in left:
+            _leave(ex, c, rnd)
+    return [(c, procs) for c, procs in now if c.id not in left]
+
+
+def _may_start(ex: Execution, c) -> bool:
+    """Whether a process of the cell may start under --time-limit: the limit has not passed and its
+    expected time (process_estimate) fits what is left; always without a limit."""
+    deadline = getattr(ex.plan.options, "deadline", None)
+    if deadline is None:
+        return True
+    left = deadline - time.time()
+    need = process_estimate(ex, c.id)
+    return left > 0 and (need is None or need <= left)
+
+
 def _within_limit(ex: Execution, c, rnd, job_cell: dict) -> dict | None:
     """The job cell to run under --time-limit (its time limit cut to what is left of the run's, the
     cut recorded as `time_limit_stop`), or None when the process is left: the limit has passed, or
@@ -166,18 +187,26 @@ def _within_limit(ex: Execution, c, rnd, job_cell: dict) -> dict | None:
     deadline = getattr(ex.plan.options, "deadline", None)
     if deadline is None:
         return job_cell
-    left = deadline - time.time()
-    need = process_estimate(ex, c.id)
-    if left > 0 and (need is None or need <= left):
+    if _may_start(ex, c):
+        left = deadline - time.time()
         own = float(job_cell.get("timeout_s") or 1200)
         if left >= own:
             return job_cell
         return {**job_cell, "timeout_s": round(left, 1), "time_limit_stop": own}
+    _leave(ex, c, rnd)
+    return None
+
+
+def _leave(ex: Execution, c, rnd) -> None:
+    """Process `rnd` of the cell will not start under --time-limit: a sequential cell past its first
+    look stops where it is; any other is recorded `skipped`, with why."""
+    left = ex.plan.options.deadline - time.time()
+    need = process_estimate(ex, c.id)
     seq = _sequential(ex).get(c.id)
     if seq and rnd is not None and rnd > (seq.first_look or 2):
         procs = next(p for items in ex.by_stack.values() for x, p in items if x.id == c.id)
         stop_sequential(ex, c, procs, Stop("time_limit", rnd - 1))
-        return None
+        return
     rec, rundir = ex.rec, ex.rec.rundir
     skip = Skip("before_start", limit_s=ex.plan.options.time_limit_s, left_s=max(left, 0.0),
                 needs_s=need)
@@ -192,7 +221,6 @@ def _within_limit(ex: Execution, c, rnd, job_cell: dict) -> dict | None:
         rec.record_merged(c, record.merge_cell(rundir, c.id, rec.processes_of(c.id, ex.plan.options.repeat),
                                                   rec.run["run_id"]))
     ex.progress.left(c, reason, process=rnd)
-    return None
 
 
 def _gpu_cell(job_cell: dict, device: str, host: dict) -> bool:
