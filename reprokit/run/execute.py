@@ -418,7 +418,7 @@ def _execute(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[str]
     progress = Progress([(c, p) for c, procs in todo for p in procs], say=say, history=history,
                         repeat=repeat, kept=kept_s,
                         processes={c.id: rec.processes_of(c.id, repeat)
-                                   for c, _ in todo})
+                                   for c, _ in todo}, deadline=plan.options.deadline)
     state.progress = progress
     by_stack: dict[str, list[tuple[Cell, list]]] = {}
     for c, procs in todo:  # by the stack whose image runs the cell (a fallback link, else its own)

@@ -94,10 +94,12 @@ def _fmt(seconds: float) -> str:
 class Progress:
     def __init__(self, cells: list, say=print, stream=None, history: dict[str, float] | None = None,
                  repeat: int = 1, kept: dict[str, list[float]] | None = None,
-                 processes: dict[str, int] | None = None):
+                 processes: dict[str, int] | None = None, deadline: float | None = None):
         """`cells`: the units of work, each a cell or a (cell, process index) pair (run --repeat K,
         process None when K = 1). `kept`: {cell id: seconds of its processes a resumed run keeps},
-        which time the cell's remaining processes and, through its workload, the others'."""
+        which time the cell's remaining processes and, through its workload, the others'.
+        `deadline`: the run's --time-limit on the epoch clock; the ETA never goes past it."""
+        self.deadline = deadline
         units = [u if isinstance(u, tuple) else (u, None) for u in cells]
         self.cells = [c for c, _ in units]
         self.repeat = repeat
@@ -161,6 +163,8 @@ class Progress:
                 total += overall
             else:
                 return None
+        if self.deadline is not None:  # the run ends at its limit whatever is left
+            total = min(total, max(0.0, self.deadline - time.time()))
         return total
 
     def estimate(self, cell_id: str) -> float | None:

@@ -193,3 +193,14 @@ def test_a_cell_left_by_the_time_limit_is_one_line_under_its_own_counter_and_not
     assert lines[-1] == "[2/3] a2: skipped: left by --time-limit 1 min: 5 s were left, it needs about 10 s"
     assert sum("a2" in ln for ln in lines) == 1  # once, not also as an indented line under a1
     assert p.eta() == 10.0  # b1 at the mean of the cells that ran: a left one took no 0 s
+
+
+def test_the_eta_never_goes_past_the_runs_time_limit():
+    import time
+
+    cs = cells(("a1", "w"), ("a2", "w"), ("a3", "w"))
+    lines = []
+    p = Progress(cs, say=lines.append, stream=io.StringIO(), deadline=time.time() + 100.0)
+    p.start(cs[0])
+    p.done(cs[0], "ok", 300.0)  # two more at 300 s each: 600 s, but the limit ends the run in 100 s
+    assert 0.0 < p.eta() <= 100.0
