@@ -78,7 +78,7 @@ def html(doc: dict) -> str:
     """index.html of a ledger document."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
+                             keep_trailing_newline=True, finalize=lambda v: "—" if v is None else v)
     env.filters["num"] = _num
     return env.get_template(TEMPLATE).render(d=doc)
 

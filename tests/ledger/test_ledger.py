@@ -220,6 +220,7 @@ def test_the_page_escapes_what_it_shows():
     page = views.html(doc)
     assert "<script" not in page and "<img" not in page and "<i>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;img src=x&gt;" in page
+    assert "None" not in page  # a value not recorded is a dash
 
 
 def test_nothing_left_is_exit_1_and_a_missing_folder_is_exit_2(ledger, tmp_path):
@@ -241,3 +242,37 @@ def test_nothing_left_is_exit_1_and_a_missing_folder_is_exit_2(ledger, tmp_path)
     p = cli("ledger", str(tmp_path / "nope"), "--out", str(tmp_path / "out2"))
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "does not exist" in p.stderr
     assert not (tmp_path / "out2").exists()
+
+
+@pytest.mark.browser
+def test_the_page_in_a_real_browser(ledger, tmp_path):
+    """index.html in headless Chromium (tests/report/test_browser.py's browser and helpers): it loads
+    without errors, fetches nothing but itself, and shows the summary, the runs, the number measured
+    on a CPU and on the H100 side by side, and a claim's statuses by device model."""
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("/usr/bin/chromium is missing (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright Python package is missing")
+    from playwright.sync_api import sync_playwright
+    from report.test_browser import ARGS, CHROMIUM, open_report, visible_box
+
+    page_file = ledger[2] / "index.html"
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=str(CHROMIUM),
+                                                   headless=True, args=ARGS,
+                                                   viewport={"width": 1280, "height": 900})
+        try:
+            page, errors, page_errors, requests = open_report(ctx, page_file.as_uri())
+            assert errors == [] and page_errors == []
+            assert requests == [page_file.as_uri()], requests  # self-contained: nothing else is fetched
+            assert page.evaluate("document.querySelectorAll('script, img, iframe, link').length") == 0
+            assert visible_box(page, "#summary") and visible_box(page, "table.runs")
+            assert "1 refused" in page.inner_text("#summary")
+            assert "runs/crates/tampered.crate.zip" in page.inner_text("table.refused")
+            row = page.inner_text(f"#n-{BOTH} table.measurements")
+            assert "NVIDIA H100 80GB HBM3" in row and "family 6 model 167" in row and "IMPLAUSIBLE" in row
+            assert visible_box(page, f"#n-{BOTH} table.measurements")
+            assert page.locator("section.claim table.claim-status").count() >= 15
+            page.screenshot(path=str(tmp_path / "ledger.png"), full_page=True)
+            assert (tmp_path / "ledger.png").stat().st_size > 10_000
+        finally:
+            ctx.close()
