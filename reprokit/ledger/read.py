@@ -43,17 +43,22 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Input:
-    """One input: its path, the folder given on the command line it was found under, and its form."""
+    """One input: its path, the folder given on the command line it was found under (and that
+    folder's place among them, from 1, or 0 when one was given), and its form."""
     path: Path
     root: Path
     form: str  # "crate" | "run directory"
+    given: int = 0
 
     @property
     def name(self) -> str:
-        """The input's path relative to the folder it was found under (never an absolute path: this
-        name reaches ledger.json)."""
+        """The input's path relative to the folder it was found under, after `DIR<k>/` when several
+        were given: never an absolute path, nor the folder's own name (a home directory's name is a
+        user name), since this name reaches ledger.json."""
         rel = self.path.relative_to(self.root).as_posix()
-        return f"{self.root.name}/{rel}" if rel != "." else self.root.name
+        if not self.given:
+            return rel
+        return f"DIR{self.given}" + ("" if rel == "." else f"/{rel}")
 
 
 @dataclass(frozen=True)
@@ -71,15 +76,16 @@ def find(dirs: Iterable[Path]) -> list[Input]:
     own folders are not searched further; hidden files and folders are left out, and links are not
     followed."""
     out: list[Input] = []
-    for root in dirs:
-        root = Path(root)
+    dirs = [Path(d) for d in dirs]
+    for k, root in enumerate(dirs, 1):
+        given = k if len(dirs) > 1 else 0
         for here, subdirs, names in os.walk(root, followlinks=False):
             subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
             if "run.json" in names:
-                out.append(Input(Path(here), root, "run directory"))
+                out.append(Input(Path(here), root, "run directory", given))
                 subdirs[:] = []
                 continue
-            out += [Input(Path(here) / n, root, "crate") for n in sorted(names)
+            out += [Input(Path(here) / n, root, "crate", given) for n in sorted(names)
                     if n.endswith(CRATE_SUFFIX) and not n.startswith(".")
                     and (Path(here) / n).is_file() and not (Path(here) / n).is_symlink()]
     return out

@@ -120,7 +120,7 @@ def test_the_committed_runs_make_one_ledger_and_a_tampered_crate_is_refused_in_o
     b = doc["build"]
     # sample + the gpu-run runs + smoke as a directory + the good crate (the same run) + the tampered
     assert b["inputs"] == len(GPU_RUNS) + 4 and b["read"] == len(GPU_RUNS) + 3 and b["same_run"] == 1
-    assert [(r["input"], r["form"]) for r in b["refused"]] == [("runs/crates/tampered.crate.zip", "crate")]
+    assert [(r["input"], r["form"]) for r in b["refused"]] == [("crates/tampered.crate.zip", "crate")]
     assert "altered after the export" in b["refused"][0]["reason"]
     assert len(doc["runs"]) == len(GPU_RUNS) + 2
     # cpu/ is searched before crates/: the smoke run is stored from its directory, its crate is the same run
@@ -161,14 +161,14 @@ def test_a_second_build_reads_no_run_and_one_more_run_is_the_only_one_read(ledge
     monkeypatch.setattr(read, "read", lambda item: (opened.append(item.name), real(item))[1])
     again = build.build([inputs], tmp_path / "out", out / "ledger.sqlite")
     assert (again.read, again.same_run) == (0, 0) and again.known == again.inputs - 1
-    assert opened == ["runs/crates/tampered.crate.zip"]  # a refused input is checked again, nothing else
+    assert opened == ["crates/tampered.crate.zip"]  # a refused input is checked again, nothing else
     # one run more (and the tampered crate gone): that run is the only input opened
     (inputs / "crates" / "tampered.crate.zip").rename(tmp_path / "tampered.crate.zip")
     try:
         shutil.copytree(REPO / "tests" / "data" / "runs" / "cpu-a", inputs / "cpu" / "cpu-a")
         opened.clear()
         more = build.build([inputs], tmp_path / "out", out / "ledger.sqlite")
-        assert opened == ["runs/cpu/cpu-a"] and more.read == 1 and more.stored_runs == len(GPU_RUNS) + 3
+        assert opened == ["cpu/cpu-a"] and more.read == 1 and more.stored_runs == len(GPU_RUNS) + 3
         assert _doc(tmp_path / "out")["build"]["refused"] == []
     finally:
         shutil.rmtree(inputs / "cpu" / "cpu-a", ignore_errors=True)
@@ -267,7 +267,7 @@ def test_the_page_in_a_real_browser(ledger, tmp_path):
             assert page.evaluate("document.querySelectorAll('script, img, iframe, link').length") == 0
             assert visible_box(page, "#summary") and visible_box(page, "table.runs")
             assert "1 refused" in page.inner_text("#summary")
-            assert "runs/crates/tampered.crate.zip" in page.inner_text("table.refused")
+            assert "crates/tampered.crate.zip" in page.inner_text("table.refused")
             row = page.inner_text(f"#n-{BOTH} table.measurements")
             assert "NVIDIA H100 80GB HBM3" in row and "family 6 model 167" in row and "IMPLAUSIBLE" in row
             assert visible_box(page, f"#n-{BOTH} table.measurements")
@@ -276,3 +276,17 @@ def test_the_page_in_a_real_browser(ledger, tmp_path):
             assert (tmp_path / "ledger.png").stat().st_size > 10_000
         finally:
             ctx.close()
+
+
+def test_inputs_are_named_without_the_folders_given(tmp_path):
+    """An input's name in ledger.json is its path under the folder given (a home folder's name is a
+    user name): `x`, or `DIR<k>/x` when several folders were given."""
+    home = tmp_path / "home" / "alice-secret"
+    (home / "runs" / "r1").mkdir(parents=True)
+    (home / "runs" / "r1" / "run.json").write_text("{}")
+    (home / "runs" / "r1" / "cells").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "c.zip").write_bytes(b"PK")
+    assert [(i.name, i.form) for i in read.find([home])] == [("runs/r1", "run directory")]
+    assert [i.name for i in read.find([home, tmp_path / "other"])] == ["DIR1/runs/r1", "DIR2/c.zip"]
+    assert [i.name for i in read.find([home / "runs" / "r1"])] == ["."]
