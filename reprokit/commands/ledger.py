@@ -25,14 +25,17 @@ def run(args) -> int:
     from pathlib import Path
 
     from reprokit import checks
+    from reprokit.errors import UserError
     from reprokit.ledger import build
 
     dirs = [checks.input_dir(d, "DIR", "give folders that hold crates or run directories") for d in args.dirs]
     out = checks.writable_dir(Path(args.out), f"--out {args.out}", "give --out a writable directory")
     store = Path(args.store) if args.store else out / "ledger.sqlite"
     checks.output_file(store, "--store", "give --store a file in a writable directory")
-    out.mkdir(parents=True, exist_ok=True)
-    store.parent.mkdir(parents=True, exist_ok=True)
+    if store.is_file() and store.stat().st_size and store.read_bytes()[:16] != b"SQLite format 3\0":
+        raise UserError(f"--store {store} is not an SQLite file (a ledger's store); give another --store, "
+                        "or move that file aside to start a new store")  # before anything is created
+    store.parent.mkdir(parents=True, exist_ok=True)  # OUT itself is made when the views are written
     done = build.build(dirs, out, store, warn=lambda line: print(line, file=sys.stderr))
     print(f"ledger: {done.inputs} inputs: {done.read} read, {done.known} already in the store, "
           f"{done.same_run} the same run as one stored, {len(done.refused)} refused; the store holds "

@@ -242,6 +242,18 @@ def test_nothing_left_is_exit_1_and_a_missing_folder_is_exit_2(ledger, tmp_path)
     p = cli("ledger", str(tmp_path / "nope"), "--out", str(tmp_path / "out2"))
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "does not exist" in p.stderr
     assert not (tmp_path / "out2").exists()
+    # a --store that is not a ledger's store, or one of a newer kit: one line, exit 2, nothing written
+    import sqlite3
+
+    (tmp_path / "notes.txt").write_text("not a database")
+    newer = tmp_path / "newer.sqlite"
+    db = sqlite3.connect(newer)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    for store, said in ((tmp_path / "notes.txt", "not an SQLite file"), (newer, "format version 99")):
+        p = cli("ledger", str(only), "--out", str(tmp_path / "out3"), "--store", str(store))
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and said in p.stderr, p.stderr
+    assert (tmp_path / "notes.txt").read_text() == "not a database" and not (tmp_path / "out3").exists()
 
 
 @pytest.mark.browser
