@@ -141,7 +141,7 @@ def extract(read, salt: bytes, form: str) -> tuple[dict, list[dict], list[dict]]
             "number_id": r["id"], "source": r.get("source"), "table": r.get("table"),
             "row_label": r.get("row_label"), "metric": r.get("metric"),
             "published": _num(r.get("published")), "unit": r.get("unit"),
-            "published_device": r.get("published_device"),
+            "published_device": r.get("published_device"), "bound": r.get("bound"),
             "cell": r.get("cell"), "stack": cell.stack if cell is not None else None,
             "stack_kind": repro.get("stack"), "hardware": repro.get("hardware"),
             "device": r.get("device"), "device_model": models.get(r.get("device")),

@@ -24,7 +24,7 @@ TEMPLATE = "ledger.html.j2"
 TEMPLATES = files.REPO / "report_templates"
 _MEASUREMENT = ("device", "device_model", "gpu_count", "units", "cell", "stack", "stack_kind", "hardware",
                 "precision", "measured", "ci_low", "ci_high", "ci_label", "measured_unit", "n", "verdict")
-_NUMBER = ("source", "table", "row_label", "metric", "published", "unit", "published_device")
+_NUMBER = ("source", "table", "row_label", "metric", "published", "unit", "published_device", "bound")
 
 
 def document(store, build: dict) -> dict:
@@ -38,7 +38,8 @@ def document(store, build: dict) -> dict:
                                                    "measurements": []})
         if row["measured"] is None:
             continue
-        n["measurements"].append({"run": run[:12], "run_id": rec["run_id"], "kit_version": rec["kit_version"],
+        n["measurements"].append({"run": run[:12], "run_id": rec["run_id"], "rejudged": rec["rejudged"],
+                                  "kit_version": rec["kit_version"],
                                   "date": (rec["started"] or "")[:10] or None,
                                   **{k: row[k] for k in _MEASUREMENT}})
     for n in numbers.values():

@@ -128,6 +128,7 @@ def test_the_committed_runs_make_one_ledger_and_a_tampered_crate_is_refused_in_o
     # a published number with its CPU and H100 re-measurements side by side
     (n,) = [n for n in doc["numbers"] if n["id"] == BOTH]
     assert n["published"] and n["unit"] == "words/s" and "P100" in n["published_device"]
+    assert n["bound"].startswith("at most")  # the roofline bound on the publication's device
     models = {m["device_model"] for m in n["measurements"]}
     assert "NVIDIA H100 80GB HBM3" in models and any("family 6 model 167" in m for m in models)
     h100 = [m for m in n["measurements"] if m["device"] == "gpu"]
@@ -211,14 +212,16 @@ def test_the_page_escapes_what_it_shows():
                      "refused": [{"input": "<script>x</script>", "form": "crate", "reason": "<img src=x>"}]},
            "numbers": [{"id": "n<b>", "source": "0", "table": "t", "row_label": "<script>alert(1)</script>",
                         "metric": "m", "published": 1.0, "unit": "s", "published_device": "d",
-                        "measurements": [{"run": "0" * 12, "run_id": "r", "kit_version": "0", "date": "d",
+                        "bound": "<b>at most</b>",
+                        "measurements": [{"run": "0" * 12, "run_id": "r", "rejudged": True,
+                                          "kit_version": "0", "date": "d",
                                           "device": "cpu", "device_model": "<i>cpu</i>", "gpu_count": 0,
                                           "units": [], "cell": "c", "stack": "s", "stack_kind": "original",
                                           "hardware": "h", "precision": None, "measured": 1.0, "ci_low": None,
                                           "ci_high": None, "ci_label": "none", "measured_unit": "s", "n": 1,
                                           "verdict": "V"}]}]}
     page = views.html(doc)
-    assert "<script" not in page and "<img" not in page and "<i>" not in page
+    assert "<script" not in page and "<img" not in page and "<i>" not in page and "<b>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;img src=x&gt;" in page
     assert "None" not in page  # a value not recorded is a dash
 
