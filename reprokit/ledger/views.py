@@ -24,35 +24,39 @@ TEMPLATE = "ledger.html.j2"
 TEMPLATES = files.REPO / "report_templates"
 _MEASUREMENT = ("device", "device_model", "gpu_count", "units", "cell", "stack", "stack_kind", "hardware",
                 "precision", "measured", "ci_low", "ci_high", "ci_label", "measured_unit", "n", "verdict")
+_RUN = ("digest", "run_id", "form", "suite", "runner", "quick", "rejudged", "kit_version", "kit_commit",
+        "started", "finished", "devices", "gpu_count", "machine", "report", "stored_report_matches")
 _NUMBER = ("source", "table", "row_label", "metric", "published", "unit", "published_device", "bound")
 
 
 def document(store, build: dict) -> dict:
-    """ledger.json: the store's runs, numbers and claims, and what this build did (`build`)."""
-    runs = sorted(store.runs(), key=lambda r: (r["started"] or "", r["run_id"], r["digest"]))
+    """ledger.json: the store's runs, numbers and claims, and what this build did (`build`). A field a
+    stored record lacks (kept by a kit that did not record it) reads as null."""
+    runs = sorted(store.runs(), key=lambda r: (r.get("started") or "", r["run_id"], r["digest"]))
     by_digest = {r["digest"]: r for r in runs}
     numbers: dict[str, dict] = {}
     for run, row in store.rows():
         rec = by_digest[run]
-        n = numbers.setdefault(row["number_id"], {"id": row["number_id"], **{k: row[k] for k in _NUMBER},
+        n = numbers.setdefault(row["number_id"], {"id": row["number_id"], **{k: row.get(k) for k in _NUMBER},
                                                    "measurements": []})
-        if row["measured"] is None:
+        if row.get("measured") is None:
             continue
-        n["measurements"].append({"run": run[:12], "run_id": rec["run_id"], "rejudged": rec["rejudged"],
-                                  "kit_version": rec["kit_version"],
-                                  "date": (rec["started"] or "")[:10] or None,
-                                  **{k: row[k] for k in _MEASUREMENT}})
+        n["measurements"].append({"run": run[:12], "run_id": rec["run_id"],
+                                  "rejudged": bool(rec.get("rejudged")),
+                                  "kit_version": rec.get("kit_version"),
+                                  "date": (rec.get("started") or "")[:10] or None,
+                                  **{k: row.get(k) for k in _MEASUREMENT}})
     for n in numbers.values():
         n["measurements"].sort(key=lambda m: (m["date"] or "", m["run_id"], m["run"]))
     claims: dict[str, dict] = {}
     for run, c in store.claims():
         rec = by_digest[run]
-        entry = claims.setdefault(c["claim_id"], {"id": c["claim_id"], "source": c["source"],
-                                                  "text": c["text"], "devices": {}})
-        for model in c["devices"] or ["(no device recorded)"]:
+        entry = claims.setdefault(c["claim_id"], {"id": c["claim_id"], "source": c.get("source"),
+                                                  "text": c.get("text"), "devices": {}})
+        for model in c.get("devices") or ["(no device recorded)"]:
             entry["devices"].setdefault(model, []).append(
-                {"run": run[:12], "run_id": rec["run_id"], "date": (rec["started"] or "")[:10] or None,
-                 "status": c["status"]})
+                {"run": run[:12], "run_id": rec["run_id"], "date": (rec.get("started") or "")[:10] or None,
+                 "status": c.get("status")})
     claim_list = [{**c, "devices": [{"device_model": m, "statuses": sorted(s, key=lambda x: (x["date"] or "",
                                                                                                x["run_id"]))}
                                     for m, s in sorted(c["devices"].items())]}
@@ -61,10 +65,18 @@ def document(store, build: dict) -> dict:
         "schema_version": formats.version("ledger"), "kind": "ledger", "kit_version": __version__,
         "built": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "build": build,
-        "runs": [{**r, "digest": r["digest"][:12]} for r in runs],
+        "runs": [_run(r) for r in runs],
         "numbers": [numbers[k] for k in sorted(numbers)],
         "claims": claim_list,
     }
+
+
+def _run(r: dict) -> dict:
+    """A stored run's record as ledger.json lists it (its digest shortened)."""
+    out = {k: r.get(k) for k in _RUN}
+    out.update(digest=r["digest"][:12], quick=bool(r.get("quick")), rejudged=bool(r.get("rejudged")),
+               devices=r.get("devices") or {}, gpu_count=r.get("gpu_count") or 0)
+    return out
 
 
 def _num(x: Any) -> str:

@@ -197,6 +197,23 @@ def test_no_host_name_user_name_or_absolute_path_reaches_the_views(ledger):
     assert not any(h and h in (out / "ledger.json").read_text() for h in host_ids)  # hashed, with a salt
 
 
+def test_a_store_whose_records_lack_a_field_still_renders(ledger, tmp_path):
+    """A store kept by a kit that recorded fewer fields: what a record lacks reads as null."""
+    import sqlite3
+
+    store = tmp_path / "old.sqlite"
+    shutil.copy(ledger[2] / "ledger.sqlite", store)
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("UPDATE rows SET doc = json_remove(doc, '$.bound', '$.precision')")
+        db.execute("UPDATE runs SET doc = json_remove(doc, '$.rejudged', '$.stored_report_matches')")
+    db.close()
+    done = build.build([tmp_path / "none"], tmp_path / "out", store)
+    doc = _doc(tmp_path / "out")
+    assert done.stored_runs == len(doc["runs"]) > 0 and validate.errors("ledger", doc) == []
+    assert all(n["bound"] is None for n in doc["numbers"])
+
+
 def test_ledger_json_follows_its_schema_and_the_schema_is_strict(ledger):
     doc = _doc(ledger[2])
     assert validate.errors("ledger", doc) == []
