@@ -21,6 +21,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("run",),  # a plan executed; run/record.py writes run.json
     ("report",),  # a run's report, from the model alone
     ("crate",),
+    ("ledger",),  # runs of many machines put together (reads crates through crate/)
     ("commands",),
     ("cli",),
 )

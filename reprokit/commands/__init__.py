@@ -15,6 +15,7 @@ COMMANDS = {
     "export": "write a run as an RO-Crate a reviewer can verify offline",
     "verify": "check a run's RO-Crate offline: checksums, schemas, profile, report re-rendered",
     "compare": "compare two runs: fingerprint diff and per-cell changes with p-values",
+    "ledger": "put verified runs and crates of many machines together: per published number and claim",
     "data": "describe the data sets and check a data directory",
     "status": "where a run's cells are; re-attaches a Slurm run to its jobs",
     "generate": "regenerate every committed generated file (Dockerfiles, compose files, published data)",

@@ -1,0 +1,163 @@
+"""What the ledger keeps of a run: allow-listed fields only, and nothing private.
+
+Kept: device model names (the report's device labels, made by the kit from the CPU model and the GPU
+names), GPU counts, the kit's version and commit, dates, suite and stack names, published and measured
+numbers with their units and intervals, verdict and status labels, and the published numbers' and
+claims' own descriptions (from the run's data snapshot). A machine (the fingerprint's host id) and a
+GPU (its UUID) are kept only as a salted hash (`unit_id`), with the store's salt, so two runs of one
+machine share an id without the id saying which machine. Nothing else of the fingerprint, no path,
+log, argv, reason text or environment is taken.
+
+`Private` is the second line of defence: every string kept passes through `Private.clean`, which
+replaces an absolute path and any host, node or user name the run records by a placeholder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from reprokit.reader.frozen import thaw
+
+WITHHELD = "[withheld]"
+# an absolute path: a '/' that starts a word (not inside a URL, a cell id or 'words/s') followed by a
+# name; '~/' as well
+_PATH = re.compile(r"(?<![\w.:/~-])(?:~)?/[\w.@+%-]+(?:/[\w.@+%-]*)*")
+# keys whose string values name a machine or a person wherever they sit in a run's records
+_PRIVATE_KEYS = {"host", "hostname", "node", "nodename", "nodes", "nodelist", "node_list", "user",
+                 "username", "login", "submit_host", "batch_host", "alloc_node"}
+# the kit's own labels and hashes: kept as they are (a node named "gpu" must not blank the device kind)
+_LABELS = {"digest", "device", "verdict", "status", "stack_kind", "hardware", "form", "report",
+           "machine", "units", "quick", "rejudged", "stored_report_matches"}
+_HOME = re.compile(r"/(?:home|Users|u|users)/([^/\s\"']+)")
+
+
+def unit_id(salt: bytes, identity: str) -> str:
+    """A machine's or GPU's identity as a salted hash: stable within one store, meaningless outside."""
+    return hashlib.sha256(salt + b"\0" + identity.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Private:
+    """The host, node and user names one run records, and the cleaning of strings against them."""
+    names: set[str] = field(default_factory=set)
+    withheld: int = 0
+
+    @classmethod
+    def of(cls, *docs: Any) -> Private:
+        p = cls()
+        for d in docs:
+            p._collect(d, None)
+        p.names = {n for n in p.names if len(n) >= 2}
+        return p
+
+    def _collect(self, value: Any, key: str | None) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                self._collect(v, str(k).lower())
+        elif isinstance(value, list | tuple):
+            for v in value:
+                self._collect(v, key)
+        elif isinstance(value, str):
+            if key in _PRIVATE_KEYS:
+                self.names.update(part for part in re.split(r"[\s,]+", value) if part)
+            self.names.update(_HOME.findall(value))
+
+    def clean(self, value: Any) -> Any:
+        """A string with every absolute path and recorded name replaced; other values as they are."""
+        if not isinstance(value, str):
+            return value
+        out = _PATH.sub(WITHHELD, value)
+        for n in sorted(self.names, key=len, reverse=True):
+            out = re.sub(rf"(?<![\w-]){re.escape(n)}(?![\w-])", WITHHELD, out)
+        if out != value:
+            self.withheld += 1
+        return out
+
+    def deep(self, value: Any) -> Any:
+        """Every string in `value` cleaned, but the kit's own labels (verdicts, statuses, hashes)."""
+        if isinstance(value, dict):
+            return {k: v if k in _LABELS else self.deep(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.deep(v) for v in value]
+        return self.clean(value)
+
+
+def _model(label: str | None) -> str | None:
+    """'GPU: NVIDIA H100 80GB HBM3' -> 'NVIDIA H100 80GB HBM3'."""
+    if not label:
+        return None
+    for prefix in ("CPU: ", "GPU: "):
+        if label.startswith(prefix):
+            return label[len(prefix):]
+    return label
+
+
+def _num(x: Any) -> float | int | None:
+    return x if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def extract(read, salt: bytes, form: str) -> tuple[dict, list[dict], list[dict]]:
+    """(the run's record, its re-measurements, its claims' statuses) as the ledger keeps them, from a
+    checked input (reprokit/ledger/read.py `Read`)."""
+    run, ctx = read.run, read.context
+    private = Private.of(thaw(run.doc), *(thaw(c.doc) for c in run.results.values()),
+                         thaw(run.node_records))
+    labels = ctx.get("device_labels") or {}
+    models = {kind: _model(label) for kind, label in labels.items()}
+    host_gpus = list(run.machine.gpus)
+    host_id = run.host.get("host_id")
+    record = {
+        "digest": read.digest,
+        "run_id": run.run_id,
+        "form": form,
+        "suite": run.suite,
+        "runner": run.runner,
+        "quick": run.quick,
+        "rejudged": bool(run.rejudged),
+        "kit_version": run.kit.version,
+        "kit_commit": (run.kit.git_commit or "")[:12] or None,
+        "started": run.started,
+        "finished": run.finished,
+        "devices": {k: models[k] for k in sorted(models) if models[k]},
+        "gpu_count": len(host_gpus),
+        "machine": unit_id(salt, f"host:{host_id}") if host_id else None,
+        "report": read.basis,
+        "stored_report_matches": read.stored_report_matches,
+    }
+    rows = []
+    for r in ctx.get("numbers") or []:
+        cell = run.result(r.get("cell")) if r.get("cell") else None
+        gpus = list(cell.gpus) if cell is not None and cell.gpus is not None else None
+        if gpus is None:
+            gpus = host_gpus if r.get("device") == "gpu" else []
+        precision = None
+        if cell is not None and cell.precision:
+            precision = cell.precision.get("effective") or cell.precision.get("requested")
+        repro = r.get("reproduction") or {}
+        rows.append({
+            "number_id": r["id"], "source": r.get("source"), "table": r.get("table"),
+            "row_label": r.get("row_label"), "metric": r.get("metric"),
+            "published": _num(r.get("published")), "unit": r.get("unit"),
+            "published_device": r.get("published_device"), "bound": r.get("bound"),
+            "cell": r.get("cell"), "stack": cell.stack if cell is not None else None,
+            "stack_kind": repro.get("stack"), "hardware": repro.get("hardware"),
+            "device": r.get("device"), "device_model": models.get(r.get("device")),
+            "gpu_count": len(gpus),
+            "units": sorted(unit_id(salt, f"gpu:{g.get('uuid')}") for g in gpus if g.get("uuid")),
+            "precision": precision if isinstance(precision, str) else None,
+            "measured": _num(r.get("measured")), "ci_low": _num(r.get("ci_low")),
+            "ci_high": _num(r.get("ci_high")), "ci_label": r.get("ci_label"),
+            "measured_unit": r.get("measured_unit"), "n": _num(r.get("n")),
+            "verdict": r.get("verdict"),
+        })
+    claims = []
+    for c in ctx.get("claims") or []:
+        kinds = [k for k in (c.get("checked_on") or []) if k in models] or list(ctx.get("devices") or [])
+        claims.append({
+            "claim_id": c["id"], "source": c.get("source"), "text": c.get("text"),
+            "status": c.get("status"), "devices": sorted({m for k in kinds if (m := models.get(k))}),
+        })
+    return private.deep(record), private.deep(rows), private.deep(claims)

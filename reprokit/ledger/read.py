@@ -1,0 +1,180 @@
+"""The ledger's inputs, found and checked: crates (*.zip) and run directories (a folder holding run.json).
+
+What is checked, and where each input's numbers come from:
+
+- a crate: the kit's own `verify` (reprokit/crate/checks.py: the zip, every file's sha256 and size,
+  every schema, the profile, and the report rendered again from the crate's files alone and compared
+  byte for byte), without its last step (the notices about this machine's Docker store). The run is
+  then read from the same extraction by reprokit/reader/load.py, and its numbers are taken from the
+  crate's own report.json: `verify` has just shown that it follows from the crate's samples and data
+  snapshot. A crate that another version of the kit renders differently fails `verify` and is refused
+  (verify names both commits).
+- a run directory: it carries no digests (the kit writes none for one; only a crate has them), so
+  nothing can tell an edited file from an original. What is checked: it is not being written (its lock
+  is not held), every cell result is read through its format's steps and schema
+  (`RunDir.load_cells`) and holds only finite samples (checks.samples_ok), and the run loads into the
+  model (run.json through its format's steps: a run of any older kit is upgraded, a newer one refused).
+  Its numbers are computed again from its samples with the data it was judged with (its kit-data/
+  snapshot: `report.context.build_context`), never read from its stored report.json, which nothing
+  binds to the samples; whether the stored report.json says the same is recorded beside the run.
+
+A failing input is `Refused` with one line naming why; nothing of it is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprokit import checks, kitdata, results, validate
+from reprokit.errors import UserError
+from reprokit.reader.model import Run
+
+CRATE_SUFFIX = ".zip"
+
+
+class Refused(Exception):
+    """An input the ledger does not take: one line naming why."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input: its path, the folder given on the command line it was found under (and that
+    folder's place among them, from 1, or 0 when one was given), and its form."""
+    path: Path
+    root: Path
+    form: str  # "crate" | "run directory"
+    given: int = 0
+
+    @property
+    def name(self) -> str:
+        """The input's path relative to the folder it was found under, after `DIR<k>/` when several
+        were given: never an absolute path, nor the folder's own name (a home directory's name is a
+        user name), since this name reaches ledger.json."""
+        rel = self.path.relative_to(self.root).as_posix()
+        if not self.given:
+            return rel
+        return f"DIR{self.given}" + ("" if rel == "." else f"/{rel}")
+
+
+@dataclass(frozen=True)
+class Read:
+    """A checked input: the run's content digest, the model, its report context and how it was had."""
+    digest: str
+    run: Run
+    context: dict
+    basis: str  # "crate report, verified" | "recomputed from the samples"
+    stored_report_matches: bool | None  # a run directory's stored report.json against the recomputed
+
+
+def find(dirs: Iterable[Path]) -> list[Input]:
+    """Every crate and run directory under `dirs`, in a stable order (sorted paths). A run directory's
+    own folders are not searched further; hidden files and folders are left out, and links are not
+    followed."""
+    out: list[Input] = []
+    dirs = [Path(d) for d in dirs]
+    for k, root in enumerate(dirs, 1):
+        given = k if len(dirs) > 1 else 0
+        for here, subdirs, names in os.walk(root, followlinks=False):
+            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+            if "run.json" in names:
+                out.append(Input(Path(here), root, "run directory", given))
+                subdirs[:] = []
+                continue
+            out += [Input(Path(here) / n, root, "crate", given) for n in sorted(names)
+                    if n.endswith(CRATE_SUFFIX) and not n.startswith(".")
+                    and (Path(here) / n).is_file() and not (Path(here) / n).is_symlink()]
+    return out
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _run_files(run_dir: Path) -> Iterator[tuple[str, Path]]:
+    yield "run.json", run_dir / "run.json"
+    cells = run_dir / "cells"
+    if cells.is_dir():
+        for p in sorted(cells.glob("*.json")):
+            if not p.name.startswith(".") and p.is_file():
+                yield f"cells/{p.name}", p
+
+
+def run_digest(run_dir: Path) -> str:
+    """The run's content digest: sha256 over run.json and every cells/*.json (process files of
+    `--repeat K` too), each as its relative name, its length and its bytes, in name order. The same
+    run as a directory and as a crate has one digest."""
+    h = hashlib.sha256()
+    for rel, p in _run_files(run_dir):
+        data = p.read_bytes()
+        h.update(f"{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def read(item: Input) -> Read:
+    """The input checked and read (module docstring); `Refused` with one line when it fails."""
+    try:
+        return _read_crate(item.path) if item.form == "crate" else _read_dir(item.path)
+    except Refused:
+        raise
+    except UserError as e:  # CrateInvalid included: every check's one line
+        raise Refused(_one_line(e)) from None
+    except (OSError, ValueError, TypeError, KeyError) as e:  # a reader's own error on a damaged file
+        raise Refused(f"unreadable ({type(e).__name__}: {_one_line(e)})") from None
+
+
+def _read_crate(path: Path) -> Read:
+    from reprokit.crate import RUN_DIR
+    from reprokit.crate import checks as crate_checks
+    from reprokit.reader.load import load
+    from reprokit.report.report import load_report
+
+    with crate_checks.opened(path) as crate:
+        crate_checks.verify_opened(crate, images=False)
+        run_dir = crate.root / RUN_DIR
+        run = load(results.RunDir(run_dir))
+        context = load_report(run_dir / "report.json")
+        return Read(run_digest(run_dir), run, context, "crate report, verified", None)
+
+
+def _read_dir(path: Path) -> Read:
+    from reprokit.reader import lock
+    from reprokit.reader.load import load
+    from reprokit.report.context import build_context
+
+    if lock.held_by_other(path):
+        raise Refused("is being written (its lock is held by a running driver); add it once the run ends")
+    digest = run_digest(path)
+    rundir = results.RunDir(path)
+    for c in rundir.load_cells():
+        checks.samples_ok(c, f"cells/{results.cell_filename(c['cell_id'])}")
+    run = load(rundir)
+    with kitdata.using(results.run_data(rundir, run.doc)):
+        context = json.loads(json.dumps(build_context(run)))  # as report.json would hold it
+    errs = validate.errors("report", context)
+    if errs:
+        raise Refused(f"its report, computed again, does not follow the report schema: {errs[0]}")
+    stored = path / "report.json"
+    matches = None
+    if stored.is_file():
+        try:
+            matches = json.loads(stored.read_text(encoding="utf-8")) == context
+        except (OSError, ValueError):
+            matches = False
+    if run_digest(path) != digest:
+        raise Refused("changed while it was read (a run still being written?); add it again")
+    return Read(digest, run, context, "recomputed from the samples", matches)

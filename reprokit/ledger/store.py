@@ -1,0 +1,112 @@
+"""The ledger's store: SQLite (the standard library's sqlite3), one file, kept between builds.
+
+Tables (each record a JSON document of reprokit/ledger/fields.py's allow-listed fields):
+- `runs` (digest primary key, doc): one row per run, keyed by its content digest (run.json and its
+  cell files: reprokit/ledger/read.py `run_digest`);
+- `rows` (run, number_id, doc) and `claims` (run, claim_id, doc): what the run says of each published
+  number and claim;
+- `inputs` (key primary key, run): every input already taken: a crate by the sha256 of its file, a run
+  directory by its run's digest. A build skips an input whose key is here without opening it, so
+  adding one run to a folder reads only that run;
+- `meta`: the store's format version and its salt (16 bytes of os.urandom, made once when the store is
+  created; the salted hashes of machines and GPUs are comparable only within one store).
+
+A run is added in one transaction (all of it or nothing). Refused inputs are not stored at all; they
+are checked again by the next build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+from reprokit.errors import UserError
+
+VERSION = 1
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (digest TEXT PRIMARY KEY, doc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rows (run TEXT NOT NULL REFERENCES runs(digest), number_id TEXT NOT NULL,
+                                 doc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (run TEXT NOT NULL REFERENCES runs(digest), claim_id TEXT NOT NULL,
+                                   doc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS inputs (key TEXT PRIMARY KEY, run TEXT NOT NULL REFERENCES runs(digest));
+CREATE INDEX IF NOT EXISTS rows_by_number ON rows (number_id);
+CREATE INDEX IF NOT EXISTS claims_by_claim ON claims (claim_id);
+"""
+
+
+class Store:
+    """An open store (a context manager: closed at the end)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None)
+            self.db.execute("PRAGMA foreign_keys = ON")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > VERSION:
+                raise UserError(f"--store {self.path} is a ledger store of format version {version}, "
+                                f"newer than this kit's ({VERSION}); use the kit that made it or "
+                                "another --store")
+            self.db.executescript(_TABLES)
+            if version == 0:
+                with self.db:
+                    self.db.execute("BEGIN")
+                    self.db.execute(f"PRAGMA user_version = {VERSION}")
+                    self.db.execute("INSERT OR IGNORE INTO meta VALUES ('salt', ?)", (os.urandom(16).hex(),))
+            self.salt = bytes.fromhex(self._meta("salt"))
+        except sqlite3.DatabaseError as e:  # not a database, or a locked or damaged one
+            raise UserError(f"--store {self.path} cannot be used as the ledger's store ({e}); give another "
+                            "--store, or move that file aside to start a new store") from None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.db.close()
+
+    def _meta(self, key: str) -> str:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise sqlite3.DatabaseError(f"its meta table has no {key}")
+        return row[0]
+
+    def known_input(self, key: str) -> bool:
+        return self.db.execute("SELECT 1 FROM inputs WHERE key = ?", (key,)).fetchone() is not None
+
+    def has_run(self, digest: str) -> bool:
+        return self.db.execute("SELECT 1 FROM runs WHERE digest = ?", (digest,)).fetchone() is not None
+
+    def note_input(self, key: str, digest: str) -> None:
+        """An input whose run is stored already (the same run as a directory and as a crate)."""
+        self.db.execute("INSERT OR IGNORE INTO inputs VALUES (?, ?)", (key, digest))
+
+    def add(self, key: str, record: dict, rows: list[dict], claims: list[dict]) -> None:
+        """One run, with its rows and claims and the input it came from, in one transaction."""
+        digest = record["digest"]
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute("INSERT INTO runs VALUES (?, ?)", (digest, _dump(record)))
+            self.db.executemany("INSERT INTO rows VALUES (?, ?, ?)",
+                                [(digest, r["number_id"], _dump(r)) for r in rows])
+            self.db.executemany("INSERT INTO claims VALUES (?, ?, ?)",
+                                [(digest, c["claim_id"], _dump(c)) for c in claims])
+            self.db.execute("INSERT OR IGNORE INTO inputs VALUES (?, ?)", (key, digest))
+
+    def runs(self) -> list[dict]:
+        return [json.loads(d) for (d,) in self.db.execute("SELECT doc FROM runs ORDER BY digest")]
+
+    def rows(self) -> list[tuple[str, dict]]:
+        return [(run, json.loads(d)) for run, d in
+                self.db.execute("SELECT run, doc FROM rows ORDER BY number_id, run")]
+
+    def claims(self) -> list[tuple[str, dict]]:
+        return [(run, json.loads(d)) for run, d in
+                self.db.execute("SELECT run, doc FROM claims ORDER BY claim_id, run")]
+
+
+def _dump(doc: dict) -> str:
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,324 @@
+"""`reproduce.py ledger` (reprokit/ledger/): the committed runs put together, a tampered crate refused,
+the store read again without reading any run, nothing private in what it writes, ledger.json against
+its schema, and index.html in a real headless Chromium.
+
+Inputs (copies under tmp_path; nothing is written into the checkout): docs/sample-run (a CPU run),
+the runs of docs/gpu-run (H100), tests/data/runs/smoke-current as a run directory and as the crate
+`reproduce.py export` makes of it, and that crate with one sample edited. Host, node and user names
+are written into the copies' records (driver host, interpreter paths under /home/<user>) so the
+privacy check has names to look for besides the committed `vm` and /root, /tmp paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from reprokit import validate
+from reprokit.ledger import build, read, views
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = next((REPO / "docs" / "sample-run").glob("*/run.json")).parent
+GPU_RUNS = sorted(p.parent for p in (REPO / "docs" / "gpu-run").glob("*/run.json"))
+SMOKE = REPO / "tests" / "data" / "runs" / "smoke-current"
+SECRETS = ("sample-secret-host", "smoke-secret-host", "alice-secret", "bob-secret")
+BOTH = "001-L050"  # PyTorch word LM train_wps: measured on the sample run's CPU and on the H100
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "reproduce.py"), *args], capture_output=True,
+                          text=True, timeout=600, cwd=str(REPO), env=os.environ.copy())
+
+
+def _edit_run(run_dir: Path, host: str | None, user: str) -> None:
+    """A host name (None: the one recorded kept) and a home directory written into a run's record,
+    where the kit records them."""
+    path = run_dir / "run.json"
+    doc = json.loads(path.read_text())
+    if host:
+        doc["driver"] = {**(doc.get("driver") or {"pid": 1, "start_ticks": None}), "host": host}
+    doc["host_fingerprint"]["python"]["executable"] = f"/home/{user}/.pyenv/versions/3.11.7/bin/python3"
+    path.write_text(json.dumps(doc, indent=1))
+
+
+def _tampered(crate: Path, out: Path) -> Path:
+    """A copy of the crate with one sample of one cell result changed (the zip itself is sound)."""
+    done = False
+    with zipfile.ZipFile(crate) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if not done and info.filename.startswith("run/cells/") and b'"samples": [' in data:
+                i = data.index(b'"samples": [') + len(b'"samples": [')
+                j = next(k for k in range(i, len(data)) if data[k:k + 1].isdigit())
+                data = data[:j] + (b"7" if data[j:j + 1] != b"7" else b"8") + data[j + 1:]
+                done = True
+            dst.writestr(info, data)
+    assert done
+    return out
+
+
+def _zip_run_digest(crate: Path) -> str:
+    """The run digest (read.run_digest) of the run a crate holds, from its members."""
+    h = hashlib.sha256()
+    with zipfile.ZipFile(crate) as z:
+        names = ["run/run.json"] + sorted(
+            n for n in z.namelist() if n.startswith("run/cells/") and n.endswith(".json")
+            and n.count("/") == 2 and not n.split("/")[-1].startswith("."))
+        for n in names:
+            data = z.read(n)
+            h.update(f"{n.removeprefix('run/')}\0{len(data)}\0".encode())
+            h.update(data)
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory):
+    """The inputs and a first build of them by the command line: (root, inputs, out, the process)."""
+    from reprokit import results
+    from reprokit.report import report
+
+    root = tmp_path_factory.mktemp("ledger")
+    inputs = root / "runs"
+    runs_cpu, runs_gpu, crates = inputs / "cpu", inputs / "gpu", inputs / "crates"
+    shutil.copytree(SAMPLE, runs_cpu / SAMPLE.name)
+    _edit_run(runs_cpu / SAMPLE.name, "sample-secret-host", "alice-secret")
+    for g in GPU_RUNS:
+        shutil.copytree(g, runs_gpu / g.name)
+        _edit_run(runs_gpu / g.name, None, "bob-secret")  # their host name `vm` kept
+    smoke = runs_cpu / "smoke-current"
+    shutil.copytree(SMOKE, smoke)
+    _edit_run(smoke, "smoke-secret-host", "alice-secret")
+    report.render(results.RunDir(smoke))  # a crate holds the run's report
+    crates.mkdir()
+    p = cli("export", str(smoke), "-o", str(crates / "smoke.crate.zip"))
+    assert p.returncode == 0, p.stderr
+    _tampered(crates / "smoke.crate.zip", crates / "tampered.crate.zip")
+    out = root / "out"
+    p = cli("ledger", str(inputs), "--out", str(out))
+    return root, inputs, out, p
+
+
+def _doc(out: Path) -> dict:
+    return json.loads((out / "ledger.json").read_text())
+
+
+def test_the_committed_runs_make_one_ledger_and_a_tampered_crate_is_refused_in_one_line(ledger):
+    root, inputs, out, p = ledger
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "tampered.crate.zip" in lines[0] and "sha256" in lines[0], p.stderr
+    doc = _doc(out)
+    b = doc["build"]
+    # sample + the gpu-run runs + smoke as a directory + the good crate (the same run) + the tampered
+    assert b["inputs"] == len(GPU_RUNS) + 4 and b["read"] == len(GPU_RUNS) + 3 and b["same_run"] == 1
+    assert [(r["input"], r["form"]) for r in b["refused"]] == [("crates/tampered.crate.zip", "crate")]
+    assert "altered after the export" in b["refused"][0]["reason"]
+    assert len(doc["runs"]) == len(GPU_RUNS) + 2
+    # cpu/ is searched before crates/: the smoke run is stored from its directory, its crate is the same run
+    assert {r["form"] for r in doc["runs"]} == {"run directory"}
+    # a published number with its CPU and H100 re-measurements side by side
+    (n,) = [n for n in doc["numbers"] if n["id"] == BOTH]
+    assert n["published"] and n["unit"] == "words/s" and "P100" in n["published_device"]
+    assert n["bound"].startswith("at most")  # the roofline bound on the publication's device
+    models = {m["device_model"] for m in n["measurements"]}
+    assert "NVIDIA H100 80GB HBM3" in models and any("family 6 model 167" in m for m in models)
+    h100 = [m for m in n["measurements"] if m["device"] == "gpu"]
+    assert all(m["gpu_count"] == 1 and m["ci_low"] <= m["measured"] <= m["ci_high"] for m in h100)
+    assert all(m["verdict"] and m["kit_version"] and m["date"] for m in n["measurements"])
+    # a claim's status on each device model
+    claim = next(c for c in doc["claims"] if len(c["devices"]) >= 2)
+    assert all(s["status"] for d in claim["devices"] for s in d["statuses"])
+
+
+def test_nothing_of_the_tampered_crate_enters_the_store(ledger):
+    import sqlite3
+
+    root, inputs, out, _ = ledger
+    tampered = inputs / "crates" / "tampered.crate.zip"
+    db = sqlite3.connect(out / "ledger.sqlite")
+    try:
+        digests = {d for (d,) in db.execute("SELECT digest FROM runs")}
+        keys = {k for (k,) in db.execute("SELECT key FROM inputs")}
+    finally:
+        db.close()
+    assert _zip_run_digest(tampered) not in digests
+    assert _zip_run_digest(inputs / "crates" / "smoke.crate.zip") in digests
+    assert "crate:" + read.file_digest(tampered) not in keys
+
+
+def test_a_second_build_reads_no_run_and_one_more_run_is_the_only_one_read(ledger, tmp_path, monkeypatch):
+    root, inputs, out, _ = ledger
+    opened: list[str] = []
+    real = read.read
+    monkeypatch.setattr(read, "read", lambda item: (opened.append(item.name), real(item))[1])
+    again = build.build([inputs], tmp_path / "out", out / "ledger.sqlite")
+    assert (again.read, again.same_run) == (0, 0) and again.known == again.inputs - 1
+    assert opened == ["crates/tampered.crate.zip"]  # a refused input is checked again, nothing else
+    # one run more (and the tampered crate gone): that run is the only input opened
+    (inputs / "crates" / "tampered.crate.zip").rename(tmp_path / "tampered.crate.zip")
+    try:
+        shutil.copytree(REPO / "tests" / "data" / "runs" / "cpu-a", inputs / "cpu" / "cpu-a")
+        opened.clear()
+        more = build.build([inputs], tmp_path / "out", out / "ledger.sqlite")
+        assert opened == ["cpu/cpu-a"] and more.read == 1 and more.stored_runs == len(GPU_RUNS) + 3
+        assert _doc(tmp_path / "out")["build"]["refused"] == []
+    finally:
+        shutil.rmtree(inputs / "cpu" / "cpu-a", ignore_errors=True)
+        (tmp_path / "tampered.crate.zip").rename(inputs / "crates" / "tampered.crate.zip")
+
+
+def test_no_host_name_user_name_or_absolute_path_reaches_the_views(ledger):
+    root, inputs, out, _ = ledger
+    for name in ("ledger.json", "index.html"):
+        text = (out / name).read_text()
+        for secret in (*SECRETS, str(root), "/root", "/home", "/tmp", "/opt/"):
+            assert secret not in text, (name, secret)
+        assert not re.search(r"(?<![\w-])vm(?![\w-])", text), name  # the committed runs' host name
+    # the runs' own records do hold them: the check above is not vacuous
+    recorded = "".join((p / "run.json").read_text() for p in (inputs / "cpu").iterdir())
+    gpu = "".join((p / "run.json").read_text() for p in (inputs / "gpu").iterdir())
+    assert all(s in recorded + gpu for s in SECRETS) and "/root/" in recorded and "/tmp/" in gpu
+    assert '"host": "vm"' in gpu
+    db = (out / "ledger.sqlite").read_bytes()
+    assert not any(s.encode() in db for s in (*SECRETS, "/root/", "/home/"))
+    machines = {r["machine"] for r in _doc(out)["runs"]}
+    assert machines and all(re.fullmatch(r"[0-9a-f]{16}", m) for m in machines)
+    host_ids = {json.loads((p / "run.json").read_text())["host_fingerprint"].get("host_id")
+                for p in (inputs / "cpu").iterdir()}
+    assert not any(h and h in (out / "ledger.json").read_text() for h in host_ids)  # hashed, with a salt
+
+
+def test_a_store_whose_records_lack_a_field_still_renders(ledger, tmp_path):
+    """A store kept by a kit that recorded fewer fields: what a record lacks reads as null."""
+    import sqlite3
+
+    store = tmp_path / "old.sqlite"
+    shutil.copy(ledger[2] / "ledger.sqlite", store)
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("UPDATE rows SET doc = json_remove(doc, '$.bound', '$.precision')")
+        db.execute("UPDATE runs SET doc = json_remove(doc, '$.rejudged', '$.stored_report_matches')")
+    db.close()
+    done = build.build([tmp_path / "none"], tmp_path / "out", store)
+    doc = _doc(tmp_path / "out")
+    assert done.stored_runs == len(doc["runs"]) > 0 and validate.errors("ledger", doc) == []
+    assert all(n["bound"] is None for n in doc["numbers"])
+
+
+def test_ledger_json_follows_its_schema_and_the_schema_is_strict(ledger):
+    doc = _doc(ledger[2])
+    assert validate.errors("ledger", doc) == []
+    assert validate.errors("ledger", {**doc, "host": "x"})
+    bad = json.loads(json.dumps(doc))
+    bad["runs"][0]["hostname"] = "x"
+    assert validate.errors("ledger", bad)
+
+
+def test_the_page_escapes_what_it_shows():
+    doc = {"runs": [], "claims": [], "kit_version": "0", "built": "now",
+           "build": {"inputs": 1, "read": 0, "known": 0, "same_run": 0,
+                     "refused": [{"input": "<script>x</script>", "form": "crate", "reason": "<img src=x>"}]},
+           "numbers": [{"id": "n<b>", "source": "0", "table": "t", "row_label": "<script>alert(1)</script>",
+                        "metric": "m", "published": 1.0, "unit": "s", "published_device": "d",
+                        "bound": "<b>at most</b>",
+                        "measurements": [{"run": "0" * 12, "run_id": "r", "rejudged": True,
+                                          "kit_version": "0", "date": "d",
+                                          "device": "cpu", "device_model": "<i>cpu</i>", "gpu_count": 0,
+                                          "units": [], "cell": "c", "stack": "s", "stack_kind": "original",
+                                          "hardware": "h", "precision": None, "measured": 1.0, "ci_low": None,
+                                          "ci_high": None, "ci_label": "none", "measured_unit": "s", "n": 1,
+                                          "verdict": "V"}]}]}
+    page = views.html(doc)
+    assert "<script" not in page and "<img" not in page and "<i>" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;img src=x&gt;" in page
+    assert "None" not in page  # a value not recorded is a dash
+
+
+def test_nothing_left_is_exit_1_and_a_missing_folder_is_exit_2(ledger, tmp_path):
+    root, inputs, _, _ = ledger
+    only = tmp_path / "only"
+    only.mkdir()
+    shutil.copy(inputs / "crates" / "tampered.crate.zip", only)
+    p = cli("ledger", str(only), "--out", str(tmp_path / "out"))
+    assert p.returncode == 1, p.stderr
+    assert sum(ln.startswith("ledger: refused") for ln in p.stderr.splitlines()) == 1
+    assert _doc(tmp_path / "out")["runs"] == [] and len(_doc(tmp_path / "out")["build"]["refused"]) == 1
+    # the good crate on its own: verified, stored from the crate, its numbers from its verified report
+    shutil.copy(inputs / "crates" / "smoke.crate.zip", only)
+    p = cli("ledger", str(only), "--out", str(tmp_path / "out"))
+    refusals = [ln for ln in p.stderr.splitlines() if ln.startswith("ledger: refused")]
+    assert p.returncode == 0 and len(refusals) == 1, p.stderr
+    (run,) = _doc(tmp_path / "out")["runs"]
+    assert (run["form"], run["report"], run["suite"]) == ("crate", "crate report, verified", "smoke")
+    p = cli("ledger", str(tmp_path / "nope"), "--out", str(tmp_path / "out2"))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "does not exist" in p.stderr
+    assert not (tmp_path / "out2").exists()
+    # a --store that is not a ledger's store, or one of a newer kit: one line, exit 2, nothing written
+    import sqlite3
+
+    (tmp_path / "notes.txt").write_text("not a database")
+    newer = tmp_path / "newer.sqlite"
+    db = sqlite3.connect(newer)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    for store, said in ((tmp_path / "notes.txt", "not an SQLite file"), (newer, "format version 99")):
+        p = cli("ledger", str(only), "--out", str(tmp_path / "out3"), "--store", str(store))
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and said in p.stderr, p.stderr
+    assert (tmp_path / "notes.txt").read_text() == "not a database" and not (tmp_path / "out3").exists()
+
+
+@pytest.mark.browser
+def test_the_page_in_a_real_browser(ledger, tmp_path):
+    """index.html in headless Chromium (tests/report/test_browser.py's browser and helpers): it loads
+    without errors, fetches nothing but itself, and shows the summary, the runs, the number measured
+    on a CPU and on the H100 side by side, and a claim's statuses by device model."""
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("/usr/bin/chromium is missing (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright Python package is missing")
+    from playwright.sync_api import sync_playwright
+    from report.test_browser import ARGS, CHROMIUM, open_report, visible_box
+
+    page_file = ledger[2] / "index.html"
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=str(CHROMIUM),
+                                                   headless=True, args=ARGS,
+                                                   viewport={"width": 1280, "height": 900})
+        try:
+            page, errors, page_errors, requests = open_report(ctx, page_file.as_uri())
+            assert errors == [] and page_errors == []
+            assert requests == [page_file.as_uri()], requests  # self-contained: nothing else is fetched
+            assert page.evaluate("document.querySelectorAll('script, img, iframe, link').length") == 0
+            assert visible_box(page, "#summary") and visible_box(page, "table.runs")
+            assert "1 refused" in page.inner_text("#summary")
+            assert "crates/tampered.crate.zip" in page.inner_text("table.refused")
+            row = page.inner_text(f"#n-{BOTH} table.measurements")
+            assert "NVIDIA H100 80GB HBM3" in row and "family 6 model 167" in row and "IMPLAUSIBLE" in row
+            assert visible_box(page, f"#n-{BOTH} table.measurements")
+            assert page.locator("section.claim table.claim-status").count() >= 15
+            page.screenshot(path=str(tmp_path / "ledger.png"), full_page=True)
+            assert (tmp_path / "ledger.png").stat().st_size > 10_000
+        finally:
+            ctx.close()
+
+
+def test_inputs_are_named_without_the_folders_given(tmp_path):
+    """An input's name in ledger.json is its path under the folder given (a home folder's name is a
+    user name): `x`, or `DIR<k>/x` when several folders were given."""
+    home = tmp_path / "home" / "alice-secret"
+    (home / "runs" / "r1").mkdir(parents=True)
+    (home / "runs" / "r1" / "run.json").write_text("{}")
+    (home / "runs" / "r1" / "cells").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "c.zip").write_bytes(b"PK")
+    assert [(i.name, i.form) for i in read.find([home])] == [("runs/r1", "run directory")]
+    assert [i.name for i in read.find([home, tmp_path / "other"])] == ["DIR1/runs/r1", "DIR2/c.zip"]
+    assert [i.name for i in read.find([home / "runs" / "r1"])] == ["."]
