@@ -13,9 +13,6 @@ anything; 2 a user error.
 
 from __future__ import annotations
 
-NOTHING_MEASURED = ("no cell of the run measured anything (each was skipped or left by --time-limit); "
-                    "the report gives each reason")
-
 
 def add_arguments(p) -> None:
     p.add_argument("run", help="results/<run-id>, a run id, or 'latest'; or a crate file `export` wrote")
@@ -36,6 +33,7 @@ def run(args) -> int:
     from reprokit import checks, results
     from reprokit.reader import cells
     from reprokit.reader.load import load
+    from reprokit.reader.model import NOTHING_MEASURED
     from reprokit.report import report
 
     if Path(args.run).is_file():  # a crate: rendered from its files alone (reprokit/crate/checks.py)
@@ -85,6 +83,6 @@ def run(args) -> int:
               "each reason", file=sys.stderr)
         return 1
     if not run.measured():
-        print(f"reproduce.py: {NOTHING_MEASURED}", file=sys.stderr)
+        print(f"reproduce.py: {NOTHING_MEASURED}", file=sys.stderr)  # reprokit/reader/model.py
         return 1
     return 0

@@ -99,6 +99,6 @@ def run(args) -> int:
         say(f"{len(partial)} cell(s) reported from the processes they finished: {shown}"
             + ("; ..." if len(partial) > 3 else ""))
     if not run.measured():
-        from reprokit.commands.report import NOTHING_MEASURED
+        from reprokit.reader.model import NOTHING_MEASURED
         say(f"reproduce.py: {NOTHING_MEASURED}")
     return run.exit_code

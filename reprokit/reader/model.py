@@ -22,6 +22,9 @@ from reprokit.reader.status import Skip, Stop
 
 ENTRY_STATUSES = ("ok", "failed", "crashed", "timeout", "oom", "skipped", "not_implemented",
                   "interrupted", "missing", "invalid", "pending")
+# the one line `run` and `report` print when a run measured no cell (its exit status is then 1)
+NOTHING_MEASURED = ("no cell of the run measured anything (each was skipped or left by --time-limit); "
+                    "the report gives each reason")
 
 
 @dataclass(frozen=True)
@@ -361,7 +364,7 @@ class Run:
     @property
     def exit_code(self) -> int:
         """1 when some cell did not finish ok, or when no cell measured anything (every one left by
-        --time-limit or skipped), else 0: `run` and `report` exit with it."""
+        --time-limit or skipped: NOTHING_MEASURED), else 0: `run` and `report` exit with it."""
         return 1 if self.not_ok() or not self.measured() else 0
 
     # -- the run --------------------------------------------------------------------------------

@@ -308,7 +308,8 @@ def test_gpu_smoke_plans_here_and_every_cell_needs_a_gpu(tmp_path):
     env = dict(os.environ, **{probe_cache.CACHE_ENV: str(tmp_path / "cache.json")})
     run = _cli("run", "--suite", "gpu-smoke", "--runner", "local", "--results", str(tmp_path / "r"),
                env=env, hide_gpus=hide)
-    assert run.returncode == 0, run.stderr[-2000:]  # skipped cells are not failures (record.exit_code)
+    # skipped cells are not failures, but a run that measured nothing exits 1, saying so
+    assert run.returncode == 1 and "no cell of the run measured anything" in run.stderr, run.stderr[-2000:]
     rundir = results.resolve_run("latest", tmp_path / "r")
     record = rundir.load_run()
     assert [c["status"] for c in record["cells"]] == ["skipped"] * len(GPU_STACKS)
@@ -599,7 +600,7 @@ def test_the_collector_of_a_slurm_run_records_a_probe_under_its_node(tmp_path, m
                          suites.load_stacks(), None, {})
     info = {"launcher": "pyxis", "node": "gpu-node-1", "node_fingerprint": node, "gpus": ["0"],
             "image_id": "sha256:" + "9" * 64, "squashfs": "/images/legacy-2017-tensorflow-gpu.sqsh"}
-    collect(SimpleNamespace(cell=c, process=None), CellOutcome("ok", None, 30.0, None, info))
+    collect(SimpleNamespace(cell=c, process=None, job_cell={}), CellOutcome("ok", None, 30.0, None, info))
     (entry,) = probe_cache.load(cache)["entries"]
     assert entry["host"]["host_id"] == node["host_id"] and entry["runner"] == "slurm/pyxis"
     assert entry["image_id"] == "sha256:" + "9" * 64 and entry["stack"] == "tf-1.2"
