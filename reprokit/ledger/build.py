@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reprokit.crate import export
 from reprokit.ledger import fields, read, store, views
 
 
@@ -36,7 +37,7 @@ def _key(item: read.Input) -> str:
     """The input's key in the store: a crate by its file's bytes (a crate changed in any byte is a new
     input, and is verified), a run directory by its run's digest."""
     if item.form == "crate":
-        return "crate:" + read.file_digest(item.path)
+        return "crate:" + export.sha256_file(item.path)
     return "run:" + read.run_digest(item.path)
 
 

@@ -91,15 +91,6 @@ def find(dirs: Iterable[Path]) -> list[Input]:
     return out
 
 
-def file_digest(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _run_files(run_dir: Path) -> Iterator[tuple[str, Path]]:
     yield "run.json", run_dir / "run.json"
     cells = run_dir / "cells"

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from reprokit import validate
+from reprokit.crate import export
 from reprokit.ledger import build, read, views
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,7 +153,7 @@ def test_nothing_of_the_tampered_crate_enters_the_store(ledger):
         db.close()
     assert _zip_run_digest(tampered) not in digests
     assert _zip_run_digest(inputs / "crates" / "smoke.crate.zip") in digests
-    assert "crate:" + read.file_digest(tampered) not in keys
+    assert "crate:" + export.sha256_file(tampered) not in keys
 
 
 def test_a_second_build_reads_no_run_and_one_more_run_is_the_only_one_read(ledger, tmp_path, monkeypatch):
