@@ -11,6 +11,8 @@ HISTORY = {
     1: "2026-11-21: report.json of the first kits, not validated",
     2: "2026-11-22 (0562910): validated against report.schema.json (verdicts, intervals, claims); "
        "fields added since were optional",
+    3: "2026-11-28: a NOT_COMPARABLE verdict's `cause`, and the plan's `partial` (cells the time limit "
+       "left after some of their processes)",
 }
 
 
@@ -21,4 +23,9 @@ def to_2(doc: dict) -> dict:
                     "read; render the report again from its run: `reproduce.py report RUN`")
 
 
-FORMAT = Format("report", HISTORY, {2: to_2}, stamped_from=1)
+def to_3(doc: dict) -> dict:
+    """Both additions are optional: a version 2 report simply does not say them."""
+    return doc
+
+
+FORMAT = Format("report", HISTORY, {2: to_2, 3: to_3}, stamped_from=1)
