@@ -20,18 +20,48 @@ N_BOOT = 2000
 SEED = 0
 
 
+# resamples are drawn and their medians taken in chunks of at most this many values
+_CHUNK_VALUES = 250_000
+
+
 def medians(groups: Sequence[Sequence[float]], n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
-    """n_boot resampled pooled medians of `groups` (one list of iteration values per process)."""
+    """n_boot resampled pooled medians of `groups` (one list of iteration values per process).
+
+    Drawn from one generator in chunks of resamples (the chunk's size depends only on the groups'
+    shape, so the values do too): one process: its n iteration indices per resample, uniform integers
+    (the values of drawing them resample by resample); k > 1 processes: the chunk's k process indices
+    per resample, then for each drawn process (of length L) its iteration indices as floor(u * L) of
+    uniform u in [0, 1), taken from a draw as long as the longest process."""
     rng = np.random.default_rng(seed)
     procs = [np.asarray(g, dtype=float) for g in groups if len(g)]
     if not procs:
         raise ValueError("no samples to resample")
     k = len(procs)
+    lens = np.array([len(p) for p in procs])
+    longest = int(lens.max())
+    chunk = max(1, _CHUNK_VALUES // (k * longest))
     out = np.empty(n_boot)
-    for b in range(n_boot):
-        picks = rng.integers(0, k, size=k) if k > 1 else np.zeros(1, dtype=int)
-        parts = [procs[i][rng.integers(0, len(procs[i]), size=len(procs[i]))] for i in picks]
-        out[b] = np.median(np.concatenate(parts))
+    if k == 1:
+        x = procs[0]
+        for start in range(0, n_boot, chunk):
+            c = min(chunk, n_boot - start)
+            out[start:start + c] = np.median(x[rng.integers(0, longest, size=(c, longest))], axis=1)
+        return out
+    table = np.full((k, longest), np.nan)
+    for i, p in enumerate(procs):
+        table[i, :len(p)] = p
+    uneven = bool((lens != longest).any())
+    for start in range(0, n_boot, chunk):
+        c = min(chunk, n_boot - start)
+        picks = rng.integers(0, k, size=(c, k))
+        drawn_lens = lens[picks][:, :, None]
+        idx = (rng.random((c, k, longest)) * drawn_lens).astype(np.int64)
+        vals = table[picks[:, :, None], idx]
+        if uneven:  # a shorter process's draws past its length take no part
+            vals = np.where(np.arange(longest) < drawn_lens, vals, np.nan)
+            out[start:start + c] = np.nanmedian(vals.reshape(c, -1), axis=1)
+        else:
+            out[start:start + c] = np.median(vals.reshape(c, -1), axis=1)
     return out
 
 

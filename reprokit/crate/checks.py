@@ -18,6 +18,8 @@ In order, each stopping at the first failure with one line (`CrateInvalid`, exit
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import os
 import shutil
 import stat
@@ -281,14 +283,20 @@ def _schema_of(rel: str) -> tuple[str, str | None]:
     return "other", None
 
 
-def check_schemas(crate: Crate) -> int:
-    """Every JSON result and data file against its schema; the count checked."""
+def check_schemas(crate: Crate, valid: set[tuple[str, str]] | None = None) -> int:
+    """Every JSON result and data file against its schema; the count checked. `valid`: the (sha256,
+    schema) pairs this process found valid already (the ledger reads many crates of one kit, whose
+    data snapshots are the same files): a file whose checked sha256 is there is not parsed again, and
+    every file found valid is added. Only after `check_files`, which checked each file's sha256."""
     bad, n = [], 0
-    for rel in sorted(crate.described_files()):
+    for rel, entity in sorted(crate.described_files().items()):
         where, schema = _schema_of(rel)
         if schema is None:
             continue
         n += 1
+        seen = (str(entity.get("sha256")), schema)
+        if valid is not None and seen in valid:
+            continue
         try:
             doc = formats.upgrade(schema, _parse(crate.root / rel), rel)  # an older kit's: upgraded
         except ValueError as e:
@@ -297,8 +305,10 @@ def check_schemas(crate: Crate) -> int:
         errs = validate.errors(schema, doc)
         if errs:
             bad.append(f"{rel} does not follow the {schema} schema: {errs[0]}")
+        elif valid is not None:
+            valid.add(seen)
     if bad:
-        raise CrateInvalid(_one_line(bad[0], len(bad) - 1) + _other_kit(crate))
+        raise CrateInvalid(_one_line(bad[0], len(bad) - 1) + other_kit(crate))
     return n
 
 
@@ -314,7 +324,7 @@ def _parse(path: Path):
         raise ValueError(str(e)) from e
 
 
-def _other_kit(crate: Crate) -> str:
+def other_kit(crate: Crate) -> str:
     """When the crate was exported by another commit of the kit than this one: a note saying so (its
     schemas or rendering may differ from this kit's without anything being wrong with the crate)."""
     made_by = str((crate.by_id.get("#kit-export") or {}).get("identifier", "")).removeprefix("git:")
@@ -325,13 +335,16 @@ def _other_kit(crate: Crate) -> str:
             f"{here[:12] if here else 'not a git checkout'}: verify with that version)")
 
 
-def check_profile(crate: Crate) -> list[str]:
-    """The kit's profile checks, then roc-validator where installed; notes on what was checked."""
+def check_profile(crate: Crate, roc: bool = True) -> list[str]:
+    """The kit's profile checks, then (`roc`) roc-validator where installed; notes on what was
+    checked."""
     own = profile.own_checks(crate.meta)
     if own:
         raise CrateInvalid(_one_line(f"{METADATA}: {own[0]} (Process Run Crate 0.5 / RO-Crate 1.1)",
                                      len(own) - 1))
     notes = ["profile: the kit's Process Run Crate 0.5 checks passed"]
+    if not roc:
+        return notes
     roc = profile.roc_validator(crate.file)
     if roc is None:
         notes.append("profile: roc-validator is not installed (pip install roc-validator); the kit's "
@@ -380,10 +393,44 @@ def check_report(crate: Crate) -> int:
                                f"{bounded(str(e))}") from e
     diff = export.first_difference(fresh, stored)
     if diff:
-        why = _other_kit(crate) or (" (the crate's files were altered consistently with their checksums, "
+        why = other_kit(crate) or (" (the crate's files were altered consistently with their checksums, "
                                     "or this kit renders differently)")
         raise CrateInvalid(f"the report re-rendered from the crate differs from the crate's: {diff}{why}")
     return len(stored)
+
+
+def snapshot_digest(crate: Crate) -> str:
+    """One digest of the crate's data snapshot: sha256 over each kit-data/ file's path and recorded
+    sha256, in path order (after `check_files`, the recorded sha256 is the file's). Two crates of one
+    digest hold the same data files."""
+    h = hashlib.sha256()
+    for rel, e in sorted(crate.described_files().items()):
+        if rel.startswith(f"{DATA_DIR}/"):
+            h.update(f"{rel}\0{e.get('sha256')}\0".encode())
+    return h.hexdigest()
+
+
+def report_json_difference(crate: Crate, run, data: kitdata.KitData) -> tuple[dict, str | None]:
+    """(report.json as this kit computes it from the crate's run (`run`, the crate's run loaded into
+    the model) and its data snapshot (`data`, a KitData of its kit-data/ files); None when the crate's
+    own report.json is the same document, else where it first differs (a top-level key, or a note
+    that it is of another format version)). The rendering (report.md, report.html, plots) is
+    `check_report`'s."""
+    from reprokit.report.context import build_context
+
+    stored = _parse(crate.root / RUN_DIR / "report.json")  # `check_schemas` validated it
+    try:
+        with kitdata.using(data):
+            fresh = json.loads(json.dumps(build_context(run)))  # as report.json holds it
+    except UserError as e:
+        raise CrateInvalid(f"the report cannot be computed from the crate's files alone: "
+                           f"{bounded(str(e))}") from e
+    if fresh == stored:
+        return fresh, None
+    if isinstance(stored, dict) and stored.get("schema_version") != fresh.get("schema_version"):
+        return fresh, f"its report.json is of format version {stored.get('schema_version')}"
+    keys = sorted(set(fresh) | set(stored if isinstance(stored, dict) else {}))
+    return fresh, f"first in `{next((k for k in keys if fresh.get(k) != stored.get(k)), '?')}`"
 
 
 def check_image_archive(crate: Crate) -> list[str]:

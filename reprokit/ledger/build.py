@@ -9,10 +9,12 @@ input is one line on `warn` and a row of ledger.json's `build.refused`; nothing 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reprokit import files
 from reprokit.crate import export
 from reprokit.ledger import fields, read, store, views
 
@@ -42,10 +44,12 @@ def _key(item: read.Input) -> str:
 
 
 def build(dirs: Iterable[Path], out: Path, store_path: Path,
-          warn: Callable[[str], None] = lambda line: None) -> Outcome:
-    """Build the ledger of `dirs` into `out` with the store at `store_path`."""
+          warn: Callable[[str], None] = lambda line: None, jobs: int = 1) -> Outcome:
+    """Build the ledger of `dirs` into `out` with the store at `store_path`; the new inputs are
+    checked and read by `jobs` processes (each result is stored by this one, in the inputs' order)."""
     done = Outcome()
-    with store.Store(store_path) as st:
+    with store.Store(store_path) as st, files.temporary_directory("reprokit-ledger-") as tmp:
+        new: list[tuple[read.Input, str]] = []
         for item in read.find(dirs):
             done.inputs += 1
             try:
@@ -55,23 +59,59 @@ def build(dirs: Iterable[Path], out: Path, store_path: Path,
                 continue
             if st.known_input(key):
                 done.known += 1
-                continue
-            try:
-                got = read.read(item)
-            except read.Refused as e:
-                _refuse(done, item, str(e), warn)
+            else:
+                new.append((item, key))
+        for (item, key), got in zip(new, _taken([i for i, _ in new], st.salt, Path(tmp), jobs)):
+            if isinstance(got, str):
+                _refuse(done, item, got, warn)
                 continue
             done.read += 1
             if st.has_run(got.digest):
                 st.note_input(key, got.digest)
                 done.same_run += 1
                 continue
-            record, rows, claims = fields.extract(got, st.salt, item.form)
-            st.add(key, record, rows, claims)
+            st.add(key, got.record, got.rows, got.claims)
         doc = views.document(st, done.counts())
         done.stored_runs = len(doc["runs"])
     done.written = views.write(doc, out)
     return done
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What the ledger keeps of one checked input (reprokit/ledger/fields.py), as plain documents
+    (they cross from a reading process to the one that stores them)."""
+    digest: str
+    record: dict
+    rows: list[dict]
+    claims: list[dict]
+
+
+_CACHE: read.Cache | None = None  # one per reading process
+
+
+def _take(item: read.Input, salt: bytes, tmp: Path) -> Taken | str:
+    """One input checked, read and reduced to what the ledger keeps; the one-line reason when it is
+    refused."""
+    global _CACHE
+    if _CACHE is None or _CACHE.root != tmp:
+        _CACHE = read.Cache(tmp)
+    try:
+        got = read.read(item, _CACHE)
+    except read.Refused as e:
+        return str(e)
+    record, rows, claims = fields.extract(got, salt, item.form)
+    return Taken(got.digest, record, rows, claims)
+
+
+def _taken(items: list[read.Input], salt: bytes, tmp: Path, jobs: int) -> Iterator[Taken | str]:
+    """`_take` of each input, in order: in this process when one job or one input, else in a pool of
+    `jobs` processes."""
+    if jobs <= 1 or len(items) <= 1:
+        yield from (_take(item, salt, tmp) for item in items)
+        return
+    with ProcessPoolExecutor(max_workers=min(jobs, len(items))) as pool:
+        yield from pool.map(_take, items, [salt] * len(items), [tmp] * len(items), chunksize=4)
 
 
 def _refuse(done: Outcome, item: read.Input, why: str, warn: Callable[[str], None]) -> None:

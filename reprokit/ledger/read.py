@@ -1,22 +1,28 @@
 """The ledger's inputs, found and checked: crates (*.zip) and run directories (a folder holding run.json).
 
-What is checked, and where each input's numbers come from:
+What is checked, and where each input's numbers come from. Every input's numbers are computed again by
+this kit from its samples, with the data it was judged with (its data snapshot), so that every number of
+the ledger is of one analysis whatever kit recorded the run, and a run of any older kit enters through
+its formats' steps (a newer one is refused):
 
-- a crate: the kit's own `verify` (reprokit/crate/checks.py: the zip, every file's sha256 and size,
-  every schema, the profile, and the report rendered again from the crate's files alone and compared
-  byte for byte), without its last step (the notices about this machine's Docker store). The run is
-  then read from the same extraction by reprokit/reader/load.py, and its numbers are taken from the
-  crate's own report.json: `verify` has just shown that it follows from the crate's samples and data
-  snapshot. A crate that another version of the kit renders differently fails `verify` and is refused
-  (verify names both commits).
+- a crate: the checks of the kit's `verify` (reprokit/crate/checks.py) that bear on its numbers: the
+  zip and its members, every file's sha256 and size, every schema (after its format's steps), the kit's
+  own profile checks. Left out: verify's byte-for-byte rendering of report.md, report.html and the
+  plots (the ledger reads none of them; matplotlib takes most of verify's time), roc-validator (an
+  external profile validator) and the notices about this machine's Docker store. In their place the
+  crate's report.json is compared with the one computed again (`report_json_difference`): when this
+  very kit exported the crate, a difference means its files were altered consistently with their
+  checksums, and the crate is refused; when another kit did, a difference is that kit's analysis, and
+  is recorded beside the run (`stored_report_matches`).
+  What many crates share is checked once per process (`Cache`): a file whose checked sha256 was found
+  valid against its schema is not validated again (nor a cell result the reader has just read through
+  its schema), and one data snapshot (by its files' digests) is read once.
 - a run directory: it carries no digests (the kit writes none for one; only a crate has them), so
   nothing can tell an edited file from an original. What is checked: it is not being written (its lock
   is not held), every cell result is read through its format's steps and schema
   (`RunDir.load_cells`) and holds only finite samples (checks.samples_ok), and the run loads into the
-  model (run.json through its format's steps: a run of any older kit is upgraded, a newer one refused).
-  Its numbers are computed again from its samples with the data it was judged with (its kit-data/
-  snapshot: `report.context.build_context`), never read from its stored report.json, which nothing
-  binds to the samples; whether the stored report.json says the same is recorded beside the run.
+  model. Whether its stored report.json, which nothing binds to the samples, says the same as the one
+  computed again is recorded beside the run.
 
 A failing input is `Refused` with one line naming why; nothing of it is kept.
 """
@@ -26,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +42,7 @@ from reprokit.errors import UserError
 from reprokit.reader.model import Run
 
 CRATE_SUFFIX = ".zip"
+RECOMPUTED = "recomputed from the samples"
 
 
 class Refused(Exception):
@@ -67,7 +75,7 @@ class Read:
     digest: str
     run: Run
     context: dict
-    basis: str  # "crate report, verified" | "recomputed from the samples"
+    basis: str  # RECOMPUTED
     stored_report_matches: bool | None  # a run directory's stored report.json against the recomputed
 
 
@@ -116,10 +124,39 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
-def read(item: Input) -> Read:
+class Cache:
+    """What one process learned from the crates it read, for the next ones: the (sha256, schema)
+    pairs found valid, and each data snapshot (by `checks.snapshot_digest`) as one KitData, its
+    files copied under `root` (a folder the build owns and removes; processes that share it share
+    the copies)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.valid: set[tuple[str, str]] = set()
+        self.snapshots: dict[str, kitdata.KitData] = {}
+
+    def data(self, crate) -> kitdata.KitData:
+        from reprokit.crate import DATA_DIR
+        from reprokit.crate import checks as crate_checks
+
+        digest = crate_checks.snapshot_digest(crate)
+        if digest not in self.snapshots:
+            kept = self.root / digest
+            if not kept.is_dir():
+                part = self.root / f".{digest}.{os.getpid()}"
+                shutil.copytree(crate.root / DATA_DIR, part)
+                try:
+                    os.rename(part, kept)  # another process's copy, complete, may be there first
+                except OSError:
+                    shutil.rmtree(part, ignore_errors=True)
+            self.snapshots[digest] = kitdata.KitData(kept)
+        return self.snapshots[digest]
+
+
+def read(item: Input, cache: Cache) -> Read:
     """The input checked and read (module docstring); `Refused` with one line when it fails."""
     try:
-        return _read_crate(item.path) if item.form == "crate" else _read_dir(item.path)
+        return _read_crate(item.path, cache) if item.form == "crate" else _read_dir(item.path)
     except Refused:
         raise
     except UserError as e:  # CrateInvalid included: every check's one line
@@ -128,18 +165,30 @@ def read(item: Input) -> Read:
         raise Refused(f"unreadable ({type(e).__name__}: {_one_line(e)})") from None
 
 
-def _read_crate(path: Path) -> Read:
+def _read_crate(path: Path, cache: Cache) -> Read:
     from reprokit.crate import RUN_DIR
     from reprokit.crate import checks as crate_checks
     from reprokit.reader.load import load
-    from reprokit.report.report import load_report
 
-    with crate_checks.opened(path) as crate:
-        crate_checks.verify_opened(crate, images=False)
+    with crate_checks.opened(path, rerender=False) as crate:
+        crate_checks.check_files(crate)
+        crate_checks.check_image_archive(crate)
         run_dir = crate.root / RUN_DIR
-        run = load(results.RunDir(run_dir))
-        context = load_report(run_dir / "report.json")
-        return Read(run_digest(run_dir), run, context, "crate report, verified", None)
+        run = load(results.RunDir(run_dir))  # every cell result read through its steps and schema
+        if not run.changes:  # none set aside: each is valid, and its schema is not checked twice
+            cache.valid.update((str(e.get("sha256")), "cell_result")
+                               for rel, e in crate.described_files().items()
+                               if rel.startswith(f"{RUN_DIR}/cells/") and rel.count("/") == 2
+                               and rel.endswith(".json"))
+        crate_checks.check_schemas(crate, cache.valid)
+        crate_checks.check_profile(crate, roc=False)
+        context, differs = crate_checks.report_json_difference(crate, run, cache.data(crate))
+        other = crate_checks.other_kit(crate)
+        if differs and not other:
+            raise Refused(f"its report.json differs from the one this kit computes from its run ({differs}), "
+                          "and this kit exported it: the crate's files were altered consistently with their "
+                          "checksums")
+        return Read(run_digest(run_dir), run, context, RECOMPUTED, differs is None)
 
 
 def _read_dir(path: Path) -> Read:
@@ -168,4 +217,4 @@ def _read_dir(path: Path) -> Read:
             matches = False
     if run_digest(path) != digest:
         raise Refused("changed while it was read (a run still being written?); add it again")
-    return Read(digest, run, context, "recomputed from the samples", matches)
+    return Read(digest, run, context, RECOMPUTED, matches)

@@ -161,3 +161,45 @@ def test_a_report_of_processes_says_whether_the_kit_measured_this_kind_of_interv
     else:
         assert "has not yet measured how often these re-run intervals cover a re-run" in text
     assert "For comparison, with one process per cell" not in text
+
+
+
+def _medians_one_by_one(groups, n_boot, seed):
+    """The hierarchical bootstrap's definition, drawn process by process (the reference)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    procs = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    out = []
+    for _ in range(n_boot):
+        picks = rng.integers(0, len(procs), size=len(procs)) if len(procs) > 1 else [0]
+        out.append(np.median(np.concatenate([procs[i][rng.integers(0, len(procs[i]), size=len(procs[i]))]
+                                             for i in picks])))
+    return np.array(out)
+
+
+
+def test_one_process_resamples_draw_the_values_drawn_resample_by_resample():
+    import numpy as np
+
+    r = np.random.default_rng(11)
+    for n in (7, 50, 1001):  # 300 x 1001 values: past one chunk
+        groups = [list(r.normal(10, 1, n))]
+        got = bootstrap.medians(groups, n_boot=300, seed=4)
+        assert np.array_equal(got, _medians_one_by_one(groups, 300, 4))
+
+
+@pytest.mark.parametrize("lengths", [(3, 3, 3), (30, 30), (5, 9, 12), (6, 100, 100, 100), (1, 2)])
+def test_several_processes_resample_as_the_definition_does(lengths):
+    """Processes drawn in chunks give the distribution of the definition drawn resample by resample:
+    its 2.5, 50 and 97.5 % quantiles within 0.1 of the data's SD (4000 resamples each; the two differ
+    by at most 0.032 SD at these seeds)."""
+    import numpy as np
+
+    r = np.random.default_rng(11)
+    groups = [list(r.normal(10 + 0.5 * i, 1, n)) for i, n in enumerate(lengths)]
+    got = np.quantile(bootstrap.medians(groups, n_boot=4000, seed=3), [0.025, 0.5, 0.975])
+    want = np.quantile(_medians_one_by_one(groups, 4000, 3), [0.025, 0.5, 0.975])
+    assert np.all(np.abs(got - want) <= 0.1 * np.std(np.concatenate(groups))), (got, want)
+    assert np.array_equal(bootstrap.medians(groups, n_boot=500, seed=3),
+                          bootstrap.medians(groups, n_boot=500, seed=3))  # deterministic

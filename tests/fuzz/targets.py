@@ -353,7 +353,7 @@ def _verify_offline(path: Path) -> None:
             crate_checks.check_schemas(crate)
             out = crate_profile.own_checks(crate.meta)
             assert all(isinstance(line, str) for line in out)
-            crate_checks._other_kit(crate)
+            crate_checks.other_kit(crate)
     except UserError:
         pass
 

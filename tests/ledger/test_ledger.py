@@ -160,7 +160,7 @@ def test_a_second_build_reads_no_run_and_one_more_run_is_the_only_one_read(ledge
     root, inputs, out, _ = ledger
     opened: list[str] = []
     real = read.read
-    monkeypatch.setattr(read, "read", lambda item: (opened.append(item.name), real(item))[1])
+    monkeypatch.setattr(read, "read", lambda item, cache: (opened.append(item.name), real(item, cache))[1])
     again = build.build([inputs], tmp_path / "out", out / "ledger.sqlite")
     assert (again.read, again.same_run) == (0, 0) and again.known == again.inputs - 1
     assert opened == ["crates/tampered.crate.zip"]  # a refused input is checked again, nothing else
@@ -259,7 +259,7 @@ def test_nothing_left_is_exit_1_and_a_missing_folder_is_exit_2(ledger, tmp_path)
     refusals = [ln for ln in p.stderr.splitlines() if ln.startswith("ledger: refused")]
     assert p.returncode == 0 and len(refusals) == 1, p.stderr
     (run,) = _doc(tmp_path / "out")["runs"]
-    assert (run["form"], run["report"], run["suite"]) == ("crate", "crate report, verified", "smoke")
+    assert (run["form"], run["report"], run["suite"]) == ("crate", "recomputed from the samples", "smoke")
     p = cli("ledger", str(tmp_path / "nope"), "--out", str(tmp_path / "out2"))
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "does not exist" in p.stderr
     assert not (tmp_path / "out2").exists()
