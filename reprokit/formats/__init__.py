@@ -11,6 +11,7 @@ knows is refused in one line naming both versions (exit 2): a newer kit wrote it
 - run.py          run.json: versions and steps
 - cell_result.py  cells/*.json: versions and steps
 - report.py       report.json: versions (an output: re-rendered, never upgraded in place)
+- ledger.py       ledger.json: versions (an output: built again from its store, never upgraded)
 - others.py       the formats with one version so far (jobs, locks, caches, the crate's own mark)
 
 Only the standard library and reprokit.errors are imported here, so reprokit/files.py (which reads
@@ -19,11 +20,11 @@ every stored document through `upgrade`) may import this package.
 
 from __future__ import annotations
 
-from reprokit.formats import cell_result, others, report, run
+from reprokit.formats import cell_result, ledger, others, report, run
 from reprokit.formats.chain import Format, refuse_newer, upgrade_with
 
 FORMATS: dict[str, Format] = {f.name: f for f in (run.FORMAT, cell_result.FORMAT, report.FORMAT,
-                                                  *others.FORMATS)}
+                                                  ledger.FORMAT, *others.FORMATS)}
 
 
 def version(name: str) -> int:

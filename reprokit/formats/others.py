@@ -30,8 +30,6 @@ FORMATS = (
     Format("rerun_coverage", {1: "2026-11-24 (c564cf4): first version"}),
     Format("cell_times", {1: "2026-11-24 (e34c25d): first version"}),
     Format("stack_attempts", {1: "2026-11-24 (6308c98): first version"}),
-    Format("ledger", {1: "2026-11-28: first version (`reproduce.py ledger`: runs, published numbers with "
-                         "their re-measurements, claims by device model, the build's refusals)"}),
     Format("published", {1: "2026-11-21: first version (reprokit/catalog/published_csv.py writes it from "
                             "the reference CSV)"}),
 )

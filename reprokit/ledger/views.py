@@ -1,24 +1,40 @@
 """The ledger's views, from the store alone: ledger.json (reprokit/schemas/ledger.schema.json) and
-index.html (report_templates/ledger.html.j2, self-contained: inline CSS, no script, nothing fetched;
-Jinja2's autoescape escapes every value).
+index.html (report_templates/ledger.html.j2, self-contained: inline CSS and inline SVG, no script,
+nothing fetched; Jinja2's autoescape escapes every value).
 
-Per published number: its source, published value, unit and device, and every re-measurement in the
-store (device model, GPU count, stack and whether it is the original, precision, kit version, run
-date, the measured median and interval, the verdict). Per claim: its status on each device model, run
-by run. The views show every run in the store, not only the ones found by this build: a run once
-taken stays (a new --store starts again). No plots in this version.
+What the page shows, top to bottom, each from its module:
+- the summary and the inputs this build refused;
+- the claims map (reprokit/ledger/claim_map.py): per claim, its status on each device model, grouped
+  by device class, run by run, with each pair's measured speed-up and interval beside the published;
+- per published number: its source, published value, unit and device, a plot of every
+  re-measurement by device model against the published value (reprokit/ledger/plots.py), and every
+  re-measurement in the store (device model, GPU count, stack and whether it is the original,
+  precision, kit version, run date, machine, the measured median and interval in the published
+  number's unit, the verdict);
+- per cell and device model (reprokit/ledger/cells.py): the runs' distribution, each run's
+  percentile from 10 runs on, the spread between units from 2 units on, the history on the same
+  hardware from 2 earlier runs on; and the cells whose runs' intervals do not overlap (unstable);
+- per machine (reprokit/ledger/machines.py): its fingerprint facts and what differs from the other
+  machines of the same device model;
+- the runs.
+The views show every run in the store, not only the ones found by this build: a run once taken stays
+(a new --store starts again). The same store gives the same ledger.json and index.html but for the
+build's time and counts.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from reprokit import __version__, files, formats, validate
+from reprokit.ledger import cells, claim_map, machines, stats
 
 TEMPLATE = "ledger.html.j2"
 TEMPLATES = files.REPO / "report_templates"
@@ -26,16 +42,20 @@ _MEASUREMENT = ("device", "device_model", "gpu_count", "units", "cell", "stack",
                 "precision", "measured", "ci_low", "ci_high", "ci_label", "measured_unit", "n", "verdict")
 _RUN = ("digest", "run_id", "form", "suite", "runner", "quick", "rejudged", "kit_version", "kit_commit",
         "started", "finished", "devices", "gpu_count", "machine", "report", "stored_report_matches")
+RULES = {"percentile": stats.PERCENTILE_RULE, "units": stats.UNITS_RULE, "history": stats.HISTORY_RULE,
+         "unstable": "a cell is unstable when two of its runs have intervals that do not overlap: the "
+                     "runs disagree by more than either run's own interval allows"}
 _NUMBER = ("source", "table", "row_label", "metric", "published", "unit", "published_device", "bound")
 
 
 def document(store, build: dict) -> dict:
-    """ledger.json: the store's runs, numbers and claims, and what this build did (`build`). A field a
-    stored record lacks (kept by a kit that did not record it) reads as null."""
+    """ledger.json: the store's runs, claims, numbers, cells and machines, and what this build did
+    (`build`). A field a stored record lacks (kept by a kit that did not record it) reads as null."""
     runs = sorted(store.runs(), key=lambda r: (r.get("started") or "", r["run_id"], r["digest"]))
     by_digest = {r["digest"]: r for r in runs}
+    rows = store.rows()
     numbers: dict[str, dict] = {}
-    for run, row in store.rows():
+    for run, row in rows:
         rec = by_digest[run]
         n = numbers.setdefault(row["number_id"], {"id": row["number_id"], **{k: row.get(k) for k in _NUMBER},
                                                    "measurements": []})
@@ -45,29 +65,24 @@ def document(store, build: dict) -> dict:
                                   "rejudged": bool(rec.get("rejudged")),
                                   "kit_version": rec.get("kit_version"),
                                   "date": (rec.get("started") or "")[:10] or None,
+                                  "machine": rec.get("machine"),
                                   **{k: row.get(k) for k in _MEASUREMENT}})
     for n in numbers.values():
         n["measurements"].sort(key=lambda m: (m["date"] or "", m["run_id"], m["run"]))
-    claims: dict[str, dict] = {}
-    for run, c in store.claims():
-        rec = by_digest[run]
-        entry = claims.setdefault(c["claim_id"], {"id": c["claim_id"], "source": c.get("source"),
-                                                  "text": c.get("text"), "devices": {}})
-        for model in c.get("devices") or ["(no device recorded)"]:
-            entry["devices"].setdefault(model, []).append(
-                {"run": run[:12], "run_id": rec["run_id"], "date": (rec.get("started") or "")[:10] or None,
-                 "status": c.get("status")})
-    claim_list = [{**c, "devices": [{"device_model": m, "statuses": sorted(s, key=lambda x: (x["date"] or "",
-                                                                                               x["run_id"]))}
-                                    for m, s in sorted(c["devices"].items())]}
-                  for _, c in sorted(claims.items())]
+    claim_list, columns = claim_map.claims(store.claims(), by_digest)
+    cell_list = cells.cells(rows, by_digest)
     return {
         "schema_version": formats.version("ledger"), "kind": "ledger", "kit_version": __version__,
         "built": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "build": build,
+        "rules": RULES,
         "runs": [_run(r) for r in runs],
-        "numbers": [numbers[k] for k in sorted(numbers)],
+        "claim_columns": columns,
         "claims": claim_list,
+        "numbers": [numbers[k] for k in sorted(numbers)],
+        "cells": cell_list,
+        "unstable": cells.unstable(cell_list),
+        "machines": machines.machines(runs),
     }
 
 
@@ -75,7 +90,8 @@ def _run(r: dict) -> dict:
     """A stored run's record as ledger.json lists it (its digest shortened)."""
     out = {k: r.get(k) for k in _RUN}
     out.update(digest=r["digest"][:12], quick=bool(r.get("quick")), rejudged=bool(r.get("rejudged")),
-               devices=r.get("devices") or {}, gpu_count=r.get("gpu_count") or 0)
+               devices=r.get("devices") or {}, gpu_count=r.get("gpu_count") or 0,
+               host_facts=machines.facts(r))
     return out
 
 
@@ -87,13 +103,50 @@ def _num(x: Any) -> str:
     return str(x)
 
 
+def _pct(x: Any) -> str:
+    return "—" if x is None else f"{x:.0f}"
+
+
+def number_plots(doc: dict) -> dict[str, Markup]:
+    """The plot of each published number that has a measurement, by its id (reprokit/ledger/plots.py).
+    Safe to embed: made by matplotlib and re-serialised by ElementTree, which escapes every text and
+    attribute (labels come from data)."""
+    from reprokit.ledger import plots
+
+    out = {}
+    for i, n in enumerate(doc["numbers"]):
+        svg = plots.number_svg(n, f"p{i}-{re.sub(r'[^A-Za-z0-9_-]', '_', n['id'])}")
+        if svg is not None:
+            out[n["id"]] = Markup(svg)
+    return out
+
+
+def claims_map(doc: dict) -> dict:
+    """The claims map's layout: the class headings (with how many model columns each spans) and, per
+    claim, its device entries aligned to the columns (None where it was never looked at)."""
+    cols = [(c["device_class"], c["device_model"]) for c in doc["claim_columns"]]
+    groups: list[dict] = []
+    for c in doc["claim_columns"]:
+        if groups and groups[-1]["device_class"] == c["device_class"]:
+            groups[-1]["span"] += 1
+        else:
+            groups.append({"device_class": c["device_class"], "label": c["class_label"], "span": 1})
+    rows = []
+    for claim in doc["claims"]:
+        have = {(d["device_class"], d["device_model"]): d for d in claim["devices"]}
+        rows.append({"claim": claim, "cells": [have.get(col) for col in cols]})
+    return {"groups": groups, "rows": rows}
+
+
 def html(doc: dict) -> str:
     """index.html of a ledger document."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True, finalize=lambda v: "—" if v is None else v)
     env.filters["num"] = _num
-    return env.get_template(TEMPLATE).render(d=doc)
+    env.filters["pct"] = _pct
+    return env.get_template(TEMPLATE).render(d=doc, svgs=number_plots(doc), cmap=claims_map(doc),
+                                             fact_labels=machines.LABELS)
 
 
 def write(doc: dict, out: Path) -> list[Path]:
