@@ -8,8 +8,11 @@ Tables (each record a JSON document of reprokit/ledger/fields.py's allow-listed 
 - `inputs` (key primary key, run): every input already taken: a crate by the sha256 of its file, a run
   directory by its run's digest. A build skips an input whose key is here without opening it, so
   adding one run to a folder reads only that run;
-- `meta`: the store's format version and its salt (16 bytes of os.urandom, made once when the store is
+- `meta`: its salt (16 bytes of os.urandom, made once when the store is
   created; the salted hashes of machines and GPUs are comparable only within one store).
+
+The store's format version is SQLite's `user_version`; an older store is brought up to this one by
+its steps (`_STEPS`, one per version), a newer one refused.
 
 A run is added in one transaction (all of it or nothing). Refused inputs are not stored at all; they
 are checked again by the next build.
@@ -24,7 +27,19 @@ from pathlib import Path
 
 from reprokit.errors import UserError
 
-VERSION = 1
+VERSION = 2
+
+
+def _to_2(db: sqlite3.Connection) -> None:
+    """Version 1 kept a crate's numbers as its own report.json said them, and no machine facts, claim
+    ratios by device kind or number scales: its records are dropped (the salt is kept, so hashed ids
+    stay), and the next build reads every input again. A run whose input is no longer in the folders
+    given leaves the store."""
+    for table in ("inputs", "claims", "rows", "runs"):
+        db.execute(f"DELETE FROM {table}")
+
+
+_STEPS = {2: _to_2}  # version: the step from the one before
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (digest TEXT PRIMARY KEY, doc TEXT NOT NULL);
@@ -57,6 +72,11 @@ class Store:
                     self.db.execute("BEGIN")
                     self.db.execute(f"PRAGMA user_version = {VERSION}")
                     self.db.execute("INSERT OR IGNORE INTO meta VALUES ('salt', ?)", (os.urandom(16).hex(),))
+            for step in range(version + 1, VERSION + 1) if version else ():
+                with self.db:
+                    self.db.execute("BEGIN")
+                    _STEPS[step](self.db)
+                    self.db.execute(f"PRAGMA user_version = {step}")
             self.salt = bytes.fromhex(self._meta("salt"))
         except sqlite3.DatabaseError as e:  # not a database, or a locked or damaged one
             raise UserError(f"--store {self.path} cannot be used as the ledger's store ({e}); give another "

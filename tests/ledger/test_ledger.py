@@ -299,6 +299,31 @@ def test_a_store_whose_records_lack_a_field_still_renders(ledger, tmp_path):
     assert doc["cells"] and "<svg" in (tmp_path / "out" / "index.html").read_text()
 
 
+def test_a_store_of_version_1_is_read_again_from_its_inputs_with_its_salt(ledger, tmp_path):
+    """Version 1 kept crates' numbers as their own reports said them: its step drops the records, keeps
+    the salt, and the next build reads every input again."""
+    import sqlite3
+
+    root, inputs, out, _ = ledger
+    old = tmp_path / "v1.sqlite"
+    shutil.copy(out / "ledger.sqlite", old)
+    db = sqlite3.connect(old)
+    with db:
+        db.execute("PRAGMA user_version = 1")
+        salt = db.execute("SELECT value FROM meta WHERE key = 'salt'").fetchone()[0]
+    db.close()
+    done = build.build([inputs], tmp_path / "out", old)
+    assert done.known == 0 and done.read == done.inputs - len(done.refused) > 0
+    db = sqlite3.connect(old)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("SELECT value FROM meta WHERE key = 'salt'").fetchone()[0] == salt
+    finally:
+        db.close()
+    machines = {r["machine"] for r in _doc(tmp_path / "out")["runs"]}
+    assert machines <= {r["machine"] for r in _doc(out)["runs"]}  # the same salt: the same hashed ids
+
+
 def test_ledger_json_follows_its_schema_and_the_schema_is_strict(ledger):
     doc = _doc(ledger[2])
     assert validate.errors("ledger", doc) == []
