@@ -34,7 +34,7 @@ def run(args) -> int:
 
     jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0))
     if jobs < 1:
-        raise UserError(f"--jobs {args.jobs}: give a number of processes, 1 or more")
+        raise UserError(f"--jobs {args.jobs} is not a number of processes; give --jobs 1 or more")
     dirs = [checks.input_dir(d, "DIR", "give folders that hold crates or run directories") for d in args.dirs]
     out = checks.writable_dir(Path(args.out), f"--out {args.out}", "give --out a writable directory")
     store = Path(args.store) if args.store else out / "ledger.sqlite"

@@ -215,6 +215,14 @@ def _good_ptb(tmp: Path) -> None:
         _data(tmp, f"ptb.{split}.txt", b" the cat sat on the mat \n a dog ran \n")
 
 
+def _newer_store(path: Path) -> None:
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+
+
 SITUATIONS = {
     "no-gpu": ("this host has no GPU (NVML finds none; on a host with one the in-process test hides "
                "it)", lambda t, m: None),
@@ -280,6 +288,8 @@ SITUATIONS = {
                        lambda t, m: _data(t, "ptb.train.txt", b"x" * (4 * 2**20 + 1))),
     "s-locked": ("a run driver holds `s/`'s lock (flock on `s/.lock`, which names pid 4242 on host "
                  "node1)", lambda t, m: _hold_lock(t / "s")),
+    "store-newer": ("`new.sqlite` is a ledger store of format version 99 (a newer kit's)",
+                    lambda t, m: _newer_store(t / "new.sqlite")),
     "bare-venv": ("`bare/` is a venv without the kit's packages (`python3 -m venv --without-pip bare`)",
                   lambda t, m: subprocess.run([sys.executable, "-m", "venv", "--without-pip",
                                                str(t / "bare")], check=True, timeout=300)),
@@ -720,6 +730,22 @@ CASES += [
          "reproduce.py: error: cannot resume cpu-a: it was measured with a fixed design (--design full, "
          "or --repeat K), this command measures with --design auto; resume with the run's options (its "
          "command is in run.json, argv) or start a new run"),
+    # the ledger
+    Case("", "reproduce.py ledger nope",
+         "reproduce.py: error: DIR nope does not exist; give folders that hold crates or run directories"),
+    Case("run-a", "reproduce.py ledger a --jobs 0",
+         "reproduce.py: error: --jobs 0 is not a number of processes; give --jobs 1 or more"),
+    Case("run-a not-archive", "reproduce.py ledger a --store notes.txt",
+         "reproduce.py: error: --store notes.txt is not an SQLite file (a ledger's store); give another "
+         "--store, or move that file aside to start a new store"),
+    Case("run-a", "reproduce.py ledger a --out /proc/nope/out",
+         "reproduce.py: error: --out /proc/nope/out does not exist and cannot be created: /proc is not "
+         "writable (No such file or directory); give --out a writable directory"),
+    Case("run-a not-archive", "reproduce.py ledger a --out notes.txt",
+         "reproduce.py: error: --out notes.txt is a file, not a directory; give --out a writable directory"),
+    Case("run-a store-newer", "reproduce.py ledger a --store new.sqlite",
+         "reproduce.py: error: --store new.sqlite is a ledger store of format version 99, newer than this "
+         "kit's (2); use the kit that made it or another --store"),
 ]
 
 
@@ -980,6 +1006,27 @@ FAULTS = [
           "the cell before)", "0",
           "tests/run/test_progress.py::"
           "test_a_cell_left_by_the_time_limit_is_one_line_under_its_own_counter_and_not_in_the_eta"),
+    Fault("a folder of runs and crates, one crate with a sample edited after the export",
+          "reproduce.py ledger DIR",
+          "that crate refused in one line on stderr and listed in ledger.json, nothing of it stored; the "
+          "rest built", "0",
+          "tests/ledger/test_ledger.py::"
+          "test_the_committed_runs_make_one_ledger_and_a_tampered_crate_is_refused_in_one_line, "
+          "tests/ledger/test_ledger.py::test_nothing_of_the_tampered_crate_enters_the_store"),
+    Fault("every input of a ledger refused, or none found",
+          "reproduce.py ledger DIR",
+          "one line saying the ledger holds no run, the views written empty", "1",
+          "tests/ledger/test_ledger.py::test_nothing_left_is_exit_1_and_a_missing_folder_is_exit_2"),
+    Fault("a crate this kit exported whose report.json was edited, with its sha256 and size in the metadata",
+          "reproduce.py ledger DIR",
+          "refused in one line: its report.json differs from the one computed again from its run", "0",
+          "tests/ledger/test_ledger_read.py::"
+          "test_a_report_json_this_kit_exported_altered_with_its_checksums_is_refused"),
+    Fault("a crate another commit of the kit exported, whose report.json this kit computes otherwise",
+          "reproduce.py ledger DIR",
+          "taken, its numbers computed again by this kit, its own report recorded as differing", "0",
+          "tests/ledger/test_ledger_read.py::"
+          "test_another_kit_s_crate_enters_with_its_numbers_computed_again_and_its_own_report_set_beside"),
 ]
 
 

@@ -375,7 +375,7 @@ def test_nothing_left_is_exit_1_and_a_missing_folder_is_exit_2(ledger, tmp_path)
     assert p.returncode == 1, p.stderr
     assert sum(ln.startswith("ledger: refused") for ln in p.stderr.splitlines()) == 1
     assert _doc(tmp_path / "out")["runs"] == [] and len(_doc(tmp_path / "out")["build"]["refused"]) == 1
-    # the good crate on its own: verified, stored from the crate, its numbers from its verified report
+    # the good crate on its own: verified, stored from the crate, its numbers computed again from its samples
     shutil.copy(inputs / "crates" / "smoke.crate.zip", only)
     p = cli("ledger", str(only), "--out", str(tmp_path / "out"))
     refusals = [ln for ln in p.stderr.splitlines() if ln.startswith("ledger: refused")]
