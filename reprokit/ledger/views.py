@@ -25,8 +25,9 @@ build's time and counts.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
-import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,11 @@ _RUN = ("digest", "run_id", "form", "suite", "runner", "quick", "rejudged", "kit
 RULES = {"percentile": stats.PERCENTILE_RULE, "units": stats.UNITS_RULE, "history": stats.HISTORY_RULE,
          "unstable": "a cell is unstable when two of its runs have intervals that do not overlap: the "
                      "runs disagree by more than either run's own interval allows"}
+LATEST = 10  # measurements listed per published number and device model on the page
+LATEST_CLAIM = 5  # runs listed per claim and device model, per cell's percentiles, per unstable cell
+UNSTABLE_MAX = 50
+MACHINES_MAX = 30
+RUNS_MAX = 50
 _NUMBER = ("source", "table", "row_label", "metric", "published", "unit", "published_device", "bound")
 
 
@@ -107,18 +113,35 @@ def _pct(x: Any) -> str:
     return "—" if x is None else f"{x:.0f}"
 
 
-def number_plots(doc: dict) -> dict[str, Markup]:
-    """The plot of each published number that has a measurement, by its id (reprokit/ledger/plots.py).
-    Safe to embed: made by matplotlib and re-serialised by ElementTree, which escapes every text and
-    attribute (labels come from data)."""
+def plot_prefix(number_id: str) -> str:
+    """A plot's id prefix, from its number's id alone (the same number keeps its prefix, and its cached
+    plot, when other numbers come or go)."""
+    return "p" + hashlib.sha256(number_id.encode()).hexdigest()[:10]
+
+
+def number_plots(doc: dict, cache=None) -> tuple[dict[str, Markup], dict[str, str]]:
+    """(the plot of each published number that has a measurement, by its id; the plots drawn, by their
+    key: reprokit/ledger/plots.py). A plot whose key `cache` (a Store) holds is taken from it, the
+    others rendered. Safe to embed: made by matplotlib and re-serialised by ElementTree, which escapes
+    every text and attribute (labels come from data)."""
     from reprokit.ledger import plots
 
+    wanted: dict[str, tuple[str, dict, str]] = {}
+    for n in doc["numbers"]:
+        got = plots.data(n)
+        if got is not None:
+            prefix = plot_prefix(n["id"])
+            wanted[n["id"]] = (plots.key(got, prefix), got, prefix)
+    kept = cache.plots([k for k, _, _ in wanted.values()]) if cache is not None else {}
+    used: dict[str, str] = {}
     out = {}
-    for i, n in enumerate(doc["numbers"]):
-        svg = plots.number_svg(n, f"p{i}-{re.sub(r'[^A-Za-z0-9_-]', '_', n['id'])}")
-        if svg is not None:
-            out[n["id"]] = Markup(svg)
-    return out
+    for number_id, (key, got, prefix) in wanted.items():
+        svg = kept.get(key)
+        if svg is None:
+            svg = plots.render(got, prefix)
+        used[key] = svg
+        out[number_id] = Markup(svg)
+    return out, used
 
 
 def claims_map(doc: dict) -> dict:
@@ -138,24 +161,96 @@ def claims_map(doc: dict) -> dict:
     return {"groups": groups, "rows": rows}
 
 
-def html(doc: dict) -> str:
-    """index.html of a ledger document."""
+def _counts(values: list) -> dict:
+    out: dict = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], str(kv[0]))))
+
+
+def _number_page(n: dict) -> dict:
+    """A published number on the page: per device model (in the plot's order) its runs, the median and
+    range of their medians and the verdicts counted, and its latest LATEST measurements."""
+    from reprokit.ledger import plots
+
+    by_model: dict[tuple, list[dict]] = {}
+    for m in n["measurements"]:
+        by_model.setdefault(plots._model(m), []).append(m)
+    models = []
+    for model in sorted(by_model, key=lambda d: (plots.CLASS_ORDER.get(d[0], 2), d[1])):
+        ms = by_model[model]
+        values = [m["measured"] for m in ms]
+        verdicts = _counts([m["verdict"] or "not recorded" for m in ms])
+        models.append({"device_model": model[1], "runs": len(ms), "median": statistics.median(values),
+                       "min": min(values), "max": max(values),
+                       "verdicts": ", ".join(f"{v} x{k}" for v, k in verdicts.items()),
+                       "latest": ms[-LATEST:], "more": max(len(ms) - LATEST, 0)})
+    return {"models": models, "more": sum(m["more"] for m in models)}
+
+
+def _claim_cell(cell: dict | None) -> dict | None:
+    """A claims map entry on the page: its counts and latest line, the range of its measured speed-up
+    intervals, and its latest LATEST_CLAIM runs."""
+    if cell is None:
+        return None
+    ratios = [p for s in cell["statuses"] for p in s["pairs"] if p.get("ratio") is not None]
+    lows = [p["ratio_low"] if p.get("ratio_low") is not None else p["ratio"] for p in ratios]
+    highs = [p["ratio_high"] if p.get("ratio_high") is not None else p["ratio"] for p in ratios]
+    span = (f"measured speed-ups over {len(ratios)} pair measurement{'s' if len(ratios) != 1 else ''}: "
+            f"intervals within [{min(lows):.3g}, {max(highs):.3g}]") if ratios else None
+    return {**cell, "span": span, "runs": len(cell["statuses"]), "shown": cell["statuses"][-LATEST_CLAIM:],
+            "more": max(len(cell["statuses"]) - LATEST_CLAIM, 0)}
+
+
+def page(doc: dict) -> dict:
+    """What index.html lists, bounded whatever the store's run count (ledger.json keeps everything):
+    per number its device models summarised and their latest LATEST measurements; per claim and device
+    model the latest LATEST_CLAIM runs; per cell the percentiles of its latest LATEST_CLAIM runs; at
+    most UNSTABLE_MAX unstable cells (each with at most LATEST_CLAIM of its runs), MACHINES_MAX machines
+    and RUNS_MAX runs, the latest."""
+    runs = doc["runs"][-RUNS_MAX:]
+    machines_shown = sorted(doc["machines"], key=lambda m: (m["last"] or "", m["machine"]))[-MACHINES_MAX:]
+    machines_shown = sorted(machines_shown, key=lambda m: m["machine"])
+    unstable = [{**u, "shown": u["runs"][-LATEST_CLAIM:], "more": max(len(u["runs"]) - LATEST_CLAIM, 0)}
+                for u in doc["unstable"][:UNSTABLE_MAX]]
+    return {
+        "numbers": {n["id"]: _number_page(n) for n in doc["numbers"] if n["measurements"]},
+        "claims": [[_claim_cell(c) for c in row["cells"]] for row in claims_map(doc)["rows"]],
+        "cells": [{"percentiles": c["runs"][-LATEST_CLAIM:] if c["percentile"]["stated"] else [],
+                   "more": max(len(c["runs"]) - LATEST_CLAIM, 0) if c["percentile"]["stated"] else 0}
+                  for c in doc["cells"]],
+        "unstable": unstable, "unstable_more": max(len(doc["unstable"]) - UNSTABLE_MAX, 0),
+        "machines": machines_shown, "machines_more": len(doc["machines"]) - len(machines_shown),
+        "machine_ids": {m["machine"] for m in machines_shown},
+        "runs": runs, "runs_more": len(doc["runs"]) - len(runs), "run_ids": {r["digest"] for r in runs},
+        "latest": LATEST, "latest_claim": LATEST_CLAIM,
+    }
+
+
+def html(doc: dict, svgs: dict[str, Markup] | None = None) -> str:
+    """index.html of a ledger document (its plots `svgs` by number id, rendered here when not given)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True, finalize=lambda v: "—" if v is None else v)
     env.filters["num"] = _num
     env.filters["pct"] = _pct
-    return env.get_template(TEMPLATE).render(d=doc, svgs=number_plots(doc), cmap=claims_map(doc),
+    if svgs is None:
+        svgs = number_plots(doc)[0]
+    return env.get_template(TEMPLATE).render(d=doc, svgs=svgs, cmap=claims_map(doc), pg=page(doc),
                                              fact_labels=machines.LABELS)
 
 
-def write(doc: dict, out: Path) -> list[Path]:
-    """ledger.json and index.html into `out`, the document validated first (a violation is a bug)."""
+def write(doc: dict, out: Path, cache=None) -> list[Path]:
+    """ledger.json and index.html into `out`, the document validated first (a violation is a bug); the
+    plots taken from and kept in `cache` (the Store) when given."""
     errs = validate.errors("ledger", doc)
     if errs:
         raise ValueError(f"refusing to write the ledger: ledger schema: {errs[0]}")
+    svgs, used = number_plots(doc, cache)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "ledger.json", out / "index.html"]
     files.write_text_atomic(paths[0], json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
-    files.write_text_atomic(paths[1], html(doc))
+    files.write_text_atomic(paths[1], html(doc, svgs))
+    if cache is not None:
+        cache.keep_plots(used)
     return paths
