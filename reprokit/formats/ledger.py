@@ -15,6 +15,9 @@ HISTORY = {
        "map (`claim_columns`, per claim and device model its class, status counts and each run's pairs "
        "with their measured speed-up and interval); `cells` (per cell and device model: the runs' "
        "distribution, percentiles, between-unit spread, history) and `unstable`; `machines`",
+    3: "2026-11-29: a machine's `differs` gives, per fact, each other value with how many machines of the "
+       "device model have it and the first three of them (`machines`, `examples`), no longer every other "
+       "machine with its value (that grew with the square of the machines)",
 }
 
 
@@ -28,4 +31,20 @@ def to_2(doc: dict) -> dict:
                     "until they are taken into a new --store)")
 
 
-FORMAT = Format("ledger", HISTORY, {2: to_2}, stamped_from=1)
+def to_3(doc: dict) -> dict:
+    """Each machine's `differs` entry: its other machines grouped by their value (in the order first
+    seen), counted, with the first three machine ids of each value (by id)."""
+    for m in doc.get("machines") or []:
+        for d in m.get("differs") or []:
+            grouped: dict[str, dict] = {}
+            for o in d.get("others") or []:
+                g = grouped.setdefault(repr(o["value"]), {"value": o["value"], "machines": 0, "ids": []})
+                g["machines"] += 1
+                g["ids"].append(o["machine"])
+            d["others"] = [{"value": g["value"], "machines": g["machines"], "examples": sorted(g["ids"])[:3]}
+                           for g in grouped.values()]
+    doc["schema_version"] = 3
+    return doc
+
+
+FORMAT = Format("ledger", HISTORY, {2: to_2, 3: to_3}, stamped_from=1)
