@@ -405,7 +405,8 @@ def test_many_machines_of_one_model_are_compared_in_bounded_entries():
 
 def _many(n_runs: int):
     """A store of n_runs runs on their own machines, each measuring one number (its value varying)."""
-    runs = [_run(i, machine=i, day=i % 18) for i in range(n_runs)]
+    runs = [_run(i, machine=i, day=i % 18, facts=_facts(driver_version=f"5{i % 3}0.0", gpu_name=H100))
+            for i in range(n_runs)]
     rows = [(_digest(i), _row(1.0 + 0.01 * (i % 7), 0.99, 1.1)) for i in range(n_runs)]
     return Store(runs, rows)
 
@@ -417,6 +418,7 @@ def test_the_page_stays_bounded_while_ledger_json_keeps_every_run():
     assert len(page_big) < 1.05 * len(page_small)
     assert page_big.count('<tr id="run-') == views.RUNS_MAX and "The latest 50 of 200 runs" in page_big
     assert page_big.count('<section class="machine"') == views.MACHINES_MAX
+    assert "510.0 on 67 machines (" in page_big  # another driver on the other machines of its model
     assert "and 190 more in ledger.json" in page_big  # the number's H100 measurements past the latest 10
     pg = views.page(big)["numbers"]["n1"]["models"][0]
     assert (pg["runs"], len(pg["latest"]), pg["more"]) == (200, views.LATEST, 190)
