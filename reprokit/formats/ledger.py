@@ -17,7 +17,10 @@ HISTORY = {
        "distribution, percentiles, between-unit spread, history) and `unstable`; `machines`",
     3: "2026-11-29: a machine's `differs` gives, per fact, each other value with how many machines of the "
        "device model have it and the first three of them (`machines`, `examples`), no longer every other "
-       "machine with its value (that grew with the square of the machines)",
+       "machine with its value (that grew with the square of the machines); a claim's device model "
+       "defines its pairs once (`pairs`: cells, published speed-up and hardware) and each run's status "
+       "gives its run and per pair the definition's index and the measurement (no run id, date, "
+       "rejudged or text again: the run's are in `runs`, the text is made from the fields)",
 }
 
 
@@ -33,7 +36,8 @@ def to_2(doc: dict) -> dict:
 
 def to_3(doc: dict) -> dict:
     """Each machine's `differs` entry: its other machines grouped by their value (in the order first
-    seen), counted, with the first three machine ids of each value (by id)."""
+    seen), counted, with the first three machine ids of each value (by id); each claim's pairs
+    defined once per device model, its statuses reduced to the run, its status and the measurements."""
     for m in doc.get("machines") or []:
         for d in m.get("differs") or []:
             grouped: dict[str, dict] = {}
@@ -43,6 +47,23 @@ def to_3(doc: dict) -> dict:
                 g["ids"].append(o["machine"])
             d["others"] = [{"value": g["value"], "machines": g["machines"], "examples": sorted(g["ids"])[:3]}
                            for g in grouped.values()]
+    pair = ("better_cell", "worse_cell", "published_speedup", "published_on")
+    measured = ("status", "ratio", "ratio_low", "ratio_high", "interval", "device")
+    for c in doc.get("claims") or []:
+        for d in c.get("devices") or []:
+            defs: dict[str, int] = {}
+            d["pairs"], statuses = [], []
+            for st in d.get("statuses") or []:
+                pairs = []
+                for p in st.get("pairs") or []:
+                    one = {f: p.get(f) for f in pair}
+                    k = repr(sorted(one.items()))
+                    if k not in defs:
+                        defs[k] = len(d["pairs"])
+                        d["pairs"].append(one)
+                    pairs.append({"pair": defs[k], **{f: p.get(f) for f in measured}})
+                statuses.append({"run": st.get("run"), "status": st.get("status"), "pairs": pairs})
+            d["statuses"] = statuses
     doc["schema_version"] = 3
     return doc
 

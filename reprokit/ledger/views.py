@@ -188,7 +188,7 @@ def _number_page(n: dict) -> dict:
     return {"models": models, "more": sum(m["more"] for m in models)}
 
 
-def _claim_cell(cell: dict | None) -> dict | None:
+def _claim_cell(cell: dict | None, runs: dict[str, dict]) -> dict | None:
     """A claims map entry on the page: its counts and latest line, the range of its measured speed-up
     intervals, and its latest LATEST_CLAIM runs."""
     if cell is None:
@@ -198,7 +198,11 @@ def _claim_cell(cell: dict | None) -> dict | None:
     highs = [p["ratio_high"] if p.get("ratio_high") is not None else p["ratio"] for p in ratios]
     span = (f"measured speed-ups over {len(ratios)} pair measurement{'s' if len(ratios) != 1 else ''}: "
             f"intervals within [{min(lows):.3g}, {max(highs):.3g}]") if ratios else None
-    return {**cell, "span": span, "runs": len(cell["statuses"]), "shown": cell["statuses"][-LATEST_CLAIM:],
+    shown = [{"run": s["run"], "status": s["status"], "rejudged": runs[s["run"]]["rejudged"],
+              "date": (runs[s["run"]].get("started") or "")[:10] or None,
+              "pairs": claim_map.pairs_of(cell, s)}
+             for s in cell["statuses"][-LATEST_CLAIM:]]
+    return {**cell, "span": span, "runs": len(cell["statuses"]), "shown": shown,
             "more": max(len(cell["statuses"]) - LATEST_CLAIM, 0)}
 
 
@@ -208,6 +212,7 @@ def page(doc: dict) -> dict:
     model the latest LATEST_CLAIM runs; per cell the percentiles of its latest LATEST_CLAIM runs; at
     most UNSTABLE_MAX unstable cells (each with at most LATEST_CLAIM of its runs), MACHINES_MAX machines
     and RUNS_MAX runs, the latest."""
+    by_run = {r["digest"]: r for r in doc["runs"]}
     runs = doc["runs"][-RUNS_MAX:]
     machines_shown = sorted(doc["machines"], key=lambda m: (m["last"] or "", m["machine"]))[-MACHINES_MAX:]
     machines_shown = sorted(machines_shown, key=lambda m: m["machine"])
@@ -215,7 +220,7 @@ def page(doc: dict) -> dict:
                 for u in doc["unstable"][:UNSTABLE_MAX]]
     return {
         "numbers": {n["id"]: _number_page(n) for n in doc["numbers"] if n["measurements"]},
-        "claims": [[_claim_cell(c) for c in row["cells"]] for row in claims_map(doc)["rows"]],
+        "claims": [[_claim_cell(c, by_run) for c in row["cells"]] for row in claims_map(doc)["rows"]],
         "cells": [{"percentiles": c["runs"][-LATEST_CLAIM:] if c["percentile"]["stated"] else [],
                    "more": max(len(c["runs"]) - LATEST_CLAIM, 0) if c["percentile"]["stated"] else 0}
                   for c in doc["cells"]],

@@ -28,7 +28,7 @@ import pytest
 
 from reprokit import validate
 from reprokit.crate import export
-from reprokit.ledger import build, fields, read, views
+from reprokit.ledger import build, claim_map, fields, read, views
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = next((REPO / "docs" / "sample-run").glob("*/run.json")).parent
@@ -227,7 +227,7 @@ def test_the_views_of_the_committed_runs(ledger):
     (claim,) = [c for c in doc["claims"] if c["id"] == "c003-order-fine-cpu-forward"]
     (zen,) = [d for d in claim["devices"] if d["device_model"] == ZEN]
     assert zen["device_class"] == "cpu" and len(zen["statuses"]) == len(CALIBRATION)
-    measured = [p for s in zen["statuses"] for p in s["pairs"] if p["ratio"] is not None]
+    measured = [p for s in zen["statuses"] for p in claim_map.pairs_of(zen, s) if p["ratio"] is not None]
     assert len(measured) == len(CALIBRATION)
     assert all(p["ratio_low"] <= p["ratio"] <= p["ratio_high"] and p["published_speedup"] > 1 and
                p["published_on"] and p["device"] == "cpu" and " over " in p["text"] for p in measured)
@@ -336,13 +336,19 @@ def test_ledger_json_follows_its_schema_and_the_schema_is_strict(ledger):
 def test_the_page_escapes_what_it_shows():
     hostile = "<script>x</script>"
     facts = {k: None for k in fields.HOST_FACTS} | {"cpu_model": hostile}
-    doc = {"runs": [], "kit_version": "0", "built": "now", "rules": views.RULES,
+    doc = {"runs": [{"digest": "0" * 12, "started": "2026-11-29T00:00:00Z", "rejudged": False, "run_id": "r",
+                     "suite": hostile, "kit_version": "0", "kit_commit": None, "devices": {}, "gpu_count": 0,
+                     "machine": None, "form": "crate", "report": "r"}],
+           "kit_version": "0", "built": "now", "rules": views.RULES,
            "claim_columns": [{"device_class": "gpu", "class_label": "GPU", "device_model": "<b>gpu</b>"}],
            "claims": [{"id": "c", "source": "0", "text": hostile, "devices": [
                {"device_class": "gpu", "device_model": "<b>gpu</b>", "counts": {"HOLDS": 1},
                 "summary": "HOLDS x1", "latest": hostile,
-                "statuses": [{"run": "0" * 12, "run_id": "r", "date": "d", "rejudged": False,
-                              "status": "HOLDS", "pairs": [{"text": hostile}]}]}]}],
+                "pairs": [{"better_cell": hostile, "worse_cell": "w", "published_speedup": 1.5,
+                           "published_on": [hostile]}],
+                "statuses": [{"run": "0" * 12, "status": "HOLDS", "pairs": [
+                    {"pair": 0, "status": hostile, "ratio": 1.2, "ratio_low": 1.1, "ratio_high": 1.3,
+                     "interval": "95 %", "device": "gpu"}]}]}]}],
            "cells": [], "unstable": [],
            "machines": [{"machine": "0" * 16, "device_models": [], "runs": [], "first": None, "last": None,
                          "facts": facts, "changed": [], "same_model_machines": 0, "differs": [],

@@ -300,11 +300,18 @@ def test_the_claims_map_puts_each_device_model_under_its_class_with_the_ratio_in
     assert by[H100]["counts"] == {"REVERSED": 1, "HOLDS": 1}
     assert by[H100]["summary"] == "REVERSED x1, HOLDS x1"
     assert [s["status"] for s in by[H100]["statuses"]] == ["HOLDS", "REVERSED"]  # oldest first
-    assert by[H100]["statuses"][0]["pairs"][0]["text"] == \
+    assert claim_map.pairs_of(by[H100], by[H100]["statuses"][0])[0]["text"] == \
         "tf/a/x over tf/b/x: HOLDS 1.52x [1.41, 1.63] (published 1.46x on Tesla M40 24GB)"
+    # the pair defined once, each run's measurement of it by index
+    assert by[H100]["pairs"] == [{"better_cell": "000/tf/a/x", "worse_cell": "000/tf/b/x",
+                                  "published_speedup": 1.46, "published_on": ["Tesla M40 24GB"]}]
+    assert [s["pairs"][0]["pair"] for s in by[H100]["statuses"]] == [0, 0]
+    assert by[H100]["statuses"][1] == {"run": _digest(2)[:12], "status": "REVERSED", "pairs": [
+        {"pair": 0, "status": "REVERSED", "ratio": 0.8, "ratio_low": 0.75, "ratio_high": 0.86,
+         "interval": "95 % bootstrap", "device": "gpu"}]}
     assert by[H100]["latest"].endswith("REVERSED 0.8x [0.75, 0.86] (published 1.46x on Tesla M40 24GB)")
     assert by[ZEN]["device_class"] == "cpu" and by[ZEN]["latest"] is None
-    assert "not measured" in by[ZEN]["statuses"][0]["pairs"][0]["text"]
+    assert "not measured" in claim_map.pairs_of(by[ZEN], by[ZEN]["statuses"][0])[0]["text"]
     assert by[A100]["device_class"] == "gpu" and by[A100]["statuses"][0]["pairs"] == []
     # the page's map: one row, the cells aligned to the columns
     doc = views.document(Store(runs, [], stored), BUILD)
@@ -386,8 +393,20 @@ def test_a_version_2_ledgers_machine_differences_are_grouped_by_value():
         {"device_model": H100, "fact": "kernel", "label": "kernel release", "value": "6.8",
          "others": [{"machine": c, "value": "6.9"}, {"machine": b, "value": "6.9"},
                     {"machine": "d" * 16, "value": "7.0"}]}]}]}
+    old["claims"] = [{"id": "c", "source": "0", "text": "t", "devices": [
+        {"device_class": "gpu", "device_model": H100, "counts": {"HOLDS": 2}, "summary": "HOLDS x2",
+         "latest": None, "statuses": [
+             {"run": "0" * 12, "run_id": "r0", "date": "d", "rejudged": False, "status": "HOLDS",
+              "pairs": [{**_pair("HOLDS", 1.5, 1.4, 1.6, "gpu"), "text": "x"}]},
+             {"run": "1" * 12, "run_id": "r1", "date": "d", "rejudged": True, "status": "HOLDS",
+              "pairs": [{**_pair("HOLDS", 1.3, 1.2, 1.4, "gpu"), "text": "y"}]}]}]}]
     new = formats.upgrade("ledger", old, "old/ledger.json")
     assert new["schema_version"] == 3
+    (dev,) = new["claims"][0]["devices"]
+    assert len(dev["pairs"]) == 1 and [s["pairs"][0]["ratio"] for s in dev["statuses"]] == [1.5, 1.3]
+    assert dev["statuses"][1] == {"run": "1" * 12, "status": "HOLDS", "pairs": [
+        {"pair": 0, "status": "HOLDS", "ratio": 1.3, "ratio_low": 1.2, "ratio_high": 1.4,
+         "interval": "95 % bootstrap", "device": "gpu"}]}
     assert new["machines"][0]["differs"][0]["others"] == [
         {"value": "6.9", "machines": 2, "examples": [b, c]},
         {"value": "7.0", "machines": 1, "examples": ["d" * 16]}]
