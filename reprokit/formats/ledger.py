@@ -20,7 +20,8 @@ HISTORY = {
        "machine with its value (that grew with the square of the machines); a claim's device model "
        "defines its pairs once (`pairs`: cells, published speed-up and hardware) and each run's status "
        "gives its run and per pair the definition's index and the measurement (no run id, date, "
-       "rejudged or text again: the run's are in `runs`, the text is made from the fields)",
+       "rejudged or text again: the run's are in `runs`, the text is made from the fields); an unstable "
+       "cell's `runs` are the short digests of the runs in its pairs (their values: the cell's runs)",
 }
 
 
@@ -64,6 +65,8 @@ def to_3(doc: dict) -> dict:
                     pairs.append({"pair": defs[k], **{f: p.get(f) for f in measured}})
                 statuses.append({"run": st.get("run"), "status": st.get("status"), "pairs": pairs})
             d["statuses"] = statuses
+    for u in doc.get("unstable") or []:
+        u["runs"] = [r["run"] if isinstance(r, dict) else r for r in u.get("runs") or []]
     doc["schema_version"] = 3
     return doc
 

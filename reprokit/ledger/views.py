@@ -216,8 +216,11 @@ def page(doc: dict) -> dict:
     runs = doc["runs"][-RUNS_MAX:]
     machines_shown = sorted(doc["machines"], key=lambda m: (m["last"] or "", m["machine"]))[-MACHINES_MAX:]
     machines_shown = sorted(machines_shown, key=lambda m: m["machine"])
-    unstable = [{**u, "shown": u["runs"][-LATEST_CLAIM:], "more": max(len(u["runs"]) - LATEST_CLAIM, 0)}
-                for u in doc["unstable"][:UNSTABLE_MAX]]
+    unstable = []
+    for u in doc["unstable"][:UNSTABLE_MAX]:
+        involved = set(u["runs"])
+        runs_of = [r for r in doc["cells"][u["index"]]["runs"] if r["run"] in involved]
+        unstable.append({**u, "shown": runs_of[-LATEST_CLAIM:], "more": max(len(runs_of) - LATEST_CLAIM, 0)})
     return {
         "numbers": {n["id"]: _number_page(n) for n in doc["numbers"] if n["measurements"]},
         "claims": [[_claim_cell(c, by_run) for c in row["cells"]] for row in claims_map(doc)["rows"]],

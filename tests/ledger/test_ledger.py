@@ -250,7 +250,8 @@ def test_the_views_of_the_committed_runs(ledger):
     assert all(c["history"]["text"] == "fewer than 2 earlier runs (0): no change stated" for c in word_lm)
     # an unstable cell's pairs are runs whose intervals do not overlap
     for u in doc["unstable"]:
-        runs = {r["run"]: r for r in u["runs"]}
+        runs = {r["run"]: r for r in doc["cells"][u["index"]]["runs"]}
+        assert set(u["runs"]) == {r for pair in u["pairs"] for r in pair}
         assert all(runs[a]["ci_high"] < runs[b]["ci_low"] or runs[b]["ci_high"] < runs[a]["ci_low"]
                    for a, b in u["pairs"])
     # the machines: the H100 machine, the sample run's Intel machine, the AMD machine (calibration, smoke)
