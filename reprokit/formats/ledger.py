@@ -21,7 +21,8 @@ HISTORY = {
        "defines its pairs once (`pairs`: cells, published speed-up and hardware) and each run's status "
        "gives its run and per pair the definition's index and the measurement (no run id, date, "
        "rejudged or text again: the run's are in `runs`, the text is made from the fields); an unstable "
-       "cell's `runs` are the short digests of the runs in its pairs (their values: the cell's runs)",
+       "cell's `runs` are the short digests of the runs in its pairs (their values: the cell's runs) and "
+       "`pair_count` counts its pairs (listed once, in the cell's `disjoint`)",
 }
 
 
@@ -67,6 +68,7 @@ def to_3(doc: dict) -> dict:
             d["statuses"] = statuses
     for u in doc.get("unstable") or []:
         u["runs"] = [r["run"] if isinstance(r, dict) else r for r in u.get("runs") or []]
+        u["pair_count"] = len(u.pop("pairs", None) or [])
     doc["schema_version"] = 3
     return doc
 

@@ -196,7 +196,8 @@ def test_runs_whose_intervals_do_not_overlap_make_the_cell_unstable():
             (_digest(2), _row(14.0, 13.0, 15.0))]
     entries = _cells(runs, rows)
     (u,) = cells.unstable(entries)
-    assert u["pairs"] == [[_digest(0)[:12], _digest(2)[:12]], [_digest(1)[:12], _digest(2)[:12]]]
+    assert entries[0]["disjoint"] == [[_digest(0)[:12], _digest(2)[:12]], [_digest(1)[:12], _digest(2)[:12]]]
+    assert u["pair_count"] == 2
     assert u["runs"] == [_digest(i)[:12] for i in range(3)]
     assert u["index"] == 0 and u["cell"] == "c/one"
     calm = [(_digest(0), _row(10.0, 9.0, 11.0)), (_digest(1), _row(10.5, 10.8, 11.5)),
@@ -400,9 +401,11 @@ def test_a_version_2_ledgers_machine_differences_are_grouped_by_value():
               "pairs": [{**_pair("HOLDS", 1.5, 1.4, 1.6, "gpu"), "text": "x"}]},
              {"run": "1" * 12, "run_id": "r1", "date": "d", "rejudged": True, "status": "HOLDS",
               "pairs": [{**_pair("HOLDS", 1.3, 1.2, 1.4, "gpu"), "text": "y"}]}]}]}]
-    old["unstable"] = [{"index": 0, "runs": [{"run": "0" * 12, "measured": 1.0}, {"run": "1" * 12}]}]
+    old["unstable"] = [{"index": 0, "runs": [{"run": "0" * 12, "measured": 1.0}, {"run": "1" * 12}],
+                        "pairs": [["0" * 12, "1" * 12]]}]
     new = formats.upgrade("ledger", old, "old/ledger.json")
     assert new["schema_version"] == 3 and new["unstable"][0]["runs"] == ["0" * 12, "1" * 12]
+    assert new["unstable"][0]["pair_count"] == 1 and "pairs" not in new["unstable"][0]
     (dev,) = new["claims"][0]["devices"]
     assert len(dev["pairs"]) == 1 and [s["pairs"][0]["ratio"] for s in dev["statuses"]] == [1.5, 1.3]
     assert dev["statuses"][1] == {"run": "1" * 12, "status": "HOLDS", "pairs": [
