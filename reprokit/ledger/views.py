@@ -2,21 +2,26 @@
 index.html (report_templates/ledger.html.j2, self-contained: inline CSS and inline SVG, no script,
 nothing fetched; Jinja2's autoescape escapes every value).
 
-What the page shows, top to bottom, each from its module:
+What the page shows, top to bottom, each from its module, bounded whatever the store's run count
+(`page`: ledger.json keeps every run, the page lists the latest few of each and counts the rest):
 - the summary and the inputs this build refused;
-- the claims map (reprokit/ledger/claim_map.py): per claim, its status on each device model, grouped
-  by device class, run by run, with each pair's measured speed-up and interval beside the published;
-- per published number: its source, published value, unit and device, a plot of every
-  re-measurement by device model against the published value (reprokit/ledger/plots.py), and every
-  re-measurement in the store (device model, GPU count, stack and whether it is the original,
+- the claims map (reprokit/ledger/claim_map.py): per claim, its status counts on each device model,
+  grouped by device class, the range of the measured speed-ups' intervals, the latest run's speed-ups
+  and the latest LATEST_CLAIM runs with theirs beside the published;
+- per published number: its source, published value, unit and device, a plot of its re-measurements
+  by device model against the published value (reprokit/ledger/plots.py: each run, or past a dozen
+  runs their distribution; kept in the store by a hash of what it draws, so a build renders only the
+  plots whose data changed), per device model its runs, median, range and verdict counts, and its
+  latest LATEST re-measurements (device model, GPU count, stack and whether it is the original,
   precision, kit version, run date, machine, the measured median and interval in the published
   number's unit, the verdict);
-- per cell and device model (reprokit/ledger/cells.py): the runs' distribution, each run's
-  percentile from 10 runs on, the spread between units from 2 units on, the history on the same
-  hardware from 2 earlier runs on; and the cells whose runs' intervals do not overlap (unstable);
-- per machine (reprokit/ledger/machines.py): its fingerprint facts and what differs from the other
-  machines of the same device model;
-- the runs.
+- per cell and device model (reprokit/ledger/cells.py): the runs' distribution, the percentiles of its
+  latest runs from 10 runs on, the spread between units from 2 units on, the history on the same
+  hardware from 2 earlier runs on; and the first UNSTABLE_MAX cells whose runs' intervals do not
+  overlap (unstable);
+- the MACHINES_MAX machines seen last (reprokit/ledger/machines.py): their fingerprint facts and what
+  differs from the other machines of the same device model;
+- the latest RUNS_MAX runs.
 The views show every run in the store, not only the ones found by this build: a run once taken stays
 (a new --store starts again). The same store gives the same ledger.json and index.html but for the
 build's time and counts.
