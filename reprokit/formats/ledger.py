@@ -15,6 +15,14 @@ HISTORY = {
        "map (`claim_columns`, per claim and device model its class, status counts and each run's pairs "
        "with their measured speed-up and interval); `cells` (per cell and device model: the runs' "
        "distribution, percentiles, between-unit spread, history) and `unstable`; `machines`",
+    3: "2026-11-29: a machine's `differs` gives, per fact, each other value with how many machines of the "
+       "device model have it and the first three of them (`machines`, `examples`), no longer every other "
+       "machine with its value (that grew with the square of the machines); a claim's device model "
+       "defines its pairs once (`pairs`: cells, published speed-up and hardware) and each run's status "
+       "gives its run and per pair the definition's index and the measurement (no run id, date, "
+       "rejudged or text again: the run's are in `runs`, the text is made from the fields); an unstable "
+       "cell's `runs` are the short digests of the runs in its pairs (their values: the cell's runs) and "
+       "`pair_count` counts its pairs (listed once, in the cell's `disjoint`)",
 }
 
 
@@ -28,4 +36,41 @@ def to_2(doc: dict) -> dict:
                     "until they are taken into a new --store)")
 
 
-FORMAT = Format("ledger", HISTORY, {2: to_2}, stamped_from=1)
+def to_3(doc: dict) -> dict:
+    """Each machine's `differs` entry: its other machines grouped by their value (in the order first
+    seen), counted, with the first three machine ids of each value (by id); each claim's pairs
+    defined once per device model, its statuses reduced to the run, its status and the measurements."""
+    for m in doc.get("machines") or []:
+        for d in m.get("differs") or []:
+            grouped: dict[str, dict] = {}
+            for o in d.get("others") or []:
+                g = grouped.setdefault(repr(o["value"]), {"value": o["value"], "machines": 0, "ids": []})
+                g["machines"] += 1
+                g["ids"].append(o["machine"])
+            d["others"] = [{"value": g["value"], "machines": g["machines"], "examples": sorted(g["ids"])[:3]}
+                           for g in grouped.values()]
+    pair = ("better_cell", "worse_cell", "published_speedup", "published_on")
+    measured = ("status", "ratio", "ratio_low", "ratio_high", "interval", "device")
+    for c in doc.get("claims") or []:
+        for d in c.get("devices") or []:
+            defs: dict[str, int] = {}
+            d["pairs"], statuses = [], []
+            for st in d.get("statuses") or []:
+                pairs = []
+                for p in st.get("pairs") or []:
+                    one = {f: p.get(f) for f in pair}
+                    k = repr(sorted(one.items()))
+                    if k not in defs:
+                        defs[k] = len(d["pairs"])
+                        d["pairs"].append(one)
+                    pairs.append({"pair": defs[k], **{f: p.get(f) for f in measured}})
+                statuses.append({"run": st.get("run"), "status": st.get("status"), "pairs": pairs})
+            d["statuses"] = statuses
+    for u in doc.get("unstable") or []:
+        u["runs"] = [r["run"] if isinstance(r, dict) else r for r in u.get("runs") or []]
+        u["pair_count"] = len(u.pop("pairs", None) or [])
+    doc["schema_version"] = 3
+    return doc
+
+
+FORMAT = Format("ledger", HISTORY, {2: to_2, 3: to_3}, stamped_from=1)

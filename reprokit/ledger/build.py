@@ -73,7 +73,7 @@ def build(dirs: Iterable[Path], out: Path, store_path: Path,
             st.add(key, got.record, got.rows, got.claims)
         doc = views.document(st, done.counts())
         done.stored_runs = len(doc["runs"])
-    done.written = views.write(doc, out)
+        done.written = views.write(doc, out, st)
     return done
 
 

@@ -105,15 +105,17 @@ def cells(rows: list[tuple[str, dict]], runs: dict[str, dict]) -> list[dict]:
 
 
 def unstable(entries: list[dict]) -> list[dict]:
-    """ledger.json `unstable`: the series with two runs whose intervals do not overlap, each with the
-    runs that take part in such a pair and the pairs."""
+    """ledger.json `unstable`: the series with two runs whose intervals do not overlap, each with its
+    index in `entries`, the runs that take part in such a pair (by short digest: their values are the
+    series' runs) and how many pairs (the pairs themselves: the series' `disjoint`)."""
     out = []
     for i, c in enumerate(entries):
         if not c["disjoint"]:
             continue
         involved = {r for pair in c["disjoint"] for r in pair}
         out.append({**{k: c[k] for k in KEY}, "index": i, "numbers": c["numbers"],
-                    "runs": [r for r in c["runs"] if r["run"] in involved], "pairs": c["disjoint"],
+                    "runs": [r["run"] for r in c["runs"] if r["run"] in involved],
+                    "pair_count": len(c["disjoint"]),
                     "text": f"{len(c['disjoint'])} pair{'s' if len(c['disjoint']) != 1 else ''} of runs "
                             f"whose intervals do not overlap, among {c['n_runs']} runs"})
     return out

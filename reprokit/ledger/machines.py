@@ -9,7 +9,10 @@ without one belongs to no machine here. A machine's facts are those of its lates
 over its runs (a driver updated between two runs). Two machines are of the same device model when
 their runs name one device model of one class (an H100 machine and another H100 machine; a CPU model
 on its own). `differs`: for each device model the machine shares, each fact whose value here is not
-the value on another machine of that model; a fact one of the two did not record is not compared.
+the value on another machine of that model, as each other value with how many machines of that model
+have it and the first EXAMPLES of them (by id): linear in the machines, not quadratic; a fact one of
+the two did not record is not compared. `same_model_machines` counts the other machines of its device
+models.
 """
 
 from __future__ import annotations
@@ -28,6 +31,13 @@ LABELS = {
 }
 
 
+EXAMPLES = 3  # machine ids named per other value of a fact (all counted)
+
+
+def _value_key(v) -> tuple:
+    return (type(v).__name__, v)
+
+
 def facts(run: dict) -> dict:
     """A run's facts (a record kept before the facts were taken has none: every fact null)."""
     got = run.get("host_facts") or {}
@@ -40,6 +50,24 @@ def _date(run: dict) -> str | None:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _values(out: list[dict]) -> tuple[dict, dict]:
+    """Per device model: its machines, and per fact each recorded value with the machines that have it."""
+    by_model: dict[tuple, list[dict]] = {}
+    for e in out:
+        for d in e["device_models"]:
+            by_model.setdefault((d["device_class"], d["device_model"]), []).append(e)
+    values: dict[tuple, dict[str, dict]] = {}
+    for model, es in by_model.items():
+        per_fact: dict[str, dict] = {k: {} for k in HOST_FACTS}
+        for e in es:
+            for k in HOST_FACTS:
+                v = e["facts"][k]
+                if v is not None:
+                    per_fact[k].setdefault(_value_key(v), (v, []))[1].append(e["machine"])
+        values[model] = per_fact
+    return by_model, values
 
 
 def machines(runs: list[dict]) -> list[dict]:
@@ -62,15 +90,18 @@ def machines(runs: list[dict]) -> list[dict]:
                     "device_models": [{"device_class": k, "device_model": m} for k, m in models],
                     "runs": [r["digest"][:12] for r in rs], "first": _date(rs[0]), "last": _date(rs[-1]),
                     "facts": facts(rs[-1]), "changed": changed})
+    by_model, values = _values(out)
     for e in out:
         differs, peers = [], set()
         for d in e["device_models"]:
-            same = [o for o in out if o is not e and d in o["device_models"]]
-            peers.update(o["machine"] for o in same)
+            model = (d["device_class"], d["device_model"])
+            peers.update(o["machine"] for o in by_model[model] if o is not e)
             for k in HOST_FACTS:
                 here = e["facts"][k]
-                others = [{"machine": o["machine"], "value": o["facts"][k]} for o in same
-                          if here is not None and o["facts"][k] is not None and o["facts"][k] != here]
+                if here is None:
+                    continue
+                others = [{"value": v, "machines": len(ms), "examples": ms[:EXAMPLES]}
+                          for vk, (v, ms) in values[model][k].items() if vk != _value_key(here)]
                 if others:
                     differs.append({"device_model": d["device_model"], "fact": k, "label": LABELS[k],
                                     "value": here, "others": others})

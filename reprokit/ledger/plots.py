@@ -9,11 +9,23 @@ plot's own prefix and no date or creator is written, so the same store draws the
 axis is logarithmic when the values drawn (medians, interval ends, the published value) span more than
 `LOG_SPAN` (10x). A run stored twice (the original and its copy rejudged with newer data: the same
 samples) is drawn once.
+
+Bounded: a device model's runs of one stack kind are drawn one marker each (with its interval) up to
+`POINTS_MAX` runs; past that, as their distribution: a box from the first to the third quartile of
+the runs' medians, its median marked, whiskers from the lowest to the highest median. A plot draws
+at most `POINTS_MAX` markers or one box per device model and stack kind, whatever the run count.
+
+`data` reduces a number to exactly what its plot draws; `key` hashes that (with the prefix and
+`STYLE`, changed whenever the drawing changes), so a plot kept under its key in the store
+(reprokit/ledger/store.py `plots`) is the plot `render` would draw again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
+import statistics
 import textwrap
 
 import matplotlib
@@ -29,6 +41,10 @@ COLORS = {"original": "#1f77b4", "other": "#d95f02"}
 LEGEND = {"original": "original stack (median, interval)", "other": "another stack (median, interval)"}
 CLASS_ORDER = {"gpu": 0, "cpu": 1}
 LABEL_MAX = 34
+POINTS_MAX = 12
+STYLE = "ledger-plot-2"  # changed whenever render draws the same data differently
+BOX_LEGEND = {"original": "original stack (runs' medians: quartiles, min-max)",
+              "other": "another stack (runs' medians: quartiles, min-max)"}
 
 
 def _short(text: str, limit: int = LABEL_MAX) -> str:
@@ -65,23 +81,22 @@ def _model(m: dict) -> tuple[str | None, str]:
     return (m["device"], m["device_model"] or "(model not recorded)")
 
 
-def _points(ms: list[dict], models: list[tuple]) -> dict[str, list[tuple[float, float, float, float]]]:
-    """Per stack kind ('original' or 'other'), each run as (x, median, below, above): x the device
-    model's place, the runs of one model spread over [-0.3, 0.3] around it in date order."""
-    out: dict[str, list] = {"original": [], "other": []}
-    for i, model in enumerate(models):
-        mine = [m for m in ms if _model(m) == model]
-        for j, m in enumerate(mine):
-            x = i + (0.0 if len(mine) == 1 else -0.3 + 0.6 * j / (len(mine) - 1))
-            lo = m["ci_low"] if m["ci_low"] is not None else m["measured"]
-            hi = m["ci_high"] if m["ci_high"] is not None else m["measured"]
-            kind = "original" if m.get("stack_kind") == "original" else "other"
-            out[kind].append((x, m["measured"], max(m["measured"] - lo, 0.0), max(hi - m["measured"], 0.0)))
-    return out
+def _kind(m: dict) -> str:
+    return "original" if m.get("stack_kind") == "original" else "other"
 
 
-def number_svg(number: dict, prefix: str) -> str | None:
-    """The plot of one published number (ledger.json `numbers` entry), or None when nothing is drawn."""
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], statistics.median(values), q[2]
+
+
+def data(number: dict) -> dict | None:
+    """Exactly what the plot of one published number (ledger.json `numbers` entry) draws, as plain
+    JSON values; None when nothing is drawn. `points`: per stack kind, each run as (x, median, below,
+    above), x the device model's place, a model's runs of that kind spread over [-0.3, 0.3] around it
+    in date order (shifted aside when both kinds are drawn); `boxes`: per stack kind, (x, min, first
+    quartile, median, third quartile, max) of the runs' medians of a model with more than POINTS_MAX
+    runs of that kind."""
     ms = [m for m in drawn(number["measurements"]) if m["measured"] is not None]
     if not ms:
         return None
@@ -89,21 +104,73 @@ def number_svg(number: dict, prefix: str) -> str | None:
     published = number.get("published")
     values = [v for m in ms for v in (m["measured"], m["ci_low"], m["ci_high"]) if v is not None]
     log = uses_log(values + ([published] if published else [])) and all(v > 0 for v in values)
+    points: dict[str, list] = {"original": [], "other": []}
+    boxes: dict[str, list] = {"original": [], "other": []}
+    for i, model in enumerate(models):
+        mine = [m for m in ms if _model(m) == model]
+        kinds = {k: [m for m in mine if _kind(m) == k] for k in ("original", "other")}
+        both = all(kinds.values())
+        for kind, runs in kinds.items():
+            centre = i + ((-0.17 if kind == "original" else 0.17) if both else 0.0)
+            half = 0.13 if both else 0.3
+            if len(runs) > POINTS_MAX:
+                q1, med, q3 = _quartiles([m["measured"] for m in runs])
+                boxes[kind].append([centre, min(m["measured"] for m in runs), q1, med, q3,
+                                    max(m["measured"] for m in runs)])
+                continue
+            for j, m in enumerate(runs):
+                x = centre + (0.0 if len(runs) == 1 else -half + 2 * half * j / (len(runs) - 1))
+                lo = m["ci_low"] if m["ci_low"] is not None else m["measured"]
+                hi = m["ci_high"] if m["ci_high"] is not None else m["measured"]
+                y = m["measured"]
+                points[kind].append([x, y, max(y - lo, 0.0), max(hi - y, 0.0)])
+    device = number.get("published_device") or "device not stated"
+    unit = number.get("unit") or ""
+    return {"models": [_label(m) for _, m in models], "log": log, "published": published,
+            "published_label": _short(f"published ({device})", 60),
+            "ylabel": _short(f"{number.get('metric') or ''} [{unit}]" + (" (log)" if log else ""), 40),
+            "points": points, "boxes": boxes}
+
+
+def key(drawn_data: dict, prefix: str) -> str:
+    """The hash of what a plot draws, its prefix and STYLE: its key in the store's plots."""
+    text = json.dumps([STYLE, prefix, drawn_data], sort_keys=True, allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def number_svg(number: dict, prefix: str) -> str | None:
+    """The plot of one published number (ledger.json `numbers` entry), or None when nothing is drawn."""
+    got = data(number)
+    return None if got is None else render(got, prefix)
+
+
+def render(d: dict, prefix: str) -> str:
+    """The SVG of a plot's `data`."""
+    models, log, published = d["models"], d["log"], d["published"]
     width, height = min(7.5, 3.2 + 1.3 * len(models)), 3.0
     with matplotlib.rc_context(RC | {"svg.hashsalt": prefix}):
         fig = plt.figure(figsize=(width, height))
         try:
             # fixed margins (inches): the y label and its ticks, two lines of x labels, the legend above
             ax = fig.add_axes((1.05 / width, 0.6 / height, 1 - 1.2 / width, 1 - 1.15 / height))
-            for kind, pts in _points(ms, models).items():
+            for kind, pts in d["points"].items():
                 if pts:
                     xs, ys, below, above = (list(v) for v in zip(*pts))
                     ax.errorbar(xs, ys, yerr=[below, above], fmt="o", markersize=3.5, color=COLORS[kind],
                                 ecolor=COLORS[kind], elinewidth=0.9, capsize=2, label=LEGEND[kind])
+            for kind, bxs in d["boxes"].items():
+                if bxs:
+                    stats = [{"whislo": b[1], "q1": b[2], "med": b[3], "q3": b[4], "whishi": b[5],
+                              "fliers": []} for b in bxs]
+                    style = {"color": COLORS[kind], "linewidth": 0.9}
+                    ax.bxp(stats, positions=[b[0] for b in bxs], widths=0.22, manage_ticks=False,
+                           boxprops=style, whiskerprops=style, capprops=style,
+                           medianprops={"color": COLORS[kind], "linewidth": 1.6})
+                    ax.plot([], [], marker="s", linestyle="none", markerfacecolor="none",
+                            color=COLORS[kind], label=BOX_LEGEND[kind])
             if published is not None and (published > 0 or not log):
-                device = number.get("published_device") or "device not stated"
                 ax.axhline(published, color=PUBLISHED_COLOR, linestyle="--", linewidth=1.0,
-                           label=_short(f"published ({device})", 60))
+                           label=d["published_label"])
             if log:
                 ax.set_yscale("log")
                 ax.yaxis.set_minor_locator(ticker.NullLocator())
@@ -111,11 +178,10 @@ def number_svg(number: dict, prefix: str) -> str | None:
             else:
                 ax.yaxis.set_major_locator(ticker.MaxNLocator(5))
             ax.yaxis.set_major_formatter(ticker.FuncFormatter(_tick))
-            ax.set_xticks(range(len(models)), [_label(m) for _, m in models])
+            ax.set_xticks(range(len(models)), models)
             ax.tick_params(axis="x", labelsize=7)
             ax.set_xlim(-0.6, len(models) - 0.4)
-            unit = number.get("unit") or ""
-            ax.set_ylabel(_short(f"{number.get('metric') or ''} [{unit}]" + (" (log)" if log else ""), 40))
+            ax.set_ylabel(d["ylabel"])
             ax.grid(axis="y", color="#dddddd", linewidth=0.6)
             ax.set_axisbelow(True)
             ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=1, fontsize=6.5, frameon=False,

@@ -17,6 +17,7 @@ Every sentence the page shows about these is made here, once.
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Sequence
@@ -58,10 +59,23 @@ def outliers(values: Sequence[float]) -> list[bool]:
     any value unlike them is out. Fewer than 3 values: none is out."""
     if len(values) < 3:
         return [False] * len(values)
+    # in one pass (leave-one-out from the sums of all values, centred on their mean): many runs stay linear
+    n = len(values)
+    counts: dict[float, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    centre = math.fsum(values) / n
+    c = [v - centre for v in values]
+    total, squares = math.fsum(c), math.fsum(x * x for x in c)
     out = []
-    for i, x in enumerate(values):
-        rest = [v for j, v in enumerate(values) if j != i]
-        mean, sd = statistics.fmean(rest), statistics.stdev(rest)
+    for x, v in zip(c, values):
+        rest_equal = len(counts) == 1 or (len(counts) == 2 and counts[v] == 1)
+        if rest_equal:
+            other = next(k for k in counts if k != v) if len(counts) == 2 else v
+            out.append(v != other)
+            continue
+        mean = (total - x) / (n - 1)
+        sd = math.sqrt(max((squares - x * x - (n - 1) * mean * mean) / (n - 2), 0.0))
         out.append(abs(x - mean) > OUTLIER_SIGMAS * sd if sd > 0 else x != mean)
     return out
 
@@ -71,6 +85,16 @@ def percentile_rank(x: float, reference: Sequence[float]) -> float:
     below = sum(v < x for v in reference)
     equal = sum(v == x for v in reference)
     return 100.0 * (below + 0.5 * equal) / len(reference)
+
+
+def _ranks(values: Sequence[float], reference: Sequence[float]) -> list[float]:
+    """percentile_rank of each value, by bisection of the sorted reference (linear-log, not quadratic)."""
+    ref = sorted(reference)
+    out = []
+    for x in values:
+        below, upto = bisect.bisect_left(ref, x), bisect.bisect_right(ref, x)
+        out.append(100.0 * (below + 0.5 * (upto - below)) / len(ref))
+    return out
 
 
 def percentiles(values: Sequence[float]) -> dict:
@@ -93,7 +117,7 @@ def percentiles(values: Sequence[float]) -> dict:
                 "text": f"{n} runs{left}: {len(reference)} in the reference distribution, fewer than "
                         f"{PERCENTILE_MIN_RUNS}, no percentile"}
     return {"stated": True, "reference_runs": len(reference), "excluded": excluded,
-            "ranks": [percentile_rank(v, reference) for v in values],
+            "ranks": _ranks(values, reference),
             "text": f"{n} runs{left}: percentiles against the {len(reference)} in the reference distribution"}
 
 

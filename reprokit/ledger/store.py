@@ -8,6 +8,9 @@ Tables (each record a JSON document of reprokit/ledger/fields.py's allow-listed 
 - `inputs` (key primary key, run): every input already taken: a crate by the sha256 of its file, a run
   directory by its run's digest. A build skips an input whose key is here without opening it, so
   adding one run to a folder reads only that run;
+- `plots` (key primary key, svg): the views' rendered plots, each keyed by a hash of exactly the data it
+  draws (reprokit/ledger/plots.py `key`): a build renders only the plots whose data changed, and keeps
+  only the plots its views used (a cache: emptying it costs one build's rendering, nothing else);
 - `meta`: its salt (16 bytes of os.urandom, made once when the store is
   created; the salted hashes of machines and GPUs are comparable only within one store).
 
@@ -48,6 +51,7 @@ CREATE TABLE IF NOT EXISTS rows (run TEXT NOT NULL REFERENCES runs(digest), numb
 CREATE TABLE IF NOT EXISTS claims (run TEXT NOT NULL REFERENCES runs(digest), claim_id TEXT NOT NULL,
                                    doc TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS inputs (key TEXT PRIMARY KEY, run TEXT NOT NULL REFERENCES runs(digest));
+CREATE TABLE IF NOT EXISTS plots (key TEXT PRIMARY KEY, svg TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS rows_by_number ON rows (number_id);
 CREATE INDEX IF NOT EXISTS claims_by_claim ON claims (claim_id);
 """
@@ -126,6 +130,26 @@ class Store:
     def claims(self) -> list[tuple[str, dict]]:
         return [(run, json.loads(d)) for run, d in
                 self.db.execute("SELECT run, doc FROM claims ORDER BY claim_id, run")]
+
+    def plots(self, keys: list[str]) -> dict[str, str]:
+        """The rendered plots kept under these keys (those not kept are missing)."""
+        out: dict[str, str] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            marks = ",".join("?" * len(part))
+            out.update(self.db.execute(f"SELECT key, svg FROM plots WHERE key IN ({marks})", part).fetchall())
+        return out
+
+    def keep_plots(self, used: dict[str, str]) -> None:
+        """The plots one build's views used (key: svg), in one transaction: new ones added, every other
+        one removed."""
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS used (key TEXT PRIMARY KEY)")
+            self.db.execute("DELETE FROM used")
+            self.db.executemany("INSERT OR IGNORE INTO used VALUES (?)", [(k,) for k in used])
+            self.db.execute("DELETE FROM plots WHERE key NOT IN (SELECT key FROM used)")
+            self.db.executemany("INSERT OR IGNORE INTO plots VALUES (?, ?)", list(used.items()))
 
 
 def _dump(doc: dict) -> str:

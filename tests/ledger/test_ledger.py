@@ -28,7 +28,7 @@ import pytest
 
 from reprokit import validate
 from reprokit.crate import export
-from reprokit.ledger import build, fields, read, views
+from reprokit.ledger import build, claim_map, fields, read, views
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = next((REPO / "docs" / "sample-run").glob("*/run.json")).parent
@@ -227,7 +227,7 @@ def test_the_views_of_the_committed_runs(ledger):
     (claim,) = [c for c in doc["claims"] if c["id"] == "c003-order-fine-cpu-forward"]
     (zen,) = [d for d in claim["devices"] if d["device_model"] == ZEN]
     assert zen["device_class"] == "cpu" and len(zen["statuses"]) == len(CALIBRATION)
-    measured = [p for s in zen["statuses"] for p in s["pairs"] if p["ratio"] is not None]
+    measured = [p for s in zen["statuses"] for p in claim_map.pairs_of(zen, s) if p["ratio"] is not None]
     assert len(measured) == len(CALIBRATION)
     assert all(p["ratio_low"] <= p["ratio"] <= p["ratio_high"] and p["published_speedup"] > 1 and
                p["published_on"] and p["device"] == "cpu" and " over " in p["text"] for p in measured)
@@ -250,9 +250,11 @@ def test_the_views_of_the_committed_runs(ledger):
     assert all(c["history"]["text"] == "fewer than 2 earlier runs (0): no change stated" for c in word_lm)
     # an unstable cell's pairs are runs whose intervals do not overlap
     for u in doc["unstable"]:
-        runs = {r["run"]: r for r in u["runs"]}
+        runs = {r["run"]: r for r in doc["cells"][u["index"]]["runs"]}
+        pairs = doc["cells"][u["index"]]["disjoint"]
+        assert set(u["runs"]) == {r for pair in pairs for r in pair} and u["pair_count"] == len(pairs)
         assert all(runs[a]["ci_high"] < runs[b]["ci_low"] or runs[b]["ci_high"] < runs[a]["ci_low"]
-                   for a, b in u["pairs"])
+                   for a, b in pairs)
     # the machines: the H100 machine, the sample run's Intel machine, the AMD machine (calibration, smoke)
     by_model = {d["device_model"]: m for m in doc["machines"] for d in m["device_models"]}
     assert len(doc["machines"]) == 3 and {H100, ZEN} <= set(by_model)
@@ -336,13 +338,19 @@ def test_ledger_json_follows_its_schema_and_the_schema_is_strict(ledger):
 def test_the_page_escapes_what_it_shows():
     hostile = "<script>x</script>"
     facts = {k: None for k in fields.HOST_FACTS} | {"cpu_model": hostile}
-    doc = {"runs": [], "kit_version": "0", "built": "now", "rules": views.RULES,
+    doc = {"runs": [{"digest": "0" * 12, "started": "2026-11-29T00:00:00Z", "rejudged": False, "run_id": "r",
+                     "suite": hostile, "kit_version": "0", "kit_commit": None, "devices": {}, "gpu_count": 0,
+                     "machine": None, "form": "crate", "report": "r"}],
+           "kit_version": "0", "built": "now", "rules": views.RULES,
            "claim_columns": [{"device_class": "gpu", "class_label": "GPU", "device_model": "<b>gpu</b>"}],
            "claims": [{"id": "c", "source": "0", "text": hostile, "devices": [
                {"device_class": "gpu", "device_model": "<b>gpu</b>", "counts": {"HOLDS": 1},
                 "summary": "HOLDS x1", "latest": hostile,
-                "statuses": [{"run": "0" * 12, "run_id": "r", "date": "d", "rejudged": False,
-                              "status": "HOLDS", "pairs": [{"text": hostile}]}]}]}],
+                "pairs": [{"better_cell": hostile, "worse_cell": "w", "published_speedup": 1.5,
+                           "published_on": [hostile]}],
+                "statuses": [{"run": "0" * 12, "status": "HOLDS", "pairs": [
+                    {"pair": 0, "status": hostile, "ratio": 1.2, "ratio_low": 1.1, "ratio_high": 1.3,
+                     "interval": "95 %", "device": "gpu"}]}]}]}],
            "cells": [], "unstable": [],
            "machines": [{"machine": "0" * 16, "device_models": [], "runs": [], "first": None, "last": None,
                          "facts": facts, "changed": [], "same_model_machines": 0, "differs": [],

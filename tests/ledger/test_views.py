@@ -196,8 +196,9 @@ def test_runs_whose_intervals_do_not_overlap_make_the_cell_unstable():
             (_digest(2), _row(14.0, 13.0, 15.0))]
     entries = _cells(runs, rows)
     (u,) = cells.unstable(entries)
-    assert u["pairs"] == [[_digest(0)[:12], _digest(2)[:12]], [_digest(1)[:12], _digest(2)[:12]]]
-    assert [r["run"] for r in u["runs"]] == [_digest(i)[:12] for i in range(3)]
+    assert entries[0]["disjoint"] == [[_digest(0)[:12], _digest(2)[:12]], [_digest(1)[:12], _digest(2)[:12]]]
+    assert u["pair_count"] == 2
+    assert u["runs"] == [_digest(i)[:12] for i in range(3)]
     assert u["index"] == 0 and u["cell"] == "c/one"
     calm = [(_digest(0), _row(10.0, 9.0, 11.0)), (_digest(1), _row(10.5, 10.8, 11.5)),
             (_digest(2), _row(11.0, 10.9, 12.0))]
@@ -220,7 +221,7 @@ def test_each_machine_says_what_differs_from_other_machines_of_its_device_model(
     assert one["changed"] == [{"fact": "driver_version", "label": "NVIDIA driver",
                                "values": ["545.0", "550.54.15"]}]
     assert [(d["fact"], d["value"], d["others"]) for d in one["differs"]] == \
-        [("driver_version", "550.54.15", [{"machine": _machine(2), "value": "580.159.04"}])]
+        [("driver_version", "550.54.15", [{"value": "580.159.04", "machines": 1, "examples": [_machine(2)]}])]
     assert one["same_model_machines"] == 1 and "NVIDIA driver" in one["compared"]
     # a fact one of them did not record (the kernel) is not a difference; the A100 is not compared
     assert [d["fact"] for d in two["differs"]] == ["driver_version"]
@@ -300,11 +301,18 @@ def test_the_claims_map_puts_each_device_model_under_its_class_with_the_ratio_in
     assert by[H100]["counts"] == {"REVERSED": 1, "HOLDS": 1}
     assert by[H100]["summary"] == "REVERSED x1, HOLDS x1"
     assert [s["status"] for s in by[H100]["statuses"]] == ["HOLDS", "REVERSED"]  # oldest first
-    assert by[H100]["statuses"][0]["pairs"][0]["text"] == \
+    assert claim_map.pairs_of(by[H100], by[H100]["statuses"][0])[0]["text"] == \
         "tf/a/x over tf/b/x: HOLDS 1.52x [1.41, 1.63] (published 1.46x on Tesla M40 24GB)"
+    # the pair defined once, each run's measurement of it by index
+    assert by[H100]["pairs"] == [{"better_cell": "000/tf/a/x", "worse_cell": "000/tf/b/x",
+                                  "published_speedup": 1.46, "published_on": ["Tesla M40 24GB"]}]
+    assert [s["pairs"][0]["pair"] for s in by[H100]["statuses"]] == [0, 0]
+    assert by[H100]["statuses"][1] == {"run": _digest(2)[:12], "status": "REVERSED", "pairs": [
+        {"pair": 0, "status": "REVERSED", "ratio": 0.8, "ratio_low": 0.75, "ratio_high": 0.86,
+         "interval": "95 % bootstrap", "device": "gpu"}]}
     assert by[H100]["latest"].endswith("REVERSED 0.8x [0.75, 0.86] (published 1.46x on Tesla M40 24GB)")
     assert by[ZEN]["device_class"] == "cpu" and by[ZEN]["latest"] is None
-    assert "not measured" in by[ZEN]["statuses"][0]["pairs"][0]["text"]
+    assert "not measured" in claim_map.pairs_of(by[ZEN], by[ZEN]["statuses"][0])[0]["text"]
     assert by[A100]["device_class"] == "gpu" and by[A100]["statuses"][0]["pairs"] == []
     # the page's map: one row, the cells aligned to the columns
     doc = views.document(Store(runs, [], stored), BUILD)
@@ -374,7 +382,105 @@ def test_a_plot_is_deterministic_and_uses_a_log_axis_only_past_ten_fold():
 
 
 def test_a_version_1_ledger_is_refused_with_the_way_to_build_it_again():
-    assert formats.version("ledger") == 2
-    assert validate.schema("ledger")["properties"]["schema_version"]["const"] == 2
+    assert formats.version("ledger") == 3
+    assert validate.schema("ledger")["properties"]["schema_version"]["const"] == 3
     with pytest.raises(UserError, match="build it again"):
         formats.upgrade("ledger", {"schema_version": 1, "kind": "ledger"}, "old/ledger.json")
+
+
+def test_a_version_2_ledgers_machine_differences_are_grouped_by_value():
+    a, b, c = "a" * 16, "b" * 16, "c" * 16
+    old = {"schema_version": 2, "kind": "ledger", "machines": [{"machine": a, "differs": [
+        {"device_model": H100, "fact": "kernel", "label": "kernel release", "value": "6.8",
+         "others": [{"machine": c, "value": "6.9"}, {"machine": b, "value": "6.9"},
+                    {"machine": "d" * 16, "value": "7.0"}]}]}]}
+    old["claims"] = [{"id": "c", "source": "0", "text": "t", "devices": [
+        {"device_class": "gpu", "device_model": H100, "counts": {"HOLDS": 2}, "summary": "HOLDS x2",
+         "latest": None, "statuses": [
+             {"run": "0" * 12, "run_id": "r0", "date": "d", "rejudged": False, "status": "HOLDS",
+              "pairs": [{**_pair("HOLDS", 1.5, 1.4, 1.6, "gpu"), "text": "x"}]},
+             {"run": "1" * 12, "run_id": "r1", "date": "d", "rejudged": True, "status": "HOLDS",
+              "pairs": [{**_pair("HOLDS", 1.3, 1.2, 1.4, "gpu"), "text": "y"}]}]}]}]
+    old["unstable"] = [{"index": 0, "runs": [{"run": "0" * 12, "measured": 1.0}, {"run": "1" * 12}],
+                        "pairs": [["0" * 12, "1" * 12]]}]
+    new = formats.upgrade("ledger", old, "old/ledger.json")
+    assert new["schema_version"] == 3 and new["unstable"][0]["runs"] == ["0" * 12, "1" * 12]
+    assert new["unstable"][0]["pair_count"] == 1 and "pairs" not in new["unstable"][0]
+    (dev,) = new["claims"][0]["devices"]
+    assert len(dev["pairs"]) == 1 and [s["pairs"][0]["ratio"] for s in dev["statuses"]] == [1.5, 1.3]
+    assert dev["statuses"][1] == {"run": "1" * 12, "status": "HOLDS", "pairs": [
+        {"pair": 0, "status": "HOLDS", "ratio": 1.3, "ratio_low": 1.2, "ratio_high": 1.4,
+         "interval": "95 % bootstrap", "device": "gpu"}]}
+    assert new["machines"][0]["differs"][0]["others"] == [
+        {"value": "6.9", "machines": 2, "examples": [b, c]},
+        {"value": "7.0", "machines": 1, "examples": ["d" * 16]}]
+
+
+def test_many_machines_of_one_model_are_compared_in_bounded_entries():
+    runs = [_run(i, machine=i, facts=_facts(driver_version=f"5{i % 3}0.0", gpu_name=H100)) for i in range(40)]
+    got = machines.machines(runs)
+    assert all(m["same_model_machines"] == 39 for m in got)
+    for m in got:
+        (d,) = m["differs"]
+        assert sorted(o["machines"] for o in d["others"]) in ([13, 13], [13, 14])
+        assert all(1 <= len(o["examples"]) <= machines.EXAMPLES for o in d["others"])
+
+
+def _many(n_runs: int):
+    """A store of n_runs runs on their own machines, each measuring one number (its value varying)."""
+    runs = [_run(i, machine=i, day=i % 18, facts=_facts(driver_version=f"5{i % 3}0.0", gpu_name=H100))
+            for i in range(n_runs)]
+    rows = [(_digest(i), _row(1.0 + 0.01 * (i % 7), 0.99, 1.1)) for i in range(n_runs)]
+    return Store(runs, rows)
+
+
+def test_the_page_stays_bounded_while_ledger_json_keeps_every_run():
+    small, big = (views.document(_many(k), BUILD) for k in (60, 200))  # both past every cap
+    assert len(big["runs"]) == 200 and len(big["numbers"][0]["measurements"]) == 200
+    page_small, page_big = views.html(small), views.html(big)
+    assert len(page_big) < 1.05 * len(page_small)
+    assert page_big.count('<tr id="run-') == views.RUNS_MAX and "The latest 50 of 200 runs" in page_big
+    assert page_big.count('<section class="machine"') == views.MACHINES_MAX
+    assert "510.0 on 67 machines (" in page_big  # another driver on the other machines of its model
+    assert "and 190 more in ledger.json" in page_big  # the number's H100 measurements past the latest 10
+    pg = views.page(big)["numbers"]["n1"]["models"][0]
+    assert (pg["runs"], len(pg["latest"]), pg["more"]) == (200, views.LATEST, 190)
+    # the plot draws the 200 runs as one box: a few dozen elements, as many as for 20 runs drawn as a box
+    (n,) = big["numbers"]
+    d = plots.data(n)
+    assert d["points"]["original"] == [] and len(d["boxes"]["original"]) == 1
+    assert len(plots.render(d, "p")) < 2 * len(plots.number_svg(small["numbers"][0], "p"))
+
+
+class Cache:
+    def __init__(self):
+        self.kept: dict[str, str] = {}
+
+    def plots(self, keys):
+        return {k: self.kept[k] for k in keys if k in self.kept}
+
+    def keep_plots(self, used):
+        self.kept = dict(used)
+
+
+def test_a_plot_is_rendered_again_only_when_what_it_draws_changed(tmp_path, monkeypatch):
+    cache, rendered = Cache(), []
+    real = plots.render
+    monkeypatch.setattr(plots, "render", lambda d, prefix: (rendered.append(prefix), real(d, prefix))[1])
+    st = _store_with_everything()
+    doc = views.document(st, BUILD)
+    views.write(doc, tmp_path / "a", cache)
+    assert len(rendered) == 1 and len(cache.kept) == 1
+    first = (tmp_path / "a" / "index.html").read_text()
+    rendered.clear()
+    views.write(views.document(st, BUILD), tmp_path / "b", cache)
+    assert rendered == [] and (tmp_path / "b" / "index.html").read_text().count("<svg") == 1
+    assert views.html(doc) == first  # the cached plot is the plot drawn again
+    # a run more of that number: its plot is drawn again, and the old one pruned
+    rendered.clear()
+    before = set(cache.kept)
+    runs, rows = list(st._runs), list(st._rows)
+    runs.append(_run(50, machine=7))
+    rows.append((_digest(50), _row(1.2, 1.1, 1.3)))
+    views.write(views.document(Store(runs, rows, st._claims), BUILD), tmp_path / "c", cache)
+    assert len(rendered) == 1 and len(cache.kept) == 1 and set(cache.kept) != before
