@@ -22,7 +22,8 @@ HISTORY = {
        "gives its run and per pair the definition's index and the measurement (no run id, date, "
        "rejudged or text again: the run's are in `runs`, the text is made from the fields); an unstable "
        "cell's `runs` are the short digests of the runs in its pairs (their values: the cell's runs) and "
-       "`pair_count` counts its pairs (listed once, in the cell's `disjoint`)",
+       "`pair_count` counts its pairs; a cell's `disjoint` gives the count of its pairs, the runs in them "
+       "and the first 20 pairs (the pairs grew with the square of the runs)",
 }
 
 
@@ -39,7 +40,8 @@ def to_2(doc: dict) -> dict:
 def to_3(doc: dict) -> dict:
     """Each machine's `differs` entry: its other machines grouped by their value (in the order first
     seen), counted, with the first three machine ids of each value (by id); each claim's pairs
-    defined once per device model, its statuses reduced to the run, its status and the measurements."""
+    defined once per device model, its statuses reduced to the run, its status and the measurements;
+    each cell's `disjoint` pairs counted, with the runs in them and the first 20."""
     for m in doc.get("machines") or []:
         for d in m.get("differs") or []:
             grouped: dict[str, dict] = {}
@@ -69,6 +71,12 @@ def to_3(doc: dict) -> dict:
     for u in doc.get("unstable") or []:
         u["runs"] = [r["run"] if isinstance(r, dict) else r for r in u.get("runs") or []]
         u["pair_count"] = len(u.pop("pairs", None) or [])
+    for c in doc.get("cells") or []:
+        pairs = c.get("disjoint") or []
+        if isinstance(pairs, list):
+            inside = {r for pair in pairs for r in pair}
+            c["disjoint"] = {"count": len(pairs), "runs": [r["run"] for r in c.get("runs") or []
+                                                            if r.get("run") in inside], "pairs": pairs[:20]}
     doc["schema_version"] = 3
     return doc
 

@@ -16,7 +16,9 @@ Per series (thresholds and estimators: reprokit/ledger/stats.py):
 - `between_units`: the spread between distinct units from 2 units on (a unit: the row's GPUs, by their
   salted UUID hashes, or for a CPU row the run's machine id);
 - `history`: the latest run against the earlier ones, stated from 2 earlier runs on (Conbench);
-- `disjoint`: the pairs of runs whose intervals do not overlap; a series with one is listed `unstable`.
+- `disjoint`: the pairs of runs whose intervals do not overlap (their count, the runs in any of them,
+  and the first `DISJOINT_LISTED` pairs: their number grows with the square of the runs); a series with
+  one is listed `unstable`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import statistics
 from reprokit.ledger import stats
 
 KEY = ("cell", "metric", "unit", "scale", "device", "device_model", "stack", "precision")
+DISJOINT_LISTED = 20
 
 
 def _sortable(key: tuple) -> tuple:
@@ -87,6 +90,7 @@ def one(key: tuple, numbers: list[str], runs: list[dict]) -> dict:
     if unknown:
         units["text"] += f" ({unknown} run{'s' if unknown != 1 else ''} without a known unit left out)"
     pairs = stats.disjoint_pairs(runs)
+    in_pairs = {i for pair in pairs for i in pair}
     return {
         **dict(zip(KEY, key)), "numbers": numbers, "runs": runs, "n_runs": len(runs),
         "min": min(values), "median": statistics.median(values), "max": max(values),
@@ -94,7 +98,8 @@ def one(key: tuple, numbers: list[str], runs: list[dict]) -> dict:
                        "excluded_runs": [runs[i]["run"] for i in pct["excluded"]], "text": pct["text"]},
         "between_units": units,
         "history": stats.history(runs),
-        "disjoint": [[runs[i]["run"], runs[j]["run"]] for i, j in pairs],
+        "disjoint": {"count": len(pairs), "runs": [runs[k]["run"] for k in sorted(in_pairs)],
+                     "pairs": [[runs[i]["run"], runs[j]["run"]] for i, j in pairs[:DISJOINT_LISTED]]},
     }
 
 
@@ -107,15 +112,14 @@ def cells(rows: list[tuple[str, dict]], runs: dict[str, dict]) -> list[dict]:
 def unstable(entries: list[dict]) -> list[dict]:
     """ledger.json `unstable`: the series with two runs whose intervals do not overlap, each with its
     index in `entries`, the runs that take part in such a pair (by short digest: their values are the
-    series' runs) and how many pairs (the pairs themselves: the series' `disjoint`)."""
+    series' runs) and how many pairs (the first of them: the series' `disjoint`)."""
     out = []
     for i, c in enumerate(entries):
-        if not c["disjoint"]:
+        n = c["disjoint"]["count"]
+        if not n:
             continue
-        involved = {r for pair in c["disjoint"] for r in pair}
         out.append({**{k: c[k] for k in KEY}, "index": i, "numbers": c["numbers"],
-                    "runs": [r["run"] for r in c["runs"] if r["run"] in involved],
-                    "pair_count": len(c["disjoint"]),
-                    "text": f"{len(c['disjoint'])} pair{'s' if len(c['disjoint']) != 1 else ''} of runs "
-                            f"whose intervals do not overlap, among {c['n_runs']} runs"})
+                    "runs": list(c["disjoint"]["runs"]), "pair_count": n,
+                    "text": f"{n} pair{'s' if n != 1 else ''} of runs whose intervals do not overlap, "
+                            f"among {c['n_runs']} runs"})
     return out

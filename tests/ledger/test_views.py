@@ -196,7 +196,9 @@ def test_runs_whose_intervals_do_not_overlap_make_the_cell_unstable():
             (_digest(2), _row(14.0, 13.0, 15.0))]
     entries = _cells(runs, rows)
     (u,) = cells.unstable(entries)
-    assert entries[0]["disjoint"] == [[_digest(0)[:12], _digest(2)[:12]], [_digest(1)[:12], _digest(2)[:12]]]
+    assert entries[0]["disjoint"] == {"count": 2, "runs": [_digest(i)[:12] for i in range(3)],
+                                      "pairs": [[_digest(0)[:12], _digest(2)[:12]],
+                                                [_digest(1)[:12], _digest(2)[:12]]]}
     assert u["pair_count"] == 2
     assert u["runs"] == [_digest(i)[:12] for i in range(3)]
     assert u["index"] == 0 and u["cell"] == "c/one"
@@ -484,3 +486,11 @@ def test_a_plot_is_rendered_again_only_when_what_it_draws_changed(tmp_path, monk
     rows.append((_digest(50), _row(1.2, 1.1, 1.3)))
     views.write(views.document(Store(runs, rows, st._claims), BUILD), tmp_path / "c", cache)
     assert len(rendered) == 1 and len(cache.kept) == 1 and set(cache.kept) != before
+
+
+def test_write_validates_the_ends_of_long_lists_at_every_depth():
+    doc = {"a": list(range(100)), "b": [{"c": list(range(41))}], "d": list(range(40))}
+    cut = views.sampled(doc)
+    assert cut["a"] == list(range(20)) + list(range(80, 100)) and cut["d"] == list(range(40))
+    assert cut["b"][0]["c"] == list(range(20)) + list(range(21, 41))
+    assert doc["a"] == list(range(100))  # the document itself is not cut
