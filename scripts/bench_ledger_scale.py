@@ -183,6 +183,7 @@ def main() -> int:
     ap.add_argument("--write", type=Path, default=None)
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
+    load_before = os.getloadavg()
     work = a.work or Path(tempfile.mkdtemp(prefix="ledger-scale-"))
     t = time.perf_counter()
     bases = Bases(base_crates(work), work)
@@ -219,7 +220,7 @@ def main() -> int:
         doc = {"kind": "ledger_scale", "command": command,
                "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                "machine": {"cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(),
-                           "load_avg_before": os.getloadavg()},
+                           "load_avg_before": load_before},
                "jobs": a.jobs, "base_runs": len(bases.crates), "sizes": rows}
         a.write.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
