@@ -34,22 +34,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
-from reprokit.report.plots import PUBLISHED_COLOR, RC, clean_svg  # noqa: E402
+from reprokit.report.plots import PUBLISHED_COLOR, RC, clean_svg, shorten  # noqa: E402
 
 LOG_SPAN = 10.0
 COLORS = {"original": "#1f77b4", "other": "#d95f02"}
 LEGEND = {"original": "original stack (median, interval)", "other": "another stack (median, interval)"}
 CLASS_ORDER = {"gpu": 0, "cpu": 1}
-LABEL_MAX = 34
 POINTS_MAX = 12
 STYLE = "ledger-plot-2"  # changed whenever render draws the same data differently
 BOX_LEGEND = {"original": "original stack (runs' medians: quartiles, min-max)",
               "other": "another stack (runs' medians: quartiles, min-max)"}
-
-
-def _short(text: str, limit: int = LABEL_MAX) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _tick(v: float, _pos=None) -> str:
@@ -60,7 +54,7 @@ def _tick(v: float, _pos=None) -> str:
 def _label(model: str) -> str:
     """A device model on at most two lines under its column."""
     lines = textwrap.wrap(model, 22)
-    return "\n".join(lines[:1] + [_short(" ".join(lines[1:]), 22)] if len(lines) > 1 else lines)
+    return "\n".join(lines[:1] + [shorten(" ".join(lines[1:]), 22)] if len(lines) > 1 else lines)
 
 
 def drawn(measurements: list[dict]) -> list[dict]:
@@ -127,8 +121,8 @@ def data(number: dict) -> dict | None:
     device = number.get("published_device") or "device not stated"
     unit = number.get("unit") or ""
     return {"models": [_label(m) for _, m in models], "log": log, "published": published,
-            "published_label": _short(f"published ({device})", 60),
-            "ylabel": _short(f"{number.get('metric') or ''} [{unit}]" + (" (log)" if log else ""), 40),
+            "published_label": shorten(f"published ({device})", 60),
+            "ylabel": shorten(f"{number.get('metric') or ''} [{unit}]" + (" (log)" if log else ""), 40),
             "points": points, "boxes": boxes}
 
 

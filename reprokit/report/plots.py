@@ -38,15 +38,16 @@ RC = {"svg.fonttype": "none", "text.parse_math": False, "font.size": 8, "axes.ti
       "font.family": "DejaVu Sans"}
 
 
-def _short(text: str, limit: int = LABEL_MAX) -> str:
+def shorten(text: str, limit: int = LABEL_MAX) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _bar_labels(rows: list[dict]) -> list[str]:
-    labels = [_short(r["row_label"]) for r in rows]
+    labels = [shorten(r["row_label"]) for r in rows]
     counts = {lbl: labels.count(lbl) for lbl in labels}
-    return [lbl if counts[lbl] == 1 else f"{_short(lbl, 34)} [{_short(r['published_gpu'], 26)}]"
+    return [lbl if counts[lbl] == 1 else f"{shorten(lbl, 34)} [{shorten(r['published_gpu'], 26)}]"
             for lbl, r in zip(labels, rows)]
 
 
@@ -101,7 +102,7 @@ def _panel(ax, metric: str, unit: str, rows: list[dict]) -> None:
     for y, r in zip(ys, rows):
         if r["measured"] is None:
             why = r.get("note") or "not measured"
-            ax.text(left, y + h / 2, " " + _short(why, 60), va="center", ha="left", fontsize=7,
+            ax.text(left, y + h / 2, " " + shorten(why, 60), va="center", ha="left", fontsize=7,
                     color="#a00000")
     # The verdict of each row, right of the axes (x in axes coordinates, y in data coordinates).
     where = transforms.blended_transform_factory(ax.transAxes, ax.transData)
@@ -110,7 +111,7 @@ def _panel(ax, metric: str, unit: str, rows: list[dict]) -> None:
         if r.get("implausible"):
             label += " / IMPLAUSIBLE" if label else "IMPLAUSIBLE"
         if label:
-            ax.text(1.01, y, _short(label, 30), transform=where, va="center", ha="left", fontsize=6.5,
+            ax.text(1.01, y, shorten(label, 30), transform=where, va="center", ha="left", fontsize=6.5,
                     color=VERDICT_COLORS.get(r.get("verdict"), "#444444"))
     # Plain tick labels (mathtext is off so that labels from data are never parsed as TeX).
     lo, hi = ax.get_xlim()
@@ -119,7 +120,7 @@ def _panel(ax, metric: str, unit: str, rows: list[dict]) -> None:
     ax.tick_params(axis="x", which="minor", labelsize=6.5)
     ax.set_yticks(ys, _bar_labels(rows))
     ax.invert_yaxis()
-    ax.set_title(_short(f"{metric} [{unit}]", 90), loc="left")
+    ax.set_title(shorten(f"{metric} [{unit}]", 90), loc="left")
     ax.set_xlabel(f"{unit} (log scale); error bar = 95% CI of the median")
     ax.grid(axis="x", which="major", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
