@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import shutil
 import stat
@@ -416,12 +415,11 @@ def report_json_difference(crate: Crate, run, data: kitdata.KitData) -> tuple[di
     own report.json is the same document, else where it first differs (a top-level key, or a note
     that it is of another format version)). The rendering (report.md, report.html, plots) is
     `check_report`'s."""
-    from reprokit.report.context import build_context
+    from reprokit.report.context import as_stored
 
     stored = _parse(crate.root / RUN_DIR / "report.json")  # `check_schemas` validated it
     try:
-        with kitdata.using(data):
-            fresh = json.loads(json.dumps(build_context(run)))  # as report.json holds it
+        fresh = as_stored(run, data)
     except UserError as e:
         raise CrateInvalid(f"the report cannot be computed from the crate's files alone: "
                            f"{bounded(str(e))}") from e

@@ -194,7 +194,7 @@ def _read_crate(path: Path, cache: Cache) -> Read:
 def _read_dir(path: Path) -> Read:
     from reprokit.reader import lock
     from reprokit.reader.load import load
-    from reprokit.report.context import build_context
+    from reprokit.report.context import as_stored
 
     if lock.held_by_other(path):
         raise Refused("is being written (its lock is held by a running driver); add it once the run ends")
@@ -203,8 +203,7 @@ def _read_dir(path: Path) -> Read:
     for c in rundir.load_cells():
         checks.samples_ok(c, f"cells/{results.cell_filename(c['cell_id'])}")
     run = load(rundir)
-    with kitdata.using(results.run_data(rundir, run.doc)):
-        context = json.loads(json.dumps(build_context(run)))  # as report.json would hold it
+    context = as_stored(run, results.run_data(rundir, run.doc))
     errs = validate.errors("report", context)
     if errs:
         raise Refused(f"its report, computed again, does not follow the report schema: {errs[0]}")

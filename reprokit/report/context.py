@@ -12,6 +12,8 @@ this dict (reprokit/schemas/report.schema.json; docs/FORMATS.md "Report").
 
 from __future__ import annotations
 
+import json
+
 from reprokit import formats, kitdata
 from reprokit.analysis import claims, cpus, diff, roofline, verdicts
 from reprokit.catalog import datasets, suites
@@ -150,6 +152,12 @@ def build_context(run: Run, data: KitData | None = None) -> dict:
     with `data` (default: the data chosen around the call, else the packaged data)."""
     with kitdata.using(data or kitdata.current()):
         return _context(run)
+
+
+def as_stored(run: Run, data: KitData | None = None) -> dict:
+    """`build_context` as report.json holds it (through JSON: tuples as lists, keys as strings), for
+    comparing with a stored report.json."""
+    return json.loads(json.dumps(build_context(run, data)))
 
 
 def _context(run: Run) -> dict:
