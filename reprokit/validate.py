@@ -1,6 +1,12 @@
 """JSON Schema validation for every file format (schemas in reprokit/schemas/).
 
-jsonschema (0.04-0.1 s to import here) is imported on the first validation, not with this module.
+Two validators of one schema: jsonschema_rs (compiled, Rust) decides whether a document is valid, and
+only an invalid one is validated again by jsonschema (Python) for its messages, so that every error
+line is jsonschema's. The fast one is trusted only to say "valid": anything it refuses or cannot take
+(NaN, a non-string key) goes to jsonschema, which decides. tests/core/test_validate.py checks that the
+two agree on every committed document and on thousands of mutations of them. Why two: reading a crate
+validates every cell result, and jsonschema took a quarter of that (docs/measurements.md, the ledger's
+scale benchmark). Both are imported on the first validation, not with this module.
 A schema's `pattern` is matched as JSON Schema (ECMA-262) has it: `$` is the end of the string. Python's
 `re` lets `$` match before a final newline, so "smoke\\n" passed `^[a-z0-9-]+$`; a final `$` is
 read as `\\Z` here.
@@ -50,8 +56,25 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
     return jsonschema.validators.extend(cls, {"pattern": _pattern})(s)
 
 
+@cache
+def _fast(name: str) -> Any:
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for(schema(name), validate_formats=False)
+
+
+def fast_valid(name: str, doc: Any) -> bool:
+    """Whether jsonschema_rs finds `doc` valid against schema `name` (False when it cannot take it)."""
+    try:
+        return bool(_fast(name).is_valid(doc))
+    except (ValueError, TypeError, OverflowError):
+        return False
+
+
 def errors(name: str, doc: Any) -> list[str]:
     """All schema violations of `doc` against schema `name`, as 'path: message' lines."""
+    if fast_valid(name, doc):
+        return []
     out = []
     for e in sorted(_validator(name).iter_errors(doc), key=lambda e: list(e.path)):
         path = "/".join(str(p) for p in e.path) or "(top)"

@@ -3,7 +3,8 @@
 After Barrett et al., "Virtual Machine Warmup Blows Hot and Cold" (OOPSLA 2017, warmup_stats): a fixed
 warm-up count is often wrong (the kit saw `--quick` TorchScript cells 30 % slow after 2 warm-ups instead
 of 10), so the kit does not trust it alone. Each process's iteration times go through PELT change-point
-detection (ruptures, a change in mean and variance); segments equivalent to the last one are merged with
+detection (ruptures, a change in mean and variance; its normal cost computed from prefix sums,
+reprokit/analysis/normal_cost.py); segments equivalent to the last one are merged with
 it; the merged last segment is the process's steady state and only it counts. The segments before it are
 dropped and reported. Classes of a process:
 
@@ -51,13 +52,16 @@ def _change_points(xs: tuple[float, ...]) -> tuple[int, ...]:
     import numpy as np
     import ruptures
 
+    from reprokit.analysis.normal_cost import NormalCost
+
     det = settings()["detector"]
     n = len(xs)
     jump = max(1, math.ceil(n / int(det["max_candidates"])))
     signal = np.asarray(xs, dtype=float).reshape(-1, 1)
+    cost = {"custom_cost": NormalCost()} if det["model"] == "normal" else {"model": det["model"]}
     with warnings.catch_warnings():  # CostNormal's note that it adds a small bias to constant segments
         warnings.simplefilter("ignore", UserWarning)
-        algo = ruptures.Pelt(model=det["model"], min_size=int(det["min_size"]), jump=jump).fit(signal)
+        algo = ruptures.Pelt(**cost, min_size=int(det["min_size"]), jump=jump).fit(signal)
         ends = algo.predict(pen=float(det["penalty_per_log_n"]) * math.log(n))
     return tuple(int(e) for e in ends if 0 < e < n)
 

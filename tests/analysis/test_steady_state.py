@@ -180,3 +180,49 @@ def test_real_torchscript_cell_under_quick_warms_up_past_a_short_fixed_warmup(tm
     steady_raw = sorted(raw[ss["dropped"][0]:])
     assert raw[0] > 2 * steady_raw[len(steady_raw) // 2]  # what was dropped was the slow start
     assert s_steady["median"] <= s_all["median"]
+
+
+def _committed_series() -> list[list[float]]:
+    """Every distinct series of 6 or more numbers the committed runs' cell results hold."""
+    seen: dict[tuple, None] = {}
+    for p in sorted(Path(__file__).resolve().parents[2].glob("docs/*/*/cells/*.json")):
+        for m in (json.loads(p.read_text()).get("metrics") or {}).values():
+            for key in ("raw_seconds", "samples"):
+                v = m.get(key) if isinstance(m, dict) else None
+                if isinstance(v, list) and len(v) >= 6 and all(isinstance(x, int | float) for x in v):
+                    seen[tuple(float(x) for x in v)] = None
+    return [list(s) for s in seen]
+
+
+def test_the_prefix_sum_cost_finds_ruptures_costnormal_change_points():
+    """reprokit/analysis/normal_cost.py against ruptures' own CostNormal, on the committed series and on
+    made ones (warm-ups of several sizes, at scales from 1e-4 to 1e3, noise 0.01 % to 30 %)."""
+    import math
+    import warnings
+
+    import numpy as np
+    import ruptures
+
+    from reprokit.analysis.normal_cost import NormalCost
+
+    rng = random.Random(7)
+    committed = _committed_series()
+    series = rng.sample(committed, min(400, len(committed)))
+    for _ in range(400):
+        n, scale = rng.randrange(6, 200), 10 ** rng.uniform(-4, 3)
+        noise, step, k = rng.choice([1e-4, 1e-2, 0.05, 0.3]), rng.choice([0.0, 0.2, 1, 3]), rng.randrange(n)
+        series.append([scale * (1 + noise * rng.gauss(0, 1) + (step if i < k else 0)) for i in range(n)])
+    series.append([0.5] * 40)  # constant: the bias alone
+    found = 0
+    for xs in series:
+        signal = np.asarray(xs).reshape(-1, 1)
+        jump = max(1, math.ceil(len(xs) / 50))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            theirs = ruptures.Pelt(model="normal", min_size=2, jump=jump).fit(signal).predict(
+                pen=15 * math.log(len(xs)))
+        ours = ruptures.Pelt(custom_cost=NormalCost(), min_size=2, jump=jump).fit(signal).predict(
+            pen=15 * math.log(len(xs)))
+        assert ours == theirs, xs
+        found += len(theirs) > 1
+    assert len(series) > 500 and found > 100  # many series with change points, not only flat ones
