@@ -179,7 +179,9 @@ def main() -> int:
     ap.add_argument("--sizes", default="100,300,1000")
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--work", type=Path, default=None,
-                    help="kept between calls: the base crates (default: a temporary folder)")
+                    help="kept between calls: the base crates and the crates of each size (default: a "
+                         "temporary folder); remove its crates-N after a change to the kit's analysis, "
+                         "which would refuse them")
     ap.add_argument("--write", type=Path, default=None)
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
@@ -192,11 +194,13 @@ def main() -> int:
     rows = []
     for n in sizes:
         folder = work / f"crates-{n}"
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"c{n:05d}.crate.zip").unlink(missing_ok=True)
         t = time.perf_counter()
-        for k in range(n):
-            varied(bases, k, folder / f"c{k:05d}.crate.zip")
+        for k in range(n):  # a crate made by an earlier call with --work is kept (made again if damaged)
+            crate = folder / f"c{k:05d}.crate.zip"
+            if not crate.is_file() or not zipfile.is_zipfile(crate):
+                varied(bases, k, crate)
         made = time.perf_counter() - t
         out = work / f"ledger-{n}"
         shutil.rmtree(out, ignore_errors=True)
@@ -214,7 +218,8 @@ def main() -> int:
               f"{row['store_bytes'] / 2**20:.1f} MiB, ledger.json "
               f"{row['ledger_json_bytes'] / 2**20:.1f} MiB, "
               f"index.html {row['index_html_bytes'] / 2**20:.1f} MiB", flush=True)
-        shutil.rmtree(folder)
+        if not a.work:
+            shutil.rmtree(folder)
     if a.write:
         command = " ".join(["python", "scripts/bench_ledger_scale.py", *sys.argv[1:]])
         doc = {"kind": "ledger_scale", "command": command,
