@@ -257,13 +257,18 @@ def load_sources() -> dict[str, dict]:
 
 
 def _matches(selector: dict[str, list[str]], number: dict) -> bool:
+    """Whether a defect's `applies_to` selects `number`: every field it names contains one of its
+    strings. A field the number does not give (a `defaults`-style table need not name a variant; its
+    framework may be the environment's) is empty and matches nothing. `metric` is the metric as
+    published; the schema names the fields (sources.schema.json: applies_to's propertyNames)."""
+    workload, env = number.get("workload") or {}, number.get("environment") or {}
     fields = {
-        "framework": number["workload"]["framework"], "variant": number["workload"]["variant"],
-        "dataset": number["workload"].get("dataset") or "", "metric": number["metric_as_published"],
-        "unit": number["unit"], "gpu": number["environment"]["gpu"],
-        "table": number["provenance"]["table"], "cell": number["cell"] or "",
+        "framework": workload.get("framework") or env.get("framework"), "variant": workload.get("variant"),
+        "dataset": workload.get("dataset"), "metric": number.get("metric_as_published"),
+        "unit": number.get("unit"), "gpu": env.get("gpu"),
+        "table": (number.get("provenance") or {}).get("table"), "cell": number.get("cell"),
     }
-    return all(any(s in fields[k] for s in wanted) for k, wanted in selector.items())
+    return all(any(s in str(fields[k] or "") for s in wanted) for k, wanted in selector.items())
 
 
 PUBLISHED_PARTS = ("provenance", "workload", "environment")

@@ -175,3 +175,16 @@ def test_every_defect_is_shown_in_the_report_of_its_suite(tmp_path, monkeypatch,
         if c.label and c.label["as_published_cell"] in {x.id for x in suite.cells}:
             assert "Measured without it by: " in md
             break
+
+
+def test_a_selector_field_the_kit_does_not_know_is_a_schema_error():
+    """A misspelt `applies_to` field (it ended check-benchmark with a KeyError) is named by the schema."""
+    import copy
+
+    from reprokit import kitdata, validate
+
+    doc = copy.deepcopy(kitdata.load("sources"))
+    defect = next(d for s in doc["sources"].values() for d in s.get("defects") or [] if d["applies_to"])
+    defect["applies_to"] = {"framwork": ["TensorFlow"]}
+    (line,) = validate.errors("sources", doc)
+    assert "'framwork' is not one of" in line, line

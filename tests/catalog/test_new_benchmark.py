@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from reprokit.catalog.scaffold import scalar
+
 REPO = Path(__file__).resolve().parents[2]
 KIT = ("reprokit", "bench", "report_templates", "images", "compose", "reproduce.py")
 SRC = "900"
@@ -43,15 +45,15 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def _fill_in(kit: Path, sizes: tuple[int, int] = (32, 64)) -> None:
+def _fill_in(kit: Path, sizes: tuple[int, int] = (32, 64), src: str = SRC) -> None:
     """The walk-through's steps 1 and 5: the table (four numbers on a CPU) and the claim, for the
     scaffold's two sizes n32 and n64 or, with `sizes`, two others (the suite's matrix edited too)."""
     data = kit / "reprokit" / "data"
     if sizes != (32, 64):
-        _edit(data / "suites" / f"source-{SRC}.yaml", "matrix: {n: [32, 64]}",
+        _edit(data / "suites" / f"source-{src}.yaml", "matrix: {n: [32, 64]}",
               f"matrix: {{n: {list(sizes)}}}")
     (small, large), scale = (f"n{n}" for n in sizes), (sizes[0] / 32) ** 2
-    pub = data / "published" / f"{SRC}.yaml"
+    pub = data / "published" / f"{src}.yaml"
     _edit(pub, 'imported_from: "TODO: where the numbers were read (paper, table, page or URL, commit)"',
           'imported_from: "synthetic: made up for tests/catalog/test_new_benchmark.py, not a publication"')
     _edit(pub, 'table: "TODO: Table N"', 'table: "Table 1"')
@@ -60,19 +62,19 @@ def _fill_in(kit: Path, sizes: tuple[int, int] = (32, 64)) -> None:
     rows = [(n, m, v) for n, f, t in ((small, 0.05 * scale, 0.2 * scale), (large, 0.2, 0.8))
             for m, v in (("forward_time_per_example", f), ("train_time_per_example", t))]
     table = "numbers:\n" + "".join(
-        f"  - id: {SRC}-T1-{i}\n    value: {v}\n    unit: ms\n    metric: {m}\n"
-        f"    cell: {SRC}/python/dense/{n}\n    provenance: {{row_label: \"dense {n} {m}\"}}\n"
+        f"  - id: {src}-T1-{i}\n    value: {v}\n    unit: ms\n    metric: {m}\n"
+        f"    cell: {src}/python/dense/{n}\n    provenance: {{row_label: \"dense {n} {m}\"}}\n"
         f"    workload: {{batch: 4, n: {n[1:]}}}\n" for i, (n, m, v) in enumerate(rows, 1))
     _edit(pub, "numbers: []\n", table)
     for name in ("sources.yaml", "flops.yaml"):  # the facts the scaffold left as TODO (steps 2 and 4)
         f = data / name
         text = f.read_text()
-        at = text.index(f'"{SRC}"') if name == "flops.yaml" else text.index(f'  "{SRC}":')
+        at = text.index(f"model-{src}:") if name == "flops.yaml" else text.index(f"  {scalar(src)}:")
         f.write_text(text[:at] + re.sub(r""""TODO: [^"]*"|'TODO: [^']*'""", '"synthetic: made up for '
                                         'tests/catalog/test_new_benchmark.py"', text[at:]))
     claims = data / "claims.yaml"
     text = claims.read_text()
-    at = text.index(f"  # - id: c{SRC}-")
+    at = text.index(f"  # - id: c{src}-")
     block = re.sub(r"^  # ", "  ", text[at:], flags=re.M)
     block = block.replace("/dense/n32", f"/dense/{small}").replace("/dense/n64", f"/dense/{large}")
     for todo, fact in (("the sentence or table the claim rests on, verbatim",
@@ -134,6 +136,27 @@ def test_a_new_source_through_the_documented_path_end_to_end(kit, tmp_path):
     crate = tmp_path / "s.crate.zip"
     _cli(kit, "export", str(run), "-o", str(crate))
     assert "passed" in _cli(kit, "verify", str(crate)).stdout
+
+
+def test_a_source_named_in_letters_with_a_selected_defect_and_a_claim_checks_clean(kit):
+    """A source id of letters (the claim's id is c<ID>-..., which the claims schema took only for three
+    digits), and a defect selecting numbers by metric and framework in a `defaults`-style published
+    file, whose numbers carry their framework in `environment` (the selector read `workload.framework`
+    and ended check-benchmark with exit 3, KeyError)."""
+    src = "synth"
+    _cli(kit, "new-benchmark", src, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
+    _fill_in(kit, src=src)
+    _edit(kit / "reprokit" / "data" / "sources.yaml", "      timing: \"synthetic: made up for "
+          "tests/catalog/test_new_benchmark.py\"\n    defects: []\n",
+          "      timing: \"synthetic: made up for tests/catalog/test_new_benchmark.py\"\n    defects:\n"
+          "      - id: dsynth-fwd\n        kind: timer\n        summary: \"made up: the forward timer\"\n"
+          "        reference: \"made up for this test\"\n"
+          "        applies_to: {metric: [forward_time], framework: [python]}\n")
+    p = _cli(kit, "check-benchmark", src, ok=False)
+    assert p.returncode == 0 and f"source {src}: 0 problem(s)" in p.stdout, p.stdout + p.stderr
+    listed = json.loads(_cli(kit, "list", "--suite", f"source-{src}", "--json").stdout)
+    got = {n["id"]: n["defects"] for n in listed["published"]}
+    assert got == {f"{src}-T1-{i}": (["dsynth-fwd"] if i % 2 else []) for i in range(1, 5)}, got
 
 
 PLANTED = {  # fault -> what check-benchmark's line must say
