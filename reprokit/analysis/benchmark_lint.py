@@ -94,9 +94,11 @@ def _check_number(n: dict, cells: dict[str, suites.Cell], where: dict[str, str],
                                        f"which has no peak: {dev.get('reason')}",
                               "add the device to reprokit/data/peaks.yaml (a GPU) or cpus.yaml (a CPU) with "
                               "its source, or correct the number's environment")]
-    if flops.model_for(cell) is None:
+    found = flops.model_for(cell)
+    if found is None:
         return out + [Finding(NOTE, f"{path}: number {nid} (cell {cell}) has no FLOP model, so no "
                                     "plausibility check", "add a model covering the cell to flops.yaml")]
+    out += _check_quantity(n, found[1])
     try:
         roofline.work_per_item(cell, n["metric"], flops.number_params(n))
     except flops.NotCovered as e:
@@ -112,6 +114,22 @@ def _check_number(n: dict, cells: dict[str, suites.Cell], where: dict[str, str],
                                     f"({n['metric']}): {type(e).__name__}: {e}",
                            "correct the model's formulas"))
     return out
+
+
+def _check_quantity(n: dict, model: dict) -> list[Finding]:
+    """A number whose FLOP model gives its metric a phase needs the metric's quantity (per item, batch
+    or epoch) in flops.yaml `metric_quantities`: without it every bound and efficiency of the number
+    is dropped, silently until the report."""
+    try:
+        flops.phase_of(model, n["cell"], n["metric"])
+    except flops.NotApplicable:
+        return []  # no phase: a metric the model leaves out, noted where the bound is computed
+    if n["metric"] in flops.load_models()["metric_quantities"]:
+        return []
+    return [Finding(PROBLEM, f"flops.yaml: metric {n['metric']!r} of number {n['id']} has no entry in "
+                             "metric_quantities, so its roofline bound and efficiency are dropped",
+                    f"add `{n['metric']}: item` (a time or rate per item), `batch` or `epoch` to "
+                    "metric_quantities in reprokit/data/flops.yaml")]
 
 
 def _check_cells(cells: dict[str, suites.Cell], where: dict[str, str]) -> list[Finding]:
@@ -240,7 +258,9 @@ def lint(source: str) -> list[Finding]:
     for d in entry.get("defects") or []:
         sel = d.get("applies_to") or {}
         if sel and numbers and not any(d["id"] in n["defects"] for n in numbers):
-            found.append(Finding(NOTE, f"sources.yaml: defect {d['id']} applies to no published number of "
-                                       f"{source} ({sel})", "correct its applies_to, or leave it if it "
-                                       "concerns cells only"))
+            found.append(Finding(PROBLEM, f"sources.yaml: defect {d['id']} applies to no published number of "
+                                          f"{source} ({sel})",
+                                 "correct its applies_to (each field must contain one of its strings; "
+                                 "`metric` is the metric as published), or give `applies_to: {}` for a "
+                                 "defect of the whole source"))
     return sorted(found, key=lambda f: f.kind != PROBLEM)

@@ -166,9 +166,10 @@ def _hardware_from_numbers(suite: str, sources: list[str], cells: list[Cell]) ->
     for every source and framework: numbers published on N >= 2 GPUs need N GPUs (a multi-GPU figure
     cannot be measured on fewer devices); numbers published on one GPU run on the run's device (a GPU
     run measures them, a CPU run gives its CPU measurement as context); numbers all published on a CPU
-    run on the CPU, whatever the run's device. A cell no number maps to keeps its group's `needs_gpus`
-    (default 0). Numbers of one cell on different classes of hardware that disagree (a CPU and several
-    GPUs, or 2 and 4 GPUs) are a data error."""
+    run on the CPU, whatever the run's device. A group's `needs_gpus` (a workload that runs only on a
+    GPU, e.g. a cuDNN kernel) is kept whatever its numbers' hardware: such a cell is never planned on a
+    CPU (its numbers on a CPU are a data error). Numbers of one cell on different classes of hardware
+    that disagree (a CPU and several GPUs, or 2 and 4 GPUs) are a data error."""
     found: dict[str, set[tuple[str, int]]] = {}
     for src in sources:
         for n in load_published(src):
@@ -185,8 +186,13 @@ def _hardware_from_numbers(suite: str, sources: list[str], cells: list[Cell]) ->
             raise UserError(f"suite {suite} cell {c.id}: its published numbers were measured on "
                             f"{', '.join(f'{k} x{n}' for k, n in sorted(hw))}; one cell cannot "
                             "measure them all; map them to separate cells")
-        needs = max(multi) if multi else 0
-        device = "cpu" if hw == {("cpu", 1)} else c.device
+        on_cpu = hw == {("cpu", 1)}
+        if on_cpu and c.needs_gpus:
+            raise UserError(f"suite {suite} cell {c.id}: its group says needs_gpus: {c.needs_gpus}, but its "
+                            "published numbers were measured on a CPU; drop needs_gpus or map the "
+                            "numbers to a cell that runs on the CPU")
+        needs = max(multi) if multi else c.needs_gpus
+        device = "cpu" if on_cpu else c.device
         out.append(replace(c, needs_gpus=needs, device=device))
     return out
 

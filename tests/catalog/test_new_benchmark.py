@@ -3,7 +3,7 @@
 In a copy of the kit (its own git repository, so the files the path touches are counted by git): the
 scaffold (`new-benchmark`), the walk-through's edits (the table, a CPU as published, the claim), then
 `check-benchmark`, `list`, `preflight`, `run --quick` on the local runner, the report with its
-verdicts and claim, `export` and `verify`, each as a real command line. Then eight faults planted in
+verdicts and claim, `export` and `verify`, each as a real command line. Then ten faults planted in
 the same source, each named by `check-benchmark` (exit 2). The source is synthetic: its "published"
 numbers are made up for this test and say so in the file."""
 
@@ -168,10 +168,13 @@ PLANTED = {  # fault -> what check-benchmark's line must say
     "a claim naming a missing cell": "claim c900-smaller-is-faster names cell 900/python/dense/n7",
     "a number id used twice": "number id 900-T1-1 is used twice",
     "a cell whose workload is missing": "bench/workloads/s900_missing.py does not exist",
+    "a metric whose quantity is missing": "metric 'forward_time_per_example' of number 900-T1-1 has no entry "
+                                          "in metric_quantities",
+    "a defect that selects no number": "defect d900-nothing applies to no published number",
 }
 
 
-def test_check_benchmark_names_each_of_eight_planted_faults(kit):
+def test_check_benchmark_names_each_of_ten_planted_faults(kit):
     _cli(kit, "new-benchmark", SRC, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
     _fill_in(kit)
     assert _cli(kit, "check-benchmark", SRC).returncode == 0  # clean before the faults
@@ -192,6 +195,11 @@ def test_check_benchmark_names_each_of_eight_planted_faults(kit):
           "  - {id: \"900/python/other/n{n}\", source: \"900\", stack: smoke-python, framework: python,\n"
           "     workload: s900_missing, variant: other, metrics: [forward_time_per_example],\n"
           "     params: {n: 8}}\n")
+    _edit(data / "flops.yaml", "  forward_time_per_example: item\n", "")
+    made_up = '"synthetic: made up for tests/catalog/test_new_benchmark.py"\n'
+    _edit(data / "sources.yaml", made_up + "    defects: []\n", made_up + "    defects:\n"
+          '      - {id: d900-nothing, kind: timer, summary: "made up", reference: "made up",\n'
+          '         applies_to: {metric: [no_such_metric]}}\n')
     p = _cli(kit, "check-benchmark", SRC, ok=False)
     assert p.returncode == 2, p.stdout + p.stderr
     problems = [line for line in p.stdout.splitlines() if line.startswith("problem: ")]

@@ -1,6 +1,7 @@
 """Suite, published, source and stack data: schemas, expansion, mapping of every published number."""
 
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +103,36 @@ def test_a_published_table_with_defaults_is_checked_once_merged():
     doc["defaults"]["units"] = "ms"
     with pytest.raises(UserError, match="defaults may hold only provenance, workload, environment"):
         suites.expand_published(doc)
+
+
+def _data_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    from reprokit import kitdata
+    root = tmp_path / "data"
+    shutil.copytree(kitdata.PACKAGED, root, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    return root
+
+
+def test_a_group_that_needs_a_gpu_keeps_it_when_its_numbers_were_published_on_one(tmp_path):
+    """A GPU-only group (`needs_gpus: 1`) whose numbers were published on one GPU: its cells need a
+    GPU (they were planned on a CPU host, the numbers' one GPU read as "runs on the run's device");
+    the same group over numbers published on a CPU is a data error."""
+    from reprokit import kitdata
+
+    root = _data_copy(tmp_path)
+    suite = root / "suites" / "stacked-lstm-2019.yaml"
+    text = suite.read_text()
+    suite.write_text(text.replace("    workload: s003_tensorflow\n",
+                                  "    workload: s003_tensorflow\n    needs_gpus: 1\n", 1))
+    with kitdata.using(kitdata.KitData(root)):
+        cells = {c.id: c for c in suites.load_suite("stacked-lstm-2019").cells}
+    tf = [c for cid, c in cells.items() if cid.startswith("003/tensorflow/eager_fine_grained/")]
+    assert tf and all(c.needs_gpus == 1 for c in tf), [(c.id, c.needs_gpus) for c in tf]
+    assert all(c.needs_gpus == 0 for cid, c in cells.items() if cid.startswith("003/pytorch/"))
+    pub = root / "published" / "003.yaml"
+    pub.write_text(pub.read_text().replace("gpu: GeForce RTX 2080 Ti",
+                                           "gpu: 'none (CPU: 6-core/12-thread Intel family 6 model 63)'"))
+    with kitdata.using(kitdata.KitData(root)):
+        with pytest.raises(UserError, match="needs_gpus: 1, but its published"):
+            suites.load_suite("stacked-lstm-2019")
