@@ -54,8 +54,15 @@ def check_resume_repeat(run: dict, repeat: int | None) -> int:
     """The K of a resumed run (run.json `repeat`, absent = 1); a different --repeat is an error."""
     stored = int(run.get("repeat") or 1)
     if repeat is not None and repeat != stored:
-        raise UserError(f"--repeat {repeat} does not match the run being resumed, which was made "
-                        f"with --repeat {stored}; drop --repeat or pass --repeat {stored}")
+        design = run.get("design") or {}
+        if design.get("kind") == "auto":  # the default design: its K is the most any cell may take
+            made = (f"which runs the default design (deciding cells sequentially, up to {stored} "
+                    "processes a cell)")
+        else:
+            made = f"which was made with --repeat {stored}"
+        raise UserError(f"--repeat {repeat} does not match the run being resumed, {made}: a resume "
+                        f"continues the run's own design; drop --repeat to continue it, or start a new "
+                        f"run with --repeat {repeat}")
     return stored
 
 
@@ -173,7 +180,7 @@ def _execute_guarded(plan: Plan, runner: Runner, rundir: results.RunDir, argv: l
             k = plan.options.repeat
             done = _ok_processes(state.rec, plan) if state.rec else 0
             kept = f"{ok} cell(s)" if k == 1 else \
-                f"{ok} cell(s) with all {k} processes and {done} ok cell process(es)"
+                f"{ok} finished cell(s) and {done} ok cell process(es)"
             raise lifecycle.Interrupted(e.signum, (
                 f"interrupted by {e.signame} after {time.time() - started:.1f} s{cell_text}; "
                 f"{kept} measured are kept in {rundir.path}; continue with "

@@ -309,3 +309,45 @@ def test_a_suite_file_that_names_itself_twice_does_not_load(kit):
     (line,) = p.stderr.strip().splitlines()
     assert "reprokit/data/suites/smoke.yaml: key 'name' is given twice (lines" in line
     assert "keep one of the two" in line
+
+
+def test_an_interrupted_sequential_run_is_reported_from_its_processes_and_resumed(kit, tmp_path):
+    """The default design runs a deciding cell in 3 to 6 processes. Stopped by SIGINT once every cell
+    has 2 (before the design's first look), the run keeps them: the report decides the claim from those
+    processes and marks the cells pending, not NOT_RUN; `--resume` with another --repeat is refused
+    naming the design it would continue; `--resume` continues the same design."""
+    import os
+    import signal
+    import time
+
+    _cli(kit, "new-benchmark", SRC, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
+    _fill_in(kit, (16, 128))
+    results = tmp_path / "results"
+    proc = subprocess.Popen([sys.executable, str(kit / "reproduce.py"), "run", "--suite", "source-900",
+                             "--runner", "local", "--results", str(results)], cwd=str(kit),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 600
+    while len(list(results.glob("*/cells/*.p2.json"))) < 2 and proc.poll() is None:
+        assert time.monotonic() < deadline, "no second process of each cell in 10 minutes"
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()[0]
+    os.kill(proc.pid, signal.SIGINT)
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode != 0 and "interrupted by SIGINT" in out, out
+    assert re.search(r"0 finished cell\(s\) and [4-9] ok cell process\(es\)", out), out
+    (run,) = [d for d in results.iterdir() if (d / "run.json").exists()]
+    _cli(kit, "report", str(run), ok=False)
+    rep = json.loads((run / "report.json").read_text())
+    (claim,) = [c for c in rep["claims"] if c["id"] == f"c{SRC}-smaller-is-faster"]
+    assert claim["status"] == "HOLDS", claim  # 64x the work: decided from 2 processes a cell
+    statuses = {c["cell_id"]: c["status"] for c in json.loads((run / "run.json").read_text())["cells"]}
+    assert set(statuses.values()) == {"pending"}, statuses
+    other = _cli(kit, "run", "--suite", "source-900", "--runner", "local", "--resume", str(run), "--repeat",
+                 "3", ok=False)  # another K on resume: refused with the design it continues and the way out
+    assert other.returncode == 2 and "runs the default design (deciding cells sequentially, up to 6" in \
+        other.stderr and "drop --repeat to continue it" in other.stderr, other.stderr
+    resumed = _cli(kit, "run", "--suite", "source-900", "--runner", "local", "--resume", str(run))
+    said = resumed.stdout + resumed.stderr
+    assert "processes 1, 2 of 6 kept" in said and "done in" in said, said
+    statuses = {c["cell_id"]: c["status"] for c in json.loads((run / "run.json").read_text())["cells"]}
+    assert set(statuses.values()) == {"ok"}, statuses
