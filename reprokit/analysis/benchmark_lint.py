@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import files, kitdata
-from reprokit.analysis import claims, devices, flops, roofline
+from reprokit.analysis import claims, devices, flops, roofline, table_checks
 from reprokit.catalog import suites
 from reprokit.errors import UserError
 
@@ -253,6 +253,9 @@ def lint(source: str) -> list[Finding]:
         found.append(Finding(NOTE, f"{len(unnamed)} cell(s) of source {source} have no published number "
                                    f"({unnamed[0]}{', ...' if len(unnamed) > 1 else ''}): they measure "
                                    "context or corrections", "none needed if that is meant"))
+    found += [Finding(NOTE, f"{path}: {f['text']}", "none if it is as published: the report shows it on its "
+                            "first screen; record in sources.yaml `defects` what explains it, if known")
+              for f in table_checks.check(numbers)]
     found += _check_claims(source, cells)
     found += _check_todos(source, entry, set(where.values()))
     for d in entry.get("defects") or []:

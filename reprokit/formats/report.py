@@ -13,6 +13,8 @@ HISTORY = {
        "fields added since were optional",
     3: "2026-11-28: a NOT_COMPARABLE verdict's `cause`, and the plan's `partial` (cells the time limit "
        "left after some of their processes)",
+    4: "2026-11-29: each first-screen line's `table`: what the source's published table contradicts in "
+       "itself",
 }
 
 
@@ -28,4 +30,10 @@ def to_3(doc: dict) -> dict:
     return doc
 
 
-FORMAT = Format("report", HISTORY, {2: to_2, 3: to_3}, stamped_from=1)
+def to_4(doc: dict) -> dict:
+    """A version 3 report did not check its tables: its first-screen lines say nothing of them (no
+    `table`), which is not the same as a table found consistent."""
+    return doc
+
+
+FORMAT = Format("report", HISTORY, {2: to_2, 3: to_3, 4: to_4}, stamped_from=1)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from reprokit import formats, kitdata
-from reprokit.analysis import claims, cpus, diff, roofline, verdicts
+from reprokit.analysis import claims, cpus, diff, roofline, table_checks, verdicts
 from reprokit.catalog import datasets, suites
 from reprokit.errors import UserError
 from reprokit.kitdata import KitData
@@ -174,7 +174,8 @@ def _context(run: Run) -> dict:
     first_screen = [
         overview.source_line(sid, all_sources.get(sid, {}).get("title"),
                              [r for r in rows if r["source"] == sid],
-                             [c for c in claim_results if c["source"] == sid], run_device.split(" (")[0])
+                             [c for c in claim_results if c["source"] == sid], run_device.split(" (")[0],
+                             table_checks.check(list(suites.load_published(sid))))
         for sid in source_ids
     ]
     # a cell's own result file says its status; run.json's entry where there is none

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from reprokit.analysis import claims, defects, verdicts
+from reprokit.analysis import claims, defects, table_checks, verdicts
 
 # Verdicts that compare a measurement with a published number (everything else is not a test).
 SAME_MODEL = (verdicts.REPRODUCED, verdicts.DEVIATES_FASTER, verdicts.DEVIATES_SLOWER,
@@ -149,10 +149,12 @@ def _explained(rows: list[dict]) -> str:
 
 
 def source_line(sid: str, title: str | None, rows: list[dict], claim_results: list[dict],
-                run_device: str) -> dict:
+                run_device: str, table: list[dict] | None = None) -> dict:
     """{"source", "title", "answer" (one sentence), "tested", "untestable", "impossible", "claims",
-    "counts"} for one source; every part is plain text (the templates escape it). `run_device` is the
-    short name of this run's device class ("CPU", "GPU")."""
+    "table", "counts"} for one source; every part is plain text (the templates escape it).
+    `run_device` is the short name of this run's device class ("CPU", "GPU"); `table` what the
+    source's published table contradicts in itself (reprokit/analysis/table_checks.py), decided
+    without the run, as IMPLAUSIBLE is."""
     decided_without_run = (verdicts.IMPLAUSIBLE, verdicts.NOT_TESTABLE_HERE)
     in_run = [r for r in rows if r["in_run"] or r["verdict"] in decided_without_run]
     t = [r for r in in_run if tested(r)]
@@ -205,11 +207,13 @@ def source_line(sid: str, title: str | None, rows: list[dict], claim_results: li
     if untestable:
         parts.append("not decided here: " + ", ".join(untestable))
     parts.append(impossible_txt)
+    if table:
+        parts.append(table_checks.summary(table))
     claims_txt = _claims_text(claim_results)
     if claims_txt:
         parts.append(claims_txt)
     return {
         "source": sid, "title": title, "answer": "; ".join(parts) + ".",
         "tested": tested_txt, "untestable": untestable, "impossible": impossible_txt, "claims": claims_txt,
-        "counts": dict(Counter(category(r) for r in rows)),
+        "table": table or [], "counts": dict(Counter(category(r) for r in rows)),
     }

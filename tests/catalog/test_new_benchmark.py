@@ -351,3 +351,27 @@ def test_an_interrupted_sequential_run_is_reported_from_its_processes_and_resume
     assert "processes 1, 2 of 6 kept" in said and "done in" in said, said
     statuses = {c["cell_id"]: c["status"] for c in json.loads((run / "run.json").read_text())["cells"]}
     assert set(statuses.values()) == {"ok"}, statuses
+
+
+def test_a_table_whose_train_column_copies_its_forward_one_says_so_first(kit, tmp_path):
+    """A table's own contradiction is decided from its numbers alone: a column copied into another is
+    a note of check-benchmark and a clause of the report's first screen (not a footnote)."""
+    _cli(kit, "new-benchmark", SRC, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
+    _fill_in(kit, (16, 128))
+    pub = kit / "reprokit" / "data" / "published" / f"{SRC}.yaml"
+    text = re.sub(r'row_label: "dense (n\d+) [a-z_]+"', r'row_label: "dense \1"', pub.read_text())
+    for train, forward in (("0.05", "0.0125"), ("0.8", "0.2")):  # the train column copies the forward one
+        text = text.replace(f"value: {train}\n    unit: ms\n    metric: train",
+                            f"value: {forward}\n    unit: ms\n    metric: train")
+    pub.write_text(text)
+    said = _cli(kit, "check-benchmark", SRC).stdout
+    assert "column 'train_time_per_example' equals column 'forward_time_per_example' in all 2 rows" in said, \
+        said
+    results = tmp_path / "results"
+    _cli(kit, "run", "--suite", f"source-{SRC}", "--quick", "--runner", "local", "--results", str(results))
+    (run,) = [d for d in results.iterdir() if (d / "run.json").exists()]
+    (line,) = json.loads((run / "report.json").read_text())["first_screen"]
+    assert [f["kind"] for f in line["table"]] == ["identical_columns"], line["table"]
+    assert "its published table contradicts itself: Table 1: column" in line["answer"]
+    first = (run / "report.md").read_text().split("\n## ")[1]  # the first screen: "Does it hold here?"
+    assert first.startswith("Does it hold here?") and "contradicts itself" in first, first
