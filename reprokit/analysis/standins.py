@@ -16,7 +16,7 @@ from reprokit import kitdata
 from reprokit.reader.result import CellResult
 
 MECHANISM = "mechanism"
-KIND_ORDER = ("mechanism", "version", "api", "data", "workload", "state")
+KIND_ORDER = ("mechanism", "framework", "version", "api", "data", "workload", "state")
 
 
 def load() -> dict:

@@ -229,8 +229,10 @@ def _pct(x: float) -> str:
 
 
 def _standin_text(verdict: dict) -> str | None:
-    """The stand-ins that matter for a reader: mechanisms replaced, then another framework release."""
-    shown = [s["short"] for s in verdict.get("standins") or [] if s["kind"] in ("mechanism", "version")]
+    """The stand-ins that matter for a reader: mechanisms replaced, another framework, then another
+    release of the framework."""
+    shown = [s["short"] for s in verdict.get("standins") or []
+             if s["kind"] in ("mechanism", "framework", "version")]
     return "; ".join(dict.fromkeys(shown)) or None
 
 

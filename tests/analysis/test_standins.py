@@ -59,3 +59,25 @@ def test_a_real_mechanism_from_a_candidate_environment_is_no_stand_in():
 def test_an_unknown_substitution_counts_as_a_mechanism():
     got = standins.classify({"original": "a brand new kernel", "used": "something else", "why": "test"})
     assert got["mechanism"] and not got["classified"] and got["short"].startswith("unclassified")
+
+
+def test_another_framework_for_a_stack_the_kit_lacks_is_its_own_kind(tmp_path):
+    """A Torch7/Lua network run by PyTorch is neither a mechanism (no verdict) nor another release of
+    the framework: a `framework` stand-in keeps the verdict and is named beside the number."""
+    import shutil
+
+    from reprokit import kitdata
+    from reprokit.report.report_rows import _standin_text
+
+    root = tmp_path / "data"
+    shutil.copytree(kitdata.PACKAGED, root, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    f = root / "standins.yaml"
+    entry = ("  - id: torch7-as-pytorch\n    kind: framework\n    original: 'Torch7'\n"
+             "    short: \"PyTorch nn for Torch7 nn\"\n"
+             "    why: \"the kit has no Torch7 stack; PyTorch runs the same layers\"\n")
+    f.write_text(f.read_text().replace("standins:\n", "standins:\n" + entry, 1))
+    sub = {"original": "Torch7 nn (Lua)", "used": "PyTorch 2.13 nn", "why": "no Lua stack"}
+    with kitdata.using(kitdata.KitData(root)):
+        got = standins.classify(sub)
+    assert (got["kind"], got["mechanism"], got["classified"]) == ("framework", False, True), got
+    assert _standin_text({"standins": [got]}) == "PyTorch nn for Torch7 nn"
