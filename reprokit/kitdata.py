@@ -241,10 +241,23 @@ def cache_dir() -> Path | None:
     return Path.home() / ".cache" / "reprokit" / "data"
 
 
+@functools.cache
+def _rules_digest() -> bytes:
+    """sha256 of the modules whose code decides what a data file parses and validates to (the YAML
+    loader in files.py, validate.py, this module's `parse`): a kit whose loader is stricter or looser
+    misses every entry another kit made. An entry made between two commits of one day, by a loader
+    that took a key given twice, once stood for the duplicated file in every later kit."""
+    h = hashlib.sha256()
+    for name in ("files.py", "validate.py", "kitdata.py"):
+        h.update((files.PACKAGE / name).read_bytes())
+    return h.digest()
+
+
 def _validated_key(rel: str, raw: bytes, schema: str) -> str | None:
-    """sha256 over the data file's bytes, the schema's name and its file: any change to either is a
-    miss. None when the schema file cannot be read (validation then reports it)."""
-    h = hashlib.sha256(_CACHE_FORMAT)
+    """sha256 over the data file's bytes, the schema's name and its file, and the parsing and
+    validating code (`_rules_digest`): any change to one is a miss. None when the schema file cannot
+    be read (validation then reports it)."""
+    h = hashlib.sha256(_CACHE_FORMAT + _rules_digest())
     h.update(rel.encode() + b"\0" + raw)
     try:
         h.update(b"\0" + schema.encode() + b"\0" + (files.SCHEMAS / f"{schema}.schema.json").read_bytes())

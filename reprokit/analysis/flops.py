@@ -150,7 +150,8 @@ def number_params(number: dict) -> dict:
 
 
 def phase_of(model: dict, cell_id: str, metric: str) -> tuple[str, str | None]:
-    """(phase 'forward'|'train', note) of a metric; raises NotApplicable when the model does not apply."""
+    """(phase 'forward'|'backward'|'train', note) of a metric; raises NotApplicable when the model does not
+    apply."""
     note = None
     phase = model.get("phase_by_metric", {}).get(metric)
     if phase is None:
@@ -182,7 +183,10 @@ def flops_per_item(cell_id: str, metric: str, params: dict, models: dict | None 
     phase, note = phase_of(m, cell_id, metric)
     names = resolve_params(m, params)
     fwd = float(evaluate(m["forward_flops_per_item"], names))
-    factor = float(doc["train_factor"]) if phase == "train" else 1.0
+    # a backward pass is a training step without its forward: weight and input gradients, one forward
+    # product each by the same convention
+    train = float(doc["train_factor"])
+    factor = {"train": train, "backward": train - 1.0}.get(phase, 1.0)
     used = {
         k: names[k] for k in sorted(names) if re.search(rf"\b{re.escape(k)}\b", m["forward_flops_per_item"])
     }

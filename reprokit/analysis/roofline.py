@@ -37,6 +37,12 @@ CONVENTIONS = [
     "per distinct token (W^T times the summed deltas) rather than once per item. The usual 3 x forward "
     "(flops.yaml train_factor, still used for efficiency) over-counts by exactly that product; "
     "2 x forward would be safe too, but looser.",
+    "The algorithm a bound assumes: the model's direct products, unless its FLOP model names a cheaper "
+    "known one for its operations (`minimal_arithmetic`, e.g. Winograd for small convolutions, with its "
+    "source), whose saving then scales every pass; the bound's arithmetic names it.",
+    "Backward lower bound (a metric of the backward pass alone) = training's less its forward: 2 x "
+    "forward - the first layer's input product; its bytes are the training step's (weights read, "
+    "gradients written) unless the model gives its own.",
     "Products a minimal implementation need not execute are left out of every pass: the recurrent "
     "product of the first time step (zero initial state; left out even where the state is carried) and "
     "products with one-hot or bool inputs (a row gather or sum).",
@@ -90,6 +96,8 @@ def work_per_item(cell_id: str, metric: str, params: dict, models: dict | None =
     no_input_grad = float(flops.evaluate(rl["no_input_grad_flops_per_item"], names))
     if est["phase"] == "train":
         lower = 3.0 * (fwd - optional) - no_input_grad
+    elif est["phase"] == "backward":  # the training step less its forward: both gradients
+        lower = 2.0 * (fwd - optional) - no_input_grad
     else:
         lower = fwd - optional
     if not 0 < lower <= fwd * max(est["factor"], 1.0):
@@ -97,8 +105,20 @@ def work_per_item(cell_id: str, metric: str, params: dict, models: dict | None =
             f"the FLOP lower bound of {est['model']} is {lower:g}, outside (0, {est['factor']:g} x forward]: "
             "check its roofline block"
         )
+    algorithm = None
+    minimal = m.get("minimal_arithmetic")
+    if minimal:  # a cheaper algorithm than the formula's direct products: every pass saves as much
+        cheapest = float(flops.evaluate(minimal["forward_flops_per_item"], names))
+        if not 0 < cheapest <= fwd:
+            raise flops.NotApplicable(
+                f"the minimal arithmetic of {est['model']} ({minimal['algorithm']}) gives {cheapest:g} "
+                f"FLOPs, outside (0, {fwd:g}] (its direct forward): check the model")
+        algorithm = {"name": minimal["algorithm"], "source": minimal["source"], "saving": cheapest / fwd}
+        lower *= cheapest / fwd
     weights = float(flops.evaluate(rl["weights"], names))
-    step_bytes = float(flops.evaluate(rl["bytes_per_step"][est["phase"]], {**names, "weights": weights}))
+    per_step = rl["bytes_per_step"]
+    step_bytes = float(flops.evaluate(per_step.get(est["phase"]) or per_step["train"],
+                                      {**names, "weights": weights}))
     items = float(flops.evaluate(m["items_per_batch"], names))
     if items <= 0 or step_bytes < 0:
         raise flops.NotApplicable(
@@ -119,6 +139,7 @@ def work_per_item(cell_id: str, metric: str, params: dict, models: dict | None =
         "bytes_per_item": step_bytes / items,
         "note": est["note"],
         "bytes_notes": rl.get("notes"),
+        "algorithm": algorithm,
         "_est": est,
     }
 
@@ -226,6 +247,7 @@ def bound(number: dict, device: dict, models: dict | None = None) -> dict | None
         "memory_items_per_s": memory_ips,
         "note": w["note"],
         "bytes_notes": w["bytes_notes"],
+        **({"algorithm": w["algorithm"]} if w["algorithm"] else {}),
         "arithmetic": _arithmetic(number, device, w, scale, bound_value, binding, fraction,
                                   compute_ips, memory_ips),
     }
@@ -245,7 +267,10 @@ def _arithmetic(number: dict, device: dict, w: dict, scale: float, bound_value: 
     else:
         claim = f"{label} needs at least {_sig(bound_value)} {unit} ({w['phase']}) on this model"
     peak = f"{_sig(device['peak_tflops'])} TFLOP/s fp32{gpus}{unverified}"
-    compute = (f"{flops.fmt_flops(w['flops_per_item'])} per {item} lower bound / {peak} = "
+    algo = w.get("algorithm")
+    cheapest = (f" with {algo['name']}, {_pct(algo['saving'])} of the direct products ({algo['source']})"
+                if algo else "")
+    compute = (f"{flops.fmt_flops(w['flops_per_item'])} per {item} lower bound{cheapest} / {peak} = "
                f"{_sig(compute_ips)} {items}/s")
     if memory_ips is None:
         memory = f"memory bound unknown (no bandwidth for {label})"

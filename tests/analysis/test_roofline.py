@@ -242,3 +242,43 @@ def test_publication_device_carries_bandwidth():
     assert pub["bandwidth_gbs"] == pytest.approx(336.5)
     b = roofline.bound(n, pub)
     assert b["tier"] == "IMPLAUSIBLE" and b["bandwidth_gbs"] == pytest.approx(336.5)
+
+
+def test_a_cheaper_algorithm_named_by_the_model_scales_the_bound_and_is_said():
+    """A model's `minimal_arithmetic` (Winograd for small convolutions: cuDNN runs 3x3 stride-1
+    convolutions with far fewer multiplies than direct convolution, so a direct count flagged an honest
+    figure SUSPICIOUS) scales every pass's FLOPs by its saving, and the arithmetic names it."""
+    n = published()["000-L048"]
+    direct = bound_of(n)
+    assert "algorithm" not in direct and " with " not in direct["arithmetic"].split("lower bound")[1][:6]
+    doc = copy.deepcopy(flops.load_models())
+    model = doc["models"]["lstm-000"]
+    model["minimal_arithmetic"] = {"algorithm": "a made-up algorithm at 40 %", "source": "this test",
+                                   "forward_flops_per_item": f"0.4 * ({model['forward_flops_per_item']})"}
+    assert not validate.errors("flops", doc)
+    cheap = roofline.bound(n, gpu_device(n["environment"]["gpu"]), doc)
+    assert cheap["flops_per_item"] == pytest.approx(0.4 * direct["flops_per_item"])
+    assert cheap["algorithm"] == {"name": "a made-up algorithm at 40 %", "source": "this test",
+                                  "saving": pytest.approx(0.4)}
+    assert "lower bound with a made-up algorithm at 40 %, 40 % of the direct products (this test)" in \
+        cheap["arithmetic"]
+    assert cheap["fraction_of_bound"] < direct["fraction_of_bound"]
+    model["minimal_arithmetic"]["forward_flops_per_item"] = f"2 * ({model['forward_flops_per_item']})"
+    assert roofline.bound(n, gpu_device(n["environment"]["gpu"]), doc) is None  # above direct: refused
+
+
+def test_a_backward_metric_is_bounded_by_both_gradients():
+    """A metric of the backward pass alone (a table's Backward column): training's lower bound less
+    its forward, 2 x forward - the first layer's input product, and efficiency's factor 2."""
+    n = copy.deepcopy(published()["000-L048"])  # cudnn train, s=100, h=1024
+    doc = copy.deepcopy(flops.load_models())
+    doc["models"]["lstm-000"].setdefault("phase_by_metric", {})["backward_time_per_example"] = "backward"
+    doc["metric_quantities"]["backward_time_per_example"] = "item"
+    assert not validate.errors("flops", doc)
+    n["metric"] = "backward_time_per_example"
+    b = roofline.bound(n, gpu_device(n["environment"]["gpu"]), doc)
+    s, h = 100, 1024
+    fwd, first_input, t0 = s * 8 * h * (h + h), s * 8 * h * h, 8 * h * h
+    assert b["phase"] == "backward" and b["flops_per_item"] == pytest.approx(2 * fwd - first_input - 2 * t0)
+    est = flops.flops_per_item(n["cell"], n["metric"], n["workload"], doc)
+    assert est["factor"] == 2 and est["flops_per_item"] == pytest.approx(2 * fwd)

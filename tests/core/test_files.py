@@ -267,3 +267,23 @@ def test_the_published_schema_knows_the_units_the_kit_converts_and_bounds_each()
         base = {"time": 3.6e7, "memory": 1e15, "flops": 1e19}[units.kind(u)]
         assert 0.8 < units.convert(top, u, {"time": "s", "memory": "B", "flops": "FLOP/s"}[units.kind(u)]) \
             / base < 1.3, u
+
+
+def test_a_cache_entry_of_another_loader_is_a_miss(tmp_path, monkeypatch):
+    """An entry is keyed by the code that parses and validates too: a document another kit's loader
+    took (a key given twice, before the loader refused it) is not taken by this one."""
+    import shutil
+
+    from reprokit import files
+
+    raw = b"schema_version: 1\nname: smoke\nname: legacy-2017\n"
+    mine = kitdata._validated_key("suites/smoke.yaml", raw, "suite")
+    other = tmp_path / "reprokit"
+    shutil.copytree(files.PACKAGE, other, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    (other / "files.py").write_text((other / "files.py").read_text() + "\n# a looser loader\n")
+    monkeypatch.setattr(files, "PACKAGE", other)
+    kitdata._rules_digest.cache_clear()
+    try:
+        assert kitdata._validated_key("suites/smoke.yaml", raw, "suite") != mine
+    finally:
+        kitdata._rules_digest.cache_clear()
