@@ -375,3 +375,42 @@ def test_a_table_whose_train_column_copies_its_forward_one_says_so_first(kit, tm
     assert "its published table contradicts itself: Table 1: column" in line["answer"]
     first = (run / "report.md").read_text().split("\n## ")[1]  # the first screen: "Does it hold here?"
     assert first.startswith("Does it hold here?") and "contradicts itself" in first, first
+
+
+def test_a_source_on_a_new_gpu_and_cpu_with_a_stand_in_touches_nine_files_by_hand(kit):
+    """The guide's count for a source that leaves what the kit knows: the six files, plus the new
+    GPU's peak (peaks.yaml), the new CPU (cpus.yaml) and the stand-in's class (standins.yaml)."""
+    _cli(kit, "new-benchmark", SRC, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
+    _fill_in(kit)
+    data = kit / "reprokit" / "data"
+    made_up = "made up for tests/catalog/test_new_benchmark.py"
+    pub = data / "published" / f"{SRC}.yaml"
+    _edit(pub, "  - id: 900-T1-1\n", "  - id: 900-T1-1\n    environment: {gpu: 'Imaginary GPU 9000'}\n")
+    _edit(pub, "  - id: 900-T1-2\n",
+          "  - id: 900-T1-2\n    environment: {gpu: 'none (Imaginary CPU 7, 8 cores)'}\n")
+    assert _cli(kit, "check-benchmark", SRC, ok=False).returncode == 2  # two devices without a peak
+    _edit(data / "peaks.yaml", "gpus:\n", "gpus:\n  imaginary-9000:\n    name: Imaginary GPU 9000\n"
+          "    match: ['Imaginary GPU 9000']\n    fp32_tflops: 10.0\n    verified: false\n"
+          f"    sources: ['{made_up}']\n    memory_bandwidth_gbs: 500.0\n    bandwidth_verified: false\n"
+          f"    bandwidth_sources: ['{made_up}']\n")
+    _edit(data / "cpus.yaml", "publication_cpus:\n", "publication_cpus:\n  - id: imaginary-cpu-7\n"
+          "    match: ['Imaginary CPU 7']\n    label: Imaginary CPU 7, 8 cores\n    vendor: GenuineIntel\n"
+          "    family: 6\n    model: 63\n    uarch: haswell-ep\n    cores: 8\n    clock_ghz: 3.0\n"
+          f"    clock_source: '{made_up}'\n    bandwidth_gbs: 50.0\n    bandwidth_source: '{made_up}'\n"
+          f"    sources: ['{made_up}']\n    verified: false\n")
+    workload = kit / "bench" / "workloads" / f"s{SRC}_python.py"
+    _edit(workload, '    ctx.describe(framework="python"',
+          '    ctx.substitute("Torch7 nn (Lua)", "nested lists in Python", "no Lua stack in the kit")\n'
+          '    ctx.describe(framework="python"')
+    _edit(data / "standins.yaml", "standins:\n", "standins:\n  - id: torch7-as-python\n    kind: framework\n"
+          "    original: 'Torch7'\n    short: \"Python lists for Torch7 nn\"\n"
+          f"    why: \"{made_up}\"\n")
+    said = _cli(kit, "check-benchmark", SRC).stdout
+    assert f"source {SRC}: 0 problem(s)" in said, said
+    touched = sorted(line[3:] for line in _git(kit, "status", "--porcelain", "-uall").splitlines())
+    assert touched == ["bench/workloads/s900_python.py", "reprokit/data/claims.yaml",
+                       "reprokit/data/cpus.yaml", "reprokit/data/flops.yaml", "reprokit/data/peaks.yaml",
+                       "reprokit/data/published/900.yaml", "reprokit/data/sources.yaml",
+                       "reprokit/data/standins.yaml", "reprokit/data/suites/source-900.yaml"]  # nine
+    guide = (REPO / "docs" / "adding-a-benchmark.md").read_text()
+    assert "that is nine files by hand" in " ".join(guide.split())
