@@ -69,6 +69,17 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture
+def data_copy(tmp_path) -> Path:
+    """A copy of the packaged kit data (reprokit/data) to edit, for `kitdata.using(KitData(path))`."""
+    import shutil
+
+    from reprokit import kitdata
+    root = tmp_path / "data"
+    shutil.copytree(kitdata.PACKAGED, root, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    return root
+
+
 def docker_client():
     """A client of this machine's Docker engine (reprokit.containers.engine); the test is skipped
     only when no engine answers (CI installs and starts one: scripts/test.sh)."""

@@ -61,16 +61,13 @@ def test_an_unknown_substitution_counts_as_a_mechanism():
     assert got["mechanism"] and not got["classified"] and got["short"].startswith("unclassified")
 
 
-def test_another_framework_for_a_stack_the_kit_lacks_is_its_own_kind(tmp_path):
+def test_another_framework_for_a_stack_the_kit_lacks_is_its_own_kind(data_copy):
     """A Torch7/Lua network run by PyTorch is neither a mechanism (no verdict) nor another release of
     the framework: a `framework` stand-in keeps the verdict and is named beside the number."""
-    import shutil
-
     from reprokit import kitdata
     from reprokit.report.report_rows import _standin_text
 
-    root = tmp_path / "data"
-    shutil.copytree(kitdata.PACKAGED, root, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    root = data_copy
     f = root / "standins.yaml"
     entry = ("  - id: torch7-as-pytorch\n    kind: framework\n    original: 'Torch7'\n"
              "    short: \"PyTorch nn for Torch7 nn\"\n"

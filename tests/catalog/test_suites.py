@@ -1,7 +1,6 @@
 """Suite, published, source and stack data: schemas, expansion, mapping of every published number."""
 
 import csv
-from pathlib import Path
 
 import pytest
 
@@ -105,22 +104,13 @@ def test_a_published_table_with_defaults_is_checked_once_merged():
         suites.expand_published(doc)
 
 
-def _data_copy(tmp_path: Path) -> Path:
-    import shutil
-
-    from reprokit import kitdata
-    root = tmp_path / "data"
-    shutil.copytree(kitdata.PACKAGED, root, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
-    return root
-
-
-def test_a_group_that_needs_a_gpu_keeps_it_when_its_numbers_were_published_on_one(tmp_path):
+def test_a_group_that_needs_a_gpu_keeps_it_when_its_numbers_were_published_on_one(data_copy):
     """A GPU-only group (`needs_gpus: 1`) whose numbers were published on one GPU: its cells need a
     GPU (they were planned on a CPU host, the numbers' one GPU read as "runs on the run's device");
     the same group over numbers published on a CPU is a data error."""
     from reprokit import kitdata
 
-    root = _data_copy(tmp_path)
+    root = data_copy
     suite = root / "suites" / "stacked-lstm-2019.yaml"
     text = suite.read_text()
     suite.write_text(text.replace("    workload: s003_tensorflow\n",
