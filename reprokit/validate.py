@@ -5,8 +5,9 @@ only an invalid one is validated again by jsonschema (Python) for its messages, 
 line is jsonschema's. The fast one is trusted only to say "valid": anything it refuses or cannot take
 (NaN, a non-string key) goes to jsonschema, which decides. tests/core/test_validate.py checks that the
 two agree on every committed document and on thousands of mutations of them. Why two: reading a crate
-validates every cell result, and jsonschema took a quarter of that (docs/measurements.md, the ledger's
-scale benchmark). Both are imported on the first validation, not with this module.
+validates every cell result, and jsonschema was a large part of that (the ledger's reading speed:
+scripts/bench_ledger_read.py, docs/measurements.md). Both are imported on the first validation, not
+with this module.
 A schema's `pattern` is matched as JSON Schema (ECMA-262) has it: `$` is the end of the string. Python's
 `re` lets `$` match before a final newline, so "smoke\\n" passed `^[a-z0-9-]+$`; a final `$` is
 read as `\\Z` here.
