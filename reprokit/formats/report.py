@@ -14,7 +14,7 @@ HISTORY = {
     3: "2026-11-28: a NOT_COMPARABLE verdict's `cause`, and the plan's `partial` (cells the time limit "
        "left after some of their processes)",
     4: "2026-11-29: each first-screen line's `table`: what the source's published table contradicts in "
-       "itself",
+       "itself; a roofline bound's `algorithm` where its FLOP model names a cheaper one",
 }
 
 
@@ -32,7 +32,8 @@ def to_3(doc: dict) -> dict:
 
 def to_4(doc: dict) -> dict:
     """A version 3 report did not check its tables: its first-screen lines say nothing of them (no
-    `table`), which is not the same as a table found consistent."""
+    `table`), which is not the same as a table found consistent. No FLOP model named a cheaper
+    algorithm then, so its bounds have no `algorithm`, as a direct count has none now."""
     return doc
 
 
