@@ -40,6 +40,8 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=pidfile.sh
+. "$HERE/pidfile.sh"
 CONF_DIR=/etc/slurm-multinode
 CONF=$CONF_DIR/slurm.conf
 LOG_DIR=/var/log/slurm-multinode
@@ -72,8 +74,7 @@ kill_node() {  # every process of the node's namespace: slurmd, slurmstepd, the 
   return 1
 }
 
-ctl_pid() { [ -f $RUN_DIR/slurmctld.pid ] && cat $RUN_DIR/slurmctld.pid; }
-ctl_running() { local p; p=$(ctl_pid) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+ctl_running() { pidfile_pid $RUN_DIR/slurmctld.pid slurmctld >/dev/null; }
 
 case "${1:-}" in
   --kill)
@@ -84,7 +85,7 @@ case "${1:-}" in
     exit 0 ;;
   --stop)
     for ns in "${NODES[@]}"; do kill_node "$ns" || true; ip netns del "$ns" 2>/dev/null || true; done
-    if ctl_running; then kill "$(ctl_pid)"; fi
+    pidfile_stop $RUN_DIR/slurmctld.pid slurmctld
     ip link del $BRIDGE 2>/dev/null || true
     say "stopped"
     exit 0 ;;
@@ -116,6 +117,11 @@ sysctl -q -w "net.ipv6.conf.$BRIDGE.disable_ipv6=1" 2>/dev/null || true
 ip link set $BRIDGE up
 for i in "${!NODES[@]}"; do
   ns=${NODES[$i]} addr=${ADDRS[$i]} host=rkveth$((i + 1))
+  # a name left behind without its namespace mounted on it (a restored /run) is made again
+  if [ -e "/run/netns/$ns" ] && ! mountpoint -q "/run/netns/$ns"; then
+    say "namespace $ns: stale name, made again"
+    ip netns del "$ns" 2>/dev/null || rm -f "/run/netns/$ns"
+  fi
   if [ ! -e "/run/netns/$ns" ]; then
     say "namespace $ns ($addr)"
     ip netns add "$ns"
@@ -191,10 +197,7 @@ slurmd_running() {  # a slurmd among the processes of the node's network namespa
 }
 if [ "$RESTART" = 1 ]; then
   for ns in "${NODES[@]}"; do kill_node "$ns" || true; done
-  if ctl_running; then
-    p=$(ctl_pid); kill "$p" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  fi
+  pidfile_stop $RUN_DIR/slurmctld.pid slurmctld
 fi
 if ! ctl_running; then
   say "starting slurmctld ($CTL_ADDR:$CTL_PORT)"
@@ -213,15 +216,17 @@ for i in "${!NODES[@]}"; do
   fi
 done
 
-# -- 5. wait until every node is idle -------------------------------------------------------------
-state() { sinfo -h -N -n "$1" -o '%T' 2>/dev/null | head -1 || true; }
-for _ in $(seq 120); do
+# -- 5. wait until every node is idle (90 s at most; each query bounded, as a controller that is not
+#        there makes sinfo retry for its MessageTimeout) ------------------------------------------
+state() { timeout 5 sinfo -h -N -n "$1" -o '%T' 2>/dev/null | head -1 || true; }
+deadline=$((SECONDS + 90))
+while [ "$SECONDS" -lt "$deadline" ]; do
   up=0
   for ns in "${NODES[@]}"; do
     s=$(state "$ns")
     case "$s" in
       idle|mixed|allocated) up=$((up + 1)) ;;
-      down*|drain*|drained*|fail*) scontrol update nodename="$ns" state=resume >/dev/null 2>&1 || true ;;
+      down*|drain*|drained*|fail*) timeout 5 scontrol update nodename="$ns" state=resume >/dev/null 2>&1 || true ;;
     esac
   done
   [ "$up" = "${#NODES[@]}" ] && break
@@ -236,5 +241,10 @@ for ns in "${NODES[@]}"; do
        bad=1 ;;
   esac
 done
-[ "$bad" = 0 ] || exit 1
+if [ "$bad" = 1 ]; then
+  for f in "$LOG_DIR/slurmctld.log" "$LOG_DIR"/slurmd.rknode*.log; do
+    echo "--- last lines of $f" >&2; tail -n 10 "$f" >&2 2>/dev/null || true
+  done
+  exit 1
+fi
 say "up: $(sinfo -h -N -o '%N %T %c CPUs' | tr '\n' ';' | sed 's/;$//') (SLURM_CONF=$CONF)"

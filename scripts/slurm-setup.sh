@@ -18,6 +18,8 @@
 # Needs root (CI and the development machines run as root).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+# shellcheck source=pidfile.sh
+. "$(dirname "$0")/pidfile.sh"
 
 CONF_DIR=/etc/slurm
 CONF=$CONF_DIR/slurm.conf
@@ -47,8 +49,7 @@ chown munge:munge /run/munge /var/log/munge /var/lib/munge
 chmod 0755 /run/munge
 if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
   say "starting munged"
-  pkill_pidfile() { [ -f "$1" ] && kill "$(cat "$1")" 2>/dev/null || true; }
-  pkill_pidfile /run/munge/munged.pid
+  pidfile_stop /run/munge/munged.pid munged
   rm -f /run/munge/munge.socket.2 /run/munge/munge.socket.2.lock
   runuser -u munge -- /usr/sbin/munged --force
   for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
@@ -100,36 +101,31 @@ fi
 rm -f "$NEW"
 
 # -- 4. daemons -----------------------------------------------------------------------------------
-running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
-stop() {
-  if running "$1"; then
-    local pid; pid=$(cat "$1"); kill "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  fi
-}
 if [ "$RESTART" = 1 ]; then
-  stop /run/slurmd.pid
-  stop /run/slurmctld.pid
+  pidfile_stop /run/slurmd.pid slurmd
+  pidfile_stop /run/slurmctld.pid slurmctld
 fi
-if ! running /run/slurmctld.pid; then
+if ! pidfile_pid /run/slurmctld.pid slurmctld >/dev/null; then
   say "starting slurmctld"
   # -i: ignore state saved by an older configuration; daemons detach themselves
   slurmctld -i
 fi
-if ! running /run/slurmd.pid; then
+if ! pidfile_pid /run/slurmd.pid slurmd >/dev/null; then
   say "starting slurmd"
   slurmd
 fi
 
-# -- 5. wait for the node -------------------------------------------------------------------------
-state() { sinfo -h -N -n "$HOST" -o '%T' 2>/dev/null | head -1; }
-for i in $(seq 120); do
+# -- 5. wait for the node (90 s at most; each query bounded, as a controller that is not there makes
+#        sinfo retry for its MessageTimeout) -------------------------------------------------------
+state() { timeout 5 sinfo -h -N -n "$HOST" -o '%T' 2>/dev/null | head -1 || true; }
+deadline=$((SECONDS + 90))
+while [ "$SECONDS" -lt "$deadline" ]; do
   s=$(state)
   case "$s" in
     idle|mixed|allocated) break ;;
     down*|drain*|drained*|fail*)
       say "node $HOST is $s: resuming it"
-      scontrol update nodename="$HOST" state=resume || true ;;
+      timeout 5 scontrol update nodename="$HOST" state=resume || true ;;
   esac
   sleep 0.5
 done
@@ -137,5 +133,8 @@ s=$(state)
 case "$s" in
   idle|mixed|allocated) say "node $HOST is $s: $(sinfo -h -o '%P %D %c CPUs %m MB' | head -1)" ;;
   *) say "node $HOST did not come up (state: ${s:-none}); see $LOG_DIR/slurmctld.log and slurmd.log" >&2
+     for f in "$LOG_DIR/slurmctld.log" "$LOG_DIR/slurmd.log"; do
+       echo "--- last lines of $f" >&2; tail -n 15 "$f" >&2 2>/dev/null || true
+     done
      exit 1 ;;
 esac

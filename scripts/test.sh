@@ -26,11 +26,13 @@ fi
 if [ $# -eq 0 ] || printf '%s\n' "$@" | grep -q slurm; then
   echo "== slurm: munged, slurmctld and slurmd on this machine (scripts/slurm-setup.sh)"
   t0=$(date +%s)
-  bash scripts/slurm-setup.sh
+  # a cluster that does not come up fails its own tests (their fixtures run the script again and
+  # show why), not the whole run: every other test still runs
+  bash scripts/slurm-setup.sh || echo "   slurm setup FAILED: the one-node Slurm tests will fail"
   echo "   slurm setup took $(( $(date +%s) - t0 )) s"
   echo "== slurm: a three-node cluster in network namespaces (scripts/slurm-multinode.sh)"
   t0=$(date +%s)
-  bash scripts/slurm-multinode.sh
+  bash scripts/slurm-multinode.sh || echo "   multi-node setup FAILED: the multi-node Slurm tests will fail"
   echo "   multi-node setup took $(( $(date +%s) - t0 )) s"
 fi
 

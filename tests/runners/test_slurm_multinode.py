@@ -391,3 +391,28 @@ def test_a_node_lost_while_no_driver_follows_is_rerun_and_the_others_keep_their_
         assert now["metrics"] == before["metrics"] and now["runner"]["state"] == "COMPLETED", name
     assert rundir.load_cell(LSTM)["status"] == "ok"
     setup_cluster()
+
+
+# -- the setup script itself --------------------------------------------------------------------------
+def test_a_stale_pid_file_naming_another_process_neither_stops_the_cluster_nor_kills_that_process(cluster):
+    """A machine restored from a snapshot keeps /run: slurmctld's pid file can name a number that by
+    then belongs to another process. The script counts a pid file only when it names the daemon
+    itself, so it starts slurmctld again (before, it took the stranger for the controller, never
+    started one, and waited on an unreachable controller until CI's limit) and leaves the stranger
+    alone."""
+    pidfile = Path("/run/slurm-multinode/slurmctld.pid")
+    subprocess.run(["kill", pidfile.read_text().strip()], check=True, timeout=30)
+    stranger = subprocess.Popen(["sleep", "600"])
+    try:
+        for _ in range(100):
+            if subprocess.run(["pgrep", "-f", "slurmctld -i -f /etc/slurm-multinode"],
+                              capture_output=True, timeout=30).returncode:
+                break
+            time.sleep(0.1)
+        pidfile.write_text(f"{stranger.pid}\n")
+        said = setup_cluster()
+        assert "starting slurmctld" in said and "rknode3 idle 2 CPUs" in said, said
+        assert stranger.poll() is None, "the script killed a process that was not slurmctld"
+        assert int(pidfile.read_text()) != stranger.pid
+    finally:
+        stranger.kill()
