@@ -46,6 +46,16 @@ if docker info >/dev/null 2>&1; then
 else
     say "starting dockerd (log: $DOCKERD_LOG)"
     t0=$(now)
+    # a pid file left by a restored /run whose number now names another process would make dockerd
+    # refuse to start ("pid file found, ensure docker is not running")
+    for f in /var/run/docker.pid /var/run/docker/containerd/containerd.pid; do
+        [ -f "$f" ] || continue
+        p=$(tr -dc '0-9' <"$f")
+        case "$(cat "/proc/$p/comm" 2>/dev/null)" in
+            dockerd|containerd) ;;
+            *) say "removing stale $f (pid $p is not the daemon)"; rm -f "$f" ;;
+        esac
+    done
     nohup dockerd >"$DOCKERD_LOG" 2>&1 &
     i=0
     until docker info >/dev/null 2>&1; do
