@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Do a run's intervals cover a re-run? Two runs of the same cells on one machine, back to back.
 
-    python scripts/bench_rerun_coverage.py --suite legacy-2017 [--cells GLOB ...] [--repeat K | --design new]
+    python scripts/bench_rerun_coverage.py --suite legacy-2017 [--cells GLOB ...]
+        [--repeat K | --design new|auto]
     python scripts/bench_rerun_coverage.py --calibrate [--quick]
     python scripts/bench_rerun_coverage.py --compare RUN_A RUN_B [--compare RUN_A RUN_B ...]
 
 --design new runs the kit's fixed multi-process design (`run --design full`, reprokit/plan/design.py:
 processes x iterations per cell from data/cell_costs.yaml; no --repeat); --design old (the default)
-one process per cell, or --repeat K.
+one process per cell, or --repeat K; --design auto the kit's default design by role (no --repeat).
+Each re-run interval is widened by the first run's between-run term (its recorded history of this host,
+else the device class's default: reprokit/analysis/run_level.py); --processes-only leaves it out. Runs
+made under --results see the runs already there as this host's history.
 --calibrate is the calibration benchmark: source 000's PyTorch and TensorFlow cells
 (legacy-2017) and source 003's PyTorch cells (stacked-lstm-2019), two runs back to back with the old
 design and two with the new, reporting for each design the coverage, the intervals' half-widths, the
@@ -43,7 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from reprokit import files, results, validate  # noqa: E402
-from reprokit.analysis import cpus, stats  # noqa: E402
+from reprokit.analysis import cpus, run_level, stats  # noqa: E402
 
 
 def run_once(args: argparse.Namespace, root: Path) -> Path:
@@ -54,6 +58,8 @@ def run_once(args: argparse.Namespace, root: Path) -> Path:
         cmd += ["--cells", *args.cells]
     if getattr(args, "design", "old") == "new":
         cmd += ["--design", "full"]  # the fixed multi-process design (the default is by role)
+    elif getattr(args, "design", "old") == "auto":
+        pass  # the default: the design by role (deciding cells sequential, up to its processes)
     elif args.repeat > 1:
         cmd += ["--repeat", str(args.repeat)]
     else:
@@ -110,20 +116,25 @@ def cells_of(rundir: Path, process: int | None = None) -> list[dict]:
     return [p for p in (rd.load_cell(c["cell_id"], process) for c in cells) if p is not None]
 
 
-def metrics_of(rundir: Path, process: int | None = None) -> dict[tuple[str, str], dict]:
-    """{(cell id, metric): summary} of every ok cell's metrics with at least 2 samples."""
+def metrics_of(rundir: Path, process: int | None = None, history: bool = True) -> dict[tuple[str, str], dict]:
+    """{(cell id, metric): summary} of every ok cell's metrics with at least 2 samples; each re-run
+    interval widened by the run's between-run term (its recorded history, else the device class's
+    default: reprokit/analysis/run_level.py) unless `history` is False (processes only)."""
+    history_doc = results.RunDir(rundir).load_run().get("history")
     out = {}
     for c in cells_of(rundir, process):
         if c.get("status") != "ok":
             continue
+        term = (run_level.term(history_doc, "gpu" if c.get("device") == "gpu" else "cpu") if history
+                else run_level.term(None, "cpu"))
         for name, m in (c.get("metrics") or {}).items():
             if len(m.get("samples") or []) >= 2:
-                out[(c["cell_id"], name)] = stats.summarize_metric(m)
+                out[(c["cell_id"], name)] = run_level.widen(stats.summarize_metric(m), term)
     return out
 
 
-def compare(a: Path, b: Path, process: int | None = None) -> dict:
-    ma, mb = metrics_of(a, process), metrics_of(b, process)
+def compare(a: Path, b: Path, process: int | None = None, history: bool = True) -> dict:
+    ma, mb = metrics_of(a, process, history), metrics_of(b, process, history)
     rows = []
     for key in sorted(set(ma) & set(mb)):
         sa, sb = ma[key], mb[key]
@@ -201,8 +212,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="only metrics whose first run measured them in K or more processes (a design by "
                         "role measures context cells once: --min-processes 3 keeps the cells that decide, "
                         "whose prediction interval is calibrated)")
-    p.add_argument("--design", choices=("old", "new"), default="old",
-                   help="old: --repeat K (default 1); new: the kit's default design (no --repeat)")
+    p.add_argument("--design", choices=("old", "new", "auto"), default="old",
+                   help="old: --repeat K (default 1); new: the fixed multi-process design (--design "
+                        "full); auto: the kit's default design by role (no --repeat)")
+    p.add_argument("--processes-only", action="store_true",
+                   help="re-run intervals over processes alone, without the run's between-run term "
+                        "(its history, else the device class's default)")
     p.add_argument("--calibrate", action="store_true",
                    help="the calibration: 000 PyTorch+TensorFlow and 003 PyTorch, old vs new design")
     args = p.parse_args(argv)
@@ -225,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
             command += f" --process {args.process}"
         if args.min_processes > 1:
             command += f" --min-processes {args.min_processes}"
+        if args.processes_only:
+            command += " --processes-only"
     else:
         root = Path(args.results)
         root.mkdir(parents=True, exist_ok=True)
@@ -235,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_rerun_coverage: the runs were measured on {len(machines)} machines "
               f"({'; '.join(machines)}); pool pairs of one machine", file=sys.stderr)
         return 2
-    rows = [r for a, b in pairs for r in compare(a, b, args.process)["rows"]
+    rows = [r for a, b in pairs for r in compare(a, b, args.process, not args.processes_only)["rows"]
             if r["processes_a"] >= args.min_processes]
     if not rows:
         print(f"bench_rerun_coverage: no metric measured in {args.min_processes} or more processes in "

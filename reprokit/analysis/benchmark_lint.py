@@ -116,6 +116,39 @@ def _check_number(n: dict, cells: dict[str, suites.Cell], where: dict[str, str],
     return out
 
 
+# environment fields that describe a GPU's software: on a number published on a CPU they can only have
+# come from the table's defaults by mistake
+_GPU_ONLY_ENV = ("cuda", "cudnn")
+
+
+def _check_defaults(source: str, path: str) -> list[Finding]:
+    """A table's `defaults` merged into a number it does not fit: a number published on a CPU
+    (environment gpu "none (...)") that inherits CUDA or cuDNN versions from the defaults (its rows
+    would carry a GPU stack they never ran)."""
+    try:
+        raw = kitdata.load_file(kitdata.relpath(f"published/{source}"))
+    except UserError:
+        return []  # the schema check names it
+    base = ((raw.get("defaults") or {}).get("environment") or {}) if isinstance(raw, dict) else {}
+    leaked = [k for k in _GPU_ONLY_ENV if base.get(k)]
+    if not leaked:
+        return []
+    out = []
+    for n in raw.get("numbers") or []:
+        own = (n.get("environment") or {}) if isinstance(n, dict) else {}
+        merged = {**base, **own}
+        if not isinstance(n, dict) or suites.publication_hardware({"environment": merged})[0] != "cpu":
+            continue
+        inherited = [f"{k} {base[k]!r}" for k in leaked if k not in own]
+        if inherited:
+            out.append(Finding(PROBLEM, f"{path}: number {n.get('id')} was published on a CPU "
+                                        f"({merged.get('gpu')!r}) but inherits {', '.join(inherited)} from "
+                                        "the table's defaults",
+                               "move the GPU stack's fields out of `defaults` into the GPU numbers, or "
+                               "give the CPU number its own value (e.g. cuda: \"none\")"))
+    return out
+
+
 def _check_quantity(n: dict, model: dict) -> list[Finding]:
     """A number whose FLOP model gives its metric a phase needs the metric's quantity (per item, batch
     or epoch) in flops.yaml `metric_quantities`: without it every bound and efficiency of the number
@@ -224,7 +257,7 @@ def lint(source: str) -> list[Finding]:
         return [Finding(PROBLEM, f"sources.yaml does not load: {e}", "correct reprokit/data/sources.yaml")]
     if entry is None:
         return [Finding(PROBLEM, f"source {source!r} is not in reprokit/data/sources.yaml",
-                        "add its entry (title, repository, commit, reference, tolerance, environment, "
+                        "add its entry (title, repository, commit, reference, environment, "
                         "defects); `reproduce.py new-benchmark` writes one to fill in")]
     path = f"reprokit/data/published/{source}.yaml"
     try:
@@ -247,6 +280,7 @@ def lint(source: str) -> list[Finding]:
                              "give every number its own id"))
     for n in numbers:
         found += _check_number(n, cells, where, path)
+    found += _check_defaults(source, path)
     found += _check_cells(cells, where)
     unnamed = sorted(set(cells) - {n.get("cell") for n in numbers})
     if unnamed and numbers:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from reprokit import kitdata
 from reprokit.analysis import devices, flops, roofline, standins, stats, steady_state, verdicts
+from reprokit.analysis import tolerance as tolerances
 from reprokit.catalog import suites
 from reprokit.reader.model import Machine, Run
 
@@ -109,6 +110,7 @@ def observations_from_cells(run: Run) -> list[dict]:
                     "groups": _groups(m),
                     "states": m.get("states") or ([m["state"]] if m.get("state") else []),
                     "origin": "measured",
+                    "units": devices.units(c),
                 }
             )
     return out
@@ -383,7 +385,23 @@ def _pair(claim: dict, better: dict, worse: dict, ctx: _Ctx, claimed: tuple[floa
                    "interval covers that process only (a verdict needs 2 or more processes per cell)")
         return res
     res["status"], res["reason"] = _decide(txt, s_lo, s_hi, s_med, claimed, pol)
+    res["reason"] += _units_note(ob, ow)
     return res
+
+
+def _units_note(ob: dict, ow: dict) -> str:
+    """A ratio of two cells measured on the same physical unit cancels the between-unit term (said once
+    in docs/verdicts.md, nothing added here); on two different units (two Slurm nodes, two GPUs) it
+    does not, and the reason says so with the term's size."""
+    if ob["exact"] or ow["exact"] or ob.get("units") == ow.get("units"):
+        return ""
+    shown = [", ".join(u for u in o.get("units") or () if not u.startswith("GPU-")) or "its GPUs"
+             for o in (ob, ow)]
+    kinds = {o["device"] for o in (ob, ow)}
+    term = tolerances.between_unit("cpu" if kinds == {"cpu"} else "gpu")
+    return (f"; the two sides ran on different units ({shown[0]} / {shown[1]}): the ratio does not "
+            f"cancel the between-unit term (± {100 * term.value:.3g} % between units of one model"
+            f"{'' if term.verified else ', unverified'})")
 
 
 def _roofline_classes(res: dict, ob: dict, ow: dict, rule: dict | None) -> None:

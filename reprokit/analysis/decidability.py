@@ -269,9 +269,9 @@ def sequential_status(run: Run, cell_ids: list[str]) -> dict[str, list[str]]:
         if n["can"] != DECIDES or n["cell"] not in out:
             continue
         number = published[n["number_id"].split("-")[0]][n["number_id"]]
-        tol = verdicts.tolerance(sources, number["provenance"]["source"])
         k = processes(run, n["cell"])
-        v = verdicts.verdict(number, run.result(n["cell"]), run, tol, run.entry(n["cell"]))
+        v = verdicts.verdict(number, run.result(n["cell"]), run, sources.get(number["provenance"]["source"]),
+                             run.entry(n["cell"]))
         why = _number_open(v, k)
         if why:
             out[n["cell"]].append(why)

@@ -121,6 +121,17 @@ def cell_gpus(cell: CellResult, machine: Machine | None) -> tuple[list[dict], st
         "from the driver host's fingerprint (the cell recorded no GPUs)"
 
 
+def units(cell: CellResult) -> tuple[str, ...]:
+    """The physical units a cell's processes ran on, as far as its result says: its node or nodes
+    (a Slurm runner's; "this host" for a local run) and, for a GPU cell that recorded them, its GPUs
+    (by UUID, else index). Two cells with the same units measured on one unit: a ratio of the two
+    cancels the between-unit term (reprokit/data/unit_variation.yaml); with different units it does not."""
+    runner = cell.runner
+    nodes = list(runner.get("nodes") or ([runner["node"]] if runner.get("node") else ["this host"]))
+    gpus = [str(g.get("uuid") or f"GPU {g.get('index')}") for g in cell.gpus or [] if isinstance(g, dict)]
+    return tuple(sorted(nodes)) + tuple(sorted(gpus))
+
+
 def _measured_gpu(cell: CellResult, machine: Machine | None) -> dict:
     gpus, source = cell_gpus(cell, machine)
     base = {"kind": "gpu", "count": len(gpus) or cell.gpu_count,

@@ -21,22 +21,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from decimal import Decimal
+
+from reprokit.analysis.tolerance import rounding
 
 IDENTICAL = "identical_columns"
 DISAGREE = "same_quantity_disagrees"
 SUM = "total_not_sum"
-
-
-def _rounding(value: float) -> float:
-    """Half a unit of the last digit of `value` as the data holds it: of its last decimal (an integer,
-    or a float with no decimals but zero, to the unit), or its exponent's in scientific notation."""
-    text = repr(value)
-    if "e" in text or "E" in text:
-        exp = Decimal(text).normalize().as_tuple().exponent
-        return 0.5 * 10.0 ** int(exp) if isinstance(exp, int) else 0.0
-    decimals = len(text.partition(".")[2].rstrip("0"))
-    return 0.5 * 10.0 ** -decimals
 
 
 def _converted(n: dict, unit: str) -> tuple[float, float] | None:
@@ -49,7 +39,7 @@ def _converted(n: dict, unit: str) -> tuple[float, float] | None:
         factor = convert(1.0, n["unit"], unit)
     except ValueError:
         return None
-    return float(n["value"]) / scale * factor, _rounding(n["value"]) / scale * factor
+    return float(n["value"]) / scale * factor, rounding(n["value"]) / scale * factor
 
 
 def _column(n: dict) -> str:

@@ -16,7 +16,8 @@ and the first that applies decides:
                         (reprokit.analysis.standins: cuDNN LSTM -> a CPU LSTM, Theano's compiled scan ->
                         its Python loop, Keras-MXNet -> MXNet Gluon).
   same device model (and GPU count): the measured median's interval against published x (1 +- the
-  source's tolerance):
+  number's tolerance: its rounding + the between-unit term + what the source states, each sourced;
+  reprokit/analysis/tolerance.py):
     REPRODUCED          the interval lies inside the band
     DEVIATES_FASTER / DEVIATES_SLOWER   the interval lies entirely on the faster / slower side
                         (a time below / a rate above the band is faster)
@@ -56,13 +57,12 @@ from __future__ import annotations
 import re
 
 from reprokit import kitdata
-from reprokit.analysis import defects, devices, flops, published_metric, roofline, standins, stats
+from reprokit.analysis import defects, devices, flops, published_metric, roofline, run_level, standins, stats
+from reprokit.analysis import tolerance as tolerances
 from reprokit.catalog import units
 from reprokit.probes import jit_cache
 from reprokit.reader.model import CellEntry, Machine, Run
 from reprokit.reader.result import CellResult
-
-DEFAULT_TOLERANCE = 0.10
 
 REPRODUCED = "REPRODUCED"
 DEVIATES_FASTER = "DEVIATES_FASTER"
@@ -252,7 +252,7 @@ def _what(summ: dict) -> str:
     return "the median"
 
 
-def _base(number: dict, tolerance: float) -> dict:
+def _base(number: dict, tol: tolerances.Tolerance) -> dict:
     env = number["environment"]
     return {
         "number_id": number["id"],
@@ -267,7 +267,9 @@ def _base(number: dict, tolerance: float) -> dict:
             "gpu": env.get("gpu"),
             "environment": env,
         },
-        "tolerance": tolerance,
+        "tolerance": tol.value,
+        "tolerance_terms": tol.docs(),
+        "tolerance_text": tol.text(),
         "defects": list(number.get("defects") or []),
         "roofline": None,
         "tier": None,
@@ -356,8 +358,10 @@ def _undecided(v: dict, rule: str, summ: dict, text: str) -> dict | None:
                    f"would say {rule})")
 
 
-def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float, note: str) -> dict:
+def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tolerance: tolerances.Tolerance,
+                           note: str) -> dict:
     lo, hi = stats.interval(summ)
+    tol = tolerance.value
     band = (p * (1 - tol), p * (1 + tol))
     v["band"] = list(band)
     pos = band_position(lo, hi, *band)
@@ -368,7 +372,7 @@ def _same_hardware_verdict(v: dict, p: float, summ: dict, unit: str, tol: float,
         if single
         else f"the {label} of {_what(summ)} [{lo:.4g}, {hi:.4g}] {unit} (n={summ['n']})"
     )
-    band_txt = f"published {p:.4g} {unit} +- {_pct(tol)} = [{band[0]:.4g}, {band[1]:.4g}]"
+    band_txt = f"published {p:.4g} {unit} {tolerance.text()} = [{band[0]:.4g}, {band[1]:.4g}]"
     if pos == "inside":
         return (_undecided(v, REPRODUCED, summ, f"{note}: {basis} lies inside {band_txt}")
                 or _finish(v, REPRODUCED, f"{note}: {basis} lies inside {band_txt}"))
@@ -567,13 +571,13 @@ def verdict(
     number: dict,
     cell: CellResult | None,
     run: Run | None = None,
-    tolerance: float | None = None,
+    source: dict | None = None,
     entry: CellEntry | None = None,
 ) -> dict:
     """The verdict of one published number (`_verdict`); a SUSPICIOUS one (above the suspicious share of
     its device's bound) also gets its EXPLAINED / UNEXPLAINED label and arithmetic, as an IMPLAUSIBLE
     one does."""
-    v = _verdict(number, cell, run, tolerance, entry)
+    v = _verdict(number, cell, run, source, entry)
     if v.get("tier") == SUSPICIOUS and v.get("explanations") is None and v.get("roofline"):
         ran = cell is not None and cell.measured
         meas = devices.measured_device(cell, _machine(run)) if ran else None
@@ -591,19 +595,19 @@ def _verdict(
     number: dict,
     cell: CellResult | None,
     run: Run | None = None,
-    tolerance: float | None = None,
+    source: dict | None = None,
     entry: CellEntry | None = None,
 ) -> dict:
     """The verdict on one published number (see the module docstring for the order of the checks).
 
     `cell` is the cell result that measured number["cell"] (None when absent), `run` the run (its
-    machine: host fingerprint, CPU probe; its design: a sequential cell's confidence), `tolerance` the
-    source's (default 0.10), `entry` the run's entry for the cell (gives the reason when no result
-    file exists).
+    machine: host fingerprint, CPU probe; its design: a sequential cell's confidence), `source` the
+    number's entry of sources.yaml (None: none; its tolerance is then derived from the number and its
+    device alone), `entry` the run's entry for the cell (gives the reason when no result file exists).
     """
-    tol = DEFAULT_TOLERANCE if tolerance is None else float(tolerance)
-    v = _base(number, tol)
     pub = devices.publication_device(number)
+    tol = tolerances.for_number(number, source or {}, pub["kind"] if pub.get("kind") == "cpu" else "gpu")
+    v = _base(number, tol)
     v["roofline"] = roofline.bound(number, pub)
     v["tier"] = v["roofline"]["tier"] if v["roofline"] else None
     v["hardware"] = {"published": pub, "measured": None, "same_class": None, "same_model": None}
@@ -613,6 +617,8 @@ def _verdict(
         metric = cell.metrics[number["metric"]]
         unit = metric["unit"]
         summ, v["basis"] = measured_summary(metric, stats.cell_confidence(run, cell.cell_id))
+        summ = run_level.widen(summ, run_level.term(run.history if run is not None else None,
+                                                    "gpu" if cell.device == "gpu" else "cpu"))
         v["measured"] = summ
         meas = devices.measured_device(cell, _machine(run))
         v["hardware"]["measured"] = meas
@@ -686,11 +692,6 @@ def _verdict(
 
 def verdicts_for_run(numbers: list[dict], run: Run, sources: dict) -> list[dict]:
     """Verdicts for every published number on the run's cells; `sources` is
-    reprokit.catalog.suites.load_sources() (for each source's tolerance; default 0.10)."""
-    return [verdict(n, run.result(n["cell"]), run, tolerance(sources, n["provenance"]["source"]),
+    reprokit.catalog.suites.load_sources() (each number's tolerance reads its source's entry)."""
+    return [verdict(n, run.result(n["cell"]), run, sources.get(n["provenance"]["source"]),
                     run.entry(n["cell"]) if n["cell"] else None) for n in numbers]
-
-
-def tolerance(sources: dict, source: str) -> float | None:
-    """The source's tolerance from sources.yaml (None: the default)."""
-    return sources.get(source, {}).get("tolerance")

@@ -4,7 +4,7 @@ A source reusing a stack, a device and a data set the kit knows touches six file
 (docs/adding-a-benchmark.md walks through them):
 
 1. reprokit/data/published/<ID>.yaml   its published table (new; `defaults` holds what all rows share)
-2. reprokit/data/sources.yaml          its entry: where the numbers come from, tolerance, defects
+2. reprokit/data/sources.yaml          its entry: where the numbers come from, defects
 3. reprokit/data/suites/<suite>.yaml   the cells that re-measure them (new)
 4. reprokit/data/flops.yaml            the FLOP model that bounds them (plausibility)
 5. reprokit/data/claims.yaml           its claims (orderings, speed-ups), commented out until filled
@@ -95,7 +95,7 @@ def source_entry(source: str, title: str) -> str:
     repository: "TODO: owner/name of the code, or the paper's DOI"
     commit: "TODO: the commit the numbers came from, or 'unstated'"
     reference: "TODO: where the paper states its setup (section, page)"
-    tolerance: 0.10
+    # stated_tolerance: {{value: 0.05, where: "TODO: only if the paper states its figures' spread"}}
     environment:
       host: "TODO: as published"
       timing: "TODO: what the timer covered, as published"

@@ -14,7 +14,8 @@ HISTORY = {
     3: "2026-11-28: a NOT_COMPARABLE verdict's `cause`, and the plan's `partial` (cells the time limit "
        "left after some of their processes)",
     4: "2026-11-29: each first-screen line's `table`: what the source's published table contradicts in "
-       "itself; a roofline bound's `algorithm` where its FLOP model names a cheaper one",
+       "itself; a roofline bound's `algorithm` where its FLOP model names a cheaper one; a source's "
+       "`tolerance` says how it is made ({flat, text}), each verdict its `tolerance_terms`",
 }
 
 
@@ -33,7 +34,13 @@ def to_3(doc: dict) -> dict:
 def to_4(doc: dict) -> dict:
     """A version 3 report did not check its tables: its first-screen lines say nothing of them (no
     `table`), which is not the same as a table found consistent. No FLOP model named a cheaper
-    algorithm then, so its bounds have no `algorithm`, as a direct count has none now."""
+    algorithm then, so its bounds have no `algorithm`, as a direct count has none now. Its sources'
+    tolerance was one flat number with no source: it becomes {flat, text} saying so; its verdicts
+    have no `tolerance_terms` (their `tolerance` is that flat number)."""
+    for s in doc.get("sources") or []:
+        if isinstance(s.get("tolerance"), (int, float)):
+            s["tolerance"] = {"flat": s["tolerance"],
+                              "text": f"tolerance ± {100 * s['tolerance']:.3g} % (flat, unsourced)"}
     return doc
 
 

@@ -29,6 +29,9 @@ HISTORY = {
     7: "2026-11-28: `rejudged` is the chain of rejudges, oldest first (a rejudge of a rejudged copy "
        "appends; it overwrote the one before, and with it the way back to the original run and the "
        "digests of the data that run started with)",
+    8: "2026-11-29: `history`, this host's earlier runs beside the run when it started (their central "
+       "values per cell and the spread of their process medians): the between-run term of its re-run "
+       "intervals",
 }
 
 
@@ -116,5 +119,12 @@ def to_7(doc: dict) -> dict:
     return doc
 
 
-FORMAT = Format("run", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: _keep, 6: to_6, 7: to_7},
+def to_8(doc: dict) -> dict:
+    """A run of version 7 or before recorded no history: its re-run intervals have no between-run
+    term and say they cover processes only (reprokit/analysis/run_level.py), which is not the same
+    as a host with no earlier runs (an empty history, which takes the device class's default)."""
+    return doc
+
+
+FORMAT = Format("run", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: _keep, 6: to_6, 7: to_7, 8: to_8},
                 stamped_from=6)

@@ -296,6 +296,7 @@ class Run:
     environments: FrozenDict = EMPTY
     preflight: FrozenDict = EMPTY
     cell_specs: FrozenDict | None = None
+    history: FrozenDict | None = None  # this host's earlier runs when it started; None: not recorded
     results: FrozenDict = EMPTY  # cell id -> CellResult: each cell's valid main result
     node_records: FrozenDict = EMPTY  # Slurm: node -> its record of the run (slurm/nodes/*.json)
     changes: tuple[str, ...] = ()  # what reconciling with the files found
@@ -321,7 +322,8 @@ class Run:
             rejudged=Rejudged.chain(d.get("rejudged")), cpu_peak=_opt(d.get("cpu_peak")),
             gpu_peak=_opt(d.get("gpu_peak")), jit_warmups=mapping(d.get("jit_warmups")),
             environments=mapping(d.get("environments")), preflight=mapping(d.get("preflight")),
-            cell_specs=_opt(d.get("cell_specs")), results=FrozenDict(results or {}),
+            cell_specs=_opt(d.get("cell_specs")), history=_opt(d.get("history")),
+            results=FrozenDict(results or {}),
             node_records=freeze(node_records or {}), changes=tuple(changes or ()), path=path, doc=d)
 
     # -- cells ----------------------------------------------------------------------------------

@@ -77,7 +77,6 @@ def sources(r: dict) -> list[dict]:
 
 
 def _source(s: dict, nums: dict) -> dict:
-    pct = int(round(s["tolerance"] * 100, 0))
     covered = (
         [
             t(
@@ -96,13 +95,13 @@ def _source(s: dict, nums: dict) -> dict:
         "id": s["id"],
         "title": t("Source {}: {}", s["id"], s["title"]),
         "intro": t(
-            "Repository {} at commit {}{}({}); {} published numbers; tolerance ± {} %.",
+            "Repository {} at commit {}{}({}); {} published numbers; {}.",
             mono(s["repository"]),
             mono(s["commit"]),
             NL_HTML,
             s["reference"],
             s["published_numbers"],
-            pct,
+            s["tolerance"]["text"],
         ),
         "tables": [_table(s, tb, nums) for tb in s["tables"]],
         "not_covered": covered,

@@ -151,17 +151,26 @@ def row(number: dict, verdict: dict, cell: CellResult | None, entry: CellEntry |
     return out
 
 
+_NO_RUN_TERM = {"not_recorded": " (the run recorded no history of this host)",
+                "none": " (no history on this host and no default for the device class)"}
+
+
 def ci_scope(summ: dict) -> str | None:
     """What an interval covers, in words beside its label: 'this process only' (iterations of one
-    process); over K >= 3 processes the re-run prediction interval beside the confidence interval
-    're-run of K processes' (the re-run interval over processes); None otherwise."""
+    process); over K >= 3 processes the re-run prediction interval beside the confidence interval,
+    with the levels it covers (process, and run where the host's history or the device class's default
+    gives a between-run term: reprokit/analysis/run_level.py); 're-run of K processes' (the re-run
+    interval over processes); None otherwise."""
     if summ.get("ci_low") is None:
         return None
     if summ.get("ci_covers") == "median":
         if summ.get("pi_low") is None:
             return None
+        run = summ.get("pi_run") or {}
+        covers = ("process + " + run["text"] if "run" in (summ.get("pi_covers") or [])
+                  else "process only: no between-run term" + _NO_RUN_TERM.get(run.get("basis"), ""))
         return (f"prediction for a re-run of {summ.get('processes')} processes: "
-                f"[{summ['pi_low']:.4g}, {summ['pi_high']:.4g}]")
+                f"[{summ['pi_low']:.4g}, {summ['pi_high']:.4g}], covers {covers}")
     if summ.get("ci_covers") == "rerun":
         return f"re-run of {summ.get('processes')} processes"
     if summ.get("ci_covers") == "process":

@@ -94,11 +94,30 @@ def source_section(sid: str, source: dict, rows: list[dict],
     return {
         "id": sid, "title": source.get("title"), "repository": source.get("repository"),
         "commit": source.get("commit"), "reference": source.get("reference"),
-        "tolerance": source.get("tolerance", verdicts.DEFAULT_TOLERANCE),
+        "tolerance": source_tolerance(source, rows),
         "environment": source.get("environment", {}),
         "publication_environments": list(envs.values()),
         "published_numbers": len(rows), "tables": rendered, "tables_not_covered": uncovered,
     }
+
+
+def source_tolerance(source: dict, rows: list[dict]) -> dict:
+    """How the source's same-model tolerance is made, for its section's first line: {"flat": the
+    source's flat tolerance or None, "text": in words}. Derived, it is per number (each figure's own
+    rounding): the words name the terms its numbers' tolerances share (reprokit/analysis/tolerance.py)."""
+    if source.get("tolerance") is not None:
+        return {"flat": float(source["tolerance"]),
+                "text": f"tolerance ± {100 * float(source['tolerance']):.3g} % (flat, unsourced)"}
+    seen: dict[tuple, dict] = {}
+    for r in rows:
+        for term in r["analysis"].get("tolerance_terms") or []:
+            if term["term"] != "rounding":
+                seen.setdefault((term["term"], term["value"], term["verified"]), term)
+    words = {"between_unit": "between units of one model", "stated": "stated by the source"}
+    parts = ["each figure's rounding"] + [
+        f"{words[t['term']]} {100 * t['value']:.3g} %{'' if t['verified'] else ' (unverified)'}"
+        for t in seen.values()]
+    return {"flat": None, "text": "tolerance per number: " + " + ".join(parts)}
 
 
 def summary(rows: list[dict], claim_results: list[dict]) -> dict:

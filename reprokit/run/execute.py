@@ -32,7 +32,7 @@ from reprokit.plan.plan import Plan, cell_specs, make_job
 from reprokit.probes import cpu_peak, fingerprint, gpu_peak, processes
 from reprokit.reader import lock, merge
 from reprokit.reader.cells import check_result, status_counts, valid_processes
-from reprokit.run import lifecycle, reconcile, record
+from reprokit.run import host_history, lifecycle, reconcile, record
 from reprokit.run.execute_concurrent import run_concurrent
 from reprokit.run.progress import Progress, design_times, past_cell_times, recorded_times
 from reprokit.run.record import Execution, RunRecord, placeholder_result, set_entry
@@ -286,6 +286,9 @@ def _open_record(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[
         }
         if plan.options.design is not None:  # the default design (reprokit/plan/design.py), not --repeat K
             run["design"] = plan.options.design
+        # this host's earlier runs beside this one: the between-run term of its re-run intervals
+        run["history"] = host_history.collect(rundir.path.parent, run["host_fingerprint"].get("host_id"),
+                                              {c.id for c in plan_cells}, rundir.path.name)
         for c in plan_cells:  # every cell is listed before anything runs
             set_entry(run, c, "pending", "not run yet", None)
         state.rec = RunRecord(rundir, run, started)

@@ -66,8 +66,3 @@ def test_the_same_quantity_said_twice_agrees_within_rounding_and_a_changed_figur
 def test_the_committed_sources_contradict_themselves_nowhere():
     for source in ("000", "001", "002", "003", "004"):
         assert table_checks.check(list(suites.load_published(source))) == [], source
-
-
-def test_the_rounding_is_half_the_last_printed_digit():
-    assert table_checks._rounding(0.1889) == 0.5e-4 and table_checks._rounding(12.0) == 0.5
-    assert table_checks._rounding(1500) == 0.5

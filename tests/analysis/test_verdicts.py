@@ -46,10 +46,12 @@ def test_same_gpu_same_stack_verdicts():
     assert v["000-L012"]["comparison"] == "same_hardware"
     assert v["000-L013"]["verdict"] == "DEVIATES_FASTER"  # cudnn forward measured ~0.060 vs 0.079
     assert v["000-L009"]["verdict"] == "DEVIATES_SLOWER"  # fused train ~0.30 vs 0.2052
-    assert v["000-L010"]["verdict"] == "INCONCLUSIVE"  # fused forward: CI over the band edge
-    assert "overlaps an edge" in v["000-L010"]["reason"]
+    # fused forward [0.1138, 0.1188] vs 0.1044 +- 8.05 % (the flat 10 % made it overlap the edge)
+    assert v["000-L010"]["verdict"] == "DEVIATES_SLOWER"
     lo, hi = v["000-L012"]["band"]
-    assert lo == pytest.approx(0.1404 * 0.9) and hi == pytest.approx(0.1404 * 1.1)
+    tol = 0.00005 / 0.1404 + 0.08  # the figure's rounding + between GPUs of one model (unit_variation.yaml)
+    assert v["000-L012"]["tolerance"] == pytest.approx(tol)
+    assert lo == pytest.approx(0.1404 * (1 - tol)) and hi == pytest.approx(0.1404 * (1 + tol))
     m = v["000-L012"]["measured"]
     assert lo <= m["ci_low"] <= m["ci_high"] <= hi
 

@@ -3,7 +3,7 @@
 In a copy of the kit (its own git repository, so the files the path touches are counted by git): the
 scaffold (`new-benchmark`), the walk-through's edits (the table, a CPU as published, the claim), then
 `check-benchmark`, `list`, `preflight`, `run --quick` on the local runner, the report with its
-verdicts and claim, `export` and `verify`, each as a real command line. Then ten faults planted in
+verdicts and claim, `export` and `verify`, each as a real command line. Then eleven faults planted in
 the same source, each named by `check-benchmark` (exit 2). The source is synthetic: its "published"
 numbers are made up for this test and say so in the file."""
 
@@ -171,10 +171,11 @@ PLANTED = {  # fault -> what check-benchmark's line must say
     "a metric whose quantity is missing": "metric 'forward_time_per_example' of number 900-T1-1 has no entry "
                                           "in metric_quantities",
     "a defect that selects no number": "defect d900-nothing applies to no published number",
+    "a GPU stack in the defaults of a CPU table": "but inherits cudnn '5.1' from the table's defaults",
 }
 
 
-def test_check_benchmark_names_each_of_ten_planted_faults(kit):
+def test_check_benchmark_names_each_of_eleven_planted_faults(kit):
     _cli(kit, "new-benchmark", SRC, "--title", "Synthetic dense layer (test)", "--stack", "smoke-python")
     _fill_in(kit)
     assert _cli(kit, "check-benchmark", SRC).returncode == 0  # clean before the faults
@@ -200,6 +201,7 @@ def test_check_benchmark_names_each_of_ten_planted_faults(kit):
     _edit(data / "sources.yaml", made_up + "    defects: []\n", made_up + "    defects:\n"
           '      - {id: d900-nothing, kind: timer, summary: "made up", reference: "made up",\n'
           '         applies_to: {metric: [no_such_metric]}}\n')
+    _edit(pub, f'    gpu: "{CPU}"\n', f'    gpu: "{CPU}"\n    cudnn: "5.1"\n')  # every row is a CPU's
     p = _cli(kit, "check-benchmark", SRC, ok=False)
     assert p.returncode == 2, p.stdout + p.stderr
     problems = [line for line in p.stdout.splitlines() if line.startswith("problem: ")]

@@ -170,8 +170,22 @@ def test_a_rejudged_object_becomes_a_chain_of_one():
     doc = json.loads((rundir / "run.json").read_text())
     assert isinstance(doc["rejudged"], dict)
     up = formats.upgrade("run", doc, "run.json")
-    assert up["schema_version"] == 7 and up["rejudged"] == [doc["rejudged"]]
+    assert up["schema_version"] == formats.version("run") and up["rejudged"] == [doc["rejudged"]]
     assert formats.upgrade("run", {**doc, "schema_version": 6}, "run.json")["rejudged"] == [doc["rejudged"]]
     run = load(rundir)
     (r,) = run.rejudged
     assert r.copied_from == doc["rejudged"]["from"] and r.had_snapshot
+
+
+def test_a_run_of_version_7_recorded_no_history_and_says_so():
+    """Run version 8: `history` (this host's earlier runs when the run started). A run of version 7 has
+    none: upgraded it still has none, and its re-run intervals have no between-run term (not the same
+    as a host with no earlier runs, whose history is empty and takes the device class's default)."""
+    from reprokit.analysis import run_level
+
+    rundir = REPO / "docs" / "calibration" / "20261127T124512Z-stacked-lstm-2019"
+    doc = json.loads((rundir / "run.json").read_text())
+    up = formats.upgrade("run", doc, "run.json")
+    assert up["schema_version"] == 8 and "history" not in up
+    assert load(rundir).history is None and run_level.term(None, "cpu").basis == "not_recorded"
+    assert run_level.term({"runs": [], "cells": {}}, "cpu").basis == "default"

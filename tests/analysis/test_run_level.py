@@ -1,0 +1,87 @@
+"""The between-run term of the re-run interval from this host's history (reprokit/analysis/run_level.py,
+reprokit/run/host_history.py): the estimator on synthetic histories, the labels, and two real runs
+of the smoke suite in one results directory, the second recording the first as its history."""
+
+import json
+import math
+import random
+
+import pytest
+from run.test_faults import MATMUL, cli
+
+from reprokit import kitdata
+from reprokit.analysis import run_level, stats
+from reprokit.reader.load import load
+
+
+def _history(cells: dict[str, list[float]], sd_log=0.0, processes=3) -> dict:
+    return {"host_id": "h", "runs": [f"r{i}" for i in range(max(len(v) for v in cells.values()))],
+            "cells": {k: [{"run": f"r{i}", "median": m, "processes": processes, "sd_log": sd_log}
+                          for i, m in enumerate(v)] for k, v in cells.items()}}
+
+
+def test_the_estimate_recovers_a_known_between_run_spread():
+    rng = random.Random(7)
+    b = 0.05 ** 2
+    cells = {f"c{i}": [math.exp(rng.gauss(0, math.sqrt(b))) * (i + 1) for _ in range(6)] for i in range(200)}
+    got, df, n = run_level.estimate(_history(cells))
+    assert n == 200 and df == 200 * 5
+    assert math.sqrt(got) == pytest.approx(0.05, rel=0.15)
+
+
+def test_a_few_cells_that_changed_between_runs_do_not_widen_every_interval():
+    rng = random.Random(3)
+    cells = {f"c{i}": [math.exp(rng.gauss(0, 0.03)) for _ in range(5)] for i in range(40)}
+    cells.update({f"moved{i}": [1.0, 1.5, 1.0, 1.6, 1.1] for i in range(4)})
+    got, _, _ = run_level.estimate(_history(cells))
+    assert math.sqrt(got) < 0.05
+
+
+def test_the_within_run_part_is_taken_out_and_one_earlier_run_counts_for_nothing():
+    assert run_level.estimate(_history({"c": [1.0]})) is None
+    noisy = _history({f"c{i}": [1.0, 1.1, 0.9, 1.05] for i in range(5)}, sd_log=0.5, processes=2)
+    assert run_level.estimate(noisy)[0] == 0.0  # all of the spread is the runs' own process noise
+
+
+def test_the_term_says_where_it_comes_from():
+    assert run_level.term(None, "cpu").basis == "not_recorded"  # a run of a kit that kept no history
+    default = run_level.term({"runs": [], "cells": {}}, "cpu")
+    entry = kitdata.load("run_variation")["classes"]["cpu"]
+    assert default.basis == "default" and default.variance == pytest.approx(entry["sd_log"] ** 2)
+    assert "not calibrated on this host" in default.text and entry["measured"]["df"] >= 1
+    assert run_level.term({"runs": [], "cells": {}}, "gpu").basis == "none"  # never measured on a GPU
+    hist = run_level.term(_history({"a": [1.0, 1.1, 1.2], "b": [2.0, 2.1, 2.0]}), "cpu")
+    assert hist.basis == "history" and "3 earlier runs, 2 cells" in hist.text
+
+
+def test_widening_adds_the_run_level_and_says_so():
+    summ = stats.summarize([1.0, 1.01, 0.99, 1.1, 1.11, 1.09, 0.95, 0.96, 0.94], processes=[3, 3, 3])
+    term = run_level.RunTerm(0.05 ** 2, 100, "history", 4, 10, "run (this host's history)")
+    wide = run_level.widen(summ, term)
+    assert wide["pi_low"] <= summ["pi_low"] and wide["pi_high"] >= summ["pi_high"]
+    big = run_level.widen(summ, run_level.RunTerm(0.3 ** 2, 100, "history", 4, 10, "run"))
+    assert big["pi_low"] < summ["pi_low"] and big["pi_high"] > summ["pi_high"]
+    assert math.sqrt(wide["pi_low"] * wide["pi_high"]) == pytest.approx(summ["median"])
+    assert wide["pi_covers"] == ["process", "run"] and wide["pi_run"]["basis"] == "history"
+    same = run_level.widen(summ, run_level.term(None, "cpu"))
+    assert (same["pi_low"], same["pi_high"]) == (summ["pi_low"], summ["pi_high"])
+    assert same["pi_covers"] == ["process"]
+
+
+def test_later_runs_record_the_earlier_ones_as_this_hosts_history(tmp_path):
+    """Three real runs of one cell, 3 processes each, in one results directory: each run.json holds the
+    central values of the runs before it on this host; with one earlier run the term is the CPU
+    default (labelled), with two it is this host's own."""
+    for _ in range(3):
+        p = cli("run", "--suite", "smoke", "--runner", "local", "--cells", MATMUL, "--repeat", "3",
+                "--quick", "--results", str(tmp_path), "--no-report", timeout=600)
+        assert p.returncode == 0, p.stderr[-2000:]
+    runs = sorted(d for d in tmp_path.iterdir() if d.is_dir())
+    hist = [json.loads((d / "run.json").read_text())["history"] for d in runs]
+    assert hist[0]["runs"] == [] and hist[0]["cells"] == {}
+    assert hist[1]["runs"] == [runs[0].name] and hist[2]["runs"] == [runs[1].name, runs[0].name]
+    (rec,) = [r for k, recs in hist[1]["cells"].items() if k.startswith(MATMUL + " | matmul_time |")
+              for r in recs]
+    assert rec["run"] == runs[0].name and rec["processes"] == 3 and rec["median"] > 0
+    assert [run_level.term(load(d).history, "cpu").basis for d in runs] == ["default", "default", "history"]
+    assert "2 earlier runs" in run_level.term(load(runs[2]).history, "cpu").text
