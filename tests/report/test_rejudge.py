@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import results
+from reprokit import formats, results
 from reprokit.run import rejudge
 
 REPO = Path(__file__).resolve().parents[2]
@@ -165,7 +165,7 @@ def test_a_rejudge_of_a_rejudged_copy_keeps_the_chain_back_to_the_original(tmp_p
     orig = json.loads((H100 / "run.json").read_text())
     one = json.loads((first / "run.json").read_text())
     two = json.loads((second / "run.json").read_text())
-    assert two["schema_version"] == 7 and len(two["rejudged"]) == 2
+    assert two["schema_version"] == formats.version("run") and len(two["rejudged"]) == 2
     assert two["rejudged"][0] == one["rejudged"][0]  # the first rejudge, as the first copy holds it
     assert two["rejudged"][0]["from"] == str(H100)
     assert two["rejudged"][0]["data_snapshot_before"] == orig["data_snapshot"]
