@@ -10,7 +10,7 @@
 processes x iterations per cell from data/cell_costs.yaml; no --repeat); --design old (the default)
 one process per cell, or --repeat K; --design auto the kit's default design by role (no --repeat).
 Each re-run interval is widened by the first run's between-run term (its recorded history of this host,
-else the device class's default: reprokit/analysis/run_level.py); --processes-only leaves it out. Runs
+else the device class's default: reprokit/analysis/run_level.py); --run-term default|none replaces it. Runs
 made under --results see the runs already there as this host's history.
 --calibrate is the calibration benchmark: source 000's PyTorch and TensorFlow cells
 (legacy-2017) and source 003's PyTorch cells (stacked-lstm-2019), two runs back to back with the old
@@ -116,25 +116,27 @@ def cells_of(rundir: Path, process: int | None = None) -> list[dict]:
     return [p for p in (rd.load_cell(c["cell_id"], process) for c in cells) if p is not None]
 
 
-def metrics_of(rundir: Path, process: int | None = None, history: bool = True) -> dict[tuple[str, str], dict]:
+def metrics_of(rundir: Path, process: int | None = None, run_term: str = "recorded"
+               ) -> dict[tuple[str, str], dict]:
     """{(cell id, metric): summary} of every ok cell's metrics with at least 2 samples; each re-run
-    interval widened by the run's between-run term (its recorded history, else the device class's
-    default: reprokit/analysis/run_level.py) unless `history` is False (processes only)."""
-    history_doc = results.RunDir(rundir).load_run().get("history")
+    interval widened by a between-run term (reprokit/analysis/run_level.py): `run_term` "recorded" the
+    run's own (its recorded history, else the device class's default), "default" the device class's
+    default as if the host had no history, "none" processes only."""
+    history_doc = {"recorded": results.RunDir(rundir).load_run().get("history"),
+                   "default": {"runs": [], "cells": {}}, "none": None}[run_term]
     out = {}
     for c in cells_of(rundir, process):
         if c.get("status") != "ok":
             continue
-        term = (run_level.term(history_doc, "gpu" if c.get("device") == "gpu" else "cpu") if history
-                else run_level.term(None, "cpu"))
+        term = run_level.term(history_doc, "gpu" if c.get("device") == "gpu" else "cpu")
         for name, m in (c.get("metrics") or {}).items():
             if len(m.get("samples") or []) >= 2:
                 out[(c["cell_id"], name)] = run_level.widen(stats.summarize_metric(m), term)
     return out
 
 
-def compare(a: Path, b: Path, process: int | None = None, history: bool = True) -> dict:
-    ma, mb = metrics_of(a, process, history), metrics_of(b, process, history)
+def compare(a: Path, b: Path, process: int | None = None, run_term: str = "recorded") -> dict:
+    ma, mb = metrics_of(a, process, run_term), metrics_of(b, process, run_term)
     rows = []
     for key in sorted(set(ma) & set(mb)):
         sa, sb = ma[key], mb[key]
@@ -215,9 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--design", choices=("old", "new", "auto"), default="old",
                    help="old: --repeat K (default 1); new: the fixed multi-process design (--design "
                         "full); auto: the kit's default design by role (no --repeat)")
-    p.add_argument("--processes-only", action="store_true",
-                   help="re-run intervals over processes alone, without the run's between-run term "
-                        "(its history, else the device class's default)")
+    p.add_argument("--run-term", choices=("recorded", "default", "none"), default="recorded",
+                   help="the between-run term of run A's re-run intervals: recorded (its history of "
+                        "this host, else the device class's default), default (the class's default, as "
+                        "if the host had no history), none (processes only)")
     p.add_argument("--calibrate", action="store_true",
                    help="the calibration: 000 PyTorch+TensorFlow and 003 PyTorch, old vs new design")
     args = p.parse_args(argv)
@@ -240,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
             command += f" --process {args.process}"
         if args.min_processes > 1:
             command += f" --min-processes {args.min_processes}"
-        if args.processes_only:
-            command += " --processes-only"
+        if args.run_term != "recorded":
+            command += f" --run-term {args.run_term}"
     else:
         root = Path(args.results)
         root.mkdir(parents=True, exist_ok=True)
@@ -252,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_rerun_coverage: the runs were measured on {len(machines)} machines "
               f"({'; '.join(machines)}); pool pairs of one machine", file=sys.stderr)
         return 2
-    rows = [r for a, b in pairs for r in compare(a, b, args.process, not args.processes_only)["rows"]
+    rows = [r for a, b in pairs for r in compare(a, b, args.process, args.run_term)["rows"]
             if r["processes_a"] >= args.min_processes]
     if not rows:
         print(f"bench_rerun_coverage: no metric measured in {args.min_processes} or more processes in "
