@@ -109,30 +109,30 @@ def satterthwaite(a: float, df_a: int, b: float, df_b: int) -> float:
 
 
 def widen(summary: dict, run_term: RunTerm) -> dict:
-    """The summary with its re-run prediction interval widened by the run term (a copy; a summary
-    without a prediction interval, or on a linear scale, is returned as it is with `pi_covers`)."""
+    """The summary with its re-run prediction interval widened by the run term (a copy). The within-run
+    part s^2 / K is read back from the processes' own interval (t(0.975, K - 1) x s x sqrt(2 / K) on the
+    log scale: reprokit/analysis/stats.py between_process_ci), so a median's interval and an
+    as-published figure's are widened alike. A summary without a prediction interval, or with bounds
+    that are not all positive, is returned as it is, with `pi_covers`."""
     out = dict(summary)
-    between = summary.get("between") or {}
-    medians = between.get("medians") or []
-    k = len(medians)
-    covers = ["process"]
-    if summary.get("pi_low") is None or k < 3 or run_term.variance is None \
-            or not all(m > 0 for m in medians) or not summary.get("median"):
-        out["pi_covers"] = covers if summary.get("pi_low") is not None else None
-        out["pi_run"] = run_term.doc() if summary.get("pi_low") is not None else None
+    lo, hi = summary.get("pi_low"), summary.get("pi_high")
+    k = int(summary.get("processes") or 0)
+    out["pi_run"] = run_term.doc() if lo is not None else None
+    out["pi_covers"] = ["process"] if lo is not None else None
+    if lo is None or hi is None or k < 3 or run_term.variance is None or lo <= 0 or hi <= lo:
         return out
     from reprokit.analysis import stats
 
-    s = statistics.stdev(math.log(m) for m in medians)
-    centre = math.sqrt(summary["pi_low"] * summary["pi_high"])  # the interval is symmetric in logs
     conf = float(summary.get("ci_confidence") or stats.DEFAULT_CONFIDENCE)
-    a, b = s * s / k, run_term.variance
+    own = math.log(hi / lo) / 2  # the processes' own half-width, in logs
+    a = (own / stats.t_quantile(1 - (1 - conf) / 2, k - 1)) ** 2 / 2
+    b = run_term.variance
     df = satterthwaite(a, k - 1, b, run_term.df)
     half = stats.t_quantile(1 - (1 - conf) / 2, df) * math.sqrt(2 * (a + b))
     # never narrower than the processes' own interval: a small, well-known b raises the degrees of
     # freedom, and t would shrink faster than the variance grows
-    half = max(half, math.log(summary["pi_high"] / summary["pi_low"]) / 2)
+    half = max(half, own)
+    centre = math.sqrt(lo * hi)  # the interval is symmetric in logs
     out["pi_low"], out["pi_high"] = centre * math.exp(-half), centre * math.exp(half)
-    out["pi_covers"] = covers + ["run"]
-    out["pi_run"] = run_term.doc()
+    out["pi_covers"] = ["process", "run"]
     return out

@@ -30,9 +30,11 @@ class Term:
     value: float  # relative
     source: str | None  # where it comes from; None: the kit's own choice or unsourced
     verified: bool
+    kind: str | None = None  # the device class of a between-unit term
 
     def doc(self) -> dict:
-        return {"term": self.name, "value": self.value, "source": self.source, "verified": self.verified}
+        return {"term": self.name, "value": self.value, "source": self.source, "verified": self.verified,
+                "kind": self.kind}
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def between_unit(kind: str) -> Term:
     """The between-unit term of device class `kind` ("gpu" or "cpu")."""
     entry = kitdata.load("unit_variation")["classes"][kind]
     return Term("between_unit", float(entry["value"]), entry.get("source") or entry.get("why"),
-                bool(entry["verified"]))
+                bool(entry["verified"]), kind)
 
 
 def for_number(number: dict, source: dict, device_kind: str) -> Tolerance:

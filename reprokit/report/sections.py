@@ -112,11 +112,14 @@ def source_tolerance(source: dict, rows: list[dict]) -> dict:
     for r in rows:
         for term in r["analysis"].get("tolerance_terms") or []:
             if term["term"] != "rounding":
-                seen.setdefault((term["term"], term["value"], term["verified"]), term)
-    words = {"between_unit": "between units of one model", "stated": "stated by the source"}
-    parts = ["each figure's rounding"] + [
-        f"{words[t['term']]} {100 * t['value']:.3g} %{'' if t['verified'] else ' (unverified)'}"
-        for t in seen.values()]
+                seen.setdefault((term["term"], term.get("kind"), term["value"], term["verified"]), term)
+
+    def words(t: dict) -> str:
+        kind = f" {t['kind'].upper()}" if t.get("kind") else ""
+        what = f"between units of one{kind} model" if t["term"] == "between_unit" else "stated by the source"
+        return f"{what} {100 * t['value']:.3g} %{'' if t['verified'] else ' (unverified)'}"
+    parts = ["each figure's rounding"] + [words(t) for t in sorted(seen.values(), key=lambda t: (
+        t["term"], str(t.get("kind"))), reverse=True)]
     return {"flat": None, "text": "tolerance per number: " + " + ".join(parts)}
 
 

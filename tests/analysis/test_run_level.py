@@ -85,3 +85,14 @@ def test_later_runs_record_the_earlier_ones_as_this_hosts_history(tmp_path):
     assert rec["run"] == runs[0].name and rec["processes"] == 3 and rec["median"] > 0
     assert [run_level.term(load(d).history, "cpu").basis for d in runs] == ["default", "default", "history"]
     assert "2 earlier runs" in run_level.term(load(runs[2]).history, "cpu").text
+
+
+def test_an_as_published_figures_interval_is_widened_like_a_medians():
+    """A figure of the source's own definition (reprokit/analysis/published_metric.py) has its
+    processes' interval but no iteration medians: the within-run part is read back from the interval."""
+    median = stats.summarize([1.0, 1.01, 0.99, 1.1, 1.11, 1.09, 0.95, 0.96, 0.94], processes=[3, 3, 3])
+    figure = {k: median[k] for k in ("pi_low", "pi_high", "processes", "median", "ci_confidence")}
+    term = run_level.RunTerm(0.1 ** 2, 50, "history", 4, 10, "run")
+    a, b = run_level.widen(median, term), run_level.widen(figure, term)
+    assert (a["pi_low"], a["pi_high"]) == pytest.approx((b["pi_low"], b["pi_high"]))
+    assert b["pi_covers"] == ["process", "run"] and b["pi_high"] > median["pi_high"]

@@ -19,7 +19,7 @@ def test_a_gpu_figure_gets_its_rounding_and_the_sourced_between_unit_term():
     tol = tolerance.for_number({"value": 3.6}, {}, "gpu")
     rounding, unit = tol.terms
     assert rounding.name == "rounding" and rounding.value == pytest.approx(0.05 / 3.6)
-    assert unit.name == "between_unit" and unit.value == 0.08 and unit.verified
+    assert unit.name == "between_unit" and unit.value == 0.08 and unit.verified and unit.kind == "gpu"
     assert "2208.11035" in unit.source and "8% (max" in unit.source
     assert tol.value == pytest.approx(0.05 / 3.6 + 0.08)
     assert tol.text() == "± 9.39 % (rounding 1.39 % + between units 8 %)"
