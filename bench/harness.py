@@ -315,6 +315,15 @@ def _add_gpu_runtime(fingerprint, cache_before):
         fingerprint["cuda_cache"] = {"error": "%s: %s" % (type(e).__name__, e)}
 
 
+def _driver_load():
+    """Which libcuda the cell loaded and whether it fits the image's glibc (bench/driver_load.py)."""
+    try:
+        import driver_load
+        return driver_load.record()
+    except Exception as e:  # never costs a measurement
+        return {"error": "%s: %s" % (type(e).__name__, e)}
+
+
 def jit_cache_state(device, cache):
     """The cell result's `jit_cache` from its CUDA JIT cache record (bench/gpu_runtime.py
     jit_cache_state, the rules the host reads too); "n/a" on a CPU."""
@@ -452,6 +461,8 @@ def run_cell(cell, job, process=None):
     if threads is not None:  # the cores the host counts in this cell's peak
         result["threads"] = threads
     _add_gpu_runtime(result["stack_fingerprint"], cache_before)
+    if ctx.device == "gpu" and isinstance(result["stack_fingerprint"], dict):
+        result["stack_fingerprint"]["driver_load"] = _driver_load()
     result["jit_cache"] = jit_cache_state(ctx.device, (result["stack_fingerprint"] or {}).get("cuda_cache")
                                           if isinstance(result["stack_fingerprint"], dict) else None)
     if ctx.extra:

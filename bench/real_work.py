@@ -80,10 +80,14 @@ class Check(object):
             check = {"what": what, "part": part, "before": _json(b), "after": _json(a)}
             if defect is None:
                 check["ok"] = moved
-                if not moved:
+                name = "weights" if single else part + " weights"
+                if not moved and _finite(b) and not _finite(a):
+                    reasons.append("the %s became non-finite over the timed %s steps (digest %r before, "
+                                   "%r after): the training diverged, so the steps timed were not the "
+                                   "published work" % (name, self.phase, b, a))
+                elif not moved:
                     reasons.append("the %s did not change over the timed %s steps (digest %r before, "
-                                   "%r after): no update was applied"
-                                   % ("weights" if single else part + " weights", self.phase, b, a))
+                                   "%r after): no update was applied" % (name, self.phase, b, a))
             else:
                 still = _finite(b) and _finite(a) and a == b
                 check.update(ok=still, expected_still=defect)

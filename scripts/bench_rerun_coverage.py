@@ -116,19 +116,37 @@ def cells_of(rundir: Path, process: int | None = None) -> list[dict]:
     return [p for p in (rd.load_cell(c["cell_id"], process) for c in cells) if p is not None]
 
 
+def history_for(rundir: Path, run_term: str) -> dict | None:
+    """The history run_level.term reads for `run_term` (see metrics_of)."""
+    return {"recorded": lambda: results.RunDir(rundir).load_run().get("history"),
+            "default": lambda: {"runs": [], "cells": {}}, "none": lambda: None}[run_term]()
+
+
+def device_class(cell: dict) -> str:
+    return "gpu" if cell.get("device") == "gpu" else "cpu"
+
+
+def term_record(rundir: Path, run_term: str) -> dict:
+    """Run A's between-run term as rerun_coverage.json records it (the device class of its first ok
+    cell; a run's cells share one)."""
+    cls = next((device_class(c) for c in cells_of(rundir, None) if c.get("status") == "ok"), "cpu")
+    t = run_level.term(history_for(rundir, run_term), cls)
+    return {"run": rundir.name, "sd_log": math.sqrt(t.variance) if t.variance is not None else None,
+            "df": t.df, "earlier_runs": t.runs}
+
+
 def metrics_of(rundir: Path, process: int | None = None, run_term: str = "recorded"
                ) -> dict[tuple[str, str], dict]:
     """{(cell id, metric): summary} of every ok cell's metrics with at least 2 samples; each re-run
     interval widened by a between-run term (reprokit/analysis/run_level.py): `run_term` "recorded" the
     run's own (its recorded history, else the device class's default), "default" the device class's
     default as if the host had no history, "none" processes only."""
-    history_doc = {"recorded": results.RunDir(rundir).load_run().get("history"),
-                   "default": {"runs": [], "cells": {}}, "none": None}[run_term]
+    history_doc = history_for(rundir, run_term)
     out = {}
     for c in cells_of(rundir, process):
         if c.get("status") != "ok":
             continue
-        term = run_level.term(history_doc, "gpu" if c.get("device") == "gpu" else "cpu")
+        term = run_level.term(history_doc, device_class(c))
         for name, m in (c.get("metrics") or {}).items():
             if len(m.get("samples") or []) >= 2:
                 out[(c["cell_id"], name)] = run_level.widen(stats.summarize_metric(m), term)
@@ -181,6 +199,14 @@ def summarize_rows(rows: list[dict]) -> dict:
         "processes": max(r["processes_a"] for r in rows), "interval_labels": labels,
     }
     return summary
+
+
+def same_kind(m: dict, n: dict) -> bool:
+    """Two measurements of the same kind of interval: one process per cell or several, and the same
+    between-run term basis (a measurement without one compared the processes' own intervals)."""
+    def basis(x: dict) -> str:
+        return (x.get("run_term") or {}).get("basis", "none")
+    return (m["summary"]["processes"] > 1) == (n["summary"]["processes"] > 1) and basis(m) == basis(n)
 
 
 def max_load(rundir: Path) -> float | None:
@@ -287,10 +313,15 @@ def main(argv: list[str] | None = None) -> int:
                  "runs": [r.name for r in runs], "summary": s, "wall_s": [wall_of(r) for r in runs],
                  "load_1min": [max_load(r) for r in runs],
                  "design": ("new" if results.RunDir(a).load_run().get("design") and not args.process
-                            else "old")}
-        # one measurement per kind of interval: one process per cell, or several
-        doc["measurements"] = [m for m in doc["measurements"]
-                               if (m["summary"]["processes"] > 1) != (s["processes"] > 1)] + [entry]
+                            else "old"),
+                 "run_term": {"basis": {"recorded": "history"}.get(args.run_term, args.run_term),
+                              "pairs": [term_record(a, args.run_term) for a, _ in pairs]}}
+        if args.run_term == "recorded" and any(p["sd_log"] is None for p in entry["run_term"]["pairs"]):
+            entry["run_term"]["basis"] = "none"  # a run A without a history or default has no term
+        elif args.run_term == "recorded" and all(p["df"] == 0 for p in entry["run_term"]["pairs"]):
+            entry["run_term"]["basis"] = "default"  # no run A had a usable history
+        # one measurement per kind of interval (one process per cell, or several) and term basis
+        doc["measurements"] = [m for m in doc["measurements"] if not same_kind(m, entry)] + [entry]
         doc["measurements"].sort(key=lambda m: m["summary"]["processes"])
         files.write_json_atomic(out, doc, "rerun_coverage")
         print(f"wrote {out}")

@@ -12,7 +12,8 @@
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 -d .whl jsonschema==4.26.0 \
 #     referencing==0.37.0 jsonschema-specifications==2025.9.1 rpds-py==0.30.0 ruptures==1.1.10 docker==7.1.0
-# DEVICE=cpu runs the same steps on the CPU (to rehearse the script on a machine without a GPU).
+# DEVICE=cpu runs the same steps on the CPU (to rehearse the script on a machine without a GPU;
+# tests/scripts/test_gpu_session.py does, with CLAIMS_S=60 to shorten the claims step).
 set -u
 OUT=${OUT:?set OUT to the directory that comes back}
 DEADLINE_S=${DEADLINE_S:-420}  # one call of at most 7 minutes leaves a 15-minute lease room to rerun
@@ -104,7 +105,7 @@ if [ "$PLAN" = third ]; then
   # the cells whose claims can be decided on this GPU run 3 to 6 processes each until decided, in order
   # of claim pairs per second; the rest (context) once, if time is left. Then the smallest 000
   # configuration in 3 processes beside the independent timing of step 3.
-  T=$(( $(left) - 150 )); (( T > 300 )) && T=300
+  T=$(( $(left) - 150 )); (( T > ${CLAIMS_S:-300} )) && T=${CLAIMS_S:-300}  # CLAIMS_S: a shorter rehearsal
   step stacked-2019-claims $(( T + 40 )) "$PY" reproduce.py run --suite stacked-lstm-2019 --cells '003/pytorch/*' \
     --time-limit "${T}s" --device "$DEVICE" --runner local --results "$W/results" $STK
   pack

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import files, kitdata
-from reprokit.analysis import claims, devices, flops, roofline, table_checks
+from reprokit.analysis import claims, devices, flops, roofline, standins, table_checks
 from reprokit.catalog import suites
 from reprokit.errors import UserError
 
@@ -193,7 +193,39 @@ def _check_cells(cells: dict[str, suites.Cell], where: dict[str, str]) -> list[F
                                             f"{c.workload}.py never reports",
                                    "record it in the workload (ctx.measure / ctx.record_timed), or drop it "
                                    f"from the cell's metrics in suites/{where[cid]}.yaml"))
+    for workload, text in sorted(texts.items()):
+        out += _check_substitutes(workload, text or "")
     return out
+
+
+def _substitutes(text: str) -> list[tuple[str, str]]:
+    """(original, used) of every `ctx.substitute(original, used, why)` whose first two arguments are
+    string literals; one built at run time is not seen (the run's report classifies it)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "substitute" and len(node.args) >= 2
+                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args[:2])):
+            out.append((node.args[0].value, node.args[1].value))
+    return out
+
+
+def _check_substitutes(workload: str, text: str) -> list[Finding]:
+    """A substitution the workload records that standins.yaml does not classify counts as a mechanism
+    stand-in: every number it measures would get no verdict."""
+    return [Finding(PROBLEM, f"bench/workloads/{workload}.py substitutes {used!r} for {original!r}, which "
+                             "reprokit/data/standins.yaml does not classify, so its numbers would get no "
+                             "verdict (an unclassified stand-in counts as another mechanism)",
+                    "add an entry to reprokit/data/standins.yaml whose `original` matches it, with its kind "
+                    "(`framework` for another framework running the published algorithm)")
+            for original, used in sorted(set(_substitutes(text)))
+            if not standins.classify({"original": original, "used": used})["classified"]]
 
 
 def _check_claims(source: str, cells: dict[str, suites.Cell]) -> list[Finding]:
@@ -270,6 +302,8 @@ def lint(source: str) -> list[Finding]:
                              "write the source's published table there (docs/adding-a-benchmark.md)"))
     cells, where, suite_problems = _source_cells(source)
     found += suite_problems
+    if suite_problems and not cells:  # its cells are in a suite that does not load: what names them
+        return sorted(found + _check_defaults(source, path), key=lambda f: f.kind != PROBLEM)  # waits
     if not cells:
         found.append(Finding(PROBLEM, f"no suite has a cell of source {source}",
                              f"add a group with `source: \"{source}\"` to a suite in reprokit/data/suites/ "

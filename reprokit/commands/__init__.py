@@ -10,6 +10,7 @@ COMMANDS = {
     "fingerprint": "print this host's fingerprint as JSON",
     "preflight": "say, per cell, whether it can run here and why not",
     "build": "build the stack images and write the lock file",
+    "audit-binaries": "read the GPU code in the stacks' CUDA binaries; compile their PTX for today's GPUs",
     "archive": "save a suite's images with their lock file into one file",
     "restore": "load an archive on another machine and verify it",
     "export": "write a run as an RO-Crate a reviewer can verify offline",

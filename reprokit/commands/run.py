@@ -98,7 +98,7 @@ def run(args) -> int:
         shown = "; ".join(f"{c.cell_id}: {c.partial}" for c in partial[:3])
         say(f"{len(partial)} cell(s) reported from the processes they finished: {shown}"
             + ("; ..." if len(partial) > 3 else ""))
-    if not run.measured():
+    if not run.measured() and not run.not_ok():
         from reprokit.reader.model import NOTHING_MEASURED
         say(f"reproduce.py: {NOTHING_MEASURED}")
     return run.exit_code

@@ -28,6 +28,7 @@ FORMATS = (
     Format("data_sets", {1: "2026-11-24: first version (`reproduce.py data --json`; no schema)"}),
     Format("probe_cache", {1: "2026-11-24 (e6fabb5): first version"}),
     Format("rerun_coverage", {1: "2026-11-24 (c564cf4): first version"}),
+    Format("binary_audit", {1: "2026-11-29: first version (`reproduce.py audit-binaries`)"}),
     Format("cell_times", {1: "2026-11-24 (e34c25d): first version"}),
     Format("stack_attempts", {1: "2026-11-24 (6308c98): first version"}),
     Format("published", {1: "2026-11-21: first version (reprokit/catalog/published_csv.py writes it from "

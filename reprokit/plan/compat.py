@@ -69,6 +69,7 @@ def stack_from_compat(name: str, compat: Mapping[str, Any], *, needs_gpu: bool =
         "name": name,
         "image": image,
         "require_cuda": image_requirement(image) if entry["gpu"] else None,
+        "image_glibc": image_glibc(image) if entry["gpu"] else None,
         "cuda_compat": entry.get("cuda_compat"),
         "needs_gpu": needs_gpu,
         "gpu": entry["gpu"],
@@ -76,6 +77,21 @@ def stack_from_compat(name: str, compat: Mapping[str, Any], *, needs_gpu: bool =
         "binaries": [dict(compat["binaries"][b], id=b) for b in entry["binaries"]],
         "blockers": [dict(b) for b in compat["blockers"] if name in b["stacks"]],
     }
+
+
+def image_glibc(image: str) -> str | None:
+    """The glibc of an image's GPU flavour: its base image's in images/_blocks/distros.yaml; None where
+    the recipe, its base or the base's glibc is not recorded."""
+    from reprokit import files, kitdata
+
+    path = files.IMAGES / image / "recipe.yaml"
+    if not path.is_file():
+        return None
+    doc = kitdata.load_path(path, "recipe")
+    base = (((doc.get("flavours") or {}).get("gpu") or {}).get("build_args") or {}).get("BASE_IMAGE")
+    distros = kitdata.load_path(files.IMAGES / "_blocks" / "distros.yaml", "distros")["distros"]
+    glibc = (distros.get(base) or {}).get("glibc") if base else None
+    return str(glibc) if glibc else None
 
 
 def image_requirement(image: str) -> str | None:

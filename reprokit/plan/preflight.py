@@ -128,6 +128,7 @@ def host_from_fingerprint(
             gpus[-1]["mig_enabled"] = mig_enabled(gpu)
     return {
         "host_id": fp.get("host_id"),
+        "driver_glibc_needed": (nvidia.get("driver_libraries") or {}).get("glibc_needed"),
         "engine_present": engine_present,
         "images": dict(images or {}),
         "launcher": launcher,
@@ -318,9 +319,31 @@ def _check_gpus(
     for gpu in used:
         _check_blockers(v, stack, gpu)
     if runs_images(runner, host):
+        _check_glibc(v, stack, host)
         for gpu in used:
             _check_probe(v, stack, host, gpu, bool(jit_on[id(gpu)]), probes or [], probe_cell,
                          probe_command(runner, host))
+
+
+def _check_glibc(v: _Verdict, stack: Mapping[str, Any], host: Mapping[str, Any]) -> None:
+    """The host driver's libraries, which the container toolkit injects into the image, need a C
+    library at least as new as the newest GLIBC_ version they require (host fingerprint
+    nvidia.driver_libraries, read from their .gnu.version_r); an older image's glibc cannot load them,
+    and the framework then says only that CUDA is unavailable (nvidia-container-toolkit#543)."""
+    need, have = host.get("driver_glibc_needed"), stack.get("image_glibc")
+    if not need or not have:
+        return
+    image = f"images/{stack.get('image')}"
+    if version_tuple(have) >= version_tuple(need):
+        v.check("glibc", True, f"{image} has glibc {have}; the host's driver libraries need >= {need}")
+        return
+    v.check("glibc", True,
+            f"{image} has glibc {have}, below {need} that the host's driver libraries need: the injected "
+            "libcuda will not load in it (CUDA unavailable) unless the image's own CUDA compat libraries "
+            "are used instead",
+            reason=f"warning: {image}'s glibc {have} is older than the {need} the host's driver libraries "
+                   "need: expect CUDA to be unavailable in it; use a newer image or a host driver built "
+                   "for older glibc")
 
 
 def _check_gpu_count(v: _Verdict, host: Mapping[str, Any], needed: int) -> list:

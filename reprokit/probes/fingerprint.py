@@ -385,8 +385,42 @@ def nvml_gpus(nvml: ModuleType | None = None) -> tuple[list[dict[str, Any]], dic
             errors["shutdown"] = _err(e)
     summary = {"available": True, "driver_version": driver, "cuda_driver_version": cuda_driver,
                "cuda_driver_version_int": cuda_int, "nvml_version": nvml_version,
-               "device_count": count, "errors": errors}
+               "device_count": count, "errors": errors, "driver_libraries": driver_libraries()}
     return gpus, summary
+
+
+DRIVER_SONAMES = ("libcuda.so.1", "libnvidia-ml.so.1")  # what the container toolkit injects, at least
+
+
+def driver_libraries(sonames: tuple[str, ...] = DRIVER_SONAMES,
+                     maps_path: str = "/proc/self/maps") -> dict[str, Any]:
+    """The driver's user-space libraries on this host as the loader finds them, each with the newest
+    GLIBC_ version it requires (bench/driver_load.py reads their .gnu.version_r), and the newest of
+    them, `glibc_needed`: what an image's glibc must reach for the container toolkit's injected copies
+    to load (preflight's glibc check). Never raises."""
+    import ctypes
+
+    load = files.bench_module("driver_load")
+    out: dict[str, Any] = {"libraries": {}, "glibc_needed": None}
+    for soname in sonames:
+        try:
+            ctypes.CDLL(soname)
+            stem = os.path.basename(soname).split(".so")[0] + ".so"
+            with open(maps_path) as f:
+                paths = sorted({line.split(None, 5)[5].strip() for line in f
+                                if len(line.split(None, 5)) == 6
+                                and os.path.basename(line.split(None, 5)[5].strip()).startswith(stem)})
+            if not paths:
+                out["libraries"][soname] = {"error": "loaded but not in " + maps_path}
+                continue
+            real = os.path.realpath(paths[0])
+            needs = load.glibc_needs(real)
+            out["libraries"][soname] = {"path": real, "glibc_needed": needs[-1] if needs else None}
+        except Exception as e:  # OSError (not installed), ValueError (not ELF): said, never raised
+            out["libraries"][soname] = {"error": _err(e)}
+    needed = [x["glibc_needed"] for x in out["libraries"].values() if x.get("glibc_needed")]
+    out["glibc_needed"] = max(needed, key=load.version_tuple) if needed else None
+    return out
 
 
 # -- the whole host --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ processes (`gpu_health`) and the measured GEMM rate beside the datasheet peak (`
 from __future__ import annotations
 
 from reprokit import kitdata
-from reprokit.analysis import flops, stats
+from reprokit.analysis import flops, run_level, stats
 from reprokit.probes import jit_cache
 from reprokit.reader.frozen import mapping
 from reprokit.reader.model import Run
@@ -142,11 +142,12 @@ def rerun_coverage(repeat: int = 1, run: Run | None = None) -> dict | None:
     found = [m for m in doc["measurements"] if (m["summary"]["processes"] > 1) == (repeat > 1)]
     if not found:
         return None
-    m = found[-1]
+    basis = _term_basis(run)  # the measurement of intervals widened as this run's are, where there is one
+    m = next((m for m in reversed(found) if _basis_of(m) == basis), found[-1])
     s = m["summary"]
     per_cell = "one process per cell" if s["processes"] == 1 else f"{s['processes']} processes per cell"
     short = (f"{s['inside']} of {s['pairs']} medians of a second run ({s['coverage']:.0%}) fell inside the "
-             f"first run's intervals, {per_cell}")
+             f"first run's intervals, {per_cell}{TERM_TEXT[_basis_of(m)]}")
     text = (f"{short} ({', '.join(s['interval_labels'])}); the medians moved by {s['shift_median']:.1%} "
             f"(median over metrics; {s['shift_p90']:.0%} at the 90th percentile) while the intervals' median "
             f"half-width was {s['half_width_median']:.1%} ({m['command']}, {m['machine']}, {m['date']}"
@@ -155,7 +156,23 @@ def rerun_coverage(repeat: int = 1, run: Run | None = None) -> dict | None:
     # calibration quoted as this run's
     return {"text": text, "short": short, "command": m["command"], "machine": m["machine"], "date": m["date"],
             "current": any("re-run" in label or "prediction" in label for label in s["interval_labels"]),
-            "other_device": other, **s}
+            "other_device": other, "run_term": {"basis": _basis_of(m)}, **s}
+
+
+TERM_TEXT = {"history": " with the between-run term of the host's history",
+             "default": " with the kit's default between-run term", "none": ""}
+
+
+def _basis_of(m: dict) -> str:
+    """The between-run term a measurement's intervals carried (none: the processes' own)."""
+    return (m.get("run_term") or {}).get("basis", "none")
+
+
+def _term_basis(run: Run | None) -> str:
+    if run is None:
+        return "none"
+    basis = run_level.term(run.history, "gpu" if run.device == "gpu" else "cpu").basis
+    return basis if basis in TERM_TEXT else "none"
 
 
 def _loads(m: dict) -> str:

@@ -125,6 +125,8 @@ def look(ex: Execution, rnd: int) -> None:
                "the cells run all their processes")
         return
     for c, procs in looking:
+        if c.id not in merged or not merged[c.id].measured:  # no process measured anything: nothing
+            continue  # was decided (it runs its processes, and the run says why they failed)
         open_items = still.get(c.id) or []
         if open_items and rnd < max(procs):
             continue

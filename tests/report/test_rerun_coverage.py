@@ -80,12 +80,14 @@ def test_compare_process_n_reads_each_cells_process_file(tmp_path):
     assert _shifts(per_process.stdout) == _shifts(plain.stdout)  # the process files: cpu-a vs cpu-b
 
 
-def test_the_packaged_measurement_is_valid_and_quoted():
+def test_the_packaged_measurement_is_valid_and_quoted(monkeypatch):
     path = REPO / "reprokit" / "data" / "rerun_coverage.json"
     assert path.exists(), "the packaged re-run coverage measurement is gone (scripts/bench_rerun_coverage.py)"
     doc = json.loads(path.read_text())
     assert validate.errors("rerun_coverage", doc) == []
-    for m in doc["measurements"]:
+    for m in doc["measurements"]:  # each quoted for a run whose intervals carry its between-run term
+        basis = (m.get("run_term") or {}).get("basis", "none")
+        monkeypatch.setattr(run_health, "_term_basis", lambda run, basis=basis: basis)
         quoted = run_health.rerun_coverage(m["summary"]["processes"])
         assert f"{m['summary']['inside']} of {m['summary']['pairs']}" in quoted["text"]
         assert m["command"] in quoted["text"] and m["date"] in quoted["text"]
@@ -143,3 +145,36 @@ def test_the_bound_simulation_reproduces_t_coverage_and_the_large_k_limits():
     assert small["over_rms_drift"] > 3.3 and small["over_median_drift"] > 4.8
     assert large["over_rms_drift"] == pytest.approx(1.96, abs=0.05)
     assert large["over_median_drift"] == pytest.approx(1.96 / 0.6745, abs=0.1)
+
+
+def test_each_between_run_term_is_its_own_measurement_and_a_report_quotes_its_own(tmp_path, monkeypatch):
+    out = tmp_path / "rc.json"
+    script = [sys.executable, str(REPO / "scripts" / "bench_rerun_coverage.py"), "--compare",
+              str(RUNS / "cpu-a"), str(RUNS / "cpu-b"), "--write", str(out)]
+    for term in ("none", "default", "recorded"):
+        proc = subprocess.run(script + ["--run-term", term], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert validate.errors("rerun_coverage", doc) == []
+    # cpu-a recorded no history: "recorded" has no term, the same kind as "none", which it replaced
+    assert [m["run_term"]["basis"] for m in doc["measurements"]] == ["default", "none"]
+    default, none = doc["measurements"]
+    assert default["run_term"]["pairs"] == [{"run": "cpu-a", "sd_log": pytest.approx(0.068, abs=0.01),
+                                             "df": 0, "earlier_runs": 0}]
+    assert none["run_term"]["pairs"][0]["sd_log"] is None
+    assert default["summary"]["half_width_median"] > none["summary"]["half_width_median"]
+    assert default["summary"]["inside"] >= none["summary"]["inside"]
+
+    from reprokit import results
+    from reprokit.reader.model import Run
+
+    load = run_health.kitdata.load
+    monkeypatch.setattr(run_health.kitdata, "load",
+                        lambda name, *a, **k: doc if name == "rerun_coverage.json" else load(name, *a, **k))
+    doc_a = results.RunDir(RUNS / "cpu-a").load_run()
+    without = Run.from_doc(doc_a)
+    with_default = Run.from_doc({**doc_a, "history": {"runs": [], "cells": {}}})
+    k = default["summary"]["processes"]
+    assert run_health.rerun_coverage(k, without)["run_term"]["basis"] == "none"
+    quoted = run_health.rerun_coverage(k, with_default)
+    assert quoted["run_term"]["basis"] == "default" and "the kit's default between-run term" in quoted["text"]

@@ -29,6 +29,14 @@ def test_training_must_move_the_weights():
     assert not got["ok"] and "the weights did not change" in got["reason"]
     nan = real_work.Check("train", state=lambda: float("nan"))
     assert not nan.check(nan.before(), None)["ok"]
+    # weights that were finite and became NaN: the training diverged (Adam at the published lr 1.0
+    # did, once, in 003's TensorFlow cuDNN stand-in), which is not "no update was applied"
+    diverged = real_work.Check("train", state=lambda: w[0])
+    before = diverged.before()
+    w[0] = float("nan")
+    got = diverged.check(before, None)
+    assert not got["ok"] and "became non-finite" in got["reason"] and "diverged" in got["reason"]
+    assert "no update was applied" not in got["reason"]
 
 
 def test_the_last_timed_output_must_match_an_untimed_reference():

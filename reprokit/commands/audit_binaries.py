@@ -1,0 +1,63 @@
+"""`reproduce.py audit-binaries [--binary ID ...] [--arch sm_90,sm_100]`: read the GPU code of the
+stacks' CUDA binaries that a registry serves, and whether their PTX compiles for today's GPUs
+(reprokit/containers/binary_audit.py). Writes reprokit/data/binary_audit.json (or --write FILE);
+compat.yaml's `binaries:` cite it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reprokit import files, validate
+from reprokit.errors import UserError
+
+DEFAULT_ARCHS = "sm_90,sm_100"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--binary", nargs="+", metavar="ID", default=[],
+                   help="audit only these binaries of compat.yaml (default: every one with a `fetch`)")
+    p.add_argument("--arch", default=DEFAULT_ARCHS,
+                   help=f"compile each module's highest PTX for these (default {DEFAULT_ARCHS})")
+    p.add_argument("--cache", default=str(files.REPO / "results" / "binary-audit"), metavar="DIR",
+                   help="where the wheels and tools are kept between runs (default results/binary-audit)")
+    p.add_argument("--limit-s", type=float, default=600.0, metavar="S",
+                   help="compile seconds per file and architecture before the rest is left (default 600)")
+    p.add_argument("--write", default=str(files.REPO / "reprokit" / "data" / "binary_audit.json"),
+                   metavar="FILE", help="the audit file to update (default reprokit/data/binary_audit.json)")
+
+
+def run(args) -> int:
+    from reprokit.containers import binary_audit
+    from reprokit.plan.compat import load_compat
+
+    binaries = load_compat()["binaries"]
+    fetchable = {k: v for k, v in binaries.items() if v.get("fetch")}
+    unknown = [b for b in args.binary if b not in binaries]
+    if unknown:
+        raise UserError(f"unknown binary {unknown[0]!r}; compat.yaml's binaries with a fetch: "
+                        f"{', '.join(sorted(fetchable))}")
+    without = [b for b in args.binary if b not in fetchable]
+    if without:
+        raise UserError(f"compat.yaml binary {without[0]!r} has no `fetch` (no registry here serves it); "
+                        "choose among: " + ", ".join(sorted(fetchable)))
+    archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+    if not archs or any(not a.startswith("sm_") or not a[3:].isdigit() for a in archs):
+        raise UserError(f"--arch {args.arch!r}: give architectures as sm_NN, comma-separated "
+                        "(e.g. sm_90,sm_100)")
+    cache = Path(args.cache)
+    tools = binary_audit.find_tools(cache)
+    out = Path(args.write)
+    doc = {"schema_version": 1, "kind": "binary_audit", "audits": {}}
+    if out.exists():
+        doc = json.loads(out.read_text())
+        validate.check("binary_audit", doc, str(out))
+    command = "reproduce.py audit-binaries" + (f" --binary {' '.join(args.binary)}" if args.binary else "") \
+        + (f" --arch {args.arch}" if args.arch != DEFAULT_ARCHS else "")
+    versions = tools.versions()
+    for binary_id in args.binary or sorted(fetchable):
+        rec = binary_audit.audit_binary(binary_id, fetchable[binary_id], tools, cache, archs, args.limit_s)
+        doc["audits"][binary_id] = {**rec, "command": command, "tools": versions}
+        files.write_json_atomic(out, doc, "binary_audit")  # each binary kept as soon as it is done
+    print(f"wrote {out}")
+    return 0

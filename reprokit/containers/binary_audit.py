@@ -1,0 +1,196 @@
+"""Which GPU architectures a stack's CUDA binaries carry code for, read from the binaries themselves.
+
+`reproduce.py audit-binaries` takes every binary of compat.yaml that says where a public registry serves
+it (`fetch`: a pip requirement for a target interpreter and platform, and the files in the wheel that
+hold device code), downloads the wheel (pip download, cached), and for each of those files:
+
+- lists its device code (reprokit/containers/fatbin.py reads the fatbins: NVIDIA's cuobjdump from
+  PyPI refuses files with sm_30 code): the SASS architectures (ELF cubins) and PTX versions
+  (compute_XX), and the modules (fatbins);
+- compiles each module's highest PTX for every requested architecture with ptxas (`-arch=sm_90 -o
+  /dev/null`): compiles yes/no, the kernels (`.entry`) and the compile seconds, which is the JIT cost a
+  first start on that GPU pays (the driver's JIT compiles the same PTX; the seconds are this
+  machine's CPU's), within a time limit per architecture (`complete` false when it ran out).
+
+The records go to reprokit/data/binary_audit.json (schema binary_audit), with the command, the date,
+the tools' versions and the wheel's sha256; compat.yaml's `binaries:` entries cite them (evidence V)
+and tests/containers/test_binary_audit.py keeps the two equal. Binaries nothing here can fetch
+(cuDNN and cuBLAS from NVIDIA's repositories, torch 0.1 from download.pytorch.org) keep their own
+evidence, with the reason.
+
+ptxas comes from PATH or PyPI's nvidia-cuda-nvcc wheel.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprokit.containers import fatbin
+from reprokit.errors import UserError
+
+TOOL_WHEELS = {"ptxas": "nvidia-cuda-nvcc", "fatbinary": "nvidia-cuda-nvcc", "nvcc": "nvidia-cuda-nvcc",
+               "cuobjdump": "nvidia-cuda-cuobjdump"}  # PyPI wheels that carry NVIDIA's CUDA tools
+
+
+@dataclass(frozen=True)
+class Tools:
+    ptxas: str
+
+    def versions(self) -> dict[str, str]:
+        out = subprocess.run([self.ptxas, "--version"], capture_output=True, text=True, timeout=60).stdout
+        m = re.search(r"release \S+, V(\S+)", out)
+        return {"ptxas": m.group(1) if m else "unknown", "reader": "reprokit/containers/fatbin.py"}
+
+
+def cuda_tool(name: str, cache: Path) -> str:
+    """A CUDA tool (ptxas, fatbinary, cuobjdump): from PATH, else from the PyPI wheel that carries it,
+    fetched into `cache`; one line naming what is missing and the fix otherwise."""
+    path = shutil.which(name)
+    if path:
+        return path
+    wheel = TOOL_WHEELS[name]
+    where = cache / "tools" / wheel
+    hits = sorted(where.rglob(f"bin/{name}")) if where.is_dir() else []
+    if not hits:
+        where.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                               "--only-binary=:all:", wheel, "-d", str(where)],
+                              capture_output=True, text=True, timeout=1800)
+        for whl in where.glob("*.whl"):
+            with zipfile.ZipFile(whl) as z:
+                z.extractall(where / "x")
+        hits = sorted(where.rglob(f"bin/{name}"))
+        if not hits:
+            raise UserError(f"{name} not found on PATH and PyPI's {wheel} wheel gave none "
+                            f"({proc.stderr.strip()[-200:] or 'no error'}); install the CUDA toolkit's "
+                            f"{name} or make PyPI reachable")
+    for hit in hits[0].parent.iterdir():  # a wheel keeps no file modes
+        hit.chmod(0o755)
+    return str(hits[0])
+
+
+def find_tools(cache: Path) -> Tools:
+    return Tools(ptxas=cuda_tool("ptxas", cache))
+
+
+def fetch(spec: dict[str, Any], cache: Path) -> Path:
+    """The wheel of a binary's `fetch` spec (pip download for its interpreter and platform), cached."""
+    cache.mkdir(parents=True, exist_ok=True)
+    name, version = spec["requirement"].split("==")
+    prefix = f"{name.lower().replace('-', '_')}-{version}-"
+    have = [w for w in cache.glob("*.whl") if w.name.lower().startswith(prefix)]
+    if have:
+        return have[0]
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+           spec["requirement"], "-d", str(cache)]
+    for flag in ("python_version", "implementation", "abi", "platform"):
+        if spec.get(flag):
+            cmd += [f"--{flag.replace('_', '-')}", str(spec[flag])]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    have = [w for w in cache.glob("*.whl") if w.name.lower().startswith(prefix)]
+    if proc.returncode or not have:
+        raise UserError(f"pip could not download {spec['requirement']} ({proc.stderr.strip()[-300:]}); "
+                        "make the registry reachable, or leave the binary out with --binary")
+    return have[0]
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def compile_ptx(tools: Tools, path: Path, found: list[fatbin.Entry], archs: list[str],
+                limit_s: float) -> dict[str, Any]:
+    """Each module's highest PTX compiled for every arch in `archs` ('sm_90') within `limit_s` seconds
+    per arch: {arch: {modules, compiled, failed, kernels, seconds, complete, errors}}."""
+    modules = fatbin.highest_ptx(found)
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="reprokit-ptx-") as tmp:
+        for arch in archs:
+            rec = {"modules": len(modules), "compiled": 0, "failed": 0, "kernels": 0, "seconds": 0.0,
+                   "complete": True, "errors": []}
+            for entry in modules:
+                if rec["seconds"] > limit_s:
+                    rec["complete"] = False
+                    break
+                text = fatbin.ptx_text(path, entry)
+                ptx = Path(tmp) / f"m{entry.fatbin}.ptx"
+                ptx.write_text(text)
+                t0 = time.monotonic()
+                run = subprocess.run([tools.ptxas, f"-arch={arch}", "-o", os.devnull, str(ptx)],
+                                     capture_output=True, text=True, timeout=max(600.0, limit_s))
+                rec["seconds"] += time.monotonic() - t0
+                if run.returncode == 0:
+                    rec["compiled"] += 1
+                    rec["kernels"] += len(re.findall(r"^\s*(?:\.(?:visible|weak)\s+)?\.entry\s", text, re.M))
+                else:
+                    rec["failed"] += 1
+                    if len(rec["errors"]) < 3:
+                        rec["errors"].append(f"module {entry.fatbin} (compute_{entry.arch}): "
+                                             f"{run.stderr.strip()[-200:]}")
+            rec["seconds"] = round(rec["seconds"], 2)
+            out[arch] = rec
+    return out
+
+
+def audit_binary(binary_id: str, entry: dict[str, Any], tools: Tools, cache: Path, archs: list[str],
+                 limit_s: float, say=print) -> dict[str, Any]:
+    """The audit record of one compat.yaml binary with a `fetch` spec."""
+    spec = entry["fetch"]
+    wheel = fetch(spec, cache / "wheels")
+    say(f"{binary_id}: {wheel.name}")
+    files_out = []
+    with tempfile.TemporaryDirectory(prefix="reprokit-wheel-") as tmp, zipfile.ZipFile(wheel) as z:
+        members = [n for n in z.namelist() if any(fnmatch.fnmatch(n, g) for g in spec["files"])]
+        if not members:
+            raise UserError(f"compat.yaml binary {binary_id}: no file of {wheel.name} matches "
+                            f"{spec['files']}; correct its fetch.files")
+        for name in members:
+            path = Path(z.extract(name, tmp))
+            found = fatbin.entries(path)
+            info = {"sass": fatbin.archs(found, fatbin.ELF), "ptx": fatbin.archs(found, fatbin.PTX),
+                    "modules": len({e.fatbin for e in found}),
+                    "modules_with_ptx": len({e.fatbin for e in found if e.kind == fatbin.PTX})}
+            per = {"file": name, "bytes": path.stat().st_size, **info}
+            if info["ptx"] and archs:
+                per["compile"] = compile_ptx(tools, path, found, archs, limit_s)
+            said = "".join(f"; {a}: {c['compiled']}/{c['modules']} modules compile, {c['kernels']} "
+                               f"kernels, {c['seconds']:.0f} s{'' if c['complete'] else ' (time limit)'}"
+                               for a, c in (per.get("compile") or {}).items())
+            say(f"  {name}: SASS {', '.join(info['sass']) or 'none'}; "
+                f"PTX {', '.join(info['ptx']) or 'none'}{said}")
+            files_out.append(per)
+            path.unlink()
+
+    def union(key: str) -> list[str]:
+        return sorted({c for f in files_out for c in f[key]},
+                      key=lambda c: tuple(int(x) for x in c.split(".")))
+
+    compiled: dict[str, dict[str, Any]] = {}
+    for arch in archs:
+        per_file = [f["compile"][arch] for f in files_out if "compile" in f]
+        compiled[arch] = {k: sum(c[k] for c in per_file)
+                          for k in ("modules", "compiled", "failed", "kernels")}
+        compiled[arch].update(seconds=round(sum(c["seconds"] for c in per_file), 2),
+                              complete=all(c["complete"] for c in per_file),
+                              all_compile=bool(per_file) and all(c["complete"] and not c["failed"]
+                                                                 for c in per_file))
+    return {"binary": binary_id, "wheel": wheel.name, "sha256": sha256(wheel),
+            "requirement": spec["requirement"], "files": files_out, "sass": union("sass"),
+            "ptx": union("ptx"), "ptx_compile": compiled, "date": dt.date.today().isoformat()}

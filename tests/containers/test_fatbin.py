@@ -1,0 +1,129 @@
+"""The kit's fatbin reader (reprokit/containers/fatbin.py) against NVIDIA's own tools: fatbins made by
+fatbinary from a PTX kernel and its sm_90 cubin, uncompressed, LZ4 (`--compress-mode=speed`, the
+2017-2019 wheels' kind) and zstd (`--compress-mode=size`), read by the kit and listed by cuobjdump.
+Then the audit of a wheel made of them, end to end (audit-binaries with a local wheel)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from reprokit.containers import binary_audit, fatbin
+
+REPO = Path(__file__).resolve().parents[2]
+KERNEL = """.version 7.0
+.target sm_75
+.address_size 64
+
+.visible .entry k(
+\t.param .u64 k_param_0
+)
+{
+\t.reg .b64 \t%rd<3>;
+\t.reg .f32 \t%f<2>;
+\tld.param.u64 \t%rd1, [k_param_0];
+\tcvta.to.global.u64 \t%rd2, %rd1;
+\tmov.f32 \t%f1, 0f3F800000;
+\tst.global.f32 \t[%rd2], %f1;
+\tret;
+}
+"""
+MODES = {"none": None, "speed": "lz4", "size": "zstd"}
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> dict[str, Path]:
+    """One fatbin per compression mode, each holding compute_75 PTX and an sm_90 cubin."""
+    where = tmp_path_factory.mktemp("fatbin")
+    cache = REPO / "results" / "binary-audit"
+    ptxas, fat = binary_audit.cuda_tool("ptxas", cache), binary_audit.cuda_tool("fatbinary", cache)
+    (where / "k.ptx").write_text(KERNEL)
+    subprocess.run([ptxas, "-arch=sm_90", "-o", str(where / "k.cubin"), str(where / "k.ptx")], check=True,
+                   capture_output=True, timeout=120)
+    out = {}
+    for mode in MODES:
+        path = where / f"{mode}.fatbin"
+        flags = ["--compress=false"] if mode == "none" else ["--compress=true", f"--compress-mode={mode}"]
+        subprocess.run([fat, f"--create={path}", *flags, f"--image3=kind=ptx,sm=75,file={where / 'k.ptx'}",
+                        f"--image3=kind=elf,sm=90,file={where / 'k.cubin'}"], check=True,
+                       capture_output=True, timeout=120)
+        out[mode] = path
+    return out
+
+
+def test_the_reader_finds_each_entry_and_decompresses_the_ptx(made):
+    for mode, how in MODES.items():
+        found = fatbin.entries(made[mode])
+        assert [(e.kind, e.arch) for e in found] == [(fatbin.PTX, 75), (fatbin.ELF, 90)], (mode, found)
+        assert found[0].compression == how, (mode, found[0])
+        text = fatbin.ptx_text(made[mode], found[0])
+        # fatbinary keeps the PTX but not its tabs
+        assert " ".join(text.split()) == " ".join(KERNEL.split()), (mode, text)
+        assert fatbin.archs(found, fatbin.ELF) == ["9.0"] and fatbin.archs(found, fatbin.PTX) == ["7.5"]
+
+
+@pytest.mark.network
+def test_the_reader_agrees_with_cuobjdump(made):
+    """cuobjdump 13 (PyPI's nvidia-cuda-cuobjdump) lists what the reader reads, for each mode."""
+    cuobjdump = binary_audit.cuda_tool("cuobjdump", REPO / "results" / "binary-audit")
+    for mode, path in made.items():
+        listing = subprocess.run([cuobjdump, "-lelf", "-lptx", str(path)], capture_output=True, text=True,
+                                 timeout=120, check=True).stdout
+        theirs = sorted((1 if kind == "PTX" else 2, int(sm)) for kind, sm in
+                        re.findall(r"^(PTX|ELF) file\s+\d+: \S+\.sm_(\d+)\.(?:ptx|cubin)$", listing, re.M))
+        assert theirs == sorted((e.kind, e.arch) for e in fatbin.entries(path)), (mode, listing)
+
+
+def test_not_a_fatbin_and_a_torn_one_read_as_none(made, tmp_path):
+    data = made["none"].read_bytes()
+    (tmp_path / "torn").write_bytes(data[: len(data) // 2])  # the header says more than there is
+    assert fatbin.entries(tmp_path / "torn") == []
+    (tmp_path / "text").write_bytes(b"no device code here" * 100)
+    assert fatbin.entries(tmp_path / "text") == []
+
+
+def test_an_audit_of_a_wheel_records_its_code_and_that_its_ptx_compiles(made, tmp_path):
+    """A wheel holding the LZ4 fatbin twice (two modules, as a framework library has hundreds), audited
+    through the command: SASS 9.0, PTX 7.5, both modules compile for sm_90 and sm_100."""
+    blob = made["speed"].read_bytes()
+    wheels = tmp_path / "cache" / "wheels"
+    wheels.mkdir(parents=True)
+    wheel = wheels / "standin_gpu-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("standin/libkernels.so", b"\x7fELF" + b"\0" * 60 + blob + b"\0" * 8 + blob)
+        z.writestr("standin/__init__.py", "")
+    tools = binary_audit.find_tools(REPO / "results" / "binary-audit")
+    entry = {"fetch": {"requirement": "standin-gpu==1.0", "files": ["standin/*.so"]}}
+    rec = binary_audit.audit_binary("standin", entry, tools, tmp_path / "cache", ["sm_90", "sm_100"], 60.0,
+                                    say=lambda m: None)
+    assert rec["sass"] == ["9.0"] and rec["ptx"] == ["7.5"], rec
+    (f,) = rec["files"]
+    assert f["modules"] == f["modules_with_ptx"] == 2
+    for arch in ("sm_90", "sm_100"):
+        c = rec["ptx_compile"][arch]
+        assert c["compiled"] == c["modules"] == 2 and c["failed"] == 0 and c["kernels"] == 2, c
+        assert c["complete"] and c["all_compile"]
+    from reprokit import validate
+
+    doc = {"schema_version": 1, "kind": "binary_audit",
+           "audits": {"standin": {**rec, "command": "test", "tools": tools.versions()}}}
+    assert validate.errors("binary_audit", doc) == []
+    bad = json.loads(json.dumps(doc))
+    bad["audits"]["standin"]["sass"] = ["sm_90"]
+    assert validate.errors("binary_audit", bad) != []
+
+
+def test_the_command_refuses_an_unknown_or_unfetchable_binary():
+    for argv, said in ((["--binary", "no-such"], "unknown binary 'no-such'"),
+                       (["--binary", "cudnn-6.0.21"], "has no `fetch`"),
+                       (["--arch", "90"], "give architectures as sm_NN")):
+        p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "audit-binaries", *argv],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and said in p.stderr and len(p.stderr.strip().splitlines()) == 1, \
+            (argv, p.stderr)
