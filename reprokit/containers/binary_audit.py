@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import hashlib
 import os
 import re
 import shutil
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from reprokit.containers import fatbin
+from reprokit.containers.images import file_sha256
 from reprokit.errors import UserError
 
 TOOL_WHEELS = {"ptxas": "nvidia-cuda-nvcc", "fatbinary": "nvidia-cuda-nvcc", "nvcc": "nvidia-cuda-nvcc",
@@ -105,14 +105,6 @@ def fetch(spec: dict[str, Any], cache: Path) -> Path:
         raise UserError(f"pip could not download {spec['requirement']} ({proc.stderr.strip()[-300:]}); "
                         "make the registry reachable, or leave the binary out with --binary")
     return have[0]
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def compile_ptx(tools: Tools, path: Path, found: list[fatbin.Entry], archs: list[str],
@@ -191,6 +183,6 @@ def audit_binary(binary_id: str, entry: dict[str, Any], tools: Tools, cache: Pat
                               complete=all(c["complete"] for c in per_file),
                               all_compile=bool(per_file) and all(c["complete"] and not c["failed"]
                                                                  for c in per_file))
-    return {"binary": binary_id, "wheel": wheel.name, "sha256": sha256(wheel),
+    return {"binary": binary_id, "wheel": wheel.name, "sha256": file_sha256(wheel),
             "requirement": spec["requirement"], "files": files_out, "sass": union("sass"),
             "ptx": union("ptx"), "ptx_compile": compiled, "date": dt.date.today().isoformat()}
