@@ -19,12 +19,12 @@ def add_arguments(p) -> None:
                    help="audit only these binaries of compat.yaml (default: every one with a `fetch`)")
     p.add_argument("--arch", default=DEFAULT_ARCHS,
                    help=f"compile each module's highest PTX for these (default {DEFAULT_ARCHS})")
-    p.add_argument("--cache", default=str(files.REPO / "results" / "binary-audit"), metavar="DIR",
+    p.add_argument("--cache", default=None, metavar="DIR",
                    help="where the wheels and tools are kept between runs (default results/binary-audit)")
     p.add_argument("--limit-s", type=float, default=600.0, metavar="S",
                    help="compile seconds per file and architecture before the rest is left (default 600)")
-    p.add_argument("--write", default=str(files.REPO / "reprokit" / "data" / "binary_audit.json"),
-                   metavar="FILE", help="the audit file to update (default reprokit/data/binary_audit.json)")
+    p.add_argument("--write", default=None, metavar="FILE",
+                   help="the audit file to update (default reprokit/data/binary_audit.json)")
 
 
 def run(args) -> int:
@@ -45,15 +45,16 @@ def run(args) -> int:
     if not archs or any(not a.startswith("sm_") or not a[3:].isdigit() for a in archs):
         raise UserError(f"--arch {args.arch!r}: give architectures as sm_NN, comma-separated "
                         "(e.g. sm_90,sm_100)")
-    cache = Path(args.cache)
+    cache = Path(args.cache) if args.cache else files.REPO / "results" / "binary-audit"
     tools = binary_audit.find_tools(cache)
-    out = Path(args.write)
+    out = Path(args.write) if args.write else files.REPO / "reprokit" / "data" / "binary_audit.json"
     doc = {"schema_version": 1, "kind": "binary_audit", "audits": {}}
     if out.exists():
         doc = json.loads(out.read_text())
         validate.check("binary_audit", doc, str(out))
     command = "reproduce.py audit-binaries" + (f" --binary {' '.join(args.binary)}" if args.binary else "") \
-        + (f" --arch {args.arch}" if args.arch != DEFAULT_ARCHS else "")
+        + (f" --arch {args.arch}" if args.arch != DEFAULT_ARCHS else "") \
+        + (f" --limit-s {args.limit_s:g}" if args.limit_s != 600.0 else "")
     versions = tools.versions()
     for binary_id in args.binary or sorted(fetchable):
         rec = binary_audit.audit_binary(binary_id, fetchable[binary_id], tools, cache, archs, args.limit_s)

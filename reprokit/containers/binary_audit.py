@@ -7,8 +7,9 @@ hold device code), downloads the wheel (pip download, cached), and for each of t
 - lists its device code (reprokit/containers/fatbin.py reads the fatbins: NVIDIA's cuobjdump from
   PyPI refuses files with sm_30 code): the SASS architectures (ELF cubins) and PTX versions
   (compute_XX), and the modules (fatbins);
-- compiles each module's highest PTX for every requested architecture with ptxas (`-arch=sm_90 -o
-  /dev/null`): compiles yes/no, the kernels (`.entry`) and the compile seconds, which is the JIT cost a
+- compiles each module's highest PTX for every requested architecture with ptxas (`-c -arch=sm_90 -o
+  /dev/null`: a relocatable object, so a module of separately compiled code whose externs resolve at
+  the link, as NCCL's in TensorFlow 2.0, is not counted as failing): compiles yes/no, the kernels (`.entry`) and the compile seconds, which is the JIT cost a
   first start on that GPU pays (the driver's JIT compiles the same PTX; the seconds are this
   machine's CPU's), within a time limit per architecture (`complete` false when it ran out).
 
@@ -125,7 +126,9 @@ def compile_ptx(tools: Tools, path: Path, found: list[fatbin.Entry], archs: list
                 ptx = Path(tmp) / f"m{entry.fatbin}.ptx"
                 ptx.write_text(text)
                 t0 = time.monotonic()
-                run = subprocess.run([tools.ptxas, f"-arch={arch}", "-o", os.devnull, str(ptx)],
+                # -c: a relocatable object, as the driver JIT-compiles a module of separately
+                # compiled code (NCCL's) before linking it: its extern symbols resolve at the link
+                run = subprocess.run([tools.ptxas, "-c", f"-arch={arch}", "-o", os.devnull, str(ptx)],
                                      capture_output=True, text=True, timeout=max(600.0, limit_s))
                 rec["seconds"] += time.monotonic() - t0
                 if run.returncode == 0:
