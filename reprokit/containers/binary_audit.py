@@ -10,8 +10,9 @@ hold device code), downloads the wheel (pip download, cached), and for each of t
 - compiles each module's highest PTX for every requested architecture with ptxas (`-c -arch=sm_90 -o
   /dev/null`: a relocatable object, so a module of separately compiled code whose externs resolve at
   the link, as NCCL's in TensorFlow 2.0, is not counted as failing): compiles yes/no, the kernels
-  (`.entry`) and the compile seconds, which is the JIT cost a first start on that GPU pays (the driver's JIT compiles the same PTX; the seconds are this
-  machine's CPU's), within a time limit per architecture (`complete` false when it ran out).
+  (`.entry`) and the compile seconds, which is the JIT cost a first start on that GPU pays (the
+  driver's JIT compiles the same PTX; the seconds are this machine's CPU's), within a time limit per
+  architecture (`complete` false when it ran out).
 
 The records go to reprokit/data/binary_audit.json (schema binary_audit), with the command, the date,
 the tools' versions and the wheel's sha256; compat.yaml's `binaries:` entries cite them (evidence V)
