@@ -35,7 +35,7 @@ import gpu_runtime  # noqa: E402
 import ran_on  # noqa: E402
 import timing  # noqa: E402
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 PARTIAL_DIR = ".partial"  # reprokit/run/record.py PARTIAL_DIR: what a stopped process measured
 
 

@@ -21,6 +21,8 @@ HISTORY = {
        "--time-limit says so as data (`skip`, as run.json's cell entries)",
     6: "2026-11-28: `cut`, what a process stopped before its result had measured (bench/harness.py "
        "keeps its samples as it goes)",
+    7: "2026-11-29: a GPU cell's `stack_fingerprint.driver_load` (bench/driver_load.py: the libcuda it "
+       "loaded, compat libraries, glibc fit)",
 }
 
 
@@ -37,4 +39,4 @@ def to_5(doc: dict) -> dict:
     return doc
 
 
-FORMAT = Format("cell_result", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: to_5, 6: _keep}, stamped_from=5)
+FORMAT = Format("cell_result", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: to_5, 6: _keep, 7: _keep}, stamped_from=5)

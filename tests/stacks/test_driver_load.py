@@ -18,6 +18,7 @@ from reprokit.plan import compat, preflight
 from reprokit.probes import fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))  # record() imports gpu_runtime beside it, as in a stack
 load = files.bench_module("driver_load")
 
 # arc4random is versioned GLIBC_2.36 (new in glibc 2.36), so the stand-in needs the C library of
@@ -97,6 +98,9 @@ def test_a_cell_result_with_the_record_is_valid(standin, tmp_path):
     rec = load.record(maps_path=str(_maps(tmp_path, standin)))
     doc = json.loads((REPO / "tests" / "data" / "runs" / "smoke-current" / "cells").glob("*.json")
                      .__next__().read_text())
+    from reprokit import formats
+
+    doc = formats.upgrade("cell_result", doc, "a stored cell")  # to the version with driver_load
     doc.setdefault("stack_fingerprint", {})["driver_load"] = rec
     assert validate.errors("cell_result", doc) == []
     doc["stack_fingerprint"]["driver_load"] = {"error": "RuntimeError: boom"}
