@@ -39,4 +39,6 @@ def to_5(doc: dict) -> dict:
     return doc
 
 
-FORMAT = Format("cell_result", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: to_5, 6: _keep, 7: _keep}, stamped_from=5)
+FORMAT = Format(
+    "cell_result", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: to_5, 6: _keep, 7: _keep}, stamped_from=5
+)
