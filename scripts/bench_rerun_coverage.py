@@ -47,7 +47,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from reprokit import files, results, validate  # noqa: E402
-from reprokit.analysis import cpus, run_level, stats  # noqa: E402
+from reprokit.analysis import cpus, devices, run_level, stats  # noqa: E402
+from reprokit.reader.result import CellResult  # noqa: E402
 
 
 def run_once(args: argparse.Namespace, root: Path) -> Path:
@@ -140,16 +141,19 @@ def metrics_of(rundir: Path, process: int | None = None, run_term: str = "record
     """{(cell id, metric): summary} of every ok cell's metrics with at least 2 samples; each re-run
     interval widened by a between-run term (reprokit/analysis/run_level.py): `run_term` "recorded" the
     run's own (its recorded history, else the device class's default), "default" the device class's
-    default as if the host had no history, "none" processes only."""
+    default as if the host had no history, "none" processes only. With the recorded history the
+    within-run part is pooled with the cell's earlier runs (run_level.pooled_within)."""
     history_doc = history_for(rundir, run_term)
     out = {}
     for c in cells_of(rundir, process):
         if c.get("status") != "ok":
             continue
         term = run_level.term(history_doc, device_class(c))
+        precision = devices.cell_precision(CellResult.from_doc(c))[0]
         for name, m in (c.get("metrics") or {}).items():
             if len(m.get("samples") or []) >= 2:
-                out[(c["cell_id"], name)] = run_level.widen(stats.summarize_metric(m), term)
+                own = run_level.records(history_doc, c["cell_id"], name, c.get("stack"), precision)
+                out[(c["cell_id"], name)] = run_level.widen(stats.summarize_metric(m), term, own)
     return out
 
 

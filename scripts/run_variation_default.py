@@ -5,8 +5,8 @@ reprokit/analysis/run_level.py applied to a set of runs of one machine, each cel
     python scripts/run_variation_default.py --class cpu docs/calibration/*/ [--write]
 
 Also replays the runs in time order: run j's median against run j-1's re-run interval widened with
-the term the runs before j-1 give (what run j-1 would have recorded as its history), with the class's
-default, and with none (processes only).
+the term the runs before j-1 give (what run j-1 would have recorded as its history; its process
+spread pooled with the cell's records there), with the class's default, and with none (processes only).
 With --write the class's entry is replaced, with the command, machine, date and runs."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from reprokit import files, kitdata  # noqa: E402
-from reprokit.analysis import run_level, stats  # noqa: E402
+from reprokit.analysis import devices, run_level, stats  # noqa: E402
 from reprokit.reader.frozen import thaw  # noqa: E402
 from reprokit.reader.load import load  # noqa: E402
 from reprokit.run import host_history  # noqa: E402
@@ -74,10 +74,13 @@ def coverage(paths: list[Path], host_id: str, kind: str) -> dict:
                 if a0.get("pi_low") is None or not b.get("median"):
                     continue
                 drifts.append(abs(math.log(b["median"] / a0["median"])))
+                entry = prev.entry(cell.cell_id)
+                own = run_level.records(hist, cell.cell_id, name, entry.stack if entry else None,
+                                        devices.cell_precision(cell)[0])
                 for label, term in terms.items():
                     if label == "history" and term.basis != "history":
                         continue
-                    a = run_level.widen(a0, term)
+                    a = run_level.widen(a0, term, own if label == "history" else ())
                     t = tally[label]
                     t["pairs"] += 1
                     t["inside"] += a["pi_low"] <= b["median"] <= a["pi_high"]

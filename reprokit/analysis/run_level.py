@@ -8,11 +8,19 @@ alike):
     run median of run i = mu + r_i + e_i,   r_i ~ N(0, b) between runs,   e_i ~ N(0, w_i) within run i
 
 w_i is run i's own within-run variance of its median (s^2 / K: s the standard deviation of the log
-process medians, K processes). The between-run excess b is estimated from the host's history
+process medians, K processes). A run of one process has no s of its own: its w is the cell's pooled
+process variance from the cell's runs of several processes (a one-process median carries the whole
+process variance; counting it as 0 put that variance into b), and without such a run the record is
+left out. The between-run excess b is estimated from the host's history
 (run.json `history`, written when a run starts: reprokit/run/host_history.py): for every cell
 (cell id, metric, stack, precision) with m >= 2 earlier runs, the variance of their log medians minus
 their mean w, floored at 0, scaled to be median-unbiased; b is the median of these over the cells,
-one figure for the host (`estimate`), with sum(m - 1) degrees of freedom. Fewer than 2 earlier runs
+one figure for the host (`estimate`), with sum(m - 1) degrees of freedom.
+
+The process variance s^2 of the cell itself is pooled the same way: this run's K - 1 degrees of
+freedom with the cell's earlier runs of several processes on this host (`pooled_within`, the
+within-group mean square of a one-way design), so three processes no longer make the interval pay
+t(0.975, 2) = 4.3 when the host has measured the cell's process spread before. Fewer than 2 earlier runs
 of every cell: the calibrated default of the device class (reprokit/data/run_variation.yaml),
 labelled "not calibrated on this host"; a class with no default, or a run that recorded no history
 (kits before it): no run term, and the
@@ -20,11 +28,12 @@ interval says it covers processes only.
 
 The re-run prediction interval (95 %) of a cell measured in K >= 3 processes is then
 
-    log median +- t(0.975, df) x sqrt(2 x (s^2 / K + b))
+    log median +- t(0.975, df) x sqrt(2 x (s_pooled^2 / K + b))
 
 (a new run's median minus this one's: both carry the within and the between-run variance), df the
-Welch-Satterthwaite combination of K - 1 (the within part) and b's own degrees of freedom (a default
-b is taken as known), and never narrower than the processes' own interval.
+Welch-Satterthwaite combination of the pooled within part's degrees of freedom (K - 1 without a
+history) and b's own (a default b is taken as known). Without a run term the interval is the
+processes' own.
 """
 
 from __future__ import annotations
@@ -52,10 +61,37 @@ class RunTerm:
                 "cells": self.cells, "text": self.text}
 
 
-def within(entry: dict) -> float:
-    """w of one earlier run's record: (sd of its log process medians)^2 / K; 0 for one process."""
+def key(cell_id: str, metric: str, stack: str | None, precision: str) -> str:
+    """A cell's key in a history (reprokit/run/host_history.py)."""
+    return f"{cell_id} | {metric} | {stack or '-'} | {precision}"
+
+
+def records(history: dict | None, cell_id: str, metric: str, stack: str | None, precision: str) -> list:
+    """The history's records of one cell and metric (none: [])."""
+    return list(((history or {}).get("cells") or {}).get(key(cell_id, metric, stack, precision)) or [])
+
+
+def _own(entry: dict) -> tuple[float, int] | None:
+    """(sd_log^2, K - 1) of a record measured in K >= 2 processes; None for one process."""
     sd, k = entry.get("sd_log"), int(entry.get("processes") or 1)
-    return float(sd) ** 2 / k if sd is not None and k >= 2 else 0.0
+    return (float(sd) ** 2, k - 1) if sd is not None and k >= 2 else None
+
+
+def pooled_within(records, own: tuple[float, int] | None = None) -> tuple[float, int] | None:
+    """(pooled process variance on the log scale, its degrees of freedom) of a cell: the records of its
+    runs of several processes, with `own` (this run's s^2, K - 1) when given; None with none."""
+    parts = [p for p in (_own(r) for r in records) if p is not None] + ([own] if own else [])
+    df = sum(d for _, d in parts)
+    return (sum(v * d for v, d in parts) / df, df) if df else None
+
+
+def within(entry: dict, pooled: float | None) -> float | None:
+    """w of one earlier run's record: its own sd^2 / K; for a run of one process the cell's pooled
+    process variance `pooled` (None: unknown, the record cannot count)."""
+    own = _own(entry)
+    if own is not None:
+        return own[0] / (own[1] + 1)
+    return pooled / int(entry.get("processes") or 1) if pooled is not None else None
 
 
 def estimate(history: dict | None) -> tuple[float, int, int] | None:
@@ -68,11 +104,13 @@ def estimate(history: dict | None) -> tuple[float, int, int] | None:
 
     per_cell, df = [], 0
     for records in ((history or {}).get("cells") or {}).values():
-        kept = [r for r in records if r.get("median") and r["median"] > 0]
+        pooled = pooled_within(records)
+        kept = [(r, w) for r in records if r.get("median") and r["median"] > 0
+                and (w := within(r, pooled[0] if pooled else None)) is not None]
         if len(kept) < HISTORY_MIN_RUNS:
             continue
-        logs = [math.log(r["median"]) for r in kept]
-        excess = max(0.0, statistics.variance(logs) - statistics.fmean(within(r) for r in kept))
+        logs = [math.log(r["median"]) for r, _ in kept]
+        excess = max(0.0, statistics.variance(logs) - statistics.fmean(w for _, w in kept))
         d = len(logs) - 1
         per_cell.append(excess / (float(chi2.median(d)) / d))
         df += d
@@ -108,12 +146,13 @@ def satterthwaite(a: float, df_a: int, b: float, df_b: int) -> float:
     return (a + b) ** 2 / denom if denom > 0 else float("inf")
 
 
-def widen(summary: dict, run_term: RunTerm) -> dict:
+def widen(summary: dict, run_term: RunTerm, records=()) -> dict:
     """The summary with its re-run prediction interval widened by the run term (a copy). The within-run
     part s^2 / K is read back from the processes' own interval (t(0.975, K - 1) x s x sqrt(2 / K) on the
     log scale: reprokit/analysis/stats.py between_process_ci), so a median's interval and an
-    as-published figure's are widened alike. A summary without a prediction interval, or with bounds
-    that are not all positive, is returned as it is, with `pi_covers`."""
+    as-published figure's are widened alike, and pooled with `records`, the host's history of the same
+    cell and metric (`pooled_within`). A summary without a prediction interval, or with bounds that are
+    not all positive, is returned as it is, with `pi_covers`."""
     out = dict(summary)
     lo, hi = summary.get("pi_low"), summary.get("pi_high")
     k = int(summary.get("processes") or 0)
@@ -124,15 +163,17 @@ def widen(summary: dict, run_term: RunTerm) -> dict:
     from reprokit.analysis import stats
 
     conf = float(summary.get("ci_confidence") or stats.DEFAULT_CONFIDENCE)
-    own = math.log(hi / lo) / 2  # the processes' own half-width, in logs
-    a = (own / stats.t_quantile(1 - (1 - conf) / 2, k - 1)) ** 2 / 2
-    b = run_term.variance
-    df = satterthwaite(a, k - 1, b, run_term.df)
-    half = stats.t_quantile(1 - (1 - conf) / 2, df) * math.sqrt(2 * (a + b))
-    # never narrower than the processes' own interval: a small, well-known b raises the degrees of
-    # freedom, and t would shrink faster than the variance grows
-    half = max(half, own)
+    q = 1 - (1 - conf) / 2
+    s2 = (math.log(hi / lo) / 2 / stats.t_quantile(q, k - 1)) ** 2 * k / 2  # this run's s^2
+    s2, df_a = pooled_within(records, (s2, k - 1)) or (s2, k - 1)
+    a, b = s2 / k, run_term.variance
+    df = satterthwaite(a, df_a, b, run_term.df)
+    half = stats.t_quantile(q, df) * math.sqrt(2 * (a + b))
+    # never narrower than the processes' interval of the same within-run estimate: a small, well-known
+    # b raises the degrees of freedom, and t would shrink faster than the variance grows
+    half = max(half, stats.t_quantile(q, df_a) * math.sqrt(2 * a))
     centre = math.sqrt(lo * hi)  # the interval is symmetric in logs
     out["pi_low"], out["pi_high"] = centre * math.exp(-half), centre * math.exp(half)
     out["pi_covers"] = ["process", "run"]
+    out["pi_within_df"] = df_a
     return out

@@ -617,8 +617,11 @@ def _verdict(
         metric = cell.metrics[number["metric"]]
         unit = metric["unit"]
         summ, v["basis"] = measured_summary(metric, stats.cell_confidence(run, cell.cell_id))
-        summ = run_level.widen(summ, run_level.term(run.history if run is not None else None,
-                                                    "gpu" if cell.device == "gpu" else "cpu"))
+        history = run.history if run is not None else None
+        summ = run_level.widen(summ, run_level.term(history, "gpu" if cell.device == "gpu" else "cpu"),
+                               run_level.records(history, cell.cell_id, number["metric"],
+                                                 entry.stack if entry else None,
+                                                 devices.cell_precision(cell)[0]))
         v["measured"] = summ
         meas = devices.measured_device(cell, _machine(run))
         v["hardware"]["measured"] = meas

@@ -18,15 +18,11 @@ import statistics
 from pathlib import Path
 
 from reprokit import results
-from reprokit.analysis import devices, stats
+from reprokit.analysis import devices, run_level, stats
 from reprokit.errors import UserError
 from reprokit.reader.frozen import thaw
 
 MAX_RUNS = 20  # the newest earlier runs of this host read: the history's cost stays bounded
-
-
-def key(cell_id: str, metric: str, stack: str | None, precision: str) -> str:
-    return f"{cell_id} | {metric} | {stack or '-'} | {precision}"
 
 
 def _record(run_id: str, metric: dict) -> dict | None:
@@ -78,7 +74,7 @@ def from_runs(paths: list[Path], host_id: str, cell_ids: set[str] | None, limit:
                     continue
                 rec = _record(run.run_id, thaw(metric))
                 if rec is not None:
-                    k = key(cell.cell_id, name, entry.stack if entry else None, precision)
+                    k = run_level.key(cell.cell_id, name, entry.stack if entry else None, precision)
                     out["cells"].setdefault(k, []).append(rec)
                     added = True
         if added:

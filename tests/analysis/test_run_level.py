@@ -5,6 +5,7 @@ of the smoke suite in one results directory, the second recording the first as i
 import json
 import math
 import random
+import statistics
 
 import pytest
 from run.test_faults import MATMUL, cli
@@ -41,6 +42,43 @@ def test_the_within_run_part_is_taken_out_and_one_earlier_run_counts_for_nothing
     assert run_level.estimate(_history({"c": [1.0]})) is None
     noisy = _history({f"c{i}": [1.0, 1.1, 0.9, 1.05] for i in range(5)}, sd_log=0.5, processes=2)
     assert run_level.estimate(noisy)[0] == 0.0  # all of the spread is the runs' own process noise
+
+
+def test_a_run_of_one_process_counts_its_process_variance_not_zero():
+    """A one-process run's median carries the whole process variance: taken as the cell's pooled
+    variance from its runs of several processes, it is not mistaken for variation between runs."""
+    rng = random.Random(11)
+    sd = 0.1  # process spread; no between-run variation at all
+    cells = {}
+    for i in range(150):
+        multi = [{"run": f"m{j}", "median": math.exp(rng.gauss(0, sd / math.sqrt(3))), "processes": 3,
+                  "sd_log": sd} for j in range(2)]
+        single = [{"run": f"s{j}", "median": math.exp(rng.gauss(0, sd)), "processes": 1, "sd_log": None}
+                  for j in range(3)]
+        cells[f"c{i}"] = multi + single
+    got, df, n = run_level.estimate({"runs": [], "cells": cells})
+    assert n == 150 and df == 150 * 4
+    assert math.sqrt(got) < 0.03  # counted as 0 they made it about sd x sqrt(3/5) ~ 0.08
+    alone = {"c": [{"run": f"s{j}", "median": 1.0 + j / 10, "processes": 1, "sd_log": None}
+                   for j in range(3)]}
+    assert run_level.estimate({"runs": [], "cells": alone}) is None  # no process spread known: left out
+
+
+def test_the_cells_process_spread_is_pooled_with_its_history():
+    recs = [{"run": "r1", "median": 1.0, "processes": 4, "sd_log": 0.1},
+            {"run": "r2", "median": 1.0, "processes": 1, "sd_log": None}]
+    var, df = run_level.pooled_within(recs, (0.2 ** 2, 2))
+    assert df == 5 and var == pytest.approx((3 * 0.01 + 2 * 0.04) / 5)
+    assert run_level.pooled_within(recs[1:]) is None
+    summ = stats.summarize([1.0, 1.01, 0.99, 1.1, 1.11, 1.09, 0.95, 0.96, 0.94], processes=[3, 3, 3])
+    s = statistics.stdev(math.log(m) for m in summ["between"]["medians"])
+    same = [{"run": f"r{i}", "median": 1.0, "processes": 3, "sd_log": s} for i in range(5)]
+    term = run_level.RunTerm(0.02 ** 2, 100, "history", 5, 10, "run")
+    alone, pooled = run_level.widen(summ, term), run_level.widen(summ, term, same)
+    assert pooled["pi_within_df"] == 12 and alone["pi_within_df"] == 2
+    # the same spread known with 12 degrees of freedom instead of 2: t(0.975) falls from 4.3 to 2.2
+    assert pooled["pi_high"] < alone["pi_high"] and pooled["pi_low"] > alone["pi_low"]
+    assert pooled["pi_high"] > summ["median"] * math.exp(2 * math.sqrt(2 * (s * s / 3 + 0.02 ** 2)))
 
 
 def test_the_term_says_where_it_comes_from():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import validate
+from reprokit import kitdata, validate
 from reprokit.report import run_health
 
 REPO = Path(__file__).resolve().parents[2]
@@ -159,7 +159,8 @@ def test_each_between_run_term_is_its_own_measurement_and_a_report_quotes_its_ow
     # cpu-a recorded no history: "recorded" has no term, the same kind as "none", which it replaced
     assert [m["run_term"]["basis"] for m in doc["measurements"]] == ["default", "none"]
     default, none = doc["measurements"]
-    assert default["run_term"]["pairs"] == [{"run": "cpu-a", "sd_log": pytest.approx(0.068, abs=0.01),
+    cpu_default = kitdata.load("run_variation")["classes"]["cpu"]["sd_log"]
+    assert default["run_term"]["pairs"] == [{"run": "cpu-a", "sd_log": pytest.approx(cpu_default),
                                              "df": 0, "earlier_runs": 0}]
     assert none["run_term"]["pairs"][0]["sd_log"] is None
     assert default["summary"]["half_width_median"] > none["summary"]["half_width_median"]
