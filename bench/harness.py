@@ -35,7 +35,7 @@ import gpu_runtime  # noqa: E402
 import ran_on  # noqa: E402
 import timing  # noqa: E402
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 PARTIAL_DIR = ".partial"  # reprokit/run/record.py PARTIAL_DIR: what a stopped process measured
 
 
@@ -416,6 +416,7 @@ def run_cell(cell, job, process=None):
         "device": ctx.device,
         "protocol": ctx.protocol,
         "kit": job.get("kit", {}),
+        "code": cell.get("code"),
         "started": utcnow(),
     }
     if process is not None:

@@ -152,7 +152,8 @@ def metrics_of(rundir: Path, process: int | None = None, run_term: str = "record
         precision = devices.cell_precision(CellResult.from_doc(c))[0]
         for name, m in (c.get("metrics") or {}).items():
             if len(m.get("samples") or []) >= 2:
-                own = run_level.records(history_doc, c["cell_id"], name, c.get("stack"), precision)
+                own = run_level.records(history_doc, c["cell_id"], name, c.get("stack"), precision,
+                                        c.get("code"))
                 out[(c["cell_id"], name)] = run_level.widen(stats.summarize_metric(m), term, own)
     return out
 

@@ -76,7 +76,7 @@ def coverage(paths: list[Path], host_id: str, kind: str) -> dict:
                 drifts.append(abs(math.log(b["median"] / a0["median"])))
                 entry = prev.entry(cell.cell_id)
                 own = run_level.records(hist, cell.cell_id, name, entry.stack if entry else None,
-                                        devices.cell_precision(cell)[0])
+                                        devices.cell_precision(cell)[0], cell.code)
                 for label, term in terms.items():
                     if label == "history" and term.basis != "history":
                         continue

@@ -11,20 +11,22 @@ w_i is run i's own within-run variance of its median (s^2 / K: s the standard de
 process medians, K processes). A run of one process has no s of its own: its w is the cell's pooled
 process variance from the cell's runs of several processes (a one-process median carries the whole
 process variance; counting it as 0 put that variance into b), and without such a run the record is
-left out. The between-run excess b is estimated from the host's history
-(run.json `history`, written when a run starts: reprokit/run/host_history.py): for every cell
-(cell id, metric, stack, precision) with m >= 2 earlier runs, the variance of their log medians minus
-their mean w, floored at 0, scaled to be median-unbiased; b is the median of these over the cells,
-one figure for the host (`estimate`), with sum(m - 1) degrees of freedom.
+left out. The between-run excess b is estimated from the host's history (run.json `history`,
+written when a run starts: reprokit/run/host_history.py): for every cell (cell id, metric, stack,
+precision) and code version (reprokit/plan/code_version.py; the runs of kits that recorded none are
+one version) with m >= 2 earlier runs, the variance of their log medians minus their mean w, floored
+at 0, scaled to be median-unbiased; b is the median of these over the cells, one figure for the host
+(`estimate`), with sum(m - 1) degrees of freedom.
 
 The process variance s^2 of the cell itself is pooled the same way: this run's K - 1 degrees of
-freedom with the cell's earlier runs of several processes on this host (`pooled_within`, the
-within-group mean square of a one-way design), so three processes no longer make the interval pay
-t(0.975, 2) = 4.3 when the host has measured the cell's process spread before. Fewer than 2 earlier runs
-of every cell: the calibrated default of the device class (reprokit/data/run_variation.yaml),
-labelled "not calibrated on this host"; a class with no default, or a run that recorded no history
-(kits before it): no run term, and the
-interval says it covers processes only.
+freedom with the cell's earlier runs of several processes on this host, of its code version
+(`pooled_within`, the within-group mean square of a one-way design), so three processes no longer
+make the interval pay t(0.975, 2) = 4.3 when the host has measured the cell's process spread before.
+
+Fewer than 2 earlier runs of every cell: the calibrated default of the device class
+(reprokit/data/run_variation.yaml), labelled "not calibrated on this host"; a class with no default,
+or a run that recorded no history (kits before it): no run term, and the interval says it covers
+processes only.
 
 The re-run prediction interval (95 %) of a cell measured in K >= 3 processes is then
 
@@ -66,9 +68,21 @@ def key(cell_id: str, metric: str, stack: str | None, precision: str) -> str:
     return f"{cell_id} | {metric} | {stack or '-'} | {precision}"
 
 
-def records(history: dict | None, cell_id: str, metric: str, stack: str | None, precision: str) -> list:
-    """The history's records of one cell and metric (none: [])."""
-    return list(((history or {}).get("cells") or {}).get(key(cell_id, metric, stack, precision)) or [])
+def records(history: dict | None, cell_id: str, metric: str, stack: str | None, precision: str,
+            code: str | None = None) -> list:
+    """The history's records of one cell and metric (none: []); with `code`, those of that code version
+    only."""
+    found = ((history or {}).get("cells") or {}).get(key(cell_id, metric, stack, precision)) or []
+    return [r for r in found if code is None or r.get("code") == code]
+
+
+def by_code(records) -> list[list]:
+    """A cell's records in groups of one code version each (records that name none form one group:
+    kits before code versions were recorded)."""
+    groups: dict = {}
+    for r in records:
+        groups.setdefault(r.get("code"), []).append(r)
+    return list(groups.values())
 
 
 def _own(entry: dict) -> tuple[float, int] | None:
@@ -95,15 +109,17 @@ def within(entry: dict, pooled: float | None) -> float | None:
 
 
 def estimate(history: dict | None) -> tuple[float, int, int] | None:
-    """(b, its degrees of freedom, cells counted) from the history's cells with >= 2 earlier runs; None
-    when no cell has that many. Each cell's excess (variance of its log run medians minus their mean
-    within-run part, floored at 0) over its median chi-square factor is a median-unbiased estimate of
-    b; b is their median over the cells, robust to a few cells whose code or data changed between runs
-    (a mean let such cells widen every interval of the host: docs/verdicts.md)."""
+    """(b, its degrees of freedom, cells counted) from the history's cells with >= 2 earlier runs of one
+    code version (a cell whose code changed counts once per version: the move between versions is a
+    change of code, not of run); None when no cell has that many. Each cell's excess (variance of its
+    log run medians minus their mean within-run part, floored at 0) over its median chi-square factor
+    is a median-unbiased estimate of b; b is their median over the cells, robust to a few cells whose
+    data changed between runs (a mean let such cells widen every interval of the host:
+    docs/verdicts.md)."""
     from scipy.stats import chi2
 
     per_cell, df = [], 0
-    for records in ((history or {}).get("cells") or {}).values():
+    for records in (g for rs in ((history or {}).get("cells") or {}).values() for g in by_code(rs)):
         pooled = pooled_within(records)
         kept = [(r, w) for r in records if r.get("median") and r["median"] > 0
                 and (w := within(r, pooled[0] if pooled else None)) is not None]

@@ -621,7 +621,7 @@ def _verdict(
         summ = run_level.widen(summ, run_level.term(history, "gpu" if cell.device == "gpu" else "cpu"),
                                run_level.records(history, cell.cell_id, number["metric"],
                                                  entry.stack if entry else None,
-                                                 devices.cell_precision(cell)[0]))
+                                                 devices.cell_precision(cell)[0], cell.code))
         v["measured"] = summ
         meas = devices.measured_device(cell, _machine(run))
         v["hardware"]["measured"] = meas

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from reprokit import checks
 from reprokit.containers import build, engine, images
+from reprokit.errors import UserError
 
 
 def add_arguments(p) -> None:
@@ -42,7 +43,20 @@ def run(args) -> int:
                        "directory you can write to")
     if args.flavour == "gpu" and args.wheelhouse is None:  # the first thing a GPU build does
         build.check_wheelhouses(dirs, args.flavour, say)
+    partial = []
     for entry, seconds in build.build_images(engine.client(), dirs, args.flavour, args.base,
                                              args.wheelhouse, args.force, args.lock, say):
-        print(f"{entry['tag']} {entry['image_id']} ({seconds:.0f} s)")
+        if "reached" in entry:
+            partial.append(entry)
+            size = f", {entry['wheelhouse_bytes'] / 1e6:.0f} MB" if "wheelhouse_bytes" in entry else ""
+            print(f"images/{entry['image_dir']} {entry['flavour']}: built to {entry['reached']} "
+                  f"({len(entry.get('wheels') or {})} wheels{size}, {seconds:.0f} s); stopped: "
+                  f"{entry['stopped_by']}")
+        else:
+            print(f"{entry['tag']} {entry['image_id']} ({seconds:.0f} s)")
+    if partial:
+        names = ", ".join(f"{e['image_dir']} (to {e['reached']})" for e in partial)
+        raise UserError(f"{len(partial)} {args.flavour} image(s) built only in part here: {names}, each "
+                        "stopped where the lock's `partial` says; build them where the engine has their "
+                        "base image")
     return 0

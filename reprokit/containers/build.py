@@ -343,18 +343,58 @@ def build_image(client, image_dir: str, flavour: str = "cpu", base: str = BASE_I
     return entry
 
 
+def build_partial(image_dir: str, flavour: str, base: str, stopped_by: str,
+                  wheelhouse: Path | None = None, lock: Path | None = None, root: Path | None = None,
+                  say=print) -> dict:
+    """A flavour whose base image is out of reach, built as far as this machine goes: its build
+    context assembled in a temporary directory, so its wheelhouse is downloaded with every sha256
+    checked (pip's hash checking; extra_files against their sums), then recorded in the lock's
+    `partial` with what stopped the build (`stopped_by`). A download that fails ends it earlier
+    (reached "nothing", the failure as what stopped it). The Dockerfile's own downloads need the base
+    and are not tried."""
+    rec = images.recipe(image_dir, root)
+    from_image = rec.base_for(flavour, base)
+    entry: dict = {"image_dir": image_dir, "flavour": flavour, "base_image": from_image,
+                   "attempted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"reprokit-ctx-{image_dir}-") as tmp:
+        try:
+            hashed = make_context(rec, flavour, from_image, wheelhouse, Path(tmp), say)
+        except UserError as e:
+            entry.update(reached="nothing", stopped_by=str(e).splitlines()[0])
+        else:
+            wheels = {k: v for k, v in hashed.items()
+                      if k.startswith(f"{WHEELS}/") and k != f"{WHEELS}/.keep"}
+            size = sum((Path(tmp) / k).stat().st_size for k in wheels)
+            entry.update(reached="wheelhouse", stopped_by=stopped_by, wheels=wheels, wheelhouse_bytes=size)
+    entry["seconds"] = round(time.monotonic() - started, 1)
+    update_lock({lock_key(image_dir, flavour): entry}, lock, partial=True)
+    return entry
+
+
 def build_images(client, dirs: list[str], flavour: str, base: str = BASE_IMAGE,
                  wheelhouse: Path | None = None, force: bool = False, lock: Path | None = None,
                  say=print):
     """Build the image dirs one after the other, every base checked before the first (long) build
-    starts; yields (lock entry, seconds) as each is done."""
+    starts; yields (lock entry, seconds) as each is done. A GPU flavour whose base is not on this
+    engine (no registry reaches NVIDIA's) is built as far as it goes (build_partial): its entry has
+    `reached`."""
+    out_of_reach = {}
     for d in dirs:
-        check_base(client, d, flavour, base)
+        try:
+            check_base(client, d, flavour, base)
+        except UserError as e:
+            if flavour != "gpu":
+                raise
+            out_of_reach[d] = str(e).split("; build it where")[0]
     for d in dirs:
         t = time.monotonic()
         say(f"== {d} ({flavour})")
-        entry = build_image(client, d, flavour, base=base, wheelhouse=wheelhouse, force=force,
-                            lock=lock, say=say)
+        if d in out_of_reach:
+            entry = build_partial(d, flavour, base, out_of_reach[d], wheelhouse, lock, say=say)
+        else:
+            entry = build_image(client, d, flavour, base=base, wheelhouse=wheelhouse, force=force,
+                                lock=lock, say=say)
         yield entry, time.monotonic() - t
 
 

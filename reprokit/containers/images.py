@@ -270,6 +270,7 @@ def load_lock(path: Path | None = None) -> dict:
         doc = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise UserError(f"{p} is unreadable ({e}); remove it and rebuild") from e
+    doc = formats.upgrade("image_lock", doc, str(p))
     errs = validate.errors("image_lock", doc)
     if errs:
         raise UserError(f"{p} is not a valid image lock ({errs[0]}); remove it and run "
@@ -277,12 +278,23 @@ def load_lock(path: Path | None = None) -> dict:
     return doc
 
 
-def update_lock(entries: dict[str, dict], path: Path | None = None) -> Path:
-    """Merge entries (key -> entry) into the lock file, atomically."""
+def update_lock(entries: dict[str, dict], path: Path | None = None, partial: bool = False) -> Path:
+    """Merge entries (key -> entry) into the lock file, atomically: built images, or with `partial`
+    flavours built only in part. A built image's key leaves `partial`."""
     p = lock_path(path)
     doc = load_lock(p)
-    doc["images"].update(entries)
-    doc["images"] = dict(sorted(doc["images"].items()))
+    doc["schema_version"] = formats.version("image_lock")
+    part = doc.get("partial") or {}
+    if partial:
+        part.update(entries)
+    else:
+        doc["images"].update(entries)
+        doc["images"] = dict(sorted(doc["images"].items()))
+        part = {k: v for k, v in part.items() if k not in entries}
+    if part:
+        doc["partial"] = dict(sorted(part.items()))
+    else:
+        doc.pop("partial", None)
     validate.check("image_lock", doc, f"the image lock being written to {p}")
     files.write_text_atomic(p, json.dumps(doc, indent=1) + "\n")
     return p

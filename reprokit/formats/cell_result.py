@@ -23,6 +23,8 @@ HISTORY = {
        "keeps its samples as it goes)",
     7: "2026-11-29: a GPU cell's `stack_fingerprint.driver_load` (bench/driver_load.py: the libcuda it "
        "loaded, compat libraries, glibc fit)",
+    8: "2026-11-29: `code`, the cell's code version (the sha256 of the bench/ files its process ran): "
+       "a host's history compares only runs of one code",
 }
 
 
@@ -39,6 +41,5 @@ def to_5(doc: dict) -> dict:
     return doc
 
 
-FORMAT = Format(
-    "cell_result", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: to_5, 6: _keep, 7: _keep}, stamped_from=5
-)
+FORMAT = Format("cell_result", HISTORY,
+                {2: _keep, 3: _keep, 4: _keep, 5: to_5, 6: _keep, 7: _keep, 8: _keep}, stamped_from=5)

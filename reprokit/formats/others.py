@@ -21,7 +21,10 @@ FORMATS = (
                         "root identifier reprokit-run-crate:<run id>",
                      2: "2026-11-28: the root dataset states the crate's format `version`"},
            {2: _keep}),
-    Format("image_lock", {1: "2026-11-22 (f174d56): first version"}),
+    Format("image_lock", {1: "2026-11-22 (f174d56): first version",
+                          2: "2026-11-29: `partial`, a GPU flavour built only as far as the machine "
+                             "reaches (its wheelhouse), with what stopped it"},
+           {2: _keep}),
     Format("image_archive", {1: "2026-11-22 (f174d56): first version"}),
     Format("data_lock", {1: "2026-11-22 (0b62e5e): first version"}),
     Format("data_check", {1: "2026-11-24: first version (`reproduce.py data --check --json`; no schema)"}),

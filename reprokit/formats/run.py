@@ -32,6 +32,8 @@ HISTORY = {
     8: "2026-11-29: `history`, this host's earlier runs beside the run when it started (their central "
        "values per cell and the spread of their process medians): the between-run term of its re-run "
        "intervals",
+    9: "2026-11-29: a history record's `code`, the code version of the cell in that earlier run "
+       "(its cell result's `code`): the between-run term counts runs of one code together",
 }
 
 
@@ -126,5 +128,11 @@ def to_8(doc: dict) -> dict:
     return doc
 
 
-FORMAT = Format("run", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: _keep, 6: to_6, 7: to_7, 8: to_8},
-                stamped_from=6)
+def to_9(doc: dict) -> dict:
+    """History records of version 8 name no code version: read as one version together, as the
+    kit that wrote them counted them."""
+    return doc
+
+
+FORMAT = Format("run", HISTORY, {2: _keep, 3: _keep, 4: _keep, 5: _keep, 6: to_6, 7: to_7, 8: to_8,
+                                 9: to_9}, stamped_from=6)

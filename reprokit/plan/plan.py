@@ -18,6 +18,7 @@ from reprokit import formats, kitdata
 from reprokit.catalog import datasets
 from reprokit.catalog.suites import FP32, FRAMEWORK_DEFAULT, Cell, Suite, float_precision
 from reprokit.errors import UserError
+from reprokit.plan import code_version
 from reprokit.reader.status import Skip
 
 
@@ -127,6 +128,7 @@ def job_cell(cell: Cell, suite: Suite, options: Options) -> dict:
         "metrics": list(cell.metrics),
         "budget": budget_for(cell, suite, options), "protocol": options.protocol,
         "timeout_s": cell.timeout_s or suite.defaults["timeout_s"],
+        "code": code_version.digest(cell.workload),
     }
     if cell.precision != FP32:  # a framework_default twin; absent = fp32 (the harness's default)
         out["precision"] = cell.precision
@@ -140,7 +142,7 @@ def cell_spec(cell: Cell, suite: Suite, options: Options) -> str:
     where its data lies. A resumed run compares them with the run's (reconcile.check_cell_specs), so
     cells measured under other suite data (another budget, other params) are never mixed silently."""
     spec = job_cell(cell, suite, options)
-    for key in ("id", "timeout_s"):
+    for key in ("id", "timeout_s", "code"):  # the code version is the history's concern, not the data's
         spec.pop(key, None)
     spec["params"] = {k: v for k, v in spec["params"].items() if k != "data_dir"}
     spec["stack"] = cell.stack

@@ -96,6 +96,8 @@ def merge(processes: dict[int, dict], repeat: int) -> dict:
             entries[-1]["node"] = node
     merged["repeat"] = repeat
     merged["processes"] = entries
+    if len({r.get("code") for r in ok}) > 1:  # processes of two code versions (a resumed run): neither
+        merged["code"] = None
     merged["metrics"] = merge_metrics(ok)
 
     _status(merged, processes, repeat)

@@ -95,6 +95,7 @@ class CellResult:
     metrics: FrozenDict = EMPTY  # name -> the metric as stored (samples, unit, method, ...)
     stack_fingerprint: FrozenDict = EMPTY
     kit: FrozenDict = EMPTY
+    code: str | None = None  # the cell's code version (reprokit/plan/code_version.py); None: not recorded
     traceback: str | None = None
     extra: FrozenDict = EMPTY
     log_file: str | None = None
@@ -131,7 +132,8 @@ class CellResult:
             device=d.get("device"), protocol=d.get("protocol"),
             implementation=Implementation.from_doc(d.get("implementation")),
             metrics=mapping(d.get("metrics")), stack_fingerprint=mapping(d.get("stack_fingerprint")),
-            kit=mapping(d.get("kit")), traceback=d.get("traceback"), extra=mapping(d.get("extra")),
+            kit=mapping(d.get("kit")), code=d.get("code"), traceback=d.get("traceback"),
+            extra=mapping(d.get("extra")),
             log_file=d.get("log_file"), runner=mapping(d.get("runner")), gpu_state=_opt(d.get("gpu_state")),
             precision=_opt(d.get("precision")), ran_on=_opt(d.get("ran_on")),
             jit_warmup_s=d.get("jit_warmup_s"), threads=_opt(d.get("threads")),

@@ -4,8 +4,10 @@ The runs beside the new one under its results directory (`--results`) that ran o
 fingerprint's `host_id`) and finished are read, newest first, at most `MAX_RUNS` of them; for every
 cell of the new plan that one of them measured, each timed metric's central value (not a compile
 time's: one sample per process) is kept with the
-spread of its process medians: {"host_id", "runs": [run ids], "cells": {key: [{"run", "median",
-"processes", "sd_log"}]}}, key "cell id | metric | stack | precision". The report reads it from
+spread of its process medians and the cell's code version: {"host_id", "runs": [run ids], "cells":
+{key: [{"run", "median", "processes", "sd_log", "code"}]}}, key "cell id | metric | stack | precision",
+"code" the sha256 of the bench files the cell ran (reprokit/plan/code_version.py; null: a kit that
+recorded none). The report reads it from
 run.json, never from the directory again, so a run re-renders the same wherever it is copied and
 however many runs come after it; reprokit/analysis/run_level.py turns it into the between-run term.
 A run that cannot be read is passed over (said in `skipped`), never an error: history is context.
@@ -25,14 +27,15 @@ from reprokit.reader.frozen import thaw
 MAX_RUNS = 20  # the newest earlier runs of this host read: the history's cost stays bounded
 
 
-def _record(run_id: str, metric: dict) -> dict | None:
+def _record(run_id: str, metric: dict, code: str | None) -> dict | None:
     s = stats.summarize_metric(metric)
     if not s.get("median") or s["median"] <= 0:
         return None
     medians = (s.get("between") or {}).get("medians") or []
     sd = (statistics.stdev(math.log(m) for m in medians)
           if len(medians) >= 2 and all(m > 0 for m in medians) else None)
-    return {"run": run_id, "median": s["median"], "processes": max(1, len(medians)), "sd_log": sd}
+    return {"run": run_id, "median": s["median"], "processes": max(1, len(medians)), "sd_log": sd,
+            "code": code}
 
 
 def collect(root: Path, host_id: str | None, cell_ids: set[str], exclude: str) -> dict:
@@ -72,7 +75,7 @@ def from_runs(paths: list[Path], host_id: str, cell_ids: set[str] | None, limit:
             for name, metric in cell.metrics.items():
                 if name in compile_metrics or not metric.get("samples") or len(metric["samples"]) < 2:
                     continue
-                rec = _record(run.run_id, thaw(metric))
+                rec = _record(run.run_id, thaw(metric), cell.code)
                 if rec is not None:
                     k = run_level.key(cell.cell_id, name, entry.stack if entry else None, precision)
                     out["cells"].setdefault(k, []).append(rec)

@@ -12,6 +12,7 @@ from run.test_faults import MATMUL, cli
 
 from reprokit import kitdata
 from reprokit.analysis import run_level, stats
+from reprokit.plan import code_version
 from reprokit.reader.load import load
 
 
@@ -81,6 +82,24 @@ def test_the_cells_process_spread_is_pooled_with_its_history():
     assert pooled["pi_high"] > summ["median"] * math.exp(2 * math.sqrt(2 * (s * s / 3 + 0.02 ** 2)))
 
 
+def test_a_cell_whose_code_changed_counts_once_per_code_version():
+    """Two runs of each of two code versions of every cell: the move between the versions (a change
+    of code) is not variation between runs."""
+    rng = random.Random(5)
+    cells = {}
+    for i in range(60):
+        cells[f"c{i}"] = [{"run": f"r{v}{j}", "median": (1.0 + 0.3 * v) * math.exp(rng.gauss(0, 0.01)),
+                           "processes": 3, "sd_log": 0.001, "code": f"{v}" * 64}
+                          for v in range(2) for j in range(2)]
+    got, df, n = run_level.estimate({"runs": [], "cells": cells})
+    assert n == 120 and df == 120 and math.sqrt(got) < 0.03
+    mixed = {k: [dict(r, code=None) for r in v] for k, v in cells.items()}  # as kits that recorded none
+    assert math.sqrt(run_level.estimate({"runs": [], "cells": mixed})[0]) > 0.1
+    hist = {"runs": [], "cells": {run_level.key("c0", "t", "s", "fp32"): cells["c0"]}}
+    assert len(run_level.records(hist, "c0", "t", "s", "fp32", "1" * 64)) == 2
+    assert len(run_level.records(hist, "c0", "t", "s", "fp32")) == 4
+
+
 def test_the_term_says_where_it_comes_from():
     assert run_level.term(None, "cpu").basis == "not_recorded"  # a run of a kit that kept no history
     default = run_level.term({"runs": [], "cells": {}}, "cpu")
@@ -121,6 +140,8 @@ def test_later_runs_record_the_earlier_ones_as_this_hosts_history(tmp_path):
     (rec,) = [r for k, recs in hist[1]["cells"].items() if k.startswith(MATMUL + " | matmul_time |")
               for r in recs]
     assert rec["run"] == runs[0].name and rec["processes"] == 3 and rec["median"] > 0
+    cell = load(runs[0]).result(MATMUL)
+    assert rec["code"] == cell.code == code_version.digest(cell.workload)  # the code the process ran
     assert [run_level.term(load(d).history, "cpu").basis for d in runs] == ["default", "default", "history"]
     assert "2 earlier runs" in run_level.term(load(runs[2]).history, "cpu").text
 

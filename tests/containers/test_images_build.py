@@ -184,7 +184,11 @@ def test_a_failing_step_is_named_in_one_line(lock, tmp_path):
 
 
 @pytest.mark.docker
-def test_gpu_flavour_is_refused_without_an_nvidia_base(lock, tmp_path, repo):
+def test_a_gpu_flavour_without_its_base_is_built_as_far_as_it_goes(lock, tmp_path, repo):
+    """No registry here serves NVIDIA's bases: build_image refuses, in one line; `build` goes as far
+    as the machine reaches (the wheelhouse, every sha256 checked), records that in the lock's
+    `partial` with what stopped it, and exits 2 naming it. A wheelhouse that cannot be filled is
+    recorded as reaching nothing, with the failure."""
     c = engine()
     (tmp_path / "gpu").mkdir()
     (tmp_path / "gpu" / "Dockerfile").write_text(
@@ -192,20 +196,46 @@ def test_gpu_flavour_is_refused_without_an_nvidia_base(lock, tmp_path, repo):
     # a valid recipe.yaml (every reader validates it): smoke-python's, its gpu flavour FROM NVIDIA's
     doc = yaml.safe_load((repo / "images" / "smoke-python" / "recipe.yaml").read_text())
     doc.update(image="gpu", tag="reprokit/gpu:{flavour}", context="images/gpu")
-    doc["flavours"]["gpu"]["build_args"]["BASE_IMAGE"] = "nvidia/cuda:9.0-cudnn7-devel-ubuntu16.04"
+    doc["flavours"]["gpu"]["build_args"]["BASE_IMAGE"] = "ubuntu:16.04"
+    doc["flavours"]["gpu"]["requirements"] = "requirements-gpu.txt"
     (tmp_path / "gpu" / "recipe.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    with pytest.raises(UserError, match="cannot be built on this machine.*nvidia/cuda:9.0"):
+    wheel = tiny_wheel(tmp_path)
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    (tmp_path / "gpu" / "requirements-gpu.txt").write_text(f"reprokit-tiny==1.0 --hash=sha256:{sha}\n")
+    with pytest.raises(UserError, match="cannot be built on this machine.*ubuntu:16.04"):
         build_image(c, "gpu", "gpu", root=tmp_path, say=QUIET)
-    out = cli(repo, "build", "--image", "gpu", "--flavour", "gpu",
-              env={"REPROKIT_IMAGES_DIR": str(tmp_path)})
-    assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
-    assert "cannot be built on this machine" in out.stderr
+    env = {"REPROKIT_IMAGES_DIR": str(tmp_path)}
+    out = cli(repo, "build", "--image", "gpu", "--flavour", "gpu", "--wheelhouse", str(tmp_path), env=env)
+    assert out.returncode == 2, out.stderr
+    assert "built only in part here: gpu (to wheelhouse)" in out.stderr.splitlines()[-1]
+    assert "built to wheelhouse (1 wheels" in out.stdout and "ubuntu:16.04" in out.stdout
+    part = json.loads(lock.read_text())["partial"]["gpu:gpu"]
+    assert part["reached"] == "wheelhouse" and "ubuntu:16.04 is not on this engine" in part["stopped_by"]
+    assert part["wheels"] == {"wheels/reprokit_tiny-1.0-py3-none-any.whl": sha}
+    assert json.loads(lock.read_text())["images"] == {}
+    # a pin whose hash does not match: pip refuses it, and the build reached nothing
+    (tmp_path / "gpu" / "requirements-gpu.txt").write_text(f"reprokit-tiny==1.0 --hash=sha256:{'0' * 64}\n")
+    out = cli(repo, "build", "--image", "gpu", "--flavour", "gpu", "--wheelhouse", str(tmp_path), env=env)
+    assert out.returncode == 2, out.stderr
+    part = json.loads(lock.read_text())["partial"]["gpu:gpu"]
+    assert part["reached"] == "nothing" and "pip download failed" in part["stopped_by"]
     for recipe in sorted((repo / "images").glob("*/Dockerfile")):  # the real recipes too
         rec = images.recipe(recipe.parent.name, repo / "images")
         if images.get_image(c, rec.base_for("gpu", images.BASE_IMAGE)) is not None:
             continue  # e.g. smoke-python: its gpu flavour is FROM the local base
         with pytest.raises(UserError, match="cannot be built on this machine"):
             build_image(c, recipe.parent.name, "gpu", root=repo / "images", say=QUIET)
+
+
+def test_a_lock_of_the_first_version_is_read_as_the_current_one(tmp_path):
+    old = {"schema_version": 1, "kind": "image_lock", "images": {}}
+    (tmp_path / "lock.json").write_text(json.dumps(old))
+    assert images.load_lock(tmp_path / "lock.json")["schema_version"] == 2
+    images.update_lock({"x:gpu": {"image_dir": "x", "flavour": "gpu", "reached": "nothing",
+                                  "stopped_by": "a test", "attempted": "2026-11-29T00:00:00Z"}},
+                       tmp_path / "lock.json", partial=True)
+    doc = json.loads((tmp_path / "lock.json").read_text())
+    assert doc["schema_version"] == 2 and doc["partial"]["x:gpu"]["reached"] == "nothing"
 
 
 @pytest.mark.docker
