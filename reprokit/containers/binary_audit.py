@@ -7,7 +7,9 @@ hold device code), downloads the wheel (pip download, cached), and for each of t
 - lists its device code (reprokit/containers/fatbin.py reads the fatbins: NVIDIA's cuobjdump from
   PyPI refuses files with sm_30 code): the SASS architectures (ELF cubins) and PTX versions
   (compute_XX), and the modules (fatbins);
-- compiles each module's highest PTX for every requested architecture with ptxas (`-c -arch=sm_90 -o
+- for every requested architecture, says how its GPU runs each module (reprokit/containers/fatbin.py
+  runs_on: SASS of its major version at or below it, "native"; else its highest PTX at or below it,
+  JIT-compiled; else "unrunnable"), and compiles the PTX to JIT with ptxas (`-c -arch=sm_90 -o
   /dev/null`: a relocatable object, so a module of separately compiled code whose externs resolve at
   the link, as NCCL's in TensorFlow 2.0, is not counted as failing): compiles yes/no, the kernels
   (`.entry`) and the compile seconds, which is the JIT cost a first start on that GPU pays (the
@@ -111,14 +113,15 @@ def fetch(spec: dict[str, Any], cache: Path) -> Path:
 
 def compile_ptx(tools: Tools, path: Path, found: list[fatbin.Entry], archs: list[str],
                 limit_s: float) -> dict[str, Any]:
-    """Each module's highest PTX compiled for every arch in `archs` ('sm_90') within `limit_s` seconds
-    per arch: {arch: {modules, compiled, failed, kernels, seconds, complete, errors}}."""
-    modules = fatbin.highest_ptx(found)
+    """Per arch in `archs` ('sm_90'): how its GPU runs each module (fatbin.runs_on), and the PTX it must
+    JIT-compile, compiled by ptxas within `limit_s` seconds: {arch: {native, unrunnable, modules (to
+    JIT), compiled, failed, kernels, seconds, complete, errors}}."""
     out = {}
     with tempfile.TemporaryDirectory(prefix="reprokit-ptx-") as tmp:
         for arch in archs:
-            rec = {"modules": len(modules), "compiled": 0, "failed": 0, "kernels": 0, "seconds": 0.0,
-                   "complete": True, "errors": []}
+            native, modules, unrunnable = fatbin.runs_on(found, int(arch.split("_")[1].rstrip("af")))
+            rec = {"native": len(native), "unrunnable": len(unrunnable), "modules": len(modules),
+                   "compiled": 0, "failed": 0, "kernels": 0, "seconds": 0.0, "complete": True, "errors": []}
             for entry in modules:
                 if rec["seconds"] > limit_s:
                     rec["complete"] = False
@@ -164,11 +167,12 @@ def audit_binary(binary_id: str, entry: dict[str, Any], tools: Tools, cache: Pat
                     "modules": len({e.fatbin for e in found}),
                     "modules_with_ptx": len({e.fatbin for e in found if e.kind == fatbin.PTX})}
             per = {"file": name, "bytes": path.stat().st_size, **info}
-            if info["ptx"] and archs:
+            if found and archs:
                 per["compile"] = compile_ptx(tools, path, found, archs, limit_s)
-            said = "".join(f"; {a}: {c['compiled']}/{c['modules']} modules compile, {c['kernels']} "
-                               f"kernels, {c['seconds']:.0f} s{'' if c['complete'] else ' (time limit)'}"
-                               for a, c in (per.get("compile") or {}).items())
+            said = "".join(f"; {a}: {c['native']} modules native, {c['compiled']}/{c['modules']} to JIT "
+                           f"compile ({c['kernels']} kernels, {c['seconds']:.0f} s"
+                           f"{'' if c['complete'] else ', time limit'}), {c['unrunnable']} neither"
+                           for a, c in (per.get("compile") or {}).items())
             say(f"  {name}: SASS {', '.join(info['sass']) or 'none'}; "
                 f"PTX {', '.join(info['ptx']) or 'none'}{said}")
             files_out.append(per)
@@ -182,11 +186,11 @@ def audit_binary(binary_id: str, entry: dict[str, Any], tools: Tools, cache: Pat
     for arch in archs:
         per_file = [f["compile"][arch] for f in files_out if "compile" in f]
         compiled[arch] = {k: sum(c[k] for c in per_file)
-                          for k in ("modules", "compiled", "failed", "kernels")}
+                          for k in ("native", "unrunnable", "modules", "compiled", "failed", "kernels")}
         compiled[arch].update(seconds=round(sum(c["seconds"] for c in per_file), 2),
                               complete=all(c["complete"] for c in per_file),
                               all_compile=bool(per_file) and all(c["complete"] and not c["failed"]
-                                                                 for c in per_file))
+                                                                 and not c["unrunnable"] for c in per_file))
     return {"binary": binary_id, "wheel": wheel.name, "sha256": file_sha256(wheel),
             "requirement": spec["requirement"], "files": files_out, "sass": union("sass"),
             "ptx": union("ptx"), "ptx_compile": compiled, "date": dt.date.today().isoformat()}

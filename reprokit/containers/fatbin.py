@@ -109,6 +109,23 @@ def ptx_text(path: Path, entry: Entry) -> str:
     return payload.rstrip(b"\0").decode("utf-8", "replace")
 
 
+def runs_on(found: list[Entry], cc: int) -> tuple[set[int], list[Entry], set[int]]:
+    """How a GPU of compute capability `cc` (90 for 9.0) runs each module (fatbin) of a file, as the
+    driver chooses: (the modules with SASS it runs, cubins of its major version and a minor at most its
+    own; the PTX it JIT-compiles for each other module, that module's highest PTX at or below `cc`; the
+    modules it can run neither way). Architecture-specific cubins (sm_90a) are read as their base."""
+    native: set[int] = set()
+    ptx: dict[int, Entry] = {}
+    modules = {e.fatbin for e in found}
+    for e in found:
+        if e.kind == ELF and e.arch // 10 == cc // 10 and e.arch <= cc:
+            native.add(e.fatbin)
+        elif e.kind == PTX and e.arch <= cc and (e.fatbin not in ptx or e.arch > ptx[e.fatbin].arch):
+            ptx[e.fatbin] = e
+    jit = [ptx[k] for k in sorted(ptx) if k not in native]
+    return native, jit, modules - native - set(ptx)
+
+
 def highest_ptx(found: list[Entry]) -> list[Entry]:
     """Each fatbin's PTX entry of the highest architecture (what a newer GPU's driver JIT-compiles)."""
     best: dict[int, Entry] = {}

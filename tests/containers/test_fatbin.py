@@ -88,9 +88,28 @@ def test_not_a_fatbin_and_a_torn_one_read_as_none(made, tmp_path):
     assert fatbin.entries(tmp_path / "text") == []
 
 
+def test_how_a_gpu_runs_each_module_is_the_drivers_choice():
+    """SASS of the GPU's major version at or below it runs as it is; else the highest PTX at or below
+    the GPU is JIT-compiled; else the module cannot run (EasyBuild's CUDA sanity check, #5008)."""
+    def e(module, kind, arch):
+        return fatbin.Entry(module, kind, arch, 0, 0, None, 0)
+
+    found = [e(0, fatbin.ELF, 80), e(0, fatbin.ELF, 90), e(0, fatbin.PTX, 90),  # native on 9.0
+             e(1, fatbin.ELF, 80), e(1, fatbin.PTX, 75), e(1, fatbin.PTX, 80),  # JIT from compute_80
+             e(2, fatbin.ELF, 100), e(2, fatbin.PTX, 120),  # 10.0 only: neither on 9.0
+             e(3, fatbin.ELF, 86)]  # 8.6 only
+    native, jit, none = fatbin.runs_on(found, 90)
+    assert native == {0} and [(x.fatbin, x.arch) for x in jit] == [(1, 80)] and none == {2, 3}
+    native, jit, none = fatbin.runs_on(found, 100)
+    assert native == {2} and [(x.fatbin, x.arch) for x in jit] == [(0, 90), (1, 80)] and none == {3}
+    native, jit, none = fatbin.runs_on(found, 89)  # 8.9 runs 8.0 and 8.6 cubins: same major, lower minor
+    assert native == {0, 1, 3} and jit == [] and none == {2}
+
+
 def test_an_audit_of_a_wheel_records_its_code_and_that_its_ptx_compiles(made, tmp_path):
     """A wheel holding the LZ4 fatbin twice (two modules, as a framework library has hundreds), audited
-    through the command: SASS 9.0, PTX 7.5, both modules compile for sm_90 and sm_100."""
+    through the command: SASS 9.0, PTX 7.5: an sm_90 GPU runs both modules' cubins, an sm_100 GPU
+    JIT-compiles both from their PTX, which compiles."""
     blob = made["speed"].read_bytes()
     wheels = tmp_path / "cache" / "wheels"
     wheels.mkdir(parents=True)
@@ -105,10 +124,12 @@ def test_an_audit_of_a_wheel_records_its_code_and_that_its_ptx_compiles(made, tm
     assert rec["sass"] == ["9.0"] and rec["ptx"] == ["7.5"], rec
     (f,) = rec["files"]
     assert f["modules"] == f["modules_with_ptx"] == 2
-    for arch in ("sm_90", "sm_100"):
-        c = rec["ptx_compile"][arch]
-        assert c["compiled"] == c["modules"] == 2 and c["failed"] == 0 and c["kernels"] == 2, c
-        assert c["complete"] and c["all_compile"]
+    native = rec["ptx_compile"]["sm_90"]
+    assert native["native"] == 2 and native["modules"] == native["compiled"] == 0 and native["all_compile"]
+    c = rec["ptx_compile"]["sm_100"]
+    assert c["native"] == 0 and c["unrunnable"] == 0
+    assert c["compiled"] == c["modules"] == 2 and c["failed"] == 0 and c["kernels"] == 2, c
+    assert c["complete"] and c["all_compile"]
     from reprokit import validate
 
     doc = {"schema_version": 1, "kind": "binary_audit",
