@@ -23,6 +23,12 @@ def add_arguments(p) -> None:
                    help="where the wheels and tools are kept between runs (default results/binary-audit)")
     p.add_argument("--limit-s", type=float, default=600.0, metavar="S",
                    help="compile seconds per file and architecture before the rest is left (default 600)")
+    p.add_argument("--image", default=None, metavar="DIR",
+                   help="audit every shared library with device code in this image's GPU wheelhouse "
+                        "(images/DIR), instead of compat.yaml's binaries; needs --wheelhouse")
+    p.add_argument("--wheelhouse", default=None, metavar="DIR",
+                   help="with --image: the directory holding its GPU flavour's wheels (pip download -r "
+                        "images/DIR/requirements-gpu.txt -d DIR)")
     p.add_argument("--write", default=None, metavar="FILE",
                    help="the audit file to update (default reprokit/data/binary_audit.json)")
 
@@ -31,6 +37,13 @@ def run(args) -> int:
     from reprokit.containers import binary_audit
     from reprokit.plan.compat import load_compat
 
+    if args.image is not None and args.binary:
+        raise UserError("--image audits an image's wheelhouse, --binary compat.yaml's binaries; give one")
+    if args.image is not None and args.wheelhouse is None:
+        raise UserError(f"--image {args.image} needs --wheelhouse DIR, the directory holding its GPU "
+                        f"wheels (pip download -r images/{args.image}/requirements-gpu.txt -d DIR)")
+    if args.wheelhouse is not None and args.image is None:
+        raise UserError("--wheelhouse goes with --image DIR; drop it to audit compat.yaml's binaries")
     binaries = load_compat()["binaries"]
     fetchable = {k: v for k, v in binaries.items() if v.get("fetch")}
     unknown = [b for b in args.binary if b not in binaries]
@@ -53,9 +66,22 @@ def run(args) -> int:
         doc = json.loads(out.read_text())
         validate.check("binary_audit", doc, str(out))
     command = "reproduce.py audit-binaries" + (f" --binary {' '.join(args.binary)}" if args.binary else "") \
+        + (f" --image {args.image} --wheelhouse WHEELHOUSE" if args.image else "") \
         + (f" --arch {args.arch}" if args.arch != DEFAULT_ARCHS else "") \
         + (f" --limit-s {args.limit_s:g}" if args.limit_s != 600.0 else "")
     versions = tools.versions()
+    if args.image is not None:
+        from reprokit import checks
+
+        checks.input_dir(Path(args.wheelhouse), "--wheelhouse", "pass the directory holding the image's "
+                         "GPU wheels")
+        rec = binary_audit.audit_wheelhouse(args.image, "gpu", Path(args.wheelhouse), tools, archs,
+                                            args.limit_s)
+        doc.setdefault("images", {})[f"{args.image}:gpu"] = {**rec, "command": command, "tools": versions}
+        files.write_json_atomic(out, doc, "binary_audit")
+        said = ", ".join(f"{a} {'passes' if ok else 'does not pass'}" for a, ok in rec["passes"].items())
+        print(f"images/{args.image} gpu: {len(rec['wheels'])} wheels with device code; {said}; wrote {out}")
+        return 0
     for binary_id in args.binary or sorted(fetchable):
         rec = binary_audit.audit_binary(binary_id, fetchable[binary_id], tools, cache, archs, args.limit_s)
         doc["audits"][binary_id] = {**rec, "command": command, "tools": versions}

@@ -148,6 +148,86 @@ def compile_ptx(tools: Tools, path: Path, found: list[fatbin.Entry], archs: list
     return out
 
 
+def audit_file(path: Path, name: str, tools: Tools, archs: list[str], limit_s: float, say,
+               found: list[fatbin.Entry] | None = None) -> dict[str, Any]:
+    """The record of one file's device code (deleted after): its SASS and PTX, and per arch how its
+    GPU runs each module, the PTX to JIT compiled (compile_ptx). `found`: its entries, if read."""
+    found = fatbin.entries(path) if found is None else found
+    info = {"sass": fatbin.archs(found, fatbin.ELF), "ptx": fatbin.archs(found, fatbin.PTX),
+            "modules": len({e.fatbin for e in found}),
+            "modules_with_ptx": len({e.fatbin for e in found if e.kind == fatbin.PTX})}
+    per = {"file": name, "bytes": path.stat().st_size, **info}
+    if found and archs:
+        per["compile"] = compile_ptx(tools, path, found, archs, limit_s)
+    said = "".join(f"; {a}: {c['native']} modules native, {c['compiled']}/{c['modules']} to JIT "
+                   f"compile ({c['kernels']} kernels, {c['seconds']:.0f} s"
+                   f"{'' if c['complete'] else ', time limit'}), {c['unrunnable']} neither"
+                   for a, c in (per.get("compile") or {}).items())
+    say(f"  {name}: SASS {', '.join(info['sass']) or 'none'}; PTX {', '.join(info['ptx']) or 'none'}{said}")
+    path.unlink()
+    return per
+
+
+def sums(files_out: list[dict[str, Any]], archs: list[str]) -> dict[str, dict[str, Any]]:
+    """Per arch, the files' compile records added up; `all_compile`: every module of every file runs
+    (native, or its PTX compiled), none left by the time limit."""
+    compiled: dict[str, dict[str, Any]] = {}
+    for arch in archs:
+        per_file = [f["compile"][arch] for f in files_out if "compile" in f]
+        compiled[arch] = {k: sum(c[k] for c in per_file)
+                          for k in ("native", "unrunnable", "modules", "compiled", "failed", "kernels")}
+        compiled[arch].update(seconds=round(sum(c["seconds"] for c in per_file), 2),
+                              complete=all(c["complete"] for c in per_file),
+                              all_compile=bool(per_file) and all(c["complete"] and not c["failed"]
+                                                                 and not c["unrunnable"] for c in per_file))
+    return compiled
+
+
+def _shared_library(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return base.endswith(".so") or ".so." in base
+
+
+def audit_wheelhouse(image_dir: str, flavour: str, wheelhouse: Path, tools: Tools, archs: list[str],
+                     limit_s: float, say=print) -> dict[str, Any]:
+    """The audit of an image flavour's wheelhouse: every pin of its requirement file found in
+    `wheelhouse` (the directory `reproduce.py build` or `pip download` filled), every shared library in
+    each wheel read, and those with device code audited (audit_file). `passes` per arch: every module
+    of every library runs on that GPU."""
+    from reprokit.containers import images
+    from reprokit.containers import wheelhouse as wh
+
+    rec = images.recipe(image_dir)
+    reqs = rec.requirements(flavour)
+    if not reqs:
+        raise UserError(f"images/{image_dir} {flavour} has no requirement file: nothing to audit")
+    have = {w.name.lower(): w for w in wheelhouse.glob("*.whl")}
+    wheels_out = []
+    for pin in (p for r in reqs for p in wh.parse_requirements(r.read_text(), str(r))):
+        prefix = f"{pin.name.lower().replace('-', '_')}-{pin.version}-"
+        wheel = next((w for n, w in sorted(have.items()) if n.startswith(prefix)), None)
+        if wheel is None:
+            raise UserError(f"{wheelhouse} has no wheel of {pin.name}=={pin.version} (images/{image_dir} "
+                            f"{flavour}); fill it with: pip download -r {reqs[0]} -d {wheelhouse}")
+        files_out = []
+        with tempfile.TemporaryDirectory(prefix="reprokit-wheel-") as tmp, zipfile.ZipFile(wheel) as z:
+            for name in (n for n in z.namelist() if _shared_library(n)):
+                path = Path(z.extract(name, tmp))
+                found = fatbin.entries(path)
+                if not found:
+                    path.unlink()
+                    continue
+                if not files_out:
+                    say(f"{wheel.name}")
+                files_out.append(audit_file(path, name, tools, archs, limit_s, say, found))
+        if files_out:
+            wheels_out.append({"wheel": wheel.name, "sha256": file_sha256(wheel), "files": files_out,
+                               "ptx_compile": sums(files_out, archs)})
+    total = sums([f for w in wheels_out for f in w["files"]], archs)
+    return {"image": image_dir, "flavour": flavour, "wheels": wheels_out, "ptx_compile": total,
+            "passes": {a: total[a]["all_compile"] for a in archs}, "date": dt.date.today().isoformat()}
+
+
 def audit_binary(binary_id: str, entry: dict[str, Any], tools: Tools, cache: Path, archs: list[str],
                  limit_s: float, say=print) -> dict[str, Any]:
     """The audit record of one compat.yaml binary with a `fetch` spec."""
@@ -161,36 +241,13 @@ def audit_binary(binary_id: str, entry: dict[str, Any], tools: Tools, cache: Pat
             raise UserError(f"compat.yaml binary {binary_id}: no file of {wheel.name} matches "
                             f"{spec['files']}; correct its fetch.files")
         for name in members:
-            path = Path(z.extract(name, tmp))
-            found = fatbin.entries(path)
-            info = {"sass": fatbin.archs(found, fatbin.ELF), "ptx": fatbin.archs(found, fatbin.PTX),
-                    "modules": len({e.fatbin for e in found}),
-                    "modules_with_ptx": len({e.fatbin for e in found if e.kind == fatbin.PTX})}
-            per = {"file": name, "bytes": path.stat().st_size, **info}
-            if found and archs:
-                per["compile"] = compile_ptx(tools, path, found, archs, limit_s)
-            said = "".join(f"; {a}: {c['native']} modules native, {c['compiled']}/{c['modules']} to JIT "
-                           f"compile ({c['kernels']} kernels, {c['seconds']:.0f} s"
-                           f"{'' if c['complete'] else ', time limit'}), {c['unrunnable']} neither"
-                           for a, c in (per.get("compile") or {}).items())
-            say(f"  {name}: SASS {', '.join(info['sass']) or 'none'}; "
-                f"PTX {', '.join(info['ptx']) or 'none'}{said}")
-            files_out.append(per)
-            path.unlink()
+            files_out.append(audit_file(Path(z.extract(name, tmp)), name, tools, archs, limit_s, say))
 
     def union(key: str) -> list[str]:
         return sorted({c for f in files_out for c in f[key]},
                       key=lambda c: tuple(int(x) for x in c.split(".")))
 
-    compiled: dict[str, dict[str, Any]] = {}
-    for arch in archs:
-        per_file = [f["compile"][arch] for f in files_out if "compile" in f]
-        compiled[arch] = {k: sum(c[k] for c in per_file)
-                          for k in ("native", "unrunnable", "modules", "compiled", "failed", "kernels")}
-        compiled[arch].update(seconds=round(sum(c["seconds"] for c in per_file), 2),
-                              complete=all(c["complete"] for c in per_file),
-                              all_compile=bool(per_file) and all(c["complete"] and not c["failed"]
-                                                                 and not c["unrunnable"] for c in per_file))
+    compiled = sums(files_out, archs)
     return {"binary": binary_id, "wheel": wheel.name, "sha256": file_sha256(wheel),
             "requirement": spec["requirement"], "files": files_out, "sass": union("sass"),
             "ptx": union("ptx"), "ptx_compile": compiled, "date": dt.date.today().isoformat()}

@@ -6,7 +6,9 @@ Then the audit of a wheel made of them, end to end (audit-binaries with a local 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -140,9 +142,55 @@ def test_an_audit_of_a_wheel_records_its_code_and_that_its_ptx_compiles(made, tm
     assert validate.errors("binary_audit", bad) != []
 
 
+def test_an_images_wheelhouse_is_audited_library_by_library(made, tmp_path):
+    """`audit-binaries --image DIR --wheelhouse W`: every pin of the image's GPU requirement file found
+    in W, every shared library with device code audited, wheels without any left out; the image passes
+    for an architecture when every module runs there. A pin missing from W is one line, exit 2."""
+    import hashlib
+
+    import yaml
+
+    blob = made["speed"].read_bytes()
+    house = tmp_path / "house"
+    house.mkdir()
+    with zipfile.ZipFile(house / "standin_gpu-1.0-py3-none-any.whl", "w") as z:
+        z.writestr("standin/lib/libk.so.1", b"\x7fELF" + b"\0" * 60 + blob)
+        z.writestr("standin/lib/notes.txt", blob)  # not a shared library: not read
+    with zipfile.ZipFile(house / "plain-2.0-py3-none-any.whl", "w") as z:
+        z.writestr("plain/_c.so", b"\x7fELF" + b"\0" * 600)  # a library without device code
+    reqs = "".join(f"{n}=={v} --hash=sha256:{hashlib.sha256((house / w).read_bytes()).hexdigest()}\n"
+                   for n, v, w in (("standin-gpu", "1.0", "standin_gpu-1.0-py3-none-any.whl"),
+                                   ("plain", "2.0", "plain-2.0-py3-none-any.whl")))
+    images_dir = tmp_path / "images"
+    shutil.copytree(REPO / "images" / "_blocks", images_dir / "_blocks")
+    (images_dir / "img").mkdir()
+    doc = yaml.safe_load((REPO / "images" / "smoke-python" / "recipe.yaml").read_text())
+    doc.update(image="img", tag="reprokit/img:{flavour}", context="images/img")
+    doc["flavours"]["gpu"]["requirements"] = "requirements-gpu.txt"
+    (images_dir / "img" / "recipe.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    (images_dir / "img" / "requirements-gpu.txt").write_text(reqs)
+    (images_dir / "img" / "Dockerfile").write_text("ARG BASE_IMAGE=reprokit/base:bookworm\nFROM ${BASE_IMAGE}\n")
+    out = tmp_path / "audit.json"
+    env = {**os.environ, "REPROKIT_IMAGES_DIR": str(images_dir)}
+    cmd = [sys.executable, str(REPO / "reproduce.py"), "audit-binaries", "--image", "img", "--wheelhouse",
+           str(house), "--write", str(out), "--arch", "sm_90,sm_100"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "sm_90 passes, sm_100 passes" in p.stdout
+    rec = json.loads(out.read_text())["images"]["img:gpu"]
+    assert [w["wheel"] for w in rec["wheels"]] == ["standin_gpu-1.0-py3-none-any.whl"]
+    assert [f["file"] for f in rec["wheels"][0]["files"]] == ["standin/lib/libk.so.1"]
+    assert rec["ptx_compile"]["sm_90"]["native"] == 1 and rec["ptx_compile"]["sm_100"]["compiled"] == 1
+    (house / "plain-2.0-py3-none-any.whl").unlink()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 2 and "has no wheel of plain==2.0" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
 def test_the_command_refuses_an_unknown_or_unfetchable_binary():
     for argv, said in ((["--binary", "no-such"], "unknown binary 'no-such'"),
                        (["--binary", "cudnn-6.0.21"], "has no `fetch`"),
+                       (["--image", "modern"], "needs --wheelhouse DIR"),
                        (["--arch", "90"], "give architectures as sm_NN")):
         p = subprocess.run([sys.executable, str(REPO / "reproduce.py"), "audit-binaries", *argv],
                            capture_output=True, text=True, timeout=120)
