@@ -391,7 +391,7 @@ def test_recipe_parameters_match_the_dockerfile(image):
             assert (download["sha256"] or "") == default, download
             assert download["url_arg"] in args
         assert flavour["status"]
-    if image in LEGACY_GPU:  # built here as far as the machine reaches: the status names the step and the base
+    if image in LEGACY_GPU:  # built here as far as the machine reaches: the status names step and base
         status = r["flavours"]["gpu"]["status"]
         assert status.startswith(("built here to its wheelhouse only (", "reached nothing here (")), status
         assert images.recipe(image, IMAGES).base_for("gpu", images.BASE_IMAGE) in status
