@@ -9,7 +9,7 @@ hold device code), downloads the wheel (pip download, cached), and for each of t
   (compute_XX), and the modules (fatbins);
 - for every requested architecture, says how its GPU runs each module (reprokit/containers/fatbin.py
   runs_on: SASS of its major version at or below it, "native"; else its highest PTX at or below it,
-  JIT-compiled; else "unrunnable"), and compiles the PTX to JIT with ptxas (`-c -arch=sm_90 -o
+  JIT-compiled; else "other_archs"), and compiles the PTX to JIT with ptxas (`-c -arch=sm_90 -o
   /dev/null`: a relocatable object, so a module of separately compiled code whose externs resolve at
   the link, as NCCL's in TensorFlow 2.0, is not counted as failing): compiles yes/no, the kernels
   (`.entry`) and the compile seconds, which is the JIT cost a first start on that GPU pays (the
@@ -114,13 +114,13 @@ def fetch(spec: dict[str, Any], cache: Path) -> Path:
 def compile_ptx(tools: Tools, path: Path, found: list[fatbin.Entry], archs: list[str],
                 limit_s: float) -> dict[str, Any]:
     """Per arch in `archs` ('sm_90'): how its GPU runs each module (fatbin.runs_on), and the PTX it must
-    JIT-compile, compiled by ptxas within `limit_s` seconds: {arch: {native, unrunnable, modules (to
+    JIT-compile, compiled by ptxas within `limit_s` seconds: {arch: {native, other_archs, modules (to
     JIT), compiled, failed, kernels, seconds, complete, errors}}."""
     out = {}
     with tempfile.TemporaryDirectory(prefix="reprokit-ptx-") as tmp:
         for arch in archs:
-            native, modules, unrunnable = fatbin.runs_on(found, int(arch.split("_")[1].rstrip("af")))
-            rec = {"native": len(native), "unrunnable": len(unrunnable), "modules": len(modules),
+            native, modules, other_archs = fatbin.runs_on(found, int(arch.split("_")[1].rstrip("af")))
+            rec = {"native": len(native), "other_archs": len(other_archs), "modules": len(modules),
                    "compiled": 0, "failed": 0, "kernels": 0, "seconds": 0.0, "complete": True, "errors": []}
             for entry in modules:
                 if rec["seconds"] > limit_s:
@@ -161,7 +161,7 @@ def audit_file(path: Path, name: str, tools: Tools, archs: list[str], limit_s: f
         per["compile"] = compile_ptx(tools, path, found, archs, limit_s)
     said = "".join(f"; {a}: {c['native']} modules native, {c['compiled']}/{c['modules']} to JIT "
                    f"compile ({c['kernels']} kernels, {c['seconds']:.0f} s"
-                   f"{'' if c['complete'] else ', time limit'}), {c['unrunnable']} neither"
+                   f"{'' if c['complete'] else ', time limit'}), {c['other_archs']} neither"
                    for a, c in (per.get("compile") or {}).items())
     say(f"  {name}: SASS {', '.join(info['sass']) or 'none'}; PTX {', '.join(info['ptx']) or 'none'}{said}")
     path.unlink()
@@ -169,17 +169,20 @@ def audit_file(path: Path, name: str, tools: Tools, archs: list[str], limit_s: f
 
 
 def sums(files_out: list[dict[str, Any]], archs: list[str]) -> dict[str, dict[str, Any]]:
-    """Per arch, the files' compile records added up; `all_compile`: every module of every file runs
-    (native, or its PTX compiled), none left by the time limit."""
+    """Per arch, the files' compile records added up; `all_compile`: every PTX to JIT compiled, none
+    left by the time limit; `covered`: every file has code the architecture runs (native SASS, or PTX
+    to JIT), EasyBuild's CUDA sanity check per file (easybuild-framework #5008)."""
     compiled: dict[str, dict[str, Any]] = {}
     for arch in archs:
         per_file = [f["compile"][arch] for f in files_out if "compile" in f]
         compiled[arch] = {k: sum(c[k] for c in per_file)
-                          for k in ("native", "unrunnable", "modules", "compiled", "failed", "kernels")}
+                          for k in ("native", "other_archs", "modules", "compiled", "failed", "kernels")}
         compiled[arch].update(seconds=round(sum(c["seconds"] for c in per_file), 2),
                               complete=all(c["complete"] for c in per_file),
                               all_compile=bool(per_file) and all(c["complete"] and not c["failed"]
-                                                                 and not c["unrunnable"] for c in per_file))
+                                                                 for c in per_file),
+                              covered=bool(per_file) and all(c["native"] + c["modules"] > 0
+                                                             for c in per_file))
     return compiled
 
 
@@ -192,8 +195,10 @@ def audit_wheelhouse(image_dir: str, flavour: str, wheelhouse: Path, tools: Tool
                      limit_s: float, say=print) -> dict[str, Any]:
     """The audit of an image flavour's wheelhouse: every pin of its requirement file found in
     `wheelhouse` (the directory `reproduce.py build` or `pip download` filled), every shared library in
-    each wheel read, and those with device code audited (audit_file). `passes` per arch: every module
-    of every library runs on that GPU."""
+    each wheel read, and those with device code audited (audit_file). `passes` per arch: every library
+    has code that GPU runs (native SASS or PTX at or below it) and every PTX it must JIT compiles. A
+    module with code for other architectures only is counted (`other_archs`), not failed: a library
+    that picks its kernels by architecture (cuBLAS, cuDNN) never loads it there."""
     from reprokit.containers import images
     from reprokit.containers import wheelhouse as wh
 
@@ -225,7 +230,8 @@ def audit_wheelhouse(image_dir: str, flavour: str, wheelhouse: Path, tools: Tool
                                "ptx_compile": sums(files_out, archs)})
     total = sums([f for w in wheels_out for f in w["files"]], archs)
     return {"image": image_dir, "flavour": flavour, "wheels": wheels_out, "ptx_compile": total,
-            "passes": {a: total[a]["all_compile"] for a in archs}, "date": dt.date.today().isoformat()}
+            "passes": {a: total[a]["all_compile"] and total[a]["covered"] for a in archs},
+            "date": dt.date.today().isoformat()}
 
 
 def audit_binary(binary_id: str, entry: dict[str, Any], tools: Tools, cache: Path, archs: list[str],

@@ -127,11 +127,11 @@ def test_an_audit_of_a_wheel_records_its_code_and_that_its_ptx_compiles(made, tm
     (f,) = rec["files"]
     assert f["modules"] == f["modules_with_ptx"] == 2
     native = rec["ptx_compile"]["sm_90"]
-    assert native["native"] == 2 and native["modules"] == native["compiled"] == 0 and native["all_compile"]
+    assert native["native"] == 2 and native["modules"] == native["compiled"] == 0 and native["covered"]
     c = rec["ptx_compile"]["sm_100"]
-    assert c["native"] == 0 and c["unrunnable"] == 0
+    assert c["native"] == 0 and c["other_archs"] == 0
     assert c["compiled"] == c["modules"] == 2 and c["failed"] == 0 and c["kernels"] == 2, c
-    assert c["complete"] and c["all_compile"]
+    assert c["complete"] and c["all_compile"] and c["covered"]
     from reprokit import validate
 
     doc = {"schema_version": 1, "kind": "binary_audit",
