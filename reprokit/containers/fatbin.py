@@ -114,7 +114,8 @@ def runs_on(found: list[Entry], cc: int) -> tuple[set[int], list[Entry], set[int
     driver chooses: (the modules with SASS it runs, cubins of its major version and a minor at most its
     own; the PTX it JIT-compiles for each other module, that module's highest PTX at or below `cc`; the
     modules with code for other architectures only, which it cannot run: a library that picks its
-    kernels by architecture never loads them there). Architecture-specific cubins (sm_90a) are read as their base."""
+    kernels by architecture never loads them there). Architecture-specific cubins (sm_90a) are read
+    as their base."""
     native: set[int] = set()
     ptx: dict[int, Entry] = {}
     modules = {e.fatbin for e in found}
