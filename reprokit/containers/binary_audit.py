@@ -161,7 +161,7 @@ def audit_file(path: Path, name: str, tools: Tools, archs: list[str], limit_s: f
         per["compile"] = compile_ptx(tools, path, found, archs, limit_s)
     said = "".join(f"; {a}: {c['native']} modules native, {c['compiled']}/{c['modules']} to JIT "
                    f"compile ({c['kernels']} kernels, {c['seconds']:.0f} s"
-                   f"{'' if c['complete'] else ', time limit'}), {c['other_archs']} neither"
+                   f"{'' if c['complete'] else ', time limit'}), {c['other_archs']} for other archs only"
                    for a, c in (per.get("compile") or {}).items())
     say(f"  {name}: SASS {', '.join(info['sass']) or 'none'}; PTX {', '.join(info['ptx']) or 'none'}{said}")
     path.unlink()
