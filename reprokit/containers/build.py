@@ -79,15 +79,19 @@ def pip_download(reqs: list[Path], dest: Path, base: str, wheelhouse: Path | Non
             cmd += ["--platform", f"manylinux_2_{minor}_x86_64"]
         cmd += ["--platform", "manylinux2014_x86_64", "--platform", "manylinux2010_x86_64",
                 "--platform", "manylinux1_x86_64"]
-    if wheelhouse is not None:
+    env = None
+    if wheelhouse is not None:  # from DIR only: the machine's pip configuration (its find-links, its
+        # constraints) would offer other files of the same version, e.g. torch 2.13.0+cpu for 2.13.0
         cmd += ["--no-index", "--find-links", str(wheelhouse)]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+        env["PIP_CONFIG_FILE"] = os.devnull
     for r in reqs:
         cmd += ["-r", str(r)]
     names = " ".join(str(r.relative_to(files.REPO)) if r.is_relative_to(files.REPO) else str(r)
                      for r in reqs)
     say(f"pip download for Python {py}: {names}"
         + (f" (offline, from {wheelhouse})" if wheelhouse else ""))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     tail: list[str] = []
     for line in proc.stdout:
         line = line.rstrip()

@@ -88,6 +88,24 @@ def test_pip_download_takes_wheels_offline_from_a_wheelhouse(tmp_path):
         pip_download([req], tmp_path / "dest", images.BASE_IMAGE, house, QUIET)
 
 
+def test_an_offline_wheelhouse_is_the_only_source(tmp_path, monkeypatch):
+    """The machine's pip configuration may name other places (this one's PIP_FIND_LINKS holds CPU
+    builds, torch 2.13.0+cpu, which == 2.13.0 matches): offline, the wheelhouse alone is read, so a
+    pinned hash meets the file it was taken from."""
+    house, other = tmp_path / "house", tmp_path / "other"
+    house.mkdir()
+    other.mkdir()
+    sha = hashlib.sha256(tiny_wheel(house).read_bytes()).hexdigest()
+    tiny_wheel(other, version="1.0+cpu")
+    req = tmp_path / "requirements-gpu.txt"
+    req.write_text(f"reprokit-tiny==1.0 --hash=sha256:{sha}\n")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(other))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    pip_download([req], dest, images.BASE_IMAGE, house, QUIET)
+    assert [p.name for p in dest.iterdir()] == ["reprokit_tiny-1.0-py3-none-any.whl"]
+
+
 def test_every_recipe_builds_args_the_kit_passes(repo):
     """The cpu flavour of each recipe is FROM the base image given by the kit."""
     recipes = sorted(p.parent.name for p in (repo / "images").glob("*/Dockerfile"))
