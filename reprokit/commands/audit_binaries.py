@@ -61,10 +61,7 @@ def run(args) -> int:
     cache = Path(args.cache) if args.cache else files.REPO / "results" / "binary-audit"
     tools = binary_audit.find_tools(cache)
     out = Path(args.write) if args.write else files.REPO / "reprokit" / "data" / "binary_audit.json"
-    doc = {"schema_version": 1, "kind": "binary_audit", "audits": {}}
-    if out.exists():
-        doc = json.loads(out.read_text())
-        validate.check("binary_audit", doc, str(out))
+    read(out)  # a malformed file is refused before any work
     command = "reproduce.py audit-binaries" + (f" --binary {' '.join(args.binary)}" if args.binary else "") \
         + (f" --image {args.image} --wheelhouse WHEELHOUSE" if args.image else "") \
         + (f" --arch {args.arch}" if args.arch != DEFAULT_ARCHS else "") \
@@ -77,14 +74,36 @@ def run(args) -> int:
                          "GPU wheels")
         rec = binary_audit.audit_wheelhouse(args.image, "gpu", Path(args.wheelhouse), tools, archs,
                                             args.limit_s)
-        doc.setdefault("images", {})[f"{args.image}:gpu"] = {**rec, "command": command, "tools": versions}
-        files.write_json_atomic(out, doc, "binary_audit")
-        said = ", ".join(f"{a} {'passes' if ok else 'does not pass'}" for a, ok in rec["passes"].items())
+        keep(out, "images", f"{args.image}:gpu", {**rec, "command": command, "tools": versions})
+        said = ", ".join(f"{a} {'passes' if ok else 'does not pass'}"
+                         + ("" if rec["ptx_compile"][a]["complete"] else
+                            f" (PTX compiled: {rec['ptx_compile'][a]['compiled']} of "
+                            f"{rec['ptx_compile'][a]['modules']} modules, the rest left by --limit-s)")
+                         for a, ok in rec["passes"].items())
         print(f"images/{args.image} gpu: {len(rec['wheels'])} wheels with device code; {said}; wrote {out}")
         return 0
     for binary_id in args.binary or sorted(fetchable):
         rec = binary_audit.audit_binary(binary_id, fetchable[binary_id], tools, cache, archs, args.limit_s)
-        doc["audits"][binary_id] = {**rec, "command": command, "tools": versions}
-        files.write_json_atomic(out, doc, "binary_audit")  # each binary kept as soon as it is done
+        keep(out, "audits", binary_id, {**rec, "command": command, "tools": versions})  # kept when done
     print(f"wrote {out}")
     return 0
+
+
+def read(out: Path) -> dict:
+    if not out.exists():
+        return {"schema_version": 1, "kind": "binary_audit", "audits": {}}
+    doc = json.loads(out.read_text())
+    validate.check("binary_audit", doc, str(out))
+    return doc
+
+
+def keep(out: Path, section: str, key: str, record: dict) -> None:
+    """One record put into the audit file: read again under an exclusive lock and rewritten
+    atomically, so audits run side by side (an image's and some binaries') each keep theirs."""
+    import fcntl
+
+    with open(out.with_name(out.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        doc = read(out)
+        doc.setdefault(section, {})[key] = record
+        files.write_json_atomic(out, doc, "binary_audit")

@@ -26,3 +26,29 @@ def test_every_fetchable_binary_is_audited_and_compat_yaml_says_what_the_audit_f
         assert entry["evidence"] == "V" and "binary_audit.json" in entry["source"], (binary_id, entry)
         assert entry["sass"] == audit["sass"] and entry["ptx"] == audit["ptx"], (binary_id, entry, audit)
         assert "sm_90" in audit["ptx_compile"] or not audit["ptx"], binary_id
+
+
+def _keep_many(out: str, who: int) -> None:
+    from reprokit.commands import audit_binaries
+
+    for i in range(15):
+        audit_binaries.keep(Path(out), "images", f"img{who}-{i}:gpu", {
+            "image": f"img{who}-{i}", "flavour": "gpu", "wheels": [], "ptx_compile": {}, "passes": {},
+            "date": "2026-11-29", "command": "test", "tools": {}})
+
+
+def test_audits_written_side_by_side_each_keep_their_record(tmp_path):
+    """An image's audit and some binaries' may run at once: each record is put into the file as it
+    is then (read again under a lock), never into the copy the command read when it started."""
+    import multiprocessing
+
+    out = tmp_path / "audit.json"
+    procs = [multiprocessing.get_context("spawn").Process(target=_keep_many, args=(str(out), w))
+             for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    doc = json.loads(out.read_text())
+    assert validate.errors("binary_audit", doc) == [] and len(doc["images"]) == 45
