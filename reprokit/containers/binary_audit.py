@@ -165,6 +165,9 @@ def audit_file(path: Path, name: str, tools: Tools, archs: list[str], limit_s: f
     per = {"file": name, "bytes": path.stat().st_size, **info}
     if found and archs:
         per["compile"] = compile_ptx(tools, path, found, archs, limit_s)
+        for c in per["compile"].values():  # nothing the arch runs: is there anything to run at all?
+            if c["native"] + c["modules"] == 0:
+                c["kernelless"] = not fatbin.has_kernels(path, found)
     said = "".join(f"; {a}: {c['native']} modules native, {c['compiled']}/{c['modules']} to JIT "
                    f"compile ({c['kernels']} kernels, {c['seconds']:.0f} s"
                    f"{'' if c['complete'] else ', time limit'}), {c['other_archs']} for other archs only"
@@ -177,7 +180,8 @@ def audit_file(path: Path, name: str, tools: Tools, archs: list[str], limit_s: f
 def sums(files_out: list[dict[str, Any]], archs: list[str]) -> dict[str, dict[str, Any]]:
     """Per arch, the files' compile records added up; `all_compile`: every PTX to JIT compiled, none
     left by the time limit; `covered`: every file has code the architecture runs (native SASS, or PTX
-    to JIT), EasyBuild's CUDA sanity check per file (easybuild-framework #5008)."""
+    to JIT), EasyBuild's CUDA sanity check per file (easybuild-framework #5008), or defines no kernel
+    at all (`kernelless`: an empty module, as libcufftw's, has nothing to run)."""
     compiled: dict[str, dict[str, Any]] = {}
     for arch in archs:
         per_file = [f["compile"][arch] for f in files_out if "compile" in f]
@@ -188,7 +192,7 @@ def sums(files_out: list[dict[str, Any]], archs: list[str]) -> dict[str, dict[st
                               all_compile=bool(per_file) and all(c["complete"] and not c["failed"]
                                                                  for c in per_file),
                               covered=bool(per_file) and all(c["native"] + c["modules"] > 0
-                                                             for c in per_file))
+                                                             or c.get("kernelless") for c in per_file))
     return compiled
 
 

@@ -21,6 +21,7 @@ alike); a candidate counts only when its entries walk to exactly its stated size
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,20 +94,35 @@ def archs(found: list[Entry], kind: int) -> list[str]:
     return [f"{a // 10}.{a % 10}" for a in sorted({e.arch for e in found if e.kind == kind})]
 
 
-def ptx_text(path: Path, entry: Entry) -> str:
-    """The PTX of one entry (decompressed where it is compressed)."""
+def payload(path: Path, entry: Entry) -> bytes:
+    """One entry's bytes (decompressed where they are compressed)."""
     with open(path, "rb") as f:
         f.seek(entry.offset)
-        payload = f.read(entry.size)
+        data = f.read(entry.size)
     if entry.compression == "lz4":
         import lz4.block
 
-        payload = lz4.block.decompress(payload, uncompressed_size=entry.uncompressed_size)
-    elif entry.compression == "zstd":
+        return lz4.block.decompress(data, uncompressed_size=entry.uncompressed_size)
+    if entry.compression == "zstd":
         import zstandard
 
-        payload = zstandard.ZstdDecompressor().decompress(payload, max_output_size=entry.uncompressed_size)
-    return payload.rstrip(b"\0").decode("utf-8", "replace")
+        return zstandard.ZstdDecompressor().decompress(data, max_output_size=entry.uncompressed_size)
+    return data
+
+
+def ptx_text(path: Path, entry: Entry) -> str:
+    """The PTX of one entry (decompressed where it is compressed)."""
+    return payload(path, entry).rstrip(b"\0").decode("utf-8", "replace")
+
+
+def has_kernels(path: Path, entries: list[Entry]) -> bool:
+    """Whether any of the entries defines a kernel: a cubin's `.text.<function>` section, a PTX
+    `.entry`. A module with none (an empty cubin, as libcufftw's) has nothing for a GPU to run."""
+    for e in entries:
+        data = payload(path, e)
+        if (e.kind == ELF and b".text." in data) or (e.kind == PTX and re.search(rb"\.entry\s", data)):
+            return True
+    return False
 
 
 def runs_on(found: list[Entry], cc: int) -> tuple[set[int], list[Entry], set[int]]:

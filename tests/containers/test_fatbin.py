@@ -187,6 +187,29 @@ def test_an_images_wheelhouse_is_audited_library_by_library(made, tmp_path):
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
+def test_a_file_with_no_code_for_the_gpu_fails_its_check_unless_it_defines_no_kernel(made, tmp_path):
+    """A library whose only module is an sm_75 cubin has nothing an sm_90 GPU runs: not covered. An
+    empty module (a cubin without functions, as libcufftw's) has nothing to run: covered."""
+    cache = REPO / "results" / "binary-audit"
+    ptxas, fat = binary_audit.cuda_tool("ptxas", cache), binary_audit.cuda_tool("fatbinary", cache)
+    tools = binary_audit.find_tools(cache)
+    (tmp_path / "empty.ptx").write_text(".version 7.0\n.target sm_75\n.address_size 64\n")
+    (tmp_path / "k.ptx").write_text(KERNEL)
+    got = {}
+    for name in ("empty", "k"):
+        subprocess.run([ptxas, "-arch=sm_75", "-o", str(tmp_path / f"{name}.cubin"),
+                        str(tmp_path / f"{name}.ptx")], check=True, capture_output=True, timeout=120)
+        subprocess.run([fat, f"--create={tmp_path / name}.fatbin", "--compress=false",
+                        f"--image3=kind=elf,sm=75,file={tmp_path / name}.cubin"], check=True,
+                       capture_output=True, timeout=120)
+        lib = tmp_path / f"lib{name}.so"
+        lib.write_bytes(b"\x7fELF" + b"\0" * 60 + (tmp_path / f"{name}.fatbin").read_bytes())
+        per = binary_audit.audit_file(lib, lib.name, tools, ["sm_90"], 60.0, say=lambda m: None)
+        got[name] = binary_audit.sums([per], ["sm_90"])["sm_90"]
+    assert got["empty"]["other_archs"] == 1 and got["empty"]["covered"]
+    assert got["k"]["other_archs"] == 1 and not got["k"]["covered"]
+
+
 def test_the_command_refuses_an_unknown_or_unfetchable_binary():
     for argv, said in ((["--binary", "no-such"], "unknown binary 'no-such'"),
                        (["--binary", "cudnn-6.0.21"], "has no `fetch`"),
