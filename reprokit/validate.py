@@ -77,7 +77,9 @@ def errors(name: str, doc: Any) -> list[str]:
     if fast_valid(name, doc):
         return []
     out = []
-    for e in sorted(_validator(name).iter_errors(doc), key=lambda e: list(e.path)):
+    # a path mixes list indices and mapping keys, and YAML keys may be numbers: order by kind, then value
+    for e in sorted(_validator(name).iter_errors(doc),
+                    key=lambda e: [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in e.path]):
         path = "/".join(str(p) for p in e.path) or "(top)"
         said = f" (expected {e.schema['description']})" if e.validator == "anyOf" and isinstance(
             e.schema, dict) and e.schema.get("description") else ""

@@ -36,3 +36,15 @@ def test_missing_malformed_and_invalid_files_are_one_line_errors(scratch):
     with pytest.raises(UserError, match=r"_test_scratch.yaml does not match the verdict_policy schema"):
         kitdata.load_file("_test_scratch.yaml", "verdict_policy")
     assert kitdata.exists("verdict_policy.yaml") and not kitdata.exists("_nothing_here.yaml")
+
+
+def test_errors_at_a_number_key_and_a_text_key_are_listed_not_a_crash():
+    """YAML keys may be numbers: two violations whose paths hold a number and a text at one place are
+    ordered, not compared (the fuzzer's finding: TypeError '<' between str and int)."""
+    import yaml
+
+    from reprokit import validate
+
+    doc = yaml.safe_load("schema_version: 1\nkind: binary_audit\naudits:\n  0: 1\n  x: 2\n")
+    errs = validate.errors("binary_audit", doc)
+    assert [e.split(":")[0] for e in errs] == ["audits/0", "audits/x"], errs

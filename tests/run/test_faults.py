@@ -189,11 +189,13 @@ def test_a_signal_stops_the_running_cell_and_resume_measures_only_it(tmp_path, h
         else:
             os.kill(d.pid, signal.SIGTERM)
             expected = 143
-        assert d.wait(30) == expected, d.stderr()
+        assert d.wait(cell_process.TIMEOUT_GRACE_S + 60) == expected, d.stderr()
         took = time.monotonic() - t
     finally:
         d.kill()
-    assert took < 10, f"the driver took {took:.1f} s to stop"
+    # the bound is the kit's own: the grace a cell process gets to stop, and the driver's writes after;
+    # a loaded machine (the CI beside an image build) took over 30 s, so no figure of this machine's speed
+    assert took < cell_process.TIMEOUT_GRACE_S + 30, f"the driver took {took:.1f} s to stop"
     line = one_line(d.stderr())
     sig = "SIGINT" if expected == 130 else "SIGTERM"
     assert f"interrupted by {sig}" in line and LSTM in line and "--resume" in line, line
