@@ -1,7 +1,7 @@
-"""The formats with one version so far, each with its history, and the crate's own mark.
+"""The formats whose steps only keep the document, and the crate's own mark.
 
-A format here gets its second version, and a step, the day a change of it is not an optional field
-(then it moves to a module of its own, as run.py).
+Each change of one of them is an optional field: a version with its history line and a step that keeps
+the document. A format whose change needs a real step moves to a module of its own, as run.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ def _keep(doc: dict) -> dict:
 FORMATS = (
     Format("job", {1: "2026-11-21 (4a18297): the job file bench/harness.py reads; fields added since "
                       "(`facts`, a cell's `precision`, `device`, `timeout_jit_allowance_s`) are optional, "
-                      "and a job is written again by every run that uses it"}),
+                      "and a job is written again by every run that uses it",
+                   2: "2026-11-29: a cell's `code`, its code version (reprokit/plan/code_version.py), "
+                      "which the harness copies into the cell result"},
+           {2: _keep}),
     Format("crate", {1: "2026-11-26 (41a11e4): a run as a zipped RO-Crate 1.1 (Process Run Crate 0.5), "
                         "root identifier reprokit-run-crate:<run id>",
                      2: "2026-11-28: the root dataset states the crate's format `version`"},

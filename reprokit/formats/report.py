@@ -16,6 +16,8 @@ HISTORY = {
     4: "2026-11-29: each first-screen line's `table`: what the source's published table contradicts in "
        "itself; a roofline bound's `algorithm` where its FLOP model names a cheaper one; a source's "
        "`tolerance` says how it is made ({flat, text}), each verdict its `tolerance_terms`",
+    5: "2026-11-29: a re-run interval widened by a run term says `pi_within_df`, the degrees of freedom "
+       "of its within-run part (this run's processes pooled with the cell's history)",
 }
 
 
@@ -44,4 +46,10 @@ def to_4(doc: dict) -> dict:
     return doc
 
 
-FORMAT = Format("report", HISTORY, {2: to_2, 3: to_3, 4: to_4}, stamped_from=1)
+def to_5(doc: dict) -> dict:
+    """An optional field: a version 4 report's widened intervals do not say their within-run degrees of
+    freedom (they were this run's K - 1: no history was pooled then)."""
+    return doc
+
+
+FORMAT = Format("report", HISTORY, {2: to_2, 3: to_3, 4: to_4, 5: to_5}, stamped_from=1)

@@ -192,7 +192,7 @@ def test_render_writes_three_files_and_plots(rendered):
     for s in svgs:
         assert f"](plots/{s.name})" in md
     ctx = report.load_report(paths[2])                   # validates against report.schema.json
-    assert ctx["schema_version"] == context.REPORT_VERSION == 4
+    assert ctx["schema_version"] == context.REPORT_VERSION == 5
 
 
 def test_html_escapes_hostile_text_and_is_self_contained(rendered):
