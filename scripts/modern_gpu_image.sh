@@ -32,10 +32,8 @@ fi
 if has check; then
     echo "== check: the image without a GPU"
     docker run -i --rm --network none --user 1000:1000 reprokit/modern:gpu python - <<'EOF'
-import logging
 import sys
 
-logging.disable(logging.WARNING)  # JAX logs its CUDA plugin's failed start, with a traceback
 import jax
 import tensorflow as tf
 import torch

@@ -273,6 +273,12 @@ def stream_build(client, ctx: Path, tag: str, build_args: dict, labels: dict, sa
     return image_id
 
 
+def gpu_base_out_of_reach(image_dir: str, from_image: str) -> str:
+    """What stops a GPU flavour whose base image is not on this engine, in words."""
+    return (f"the gpu flavour of {image_dir} cannot be built on this machine: its base {from_image} is "
+            "not on this engine and no registry is reachable (no NVIDIA/Ubuntu base images here)")
+
+
 def check_base(client, image_dir: str, flavour: str, base: str = BASE_IMAGE,
                root: Path | None = None):
     """(recipe, FROM image, its engine image) or a one-line UserError when the base is missing."""
@@ -283,10 +289,8 @@ def check_base(client, image_dir: str, flavour: str, base: str = BASE_IMAGE,
     base_img = get_image(client, from_image)
     if base_img is None:
         if flavour == "gpu":
-            raise UserError(f"the gpu flavour of {image_dir} cannot be built on this machine: its "
-                            f"base {from_image} is not on this engine and no registry is reachable "
-                            "(no NVIDIA/Ubuntu base images here); build it where the engine has "
-                            f"{from_image}")
+            raise UserError(f"{gpu_base_out_of_reach(image_dir, from_image)}; build it where the engine "
+                            f"has {from_image}")
         raise UserError(f"base image {from_image} is not on this engine; run .ci/docker-setup.sh "
                         "(debootstrap + docker import) first")
     return rec, from_image, base_img
@@ -385,12 +389,11 @@ def build_images(client, dirs: list[str], flavour: str, base: str = BASE_IMAGE,
     `reached`."""
     out_of_reach = {}
     for d in dirs:
-        try:
+        from_image = images.recipe(d).base_for(flavour, base)
+        if flavour == "gpu" and get_image(client, from_image) is None:
+            out_of_reach[d] = gpu_base_out_of_reach(d, from_image)
+        else:
             check_base(client, d, flavour, base)
-        except UserError as e:
-            if flavour != "gpu":
-                raise
-            out_of_reach[d] = str(e).split("; build it where")[0]
     for d in dirs:
         t = time.monotonic()
         say(f"== {d} ({flavour})")
