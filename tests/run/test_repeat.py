@@ -111,6 +111,19 @@ def test_repeat_2_runs_every_cell_in_two_processes_and_merges_them(smoke_repeat2
     assert lstm["processes"] == [1, 1] and lstm["stop_reasons"] == ["single", "single"]
 
 
+def test_the_merge_keeps_the_processes_code_version_and_names_none_for_two(smoke_repeat2):
+    """Each process result carries the code version its job sent; the merge keeps it when they agree,
+    and says none where two processes ran different code (a run resumed by another kit)."""
+    rundir, _ = smoke_repeat2
+    cid = "smoke/pytorch/nn_lstm/b8-s5-h32"
+    procs = {i: rundir.load_cell(cid, i) for i in (1, 2)}
+    code = procs[1]["code"]
+    assert code and len(code) == 64 and procs[2]["code"] == code
+    assert merge.merge(procs, 2)["code"] == code
+    procs[2] = dict(procs[2], code="0" * 64)
+    assert merge.merge(procs, 2)["code"] is None
+
+
 def test_rounds_interleave_the_cells_and_the_progress_counts_every_process(smoke_repeat2):
     _, stderr = smoke_repeat2
     starts = re.findall(r"^\[(\d+)/(\d+)\] (\S+) \(process (\d) of 2\)", stderr, re.M)
