@@ -52,7 +52,6 @@ checked against the real docker CLI (`docker create`, which records the request 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -272,8 +271,10 @@ def container_job(job_path: Path) -> tuple[Path, str | None]:
     """Write the container's copy of a job beside it (jobs/<stack>.docker.json: out_dir
     /results/cells, the data directory and every cell's data_dir as mounted at /data); return its
     path and the host data directory the job's cells read (`run --data DIR`, the /data mount) or
-    None."""
-    job = json.loads(Path(job_path).read_text())
+    None. The job is read as any stored job: brought to its format's current version."""
+    from reprokit import files
+
+    job = files.read_json(Path(job_path), "job")
     job["out_dir"] = CELLS_IN_CONTAINER
     root = job.get("data_root")
     if root:
@@ -283,8 +284,6 @@ def container_job(job_path: Path) -> tuple[Path, str | None]:
             if d:
                 c["params"]["data_dir"] = container_data_dir(d, root)
     out = Path(job_path).with_name(Path(job_path).stem + ".docker.json")
-    from reprokit import files
-
     files.write_json_atomic(out, job, "job")
     out.chmod(0o644)  # readable by the container's unprivileged user
     return out, root

@@ -377,6 +377,9 @@ def test_container_job_rewrites_data_dirs(tmp_path):
     assert data_root == str(root)
     assert [c["params"].get("data_dir") for c in out["cells"]] == ["/data/ptb", "/data", None]
     assert out["data_root"] == "/data"
+    # the job was written by an older kit: the container's copy is brought to the current version
+    from reprokit import formats
+    assert out["schema_version"] == formats.version("job") > job["schema_version"]
 
 
 def test_provenance_of_stand_in_real_and_synthetic_results():
