@@ -14,9 +14,9 @@ process variance; counting it as 0 put that variance into b), and without such a
 left out. The between-run excess b is estimated from the host's history (run.json `history`,
 written when a run starts: reprokit/run/host_history.py): for every cell (cell id, metric, stack,
 precision) and code version (reprokit/plan/code_version.py; the runs of kits that recorded none are
-one version) with m >= 2 earlier runs, the variance of their log medians minus their mean w, floored
-at 0, scaled to be median-unbiased; b is the median of these over the cells, one figure for the host
-(`estimate`), with sum(m - 1) degrees of freedom.
+one version) with m >= 2 earlier runs, the variance of their log medians made median-unbiased (over
+its chi-square median factor) minus their mean w, floored at 0; b is the median of these over the
+cells, one figure for the host (`estimate`), with sum(m - 1) degrees of freedom.
 
 The process variance s^2 of the cell itself is pooled the same way: this run's K - 1 degrees of
 freedom with the cell's earlier runs of several processes on this host, of its code version
@@ -111,11 +111,13 @@ def within(entry: dict, pooled: float | None) -> float | None:
 def estimate(history: dict | None) -> tuple[float, int, int] | None:
     """(b, its degrees of freedom, cells counted) from the history's cells with >= 2 earlier runs of one
     code version (a cell whose code changed counts once per version: the move between versions is a
-    change of code, not of run); None when no cell has that many. Each cell's excess (variance of its
-    log run medians minus their mean within-run part, floored at 0) over its median chi-square factor
-    is a median-unbiased estimate of b; b is their median over the cells, robust to a few cells whose
-    data changed between runs (a mean let such cells widen every interval of the host:
-    docs/verdicts.md)."""
+    change of code, not of run); None when no cell has that many. A cell's variance of its log run
+    medians over its median chi-square factor is a median-unbiased estimate of its whole run-to-run
+    variance w + b; less their mean within-run part w (known from the runs' own processes), floored at
+    0, it is a median-unbiased estimate of b. (Scaling the difference instead scaled w too: with two
+    runs it estimated b - 1.2 w, and read a host whose runs move as much as their processes as having
+    no run term.) b is their median over the cells, robust to a few cells whose data changed between
+    runs (a mean let such cells widen every interval of the host: docs/verdicts.md)."""
     from scipy.stats import chi2
 
     per_cell, df = [], 0
@@ -126,9 +128,9 @@ def estimate(history: dict | None) -> tuple[float, int, int] | None:
         if len(kept) < HISTORY_MIN_RUNS:
             continue
         logs = [math.log(r["median"]) for r, _ in kept]
-        excess = max(0.0, statistics.variance(logs) - statistics.fmean(w for _, w in kept))
         d = len(logs) - 1
-        per_cell.append(excess / (float(chi2.median(d)) / d))
+        total = statistics.variance(logs) / (float(chi2.median(d)) / d)  # w + b, median-unbiased
+        per_cell.append(max(0.0, total - statistics.fmean(w for _, w in kept)))
         df += d
     return (statistics.median(per_cell), df, len(per_cell)) if per_cell else None
 

@@ -31,6 +31,25 @@ def test_the_estimate_recovers_a_known_between_run_spread():
     assert math.sqrt(got) == pytest.approx(0.05, rel=0.15)
 
 
+@pytest.mark.parametrize("runs", [2, 4])
+@pytest.mark.parametrize("ratio", [0.0, 1.0, 4.0])
+def test_the_estimate_is_median_unbiased_beside_the_runs_own_process_noise(runs, ratio):
+    """Runs that move by b between them and by w within (their processes' noise, which their records
+    state): b is recovered from two runs of a cell as from four, also where b is no bigger than w (the
+    variance of two medians is chi-square with one degree of freedom: scaling its excess over w, not
+    the variance, estimated b - 1.2 w, 0 at b = w)."""
+    rng = random.Random(int(10 * ratio) + runs)
+    sd, k = 0.06, 3
+    w = sd * sd / k
+    b = ratio * w
+    cells = {f"c{i}": [math.exp(rng.gauss(0, math.sqrt(b)) + rng.gauss(0, math.sqrt(w)))
+                       for _ in range(runs)] for i in range(800)}
+    got, _, n = run_level.estimate(_history(cells, sd_log=sd, processes=k))
+    assert n == 800
+    within = {"abs": 0.25 * w} if ratio == 0 else {"rel": 0.3}  # 800 cells: a few % of b either way
+    assert got == pytest.approx(b, **within), (got / w, ratio)
+
+
 def test_a_few_cells_that_changed_between_runs_do_not_widen_every_interval():
     rng = random.Random(3)
     cells = {f"c{i}": [math.exp(rng.gauss(0, 0.03)) for _ in range(5)] for i in range(40)}
