@@ -114,10 +114,9 @@ def estimate(history: dict | None) -> tuple[float, int, int] | None:
     change of code, not of run); None when no cell has that many. A cell's variance of its log run
     medians over its median chi-square factor is a median-unbiased estimate of its whole run-to-run
     variance w + b; less their mean within-run part w (known from the runs' own processes), floored at
-    0, it is a median-unbiased estimate of b. (Scaling the difference instead scaled w too: with two
-    runs it estimated b - 1.2 w, and read a host whose runs move as much as their processes as having
-    no run term.) b is their median over the cells, robust to a few cells whose data changed between
-    runs (a mean let such cells widen every interval of the host: docs/verdicts.md)."""
+    0, it is a median-unbiased estimate of b (the factor scales the variance, not the difference: it
+    must not scale w). b is their median over the cells, robust to a few cells whose data changed
+    between runs (a mean let such cells widen every interval of the host: docs/verdicts.md)."""
     from scipy.stats import chi2
 
     per_cell, df = [], 0
