@@ -45,7 +45,7 @@ def _shown(runs: list[Path]) -> str:
     return " ".join(str(p) for p in runs)
 
 
-def coverage(paths: list[Path], host_id: str, kind: str) -> dict:
+def coverage(paths: list[Path], fingerprint, kind: str) -> dict:
     """Replay the runs in time order: run j's median against run j-1's re-run interval, widened with
     the term of the history of the runs before j (what run j-1 would have recorded), with the class's
     default term, and with none (processes only)."""
@@ -58,7 +58,7 @@ def coverage(paths: list[Path], host_id: str, kind: str) -> dict:
     drifts = []
     runs = [load(p) for p in paths]
     for j in range(2, len(paths)):
-        hist = host_history.from_runs(list(reversed(paths[: j - 1])), host_id, None)
+        hist = host_history.from_runs(list(reversed(paths[: j - 1])), fingerprint, None)
         terms = {"history": run_level.term(hist, kind), "default": default, "none": none}
         prev, nxt = runs[j - 1], runs[j]
         for cell in prev.cell_results():
@@ -102,7 +102,7 @@ def main() -> int:
     paths = sorted(args.runs, key=lambda p: p.name.rstrip("/"))
     first = load(paths[0])
     host_id = first.host.get("host_id")
-    hist = host_history.from_runs(list(reversed(paths)), host_id, None, limit=len(paths))
+    hist = host_history.from_runs(list(reversed(paths)), first.host, None, limit=len(paths))
     got = run_level.estimate(hist)
     if got is None:
         print("no cell has 2 or more runs: nothing to estimate", file=sys.stderr)
@@ -110,7 +110,7 @@ def main() -> int:
     b, df, cells = got
     print(f"host {host_id}: {len(hist['runs'])} runs, {cells} cells, between-run sd (log) "
           f"{math.sqrt(b):.4f} ({100 * (math.exp(math.sqrt(b)) - 1):.2f} %), {df} df")
-    for label, c in coverage(paths, host_id, args.kind).items():
+    for label, c in coverage(paths, first.host, args.kind).items():
         if c["pairs"]:
             print(f"replayed in time order, {label} term: {c['inside']}/{c['pairs']} next-run medians inside "
                   f"the re-run interval ({100 * c['coverage']:.1f} %); median half-width "

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from reprokit.probes.fingerprint import machine_identity
 from reprokit.reader.frozen import thaw
 
 WITHHELD = "[withheld]"
@@ -228,17 +229,6 @@ def _checked(claim: dict, kinds: list[str], models: dict) -> list[dict]:
     return out
 
 
-def _machine_identity(host_id: str, run, gpus: list) -> str:
-    """What tells one machine from another: its host id (a hash of the host name, which many machines
-    share, e.g. every cloud VM named `vm`) with its CPU model and its GPUs' UUIDs (else their names), so
-    two machines of one name but other hardware are never one machine. Two machines of one name and
-    the same hardware without GPU UUIDs still share an identity."""
-    c = run.host.get("cpu") or {}
-    cpu = "/".join(str(c.get(k)) for k in ("vendor", "family", "model", "model_name", "logical_cores"))
-    units = sorted(str(g.get("uuid") or g.get("name")) for g in gpus if isinstance(g, dict))
-    return f"host:{host_id}|cpu:{cpu}|gpus:{','.join(units)}"
-
-
 def extract(read, salt: bytes, form: str) -> tuple[dict, list[dict], list[dict]]:
     """(the run's record, its re-measurements, its claims' statuses) as the ledger keeps them, from a
     checked input (reprokit/ledger/read.py `Read`)."""
@@ -263,7 +253,7 @@ def extract(read, salt: bytes, form: str) -> tuple[dict, list[dict], list[dict]]
         "finished": run.finished,
         "devices": {k: models[k] for k in sorted(models) if models[k]},
         "gpu_count": len(host_gpus),
-        "machine": unit_id(salt, _machine_identity(host_id, run, host_gpus)) if host_id else None,
+        "machine": unit_id(salt, machine_identity(run.host)) if host_id else None,
         "host_facts": host_facts(run),
         "report": read.basis,
         "stored_report_matches": read.stored_report_matches,

@@ -105,8 +105,22 @@ def _kernel() -> dict[str, Any]:
 
 
 def _host_id() -> str:
-    """A stable, non-reversible-at-a-glance id that tells runs on the same host apart (hostname hashed)."""
+    """A stable, non-reversible-at-a-glance id that tells runs on the same host apart (hostname hashed).
+    Many machines share a host name (every cloud VM named `vm`): `machine_identity` is what tells
+    machines apart."""
     return hashlib.sha256(("reprokit-host:" + socket.gethostname()).encode()).hexdigest()[:16]
+
+
+def machine_identity(fingerprint: Any) -> str:
+    """What tells one machine from another in a host fingerprint: its host id with its CPU model and its
+    GPUs' UUIDs (else their names), so two machines of one name but other hardware are never one
+    machine. Two machines of one name and the same hardware without GPU UUIDs still share an
+    identity."""
+    c = fingerprint.get("cpu") or {}
+    cpu = "/".join(str(c.get(k)) for k in ("vendor", "family", "model", "model_name", "logical_cores"))
+    units = sorted(str(g.get("uuid") or g.get("name")) for g in fingerprint.get("gpus") or []
+                   if isinstance(g, dict))
+    return f"host:{fingerprint.get('host_id')}|cpu:{cpu}|gpus:{','.join(units)}"
 
 
 # -- CPU -------------------------------------------------------------------------------------------

@@ -287,7 +287,7 @@ def _open_record(plan: Plan, runner: Runner, rundir: results.RunDir, argv: list[
         if plan.options.design is not None:  # the default design (reprokit/plan/design.py), not --repeat K
             run["design"] = plan.options.design
         # this host's earlier runs beside this one: the between-run term of its re-run intervals
-        run["history"] = host_history.collect(rundir.path.parent, run["host_fingerprint"].get("host_id"),
+        run["history"] = host_history.collect(rundir.path.parent, run["host_fingerprint"],
                                               {c.id for c in plan_cells}, rundir.path.name)
         for c in plan_cells:  # every cell is listed before anything runs
             set_entry(run, c, "pending", "not run yet", None)

@@ -174,3 +174,27 @@ def test_an_as_published_figures_interval_is_widened_like_a_medians():
     a, b = run_level.widen(median, term), run_level.widen(figure, term)
     assert (a["pi_low"], a["pi_high"]) == pytest.approx((b["pi_low"], b["pi_high"]))
     assert b["pi_covers"] == ["process", "run"] and b["pi_high"] > median["pi_high"]
+
+
+def test_a_machine_of_the_same_host_name_but_another_cpu_is_not_this_hosts_history(tmp_path):
+    """Machines share host names (every cloud VM here is `vm`), so the host id alone let a run on an
+    AMD machine count as the history of one on an Intel machine: the history reads only the runs of
+    the same machine (host id, CPU model, GPUs). Two copies of a committed run, one moved to another
+    CPU model under the same host id."""
+    import shutil
+    from pathlib import Path
+
+    from reprokit.run import host_history
+
+    src = Path(__file__).resolve().parent.parent / "data" / "runs" / "smoke-current"
+    same, other = tmp_path / "20260101T000000Z-smoke", tmp_path / "20260102T000000Z-smoke"
+    shutil.copytree(src, same)
+    shutil.copytree(src, other)
+    doc = json.loads((other / "run.json").read_text())
+    doc["host_fingerprint"]["cpu"]["model"] = "other"
+    (other / "run.json").write_text(json.dumps(doc))
+    fingerprint = json.loads((same / "run.json").read_text())["host_fingerprint"]
+    assert doc["host_fingerprint"]["host_id"] == fingerprint["host_id"]
+    hist = host_history.from_runs([other, same], fingerprint, None)
+    assert hist["runs"] == [json.loads((same / "run.json").read_text())["run_id"]] and hist["cells"]
+    assert host_history.from_runs([other], fingerprint, None)["runs"] == []

@@ -473,19 +473,17 @@ def test_inputs_are_named_without_the_folders_given(tmp_path):
 def test_machines_of_one_host_name_but_other_hardware_are_not_one_machine():
     """Every machine of the project is named `vm`, so the fingerprint's host id (a hash of the name)
     is the same on the H100 machine and the CPU machines: the ledger's machine id adds the hardware."""
-    from types import SimpleNamespace
+    from reprokit.ledger.fields import unit_id
+    from reprokit.probes.fingerprint import machine_identity
 
-    from reprokit.ledger.fields import _machine_identity, unit_id
-
-    def run(cpu):
-        return SimpleNamespace(host={"host_id": "same", "cpu": cpu})
+    def fp(cpu, gpus=()):
+        return {"host_id": "same", "cpu": cpu, "gpus": list(gpus)}
 
     zen = {"vendor": "AuthenticAMD", "family": "25", "model": "17", "model_name": "AMD EPYC",
            "logical_cores": 2}
     xeon = {"vendor": "GenuineIntel", "family": "6", "model": "207", "model_name": "Xeon",
             "logical_cores": 16}
     salt = b"s"
-    assert unit_id(salt, _machine_identity("same", run(zen), [])) != \
-        unit_id(salt, _machine_identity("same", run(xeon), [{"uuid": "GPU-1"}]))
-    assert unit_id(salt, _machine_identity("same", run(zen), [])) == \
-        unit_id(salt, _machine_identity("same", run(dict(zen)), []))
+    zen_id = unit_id(salt, machine_identity(fp(zen)))
+    assert zen_id != unit_id(salt, machine_identity(fp(xeon, [{"uuid": "GPU-1"}])))
+    assert zen_id == unit_id(salt, machine_identity(fp(dict(zen))))
