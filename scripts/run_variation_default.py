@@ -16,6 +16,7 @@ import datetime as dt
 import math
 import statistics
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,7 +46,7 @@ def _shown(runs: list[Path]) -> str:
     return " ".join(str(p) for p in runs)
 
 
-def coverage(paths: list[Path], fingerprint, kind: str) -> dict:
+def coverage(paths: list[Path], fingerprint: Mapping, kind: str) -> dict:
     """Replay the runs in time order: run j's median against run j-1's re-run interval, widened with
     the term of the history of the runs before j (what run j-1 would have recorded), with the class's
     default term, and with none (processes only)."""
