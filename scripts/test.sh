@@ -42,5 +42,8 @@ ruff check reprokit reproduce.py tools tests scripts
 echo "== pytest"
 # Two workers: the tests wait on subprocesses, engines and time limits more than they compute. Every
 # test of the Docker engine or the Slurm cluster runs in one of them (tests/conftest.py groups them);
-# REPROKIT_TEST_WORKERS=0 runs everything in this process.
-python3 -m pytest -q -ra --durations=40 -n "${REPROKIT_TEST_WORKERS:-2}" --dist loadgroup "$@"
+# REPROKIT_TEST_WORKERS=0 runs everything in this process. The groups go out heaviest first, as
+# tests/conftest.py orders them from the seconds measured in tests/data/module_seconds.json
+# (tools/record_test_seconds.py), not by their number of tests (--no-loadscope-reorder).
+python3 -m pytest -q -ra --durations=40 -n "${REPROKIT_TEST_WORKERS:-2}" --dist loadgroup \
+  --no-loadscope-reorder "$@"

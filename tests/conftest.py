@@ -1,3 +1,4 @@
+import json
 import os
 import re
 import sys
@@ -26,11 +27,32 @@ def _xdist_group(path: Path, cache: dict[Path, str]) -> str:
     return cache[path]
 
 
+def _heaviest_groups_first(items, group_of: dict) -> None:
+    """Order the items group by group, the group whose modules took longest first (their seconds
+    measured in tests/data/module_seconds.json, written by tools/record_test_seconds.py; a module not
+    there counts as 0 s). pytest-xdist hands the groups out in this order (scripts/test.sh turns off
+    its own reordering by test count), so no long group is left to run alone at the end."""
+    seconds = json.loads((REPO / "tests" / "data" / "module_seconds.json").read_text())["seconds"]
+    cost: dict[str, float] = {}
+    for path, group in group_of.items():
+        cost[group] = cost.get(group, 0.0) + seconds.get(str(path.relative_to(REPO)), 0.0)
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(group_of[Path(item.fspath)], i)
+
+    def key(item):
+        group = group_of[Path(item.fspath)]
+        return -cost[group], first[group]
+
+    items.sort(key=key)  # stable: within a group, the collection order
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (its hook suffixes node ids)
 def pytest_collection_modifyitems(config, items):
     groups: dict[Path, str] = {}
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_xdist_group(Path(item.fspath), groups)))
+    _heaviest_groups_first(items, groups)
     _skip_gpu_tests_without_a_gpu(items)
 
 
